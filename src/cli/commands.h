@@ -1,0 +1,17 @@
+// Subcommands of the `switchyard` binary. Each Register* adds one CLI11 subcommand to
+// `app` and binds its callback; the callback runs on the main thread and returns the
+// process exit code through `*exit_code` (0 ok, 1 runtime error, 2 usage error).
+#pragma once
+
+#include "CLI/CLI.hpp"
+
+namespace switchyard::cli {
+
+// switchyard model inspect PATH
+void RegisterModelCommand(CLI::App& app, int* exit_code);
+// switchyard tokenize --model PATH TEXT
+void RegisterTokenizeCommand(CLI::App& app, int* exit_code);
+// switchyard chat-template --model PATH MESSAGES.json
+void RegisterChatTemplateCommand(CLI::App& app, int* exit_code);
+
+}  // namespace switchyard::cli
