@@ -3,19 +3,65 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "fmt/format.h"
 #include "absl/strings/str_format.h"
+#include "fmt/format.h"
+
 #include "base/file.h"
 #include "base/status_macros.h"
 #include "base/utf8.h"
 
 namespace switchyard::base {
+namespace {
+
+// simdjson's DOM rejects integers beyond 64 bits, which Python writes into configs (e.g.
+// model_max_length = 1000000000000000019884624838656). Python reads them as exact big
+// integers; the closest we keep is a float, the one change that leaves the rest of the
+// document as it is. Only used after a NUMBER_ERROR, so well-formed documents pay nothing.
+std::string WidenHugeIntegers(std::string_view json) {
+  std::string out;
+  out.reserve(json.size());
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < json.size()) {
+        out += json[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"')
+      in_string = true;
+    if (c >= '0' && c <= '9' && (i == 0 || !(json[i - 1] >= '0' && json[i - 1] <= '9'))) {
+      size_t end = i;
+      while (end < json.size() && json[end] >= '0' && json[end] <= '9')
+        ++end;
+      bool is_integer =
+          end >= json.size() || (json[end] != '.' && json[end] != 'e' && json[end] != 'E');
+      out.append(json.substr(i, end - i));
+      if (is_integer && end - i > 18)
+        out += ".0";
+      i = end - 1;
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<JsonDocument>> JsonDocument::Parse(std::string_view text,
                                                                   std::string_view source) {
   std::unique_ptr<JsonDocument> doc(new JsonDocument());
   simdjson::dom::element root;
-  const auto error = doc->parser_.parse(text.data(), text.size()).get(root);
+  auto error = doc->parser_.parse(text.data(), text.size()).get(root);
+  if (error == simdjson::NUMBER_ERROR) {
+    const std::string widened = WidenHugeIntegers(text);
+    error = doc->parser_.parse(widened.data(), widened.size()).get(root);
+  }
   if (error) {
     return absl::InvalidArgumentError(
         fmt::format("{}: invalid JSON: {}", source, simdjson::error_message(error)));
@@ -36,13 +82,27 @@ void AppendJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
     const unsigned char c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
       switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
-        case '\b': out->append("\\b"); break;
-        case '\f': out->append("\\f"); break;
+        case '"':
+          out->append("\\\"");
+          break;
+        case '\\':
+          out->append("\\\\");
+          break;
+        case '\n':
+          out->append("\\n");
+          break;
+        case '\r':
+          out->append("\\r");
+          break;
+        case '\t':
+          out->append("\\t");
+          break;
+        case '\b':
+          out->append("\\b");
+          break;
+        case '\f':
+          out->append("\\f");
+          break;
         default:
           if (c < 0x20) {
             absl::StrAppendFormat(out, "\\u%04x", c);

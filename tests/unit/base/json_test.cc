@@ -22,5 +22,14 @@ TEST(JsonTest, ParsesAndReportsErrorsWithSource) {
   EXPECT_NE(bad.status().message().find("my.json"), std::string::npos);
 }
 
+TEST(JsonTest, IntegersBeyond64BitsBecomeFloats) {
+  auto doc = JsonDocument::Parse(
+      R"({"model_max_length": 1000000000000000019884624838656, "s": "12345678901234567890"})",
+      "tokenizer_config.json");
+  ASSERT_TRUE(doc.ok()) << doc.status();
+  EXPECT_DOUBLE_EQ(double((*doc)->root()["model_max_length"]), 1e30);
+  EXPECT_EQ(std::string_view((*doc)->root()["s"]), "12345678901234567890");
+}
+
 }  // namespace
 }  // namespace switchyard::base
