@@ -1,0 +1,329 @@
+// switchyard model inspect PATH [--json] [--tensors]: what a Hugging Face model directory
+// or a .gguf file holds (format, architecture, parameter count, dtypes, tokenizer, chat
+// template), after full validation of the files.
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "cli/commands.h"
+#include "fmt/format.h"
+#include "simdjson.h"
+
+#include "base/json.h"
+#include "model/model_files.h"
+
+namespace switchyard::cli {
+namespace {
+
+struct InspectOptions {
+  std::string path;
+  bool json = false;
+  bool list_tensors = false;
+};
+
+struct TokenizerInfo {
+  std::string kind;    // "BPE", "gpt2", "llama", ... or empty if none
+  std::string source;  // file or "gguf"
+  int64_t vocab_size = -1;
+  bool chat_template = false;
+};
+
+std::string HumanCount(int64_t n) {
+  const double v = static_cast<double>(n);
+  if (n < 1000) {
+    return fmt::format("{}", n);
+  }
+  if (n < 1000000) {
+    return fmt::format("{:.1f}K", v / 1e3);
+  }
+  if (n < 1000000000) {
+    return fmt::format("{:.1f}M", v / 1e6);
+  }
+  return fmt::format("{:.1f}B", v / 1e9);
+}
+
+std::string HumanBytes(uint64_t n) {
+  const double v = static_cast<double>(n);
+  if (n < (1u << 20)) {
+    return fmt::format("{:.1f} KiB", v / 1024);
+  }
+  if (n < (1u << 30)) {
+    return fmt::format("{:.1f} MiB", v / (1 << 20));
+  }
+  return fmt::format("{:.2f} GiB", v / (1 << 30));
+}
+
+// Reads the tokenizer kind and size from tokenizer.json without building a tokenizer:
+// model.type and the size of model.vocab plus added tokens not already in it.
+void DescribeHfTokenizer(const model::ModelFiles& files, TokenizerInfo* info) {
+  if (!files.tokenizer_json_path().empty()) {
+    info->source = files.tokenizer_json_path();
+    auto doc = base::JsonDocument::ParseFile(files.tokenizer_json_path());
+    if (doc.ok()) {
+      std::string_view type;
+      if (!(*doc)->root()["model"]["type"].get_string().get(type)) {
+        info->kind = std::string(type);
+      }
+      simdjson::dom::element vocab;
+      if (!(*doc)->root()["model"]["vocab"].get(vocab)) {
+        int64_t size = 0;
+        int64_t max_id = -1;
+        if (vocab.is_object()) {
+          for (auto [token, id] : vocab.get_object().value_unsafe()) {
+            ++size;
+            int64_t v = 0;
+            if (!id.get_int64().get(v) && v > max_id) {
+              max_id = v;
+            }
+          }
+        } else if (vocab.is_array()) {
+          size = static_cast<int64_t>(vocab.get_array().value_unsafe().size());
+          max_id = size - 1;
+        }
+        simdjson::dom::array added;
+        if (!(*doc)->root()["added_tokens"].get_array().get(added)) {
+          for (simdjson::dom::element token : added) {
+            int64_t id = 0;
+            if (!token["id"].get_int64().get(id) && id > max_id) {
+              max_id = id;
+            }
+          }
+        }
+        info->vocab_size = std::max(size, max_id + 1);
+      }
+    }
+  }
+  const std::filesystem::path dir(files.path());
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(dir / "chat_template.jinja", ec)) {
+    info->chat_template = true;
+  } else if (!files.tokenizer_config_path().empty()) {
+    auto doc = base::JsonDocument::ParseFile(files.tokenizer_config_path());
+    simdjson::dom::element tmpl;
+    info->chat_template = doc.ok() && !(*doc)->root()["chat_template"].get(tmpl) &&
+                          (tmpl.is_string() || tmpl.is_array());
+  }
+}
+
+void DescribeGgufTokenizer(const model::GgufFile& gguf, TokenizerInfo* info) {
+  if (auto kind = gguf.GetString("tokenizer.ggml.model"); kind.ok()) {
+    info->kind = std::string(*kind);
+    info->source = "gguf";
+  }
+  if (const model::GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens"); tokens != nullptr) {
+    info->vocab_size = static_cast<int64_t>(tokens->count);
+  }
+  info->chat_template = gguf.GetString("tokenizer.chat_template").ok();
+}
+
+// One line per metadata value; long strings and arrays are summarised.
+std::string DescribeGgufValue(const model::GgufValue& v) {
+  using model::GgufType;
+  if (v.type == GgufType::kArray) {
+    return fmt::format("[{} x {}]", v.count, model::GgufTypeName(v.element_type));
+  }
+  if (v.type == GgufType::kString) {
+    if (v.s.size() > 60) {
+      return base::JsonString(std::string(v.s.substr(0, 57)) + "...");
+    }
+    return base::JsonString(v.s);
+  }
+  if (v.type == GgufType::kBool) {
+    return v.u ? "true" : "false";
+  }
+  double d = 0;
+  if (v.type == GgufType::kFloat32 || v.type == GgufType::kFloat64) {
+    return fmt::format("{}", v.f);
+  }
+  int64_t i = 0;
+  if (v.ToInt64(&i)) {
+    return fmt::format("{}", i);
+  }
+  v.ToDouble(&d);
+  return fmt::format("{}", d);
+}
+
+std::string ShapeJson(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    out += fmt::format("{}{}", i ? ", " : "", shape[i]);
+  }
+  return out + "]";
+}
+
+std::string RopeName(model::RopeScaling::Type type) {
+  switch (type) {
+    case model::RopeScaling::Type::kNone:
+      return "none";
+    case model::RopeScaling::Type::kLinear:
+      return "linear";
+    case model::RopeScaling::Type::kLlama3:
+      return "llama3";
+  }
+  return "unknown";
+}
+
+void PrintJson(const model::ModelFiles& files, const TokenizerInfo& tok,
+               const std::map<std::string, std::pair<int64_t, uint64_t>>& dtypes) {
+  const model::ModelConfig& c = files.config();
+  std::string out = "{";
+  out += fmt::format("\"path\": {}, \"format\": {}", base::JsonString(files.path()),
+                     base::JsonString(model::WeightFormatName(files.format())));
+  if (files.gguf() != nullptr) {
+    out += fmt::format(", \"gguf_version\": {}", files.gguf()->version());
+  }
+  out += ", \"weight_files\": [";
+  const std::vector<std::string> weight_files = files.WeightFiles();
+  for (size_t i = 0; i < weight_files.size(); ++i) {
+    out += (i ? ", " : "") + base::JsonString(weight_files[i]);
+  }
+  out += fmt::format("], \"file_bytes\": {}", files.WeightFileBytes());
+  out += fmt::format(
+      ", \"architecture\": {}, \"model_type\": {}, \"num_hidden_layers\": {}, "
+      "\"hidden_size\": {}, \"intermediate_size\": {}, \"num_attention_heads\": {}, "
+      "\"num_key_value_heads\": {}, \"head_dim\": {}, \"vocab_size\": {}, "
+      "\"max_position_embeddings\": {}, \"rope_theta\": {}, \"rope_scaling\": {}, "
+      "\"rms_norm_eps\": {}, \"tie_word_embeddings\": {}",
+      base::JsonString(c.architecture), base::JsonString(c.model_type), c.num_hidden_layers,
+      c.hidden_size, c.intermediate_size, c.num_attention_heads, c.num_key_value_heads, c.head_dim,
+      c.vocab_size, c.max_position_embeddings, c.rope_theta,
+      base::JsonString(RopeName(c.rope_scaling.type)), c.rms_norm_eps,
+      c.tie_word_embeddings ? "true" : "false");
+  out += fmt::format(", \"parameter_count\": {}, \"parameter_count_human\": {}",
+                     files.ParameterCount(), base::JsonString(HumanCount(files.ParameterCount())));
+  out += ", \"dtypes\": {";
+  bool first = true;
+  for (const auto& [name, stats] : dtypes) {
+    out += fmt::format("{}{}: {{\"tensors\": {}, \"bytes\": {}}}", first ? "" : ", ",
+                       base::JsonString(name), stats.first, stats.second);
+    first = false;
+  }
+  out += "}, \"tokenizer\": ";
+  if (tok.kind.empty() && tok.vocab_size < 0) {
+    out += "null";
+  } else {
+    out += fmt::format("{{\"kind\": {}, \"source\": {}, \"vocab_size\": {}}}",
+                       base::JsonString(tok.kind), base::JsonString(tok.source),
+                       tok.vocab_size >= 0 ? fmt::format("{}", tok.vocab_size) : "null");
+  }
+  out += fmt::format(", \"chat_template\": {}", tok.chat_template ? "true" : "false");
+  if (files.gguf() != nullptr) {
+    out += ", \"gguf_metadata\": {";
+    first = true;
+    for (const model::GgufMetadataEntry& e : files.gguf()->metadata()) {
+      out += fmt::format("{}{}: {}", first ? "" : ", ", base::JsonString(e.key),
+                         base::JsonString(DescribeGgufValue(e.value)));
+      first = false;
+    }
+    out += "}";
+  }
+  out += ", \"tensors\": [";
+  first = true;
+  for (const model::TensorView& t : files.tensors()) {
+    out +=
+        fmt::format("{}{{\"name\": {}, \"dtype\": {}, \"shape\": {}, \"bytes\": {}}}",
+                    first ? "" : ", ", base::JsonString(t.name),
+                    base::JsonString(model::DTypeName(t.dtype)), ShapeJson(t.shape), t.byte_size);
+    first = false;
+  }
+  out += "]}\n";
+  std::fputs(out.c_str(), stdout);
+}
+
+void PrintText(const model::ModelFiles& files, const TokenizerInfo& tok,
+               const std::map<std::string, std::pair<int64_t, uint64_t>>& dtypes,
+               bool list_tensors) {
+  const model::ModelConfig& c = files.config();
+  std::string format(model::WeightFormatName(files.format()));
+  if (files.gguf() != nullptr) {
+    format += fmt::format(" v{}", files.gguf()->version());
+  }
+  std::string out;
+  out += fmt::format("path:          {}\n", files.path());
+  out +=
+      fmt::format("format:        {} ({} file{}, {})\n", format, files.WeightFiles().size(),
+                  files.WeightFiles().size() == 1 ? "" : "s", HumanBytes(files.WeightFileBytes()));
+  out += fmt::format("architecture:  {} (model_type {})\n", c.architecture, c.model_type);
+  out += fmt::format(
+      "shape:         {} layers, hidden {}, ffn {}, heads {}, kv heads {}, head_dim {}\n",
+      c.num_hidden_layers, c.hidden_size, c.intermediate_size, c.num_attention_heads,
+      c.num_key_value_heads, c.head_dim);
+  out += fmt::format("vocab:         {}\n", c.vocab_size);
+  out += fmt::format("context:       {} (rope_theta {}, scaling {})\n", c.max_position_embeddings,
+                     c.rope_theta, RopeName(c.rope_scaling.type));
+  out += fmt::format("parameters:    {} ({})\n", files.ParameterCount(),
+                     HumanCount(files.ParameterCount()));
+  out += "dtypes:       ";
+  for (const auto& [name, stats] : dtypes) {
+    out += fmt::format(" {} x{} ({})", name, stats.first, HumanBytes(stats.second));
+  }
+  out += "\n";
+  if (tok.kind.empty() && tok.vocab_size < 0) {
+    out += "tokenizer:     none\n";
+  } else {
+    out +=
+        fmt::format("tokenizer:     {} from {}{}\n", tok.kind.empty() ? "?" : tok.kind, tok.source,
+                    tok.vocab_size >= 0 ? fmt::format(", {} tokens", tok.vocab_size) : "");
+  }
+  out += fmt::format("chat template: {}\n", tok.chat_template ? "present" : "absent");
+  if (files.gguf() != nullptr) {
+    out += fmt::format("gguf metadata: {} keys, alignment {}\n", files.gguf()->metadata().size(),
+                       files.gguf()->alignment());
+    for (const model::GgufMetadataEntry& e : files.gguf()->metadata()) {
+      out += fmt::format("  {} = {}\n", e.key, DescribeGgufValue(e.value));
+    }
+  }
+  if (list_tensors) {
+    out += fmt::format("tensors:       {}\n", files.tensors().size());
+    for (const model::TensorView& t : files.tensors()) {
+      out += fmt::format("  {} {} {}\n", t.name, model::DTypeName(t.dtype), ShapeJson(t.shape));
+    }
+  }
+  std::fputs(out.c_str(), stdout);
+}
+
+int RunInspect(const InspectOptions& opts) {
+  auto files = model::ModelFiles::Open(opts.path);
+  if (!files.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(files.status().message()).c_str());
+    return 1;
+  }
+  TokenizerInfo tok;
+  if ((*files)->gguf() != nullptr) {
+    DescribeGgufTokenizer(*(*files)->gguf(), &tok);
+  } else {
+    DescribeHfTokenizer(**files, &tok);
+  }
+  std::map<std::string, std::pair<int64_t, uint64_t>> dtypes;
+  for (const model::TensorView& t : (*files)->tensors()) {
+    auto& stats = dtypes[std::string(model::DTypeName(t.dtype))];
+    ++stats.first;
+    stats.second += t.byte_size;
+  }
+  if (opts.json) {
+    PrintJson(**files, tok, dtypes);
+  } else {
+    PrintText(**files, tok, dtypes, opts.list_tensors);
+  }
+  return 0;
+}
+
+}  // namespace
+
+void RegisterModelCommand(CLI::App& app, int* exit_code) {
+  CLI::App* model = app.add_subcommand("model", "Inspect model files");
+  model->require_subcommand(1);
+  CLI::App* inspect =
+      model->add_subcommand("inspect", "Validate and describe a model directory or .gguf file");
+  auto opts = std::make_shared<InspectOptions>();
+  inspect->add_option("PATH", opts->path, "Hugging Face model directory or .gguf file")->required();
+  inspect->add_flag("--json", opts->json, "Print one JSON object (includes every tensor)");
+  inspect->add_flag("--tensors", opts->list_tensors, "List every tensor");
+  inspect->callback([opts, exit_code] { *exit_code = RunInspect(*opts); });
+}
+
+}  // namespace switchyard::cli

@@ -1,0 +1,413 @@
+#include "model/model_config.h"
+
+#include <cmath>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "fmt/format.h"
+
+#include "base/file.h"
+#include "base/json.h"
+#include "base/status_macros.h"
+#include "model/gguf.h"
+
+namespace switchyard::model {
+namespace {
+
+absl::Status FieldError(std::string_view source, std::string_view field, std::string_view what) {
+  return absl::InvalidArgumentError(fmt::format("{}: field '{}': {}", source, field, what));
+}
+
+struct ArchInfo {
+  std::string_view architecture;
+  std::string_view model_type;
+  std::string_view gguf_arch;
+  int64_t default_max_positions;
+};
+
+constexpr ArchInfo kArchs[] = {
+    {"LlamaForCausalLM", "llama", "llama", 2048},
+    {"MistralForCausalLM", "mistral", "", 4096 * 32},
+    {"Qwen2ForCausalLM", "qwen2", "qwen2", 32768},
+    {"Qwen3ForCausalLM", "qwen3", "qwen3", 32768},
+};
+
+// Reads typed fields of a JSON object; null counts as absent, as transformers treats it.
+class JsonFields {
+ public:
+  JsonFields(simdjson::dom::object object, std::string_view source)
+      : object_(object), source_(source) {}
+
+  bool Has(std::string_view key) const {
+    simdjson::dom::element e;
+    return !object_[key].get(e) && !e.is_null();
+  }
+
+  absl::Status Int(std::string_view key, bool required, int64_t* out) const {
+    simdjson::dom::element e;
+    if (object_[key].get(e) || e.is_null()) {
+      return required ? FieldError(source_, key, "missing") : absl::OkStatus();
+    }
+    if (e.get_int64().get(*out)) {
+      return FieldError(source_, key, "must be an integer");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Double(std::string_view key, double* out) const {
+    simdjson::dom::element e;
+    if (object_[key].get(e) || e.is_null()) {
+      return absl::OkStatus();
+    }
+    if (e.is_int64()) {
+      *out = static_cast<double>(e.get_int64().value_unsafe());
+    } else if (e.is_uint64()) {
+      *out = static_cast<double>(e.get_uint64().value_unsafe());
+    } else if (e.get_double().get(*out)) {
+      return FieldError(source_, key, "must be a number");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Bool(std::string_view key, bool* out) const {
+    simdjson::dom::element e;
+    if (object_[key].get(e) || e.is_null()) {
+      return absl::OkStatus();
+    }
+    if (e.get_bool().get(*out)) {
+      return FieldError(source_, key, "must be true or false");
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status String(std::string_view key, std::string* out) const {
+    simdjson::dom::element e;
+    if (object_[key].get(e) || e.is_null()) {
+      return absl::OkStatus();
+    }
+    std::string_view s;
+    if (e.get_string().get(s)) {
+      return FieldError(source_, key, "must be a string");
+    }
+    *out = std::string(s);
+    return absl::OkStatus();
+  }
+
+  // An integer, a list of integers, or absent.
+  absl::Status IntList(std::string_view key, std::vector<int64_t>* out) const {
+    simdjson::dom::element e;
+    if (object_[key].get(e) || e.is_null()) {
+      return absl::OkStatus();
+    }
+    int64_t single = 0;
+    if (!e.get_int64().get(single)) {
+      out->push_back(single);
+      return absl::OkStatus();
+    }
+    simdjson::dom::array list;
+    if (e.get_array().get(list)) {
+      return FieldError(source_, key, "must be an integer or a list of integers");
+    }
+    for (simdjson::dom::element item : list) {
+      if (item.get_int64().get(single)) {
+        return FieldError(source_, key, "must be an integer or a list of integers");
+      }
+      out->push_back(single);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  simdjson::dom::object object_;
+  std::string_view source_;
+};
+
+absl::Status ParseRopeScaling(simdjson::dom::object root, std::string_view source,
+                              RopeScaling* out) {
+  simdjson::dom::element e;
+  if (root["rope_scaling"].get(e) || e.is_null()) {
+    return absl::OkStatus();
+  }
+  simdjson::dom::object object;
+  if (e.get_object().get(object)) {
+    return FieldError(source, "rope_scaling", "must be an object");
+  }
+  // transformers renamed "type" to "rope_type"; files carry either.
+  std::string_view type;
+  if (object["rope_type"].get_string().get(type) && object["type"].get_string().get(type)) {
+    return FieldError(source, "rope_scaling.rope_type", "missing or not a string");
+  }
+  JsonFields fields(object, source);
+  if (type == "default") {
+    return absl::OkStatus();
+  }
+  if (type == "linear") {
+    out->type = RopeScaling::Type::kLinear;
+    SY_RETURN_IF_ERROR(fields.Double("factor", &out->factor));
+    return absl::OkStatus();
+  }
+  if (type == "llama3") {
+    out->type = RopeScaling::Type::kLlama3;
+    for (std::string_view key :
+         {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}) {
+      if (!fields.Has(key)) {
+        return FieldError(source, fmt::format("rope_scaling.{}", key), "missing");
+      }
+    }
+    SY_RETURN_IF_ERROR(fields.Double("factor", &out->factor));
+    SY_RETURN_IF_ERROR(fields.Double("low_freq_factor", &out->low_freq_factor));
+    SY_RETURN_IF_ERROR(fields.Double("high_freq_factor", &out->high_freq_factor));
+    SY_RETURN_IF_ERROR(fields.Int("original_max_position_embeddings", true,
+                                  &out->original_max_position_embeddings));
+    return absl::OkStatus();
+  }
+  return FieldError(
+      source, "rope_scaling.rope_type",
+      fmt::format("unsupported '{}' (supported: default, linear, llama3)", std::string(type)));
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::string_view source) {
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<base::JsonDocument> doc,
+                      base::JsonDocument::Parse(json, source));
+  simdjson::dom::object root;
+  if (doc->root().get_object().get(root)) {
+    return FieldError(source, "(root)", "not an object");
+  }
+  JsonFields fields(root, source);
+  ModelConfig config;
+
+  simdjson::dom::array architectures;
+  std::string_view arch;
+  if (root["architectures"].get_array().get(architectures) || architectures.size() == 0 ||
+      architectures.at(0).get_string().get(arch)) {
+    return FieldError(source, "architectures", "missing or not a non-empty list of strings");
+  }
+  const ArchInfo* info = nullptr;
+  for (const ArchInfo& candidate : kArchs) {
+    if (candidate.architecture == arch) {
+      info = &candidate;
+    }
+  }
+  if (info == nullptr) {
+    return FieldError(source, "architectures",
+                      fmt::format("unsupported architecture '{}' (supported: {})",
+                                  std::string(arch), kSupportedArchitectures));
+  }
+  config.architecture = std::string(info->architecture);
+  config.model_type = std::string(info->model_type);
+  SY_RETURN_IF_ERROR(fields.String("model_type", &config.model_type));
+
+  SY_RETURN_IF_ERROR(fields.Int("hidden_size", true, &config.hidden_size));
+  SY_RETURN_IF_ERROR(fields.Int("intermediate_size", true, &config.intermediate_size));
+  SY_RETURN_IF_ERROR(fields.Int("num_hidden_layers", true, &config.num_hidden_layers));
+  SY_RETURN_IF_ERROR(fields.Int("num_attention_heads", true, &config.num_attention_heads));
+  SY_RETURN_IF_ERROR(fields.Int("vocab_size", true, &config.vocab_size));
+  config.num_key_value_heads = config.num_attention_heads;
+  SY_RETURN_IF_ERROR(fields.Int("num_key_value_heads", false, &config.num_key_value_heads));
+  if (fields.Has("head_dim")) {
+    SY_RETURN_IF_ERROR(fields.Int("head_dim", true, &config.head_dim));
+  } else {
+    if (config.num_attention_heads <= 0 || config.hidden_size % config.num_attention_heads != 0) {
+      return FieldError(source, "num_attention_heads",
+                        fmt::format("{} does not divide hidden_size {} and head_dim is absent",
+                                    config.num_attention_heads, config.hidden_size));
+    }
+    config.head_dim = config.hidden_size / config.num_attention_heads;
+  }
+  config.max_position_embeddings = info->default_max_positions;
+  SY_RETURN_IF_ERROR(fields.Int("max_position_embeddings", false, &config.max_position_embeddings));
+  SY_RETURN_IF_ERROR(fields.Double("rms_norm_eps", &config.rms_norm_eps));
+  SY_RETURN_IF_ERROR(fields.Double("rope_theta", &config.rope_theta));
+  SY_RETURN_IF_ERROR(ParseRopeScaling(root, source, &config.rope_scaling));
+  SY_RETURN_IF_ERROR(fields.Bool("tie_word_embeddings", &config.tie_word_embeddings));
+  // Qwen2's attention always has q/k/v biases; its config has no flag for them.
+  config.attention_bias = config.architecture == "Qwen2ForCausalLM";
+  SY_RETURN_IF_ERROR(fields.Bool("attention_bias", &config.attention_bias));
+  config.qk_norm = config.architecture == "Qwen3ForCausalLM";
+  int64_t bos = 0;
+  if (fields.Has("bos_token_id")) {
+    SY_RETURN_IF_ERROR(fields.Int("bos_token_id", true, &bos));
+    config.bos_token_id = bos;
+  }
+  SY_RETURN_IF_ERROR(fields.IntList("eos_token_id", &config.eos_token_ids));
+  SY_RETURN_IF_ERROR(fields.String("torch_dtype", &config.torch_dtype));
+  if (config.torch_dtype.empty()) {
+    SY_RETURN_IF_ERROR(fields.String("dtype", &config.torch_dtype));
+  }
+
+  // Qwen configs carry a sliding_window that only applies when use_sliding_window is set.
+  bool use_sliding_window = config.model_type == "mistral";
+  SY_RETURN_IF_ERROR(fields.Bool("use_sliding_window", &use_sliding_window));
+  if (use_sliding_window && fields.Has("sliding_window")) {
+    int64_t window = 0;
+    SY_RETURN_IF_ERROR(fields.Int("sliding_window", true, &window));
+    config.sliding_window = window;
+  }
+  SY_RETURN_IF_ERROR(ValidateModelConfig(config, source));
+  return config;
+}
+
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path) {
+  SY_ASSIGN_OR_RETURN(const std::string text, base::ReadFile(path));
+  return ParseModelConfigJson(text, path);
+}
+
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
+  const std::string& source = gguf.source();
+  SY_ASSIGN_OR_RETURN(const std::string_view arch, gguf.GetString("general.architecture"));
+  const ArchInfo* info = nullptr;
+  for (const ArchInfo& candidate : kArchs) {
+    if (!candidate.gguf_arch.empty() && candidate.gguf_arch == arch) {
+      info = &candidate;
+    }
+  }
+  if (info == nullptr) {
+    return FieldError(source, "general.architecture",
+                      fmt::format("unsupported architecture '{}' (supported: llama, qwen2, qwen3)",
+                                  std::string(arch)));
+  }
+  ModelConfig config;
+  config.architecture = std::string(info->architecture);
+  config.model_type = std::string(info->model_type);
+  const std::string prefix = std::string(arch) + ".";
+  auto get_int = [&](std::string_view key, int64_t* out) -> absl::Status {
+    SY_ASSIGN_OR_RETURN(*out, gguf.GetInt(prefix + std::string(key)));
+    return absl::OkStatus();
+  };
+  auto get_optional_int = [&](std::string_view key, int64_t* out) -> absl::Status {
+    if (gguf.Find(prefix + std::string(key)) == nullptr) {
+      return absl::OkStatus();
+    }
+    return get_int(key, out);
+  };
+  auto get_optional_float = [&](std::string_view key, double* out) -> absl::Status {
+    if (gguf.Find(prefix + std::string(key)) == nullptr) {
+      return absl::OkStatus();
+    }
+    SY_ASSIGN_OR_RETURN(*out, gguf.GetFloat(prefix + std::string(key)));
+    return absl::OkStatus();
+  };
+  SY_RETURN_IF_ERROR(get_int("embedding_length", &config.hidden_size));
+  SY_RETURN_IF_ERROR(get_int("block_count", &config.num_hidden_layers));
+  SY_RETURN_IF_ERROR(get_int("feed_forward_length", &config.intermediate_size));
+  SY_RETURN_IF_ERROR(get_int("attention.head_count", &config.num_attention_heads));
+  config.num_key_value_heads = config.num_attention_heads;
+  SY_RETURN_IF_ERROR(get_optional_int("attention.head_count_kv", &config.num_key_value_heads));
+  if (config.num_attention_heads > 0) {
+    config.head_dim = config.hidden_size / config.num_attention_heads;
+  }
+  SY_RETURN_IF_ERROR(get_optional_int("attention.key_length", &config.head_dim));
+  config.max_position_embeddings = info->default_max_positions;
+  SY_RETURN_IF_ERROR(get_optional_int("context_length", &config.max_position_embeddings));
+  SY_RETURN_IF_ERROR(get_optional_float("attention.layer_norm_rms_epsilon", &config.rms_norm_eps));
+  SY_RETURN_IF_ERROR(get_optional_float("rope.freq_base", &config.rope_theta));
+
+  if (gguf.Find(prefix + "vocab_size") != nullptr) {
+    SY_RETURN_IF_ERROR(get_int("vocab_size", &config.vocab_size));
+  } else if (const GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens"); tokens != nullptr) {
+    config.vocab_size = static_cast<int64_t>(tokens->count);
+  } else if (const TensorView* embed = gguf.FindTensor("token_embd.weight");
+             embed != nullptr && embed->shape.size() == 2) {
+    config.vocab_size = embed->shape[0];
+  } else {
+    return FieldError(source, prefix + "vocab_size",
+                      "missing, and there is neither tokenizer.ggml.tokens nor token_embd.weight");
+  }
+
+  if (gguf.Find(prefix + "rope.scaling.type") != nullptr) {
+    SY_ASSIGN_OR_RETURN(const std::string_view type, gguf.GetString(prefix + "rope.scaling.type"));
+    if (type == "linear") {
+      config.rope_scaling.type = RopeScaling::Type::kLinear;
+      SY_RETURN_IF_ERROR(get_optional_float("rope.scaling.factor", &config.rope_scaling.factor));
+    } else if (type != "none") {
+      return FieldError(
+          source, prefix + "rope.scaling.type",
+          fmt::format("unsupported '{}' (supported: none, linear)", std::string(type)));
+    }
+  }
+  if (gguf.Find(prefix + "attention.sliding_window") != nullptr) {
+    int64_t window = 0;
+    SY_RETURN_IF_ERROR(get_int("attention.sliding_window", &window));
+    config.sliding_window = window;
+  }
+  config.tie_word_embeddings = gguf.FindTensor("output.weight") == nullptr;
+  config.attention_bias = gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
+  config.qk_norm = gguf.FindTensor("blk.0.attn_q_norm.weight") != nullptr;
+  if (gguf.Find("tokenizer.ggml.bos_token_id") != nullptr) {
+    SY_ASSIGN_OR_RETURN(config.bos_token_id, gguf.GetInt("tokenizer.ggml.bos_token_id"));
+  }
+  if (gguf.Find("tokenizer.ggml.eos_token_id") != nullptr) {
+    SY_ASSIGN_OR_RETURN(const int64_t eos, gguf.GetInt("tokenizer.ggml.eos_token_id"));
+    config.eos_token_ids.push_back(eos);
+  }
+  SY_RETURN_IF_ERROR(ValidateModelConfig(config, source));
+  return config;
+}
+
+absl::Status ValidateModelConfig(const ModelConfig& config, std::string_view source) {
+  const std::pair<std::string_view, int64_t> positive[] = {
+      {"hidden_size", config.hidden_size},
+      {"intermediate_size", config.intermediate_size},
+      {"num_hidden_layers", config.num_hidden_layers},
+      {"num_attention_heads", config.num_attention_heads},
+      {"num_key_value_heads", config.num_key_value_heads},
+      {"head_dim", config.head_dim},
+      {"vocab_size", config.vocab_size},
+      {"max_position_embeddings", config.max_position_embeddings},
+  };
+  for (const auto& [field, value] : positive) {
+    if (value <= 0) {
+      return FieldError(source, field, fmt::format("must be positive, got {}", value));
+    }
+  }
+  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+    return FieldError(source, "num_key_value_heads",
+                      fmt::format("{} does not divide num_attention_heads {}",
+                                  config.num_key_value_heads, config.num_attention_heads));
+  }
+  if (config.head_dim % 2 != 0) {
+    return FieldError(
+        source, "head_dim",
+        fmt::format("{} is odd; rotary embeddings need an even size", config.head_dim));
+  }
+  if (!(config.rms_norm_eps > 0) || !std::isfinite(config.rms_norm_eps)) {
+    return FieldError(source, "rms_norm_eps", "must be a positive number");
+  }
+  if (!(config.rope_theta > 0) || !std::isfinite(config.rope_theta)) {
+    return FieldError(source, "rope_theta", "must be a positive number");
+  }
+  const RopeScaling& rope = config.rope_scaling;
+  if (rope.type != RopeScaling::Type::kNone && !(rope.factor > 0)) {
+    return FieldError(source, "rope_scaling.factor", "must be positive");
+  }
+  if (rope.type == RopeScaling::Type::kLlama3) {
+    if (!(rope.low_freq_factor > 0) || !(rope.high_freq_factor > rope.low_freq_factor)) {
+      return FieldError(source, "rope_scaling.high_freq_factor",
+                        "needs 0 < low_freq_factor < high_freq_factor");
+    }
+    if (rope.original_max_position_embeddings <= 0) {
+      return FieldError(source, "rope_scaling.original_max_position_embeddings",
+                        "must be positive");
+    }
+  }
+  if (config.bos_token_id &&
+      (*config.bos_token_id < 0 || *config.bos_token_id >= config.vocab_size)) {
+    return FieldError(
+        source, "bos_token_id",
+        fmt::format("{} is outside the vocabulary of {}", *config.bos_token_id, config.vocab_size));
+  }
+  for (const int64_t eos : config.eos_token_ids) {
+    if (eos < 0 || eos >= config.vocab_size) {
+      return FieldError(source, "eos_token_id",
+                        fmt::format("{} is outside the vocabulary of {}", eos, config.vocab_size));
+    }
+  }
+  if (config.sliding_window && *config.sliding_window <= 0) {
+    return FieldError(source, "sliding_window", "must be positive");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace switchyard::model

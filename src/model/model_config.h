@@ -1,0 +1,67 @@
+// ModelConfig: the architecture hyper-parameters of a Llama-family decoder, read from a
+// Hugging Face config.json or from GGUF metadata, validated once so that later code can
+// rely on them (positive sizes, heads divisible by KV heads, ...). A plain value; copy it
+// freely between threads.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace switchyard::model {
+
+class GgufFile;
+
+struct RopeScaling {
+  enum class Type { kNone, kLinear, kLlama3 };
+  Type type = Type::kNone;
+  double factor = 1.0;
+  // kLlama3 only.
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 0;
+};
+
+struct ModelConfig {
+  std::string architecture;  // HF class name, e.g. "LlamaForCausalLM"
+  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3"
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // biases on q/k/v projections (Qwen2)
+  bool qk_norm = false;         // RMSNorm on q and k per head (Qwen3)
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;
+  std::string torch_dtype;                // empty if unknown
+  std::optional<int64_t> sliding_window;  // effective window, if any
+};
+
+// Architectures we can run; anything else is rejected with the list below.
+inline constexpr std::string_view kSupportedArchitectures =
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM";
+
+// Parses config.json text; `source` names it in errors ("<file>: field 'x': ...").
+absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::string_view source);
+absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path);
+
+// Builds a config from GGUF metadata (general.architecture and its "<arch>.*" keys);
+// tensor presence decides tied embeddings, q/k/v biases and q/k norms.
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf);
+
+// Checks the relations between fields; both loaders call it.
+absl::Status ValidateModelConfig(const ModelConfig& config, std::string_view source);
+
+}  // namespace switchyard::model
