@@ -66,17 +66,12 @@ class Tokenizer {
   // Same ids as HF `tokenizer.encode(text, add_special_tokens=...).ids`. `text` is bytes;
   // invalid UTF-8 is replaced first (see the policy above). Fails only when a piece of text
   // cannot be represented (no byte fallback and no unk token).
-  absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text,
-                                              bool add_special_tokens) const;
+  absl::StatusOr<std::vector<int32_t>> Encode(std::string_view text, bool add_special_tokens) const;
 
   // Same text as HF `tokenizer.decode(ids, skip_special_tokens=...)`. Ids outside the
   // vocabulary are skipped, as HF does. The result may hold U+FFFD where byte tokens do not
   // form valid UTF-8.
   std::string Decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
-
-  // Decodes without the final UTF-8 repair: the raw bytes that byte-level and byte-fallback
-  // tokens stand for. Streaming detokenizers use this to hold back incomplete characters.
-  std::string DecodeBytes(std::span<const int32_t> ids, bool skip_special_tokens) const;
 
   size_t vocab_size() const;
   std::optional<int32_t> TokenToId(std::string_view token) const;
@@ -89,10 +84,6 @@ class Tokenizer {
   std::optional<int32_t> eos_id() const;
   std::optional<int32_t> unk_id() const;
   std::optional<int32_t> pad_id() const;
-
-  // True for SentencePiece-style tokenizers whose decoder strips the leading space of the
-  // first token: incremental detokenizers must decode with context to keep spaces.
-  bool strips_leading_space() const;
 
   struct Impl;
 

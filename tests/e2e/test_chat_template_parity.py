@@ -19,7 +19,7 @@ render_jinja_template = pytest.importorskip(
 
 TEMPLATES_DIR = REPO / "tests" / "data" / "templates"
 INPUTS_DIR = REPO / "tests" / "data" / "chat_inputs"
-REAL_MODELS = ["llama3", "qwen3", "llama2"]
+REAL_MODELS = ["llama3", "llama3_1", "qwen3", "deepseek_v3", "gemma3", "llama2"]
 FAKE_NOW = 1722000000  # Frozen clock for strftime_now on both sides.
 
 CORPUS = sorted(p for p in TEMPLATES_DIR.glob("*.jinja")
@@ -102,7 +102,13 @@ def test_real_template_parity(switchyard, model, input_path):
         return
     # The CLI passes the model's special tokens; the input files' tokens would override them,
     # as apply_chat_template's kwargs do, so the model's are used on both sides here.
-    special = {k: config[k] for k in ("bos_token", "eos_token") if isinstance(config.get(k), str)}
+    special = {}
+    for k in ("bos_token", "eos_token"):
+        token = config.get(k)
+        if isinstance(token, dict):  # An AddedToken: transformers passes its content.
+            token = token.get("content")
+        if isinstance(token, str):
+            special[k] = token
     inputs = json.loads(input_path.read_text())
     for k in ("bos_token", "eos_token"):
         inputs.pop(k, None)

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "text/jinja/case_map.h"
 #include "text/jinja/interpreter.h"
 #include "text/jinja/value.h"
 
@@ -31,10 +32,6 @@ absl::StatusOr<Value> CallMethod(Interpreter& in, const Value& obj, std::string_
 // strftime_now, cycler, joiner.
 std::vector<std::pair<std::string, Value>> MakeGlobals();
 
-// Python str methods shared by filters (Latin, Greek and Cyrillic case mapping).
-std::string ToUpper(std::string_view s);
-std::string ToLower(std::string_view s);
-std::string Capitalize(std::string_view s);
 // str.strip / lstrip / rstrip; `chars` null strips whitespace.
 std::string Strip(std::string_view s, const std::string* chars, bool left, bool right);
 

@@ -299,10 +299,10 @@ Value Interpreter::MakeMacro(const Stmt& s, const std::shared_ptr<Frame>& closur
   const Stmt* stmt = &s;
   std::weak_ptr<Frame> weak = closure;
   c->fn = [stmt, weak, is_caller](Interpreter& in, CallArgs& args) -> absl::StatusOr<Value> {
-    std::shared_ptr<Frame> closure = weak.lock();
-    if (!closure)
+    std::shared_ptr<Frame> scope = weak.lock();
+    if (!scope)
       return absl::InternalError("macro called after its scope ended");
-    return in.CallMacro(*stmt, closure, args, is_caller);
+    return in.CallMacro(*stmt, scope, args, is_caller);
   };
   return Value(std::shared_ptr<const Callable>(std::move(c)));
 }

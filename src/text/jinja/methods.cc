@@ -14,63 +14,10 @@ namespace {
 // Sandbox limit on range() length, as jinja2.sandbox.MAX_RANGE.
 constexpr int64_t kMaxRange = 100000;
 
-uint32_t MapCase(uint32_t cp, bool upper) {
-  if (upper) {
-    if (cp >= 'a' && cp <= 'z')
-      return cp - 32;
-    if ((cp >= 0xe0 && cp <= 0xfe && cp != 0xf7) || (cp >= 0x3b1 && cp <= 0x3c9 && cp != 0x3c2) ||
-        (cp >= 0x430 && cp <= 0x44f)) {
-      return cp - 32;
-    }
-    if (cp >= 0x450 && cp <= 0x45f)
-      return cp - 80;
-  } else {
-    if (cp >= 'A' && cp <= 'Z')
-      return cp + 32;
-    if ((cp >= 0xc0 && cp <= 0xde && cp != 0xd7) || (cp >= 0x391 && cp <= 0x3a9 && cp != 0x3a2) ||
-        (cp >= 0x410 && cp <= 0x42f)) {
-      return cp + 32;
-    }
-    if (cp >= 0x400 && cp <= 0x40f)
-      return cp + 80;
-  }
-  return cp;
-}
-
-bool IsCased(uint32_t cp) {
-  return MapCase(cp, true) != cp || MapCase(cp, false) != cp;
-}
-
-template <typename F>
-std::string MapCodePoints(std::string_view s, F f) {
-  std::string out;
-  size_t i = 0;
-  while (!s.empty()) {
-    base::Utf8Decoded d = base::DecodeUtf8(s);
-    if (d.valid) {
-      base::AppendUtf8(f(d.code_point, i), &out);
-    } else {
-      out.append(s.substr(0, d.length));
-    }
-    s.remove_prefix(d.length);
-    ++i;
-  }
-  return out;
-}
-
 bool IsPyWhitespace(uint32_t cp) {
   return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 ||
          cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
          cp == 0x202f || cp == 0x205f || cp == 0x3000;
-}
-
-std::string PyTitle(std::string_view s) {
-  bool prev_cased = false;
-  return MapCodePoints(s, [&](uint32_t cp, size_t) {
-    uint32_t r = prev_cased ? MapCase(cp, false) : MapCase(cp, true);
-    prev_cased = IsCased(cp);
-    return r;
-  });
 }
 
 absl::Status ArgError(std::string_view method, std::string_view want) {
@@ -221,7 +168,7 @@ absl::StatusOr<Value> StringMethod(Interpreter& in, const std::string& s, std::s
   if (name == "lower")
     return Value(ToLower(s));
   if (name == "title")
-    return Value(PyTitle(s));
+    return Value(Title(s));
   if (name == "capitalize")
     return Value(Capitalize(s));
   if (name == "replace") {
@@ -342,11 +289,12 @@ absl::StatusOr<Value> StringMethod(Interpreter& in, const std::string& s, std::s
         return Value(false);
       if (name == "isspace" && !IsPyWhitespace(c))
         return Value(false);
-      if (name == "isupper" && MapCase(c, true) != c)
+      // As CPython: no cased character of the other case, and at least one of this case.
+      if (name == "isupper" && (IsLowercase(c) || IsTitlecase(c)))
         return Value(false);
-      if (name == "islower" && MapCase(c, false) != c)
+      if (name == "islower" && (IsUppercase(c) || IsTitlecase(c)))
         return Value(false);
-      any_cased = any_cased || IsCased(c);
+      any_cased = any_cased || (name == "isupper" ? IsUppercase(c) : IsLowercase(c));
     }
     if (name == "isupper" || name == "islower")
       return Value(any_cased);
@@ -375,18 +323,6 @@ bool In(const std::string_view (&names)[N], std::string_view name) {
 }
 
 }  // namespace
-
-std::string ToUpper(std::string_view s) {
-  return MapCodePoints(s, [](uint32_t cp, size_t) { return MapCase(cp, true); });
-}
-
-std::string ToLower(std::string_view s) {
-  return MapCodePoints(s, [](uint32_t cp, size_t) { return MapCase(cp, false); });
-}
-
-std::string Capitalize(std::string_view s) {
-  return MapCodePoints(s, [](uint32_t cp, size_t i) { return MapCase(cp, i == 0); });
-}
 
 std::string Strip(std::string_view s, const std::string* chars, bool left, bool right) {
   std::vector<std::string_view> cps = SplitCodePoints(s);

@@ -1,0 +1,237 @@
+// switchyard tokenize --model PATH [TEXT]: encode text with a model's tokenizer and show ids
+// and pieces; --jsonl / --decode-jsonl batch modes for tools and parity tests (one JSON
+// request per stdin line, one JSON reply per stdout line); --bench FILE times Encode alone.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/escaping.h"
+#include "cli/commands.h"
+#include "fmt/format.h"
+#include "simdjson.h"
+
+#include "base/file.h"
+#include "base/json.h"
+#include "model/gguf_tokenizer.h"
+#include "text/tokenizer.h"
+
+namespace switchyard::cli {
+namespace {
+
+struct TokenizeOptions {
+  std::string model;
+  std::string text;
+  bool json = false;
+  bool no_special = false;
+  bool skip_special = false;
+  bool jsonl = false;
+  bool decode_jsonl = false;
+  std::string bench_file;
+  int repeat = 5;
+};
+
+absl::StatusOr<std::unique_ptr<text::Tokenizer>> LoadTokenizer(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    std::string json = (std::filesystem::path(path) / "tokenizer.json").string();
+    if (!std::filesystem::exists(json, ec)) {
+      return absl::NotFoundError(fmt::format("{}: no tokenizer.json in this directory", path));
+    }
+    return text::Tokenizer::FromJsonFile(json);
+  }
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".gguf") == 0) {
+    return model::LoadTokenizerFromGgufFile(path);
+  }
+  return text::Tokenizer::FromJsonFile(path);
+}
+
+std::string IdsJson(const std::vector<int32_t>& ids) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0)
+      out.append(", ");
+    out.append(std::to_string(ids[i]));
+  }
+  out.push_back(']');
+  return out;
+}
+
+std::string ErrorLine(std::string_view message) {
+  return fmt::format("{{\"error\": {}}}", base::JsonString(message));
+}
+
+// One --jsonl request: {"text": s | "text_b64": b64, "add_special_tokens": bool}.
+std::string EncodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::parser& parser,
+                          const std::string& line) {
+  simdjson::dom::element request;
+  if (parser.parse(line).get(request) != simdjson::SUCCESS || !request.is_object()) {
+    return ErrorLine("request is not a JSON object");
+  }
+  std::string input;
+  std::string_view s;
+  if (request["text_b64"].get_string().get(s) == simdjson::SUCCESS) {
+    if (!absl::Base64Unescape(absl::string_view(s.data(), s.size()), &input)) {
+      return ErrorLine("text_b64 is not valid base64");
+    }
+  } else if (request["text"].get_string().get(s) == simdjson::SUCCESS) {
+    input = std::string(s);
+  } else {
+    return ErrorLine("missing \"text\" or \"text_b64\"");
+  }
+  bool add_special = true;
+  simdjson::dom::element flag;
+  if (request["add_special_tokens"].get(flag) == simdjson::SUCCESS &&
+      flag.get_bool().get(add_special) != simdjson::SUCCESS) {
+    return ErrorLine("add_special_tokens must be a boolean");
+  }
+  auto ids = tokenizer.Encode(input, add_special);
+  if (!ids.ok())
+    return ErrorLine(std::string(ids.status().message()));
+  return fmt::format("{{\"ids\": {}}}", IdsJson(*ids));
+}
+
+// One --decode-jsonl request: {"ids": [...], "skip_special_tokens": bool}.
+std::string DecodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::parser& parser,
+                          const std::string& line) {
+  simdjson::dom::element request;
+  if (parser.parse(line).get(request) != simdjson::SUCCESS || !request.is_object()) {
+    return ErrorLine("request is not a JSON object");
+  }
+  simdjson::dom::array array;
+  if (request["ids"].get_array().get(array) != simdjson::SUCCESS) {
+    return ErrorLine("missing \"ids\" array");
+  }
+  std::vector<int32_t> ids;
+  for (simdjson::dom::element e : array) {
+    int64_t id = 0;
+    if (e.get_int64().get(id) != simdjson::SUCCESS || id < INT32_MIN || id > INT32_MAX) {
+      return ErrorLine("ids must be integers");
+    }
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  bool skip = false;
+  simdjson::dom::element flag;
+  if (request["skip_special_tokens"].get(flag) == simdjson::SUCCESS &&
+      flag.get_bool().get(skip) != simdjson::SUCCESS) {
+    return ErrorLine("skip_special_tokens must be a boolean");
+  }
+  return fmt::format("{{\"text\": {}}}", base::JsonString(tokenizer.Decode(ids, skip)));
+}
+
+int RunBatch(const text::Tokenizer& tokenizer, bool decode) {
+  simdjson::dom::parser parser;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty())
+      continue;
+    std::string reply =
+        decode ? DecodeRequest(tokenizer, parser, line) : EncodeRequest(tokenizer, parser, line);
+    reply.push_back('\n');
+    std::fwrite(reply.data(), 1, reply.size(), stdout);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+// Encodes every line of the file `repeat` times on this thread; prints one JSON object with
+// the input size and the wall time of each pass.
+int RunBench(const text::Tokenizer& tokenizer, const TokenizeOptions& options) {
+  auto content = base::ReadFile(options.bench_file);
+  if (!content.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(content.status().message()).c_str());
+    return 1;
+  }
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start < content->size()) {
+    size_t end = content->find('\n', start);
+    if (end == std::string::npos)
+      end = content->size();
+    lines.push_back(content->substr(start, end - start));
+    start = end + 1;
+  }
+  std::string seconds;
+  size_t tokens = 0;
+  for (int r = 0; r < options.repeat; ++r) {
+    tokens = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    for (const std::string& l : lines) {
+      auto ids = tokenizer.Encode(l, false);
+      if (ids.ok())
+        tokens += ids->size();
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    seconds.append(fmt::format("{}{:.6f}", r == 0 ? "" : ", ", s));
+  }
+  std::printf("{\"bytes\": %zu, \"lines\": %zu, \"tokens\": %zu, \"seconds\": [%s]}\n",
+              content->size(), lines.size(), tokens, seconds.c_str());
+  return 0;
+}
+
+int Run(const TokenizeOptions& options) {
+  auto tokenizer = LoadTokenizer(options.model);
+  if (!tokenizer.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(tokenizer.status().message()).c_str());
+    return 1;
+  }
+  const text::Tokenizer& t = **tokenizer;
+  if (options.jsonl || options.decode_jsonl)
+    return RunBatch(t, options.decode_jsonl);
+  if (!options.bench_file.empty())
+    return RunBench(t, options);
+  auto ids = t.Encode(options.text, !options.no_special);
+  if (!ids.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(ids.status().message()).c_str());
+    return 1;
+  }
+  std::string decoded = t.Decode(*ids, options.skip_special);
+  std::string out;
+  if (options.json) {
+    out = fmt::format("{{\"ids\": {}, \"tokens\": [", IdsJson(*ids));
+    for (size_t i = 0; i < ids->size(); ++i) {
+      if (i > 0)
+        out.append(", ");
+      base::AppendJsonString(t.IdToToken((*ids)[i]), false, &out);
+    }
+    out.append(fmt::format("], \"decoded\": {}}}\n", base::JsonString(decoded)));
+  } else {
+    out = fmt::format("{} tokens: {}\n", ids->size(), IdsJson(*ids));
+    for (int32_t id : *ids) {
+      out.append(fmt::format("  {:>8}  {}{}\n", id, base::JsonString(t.IdToToken(id)),
+                             t.IsSpecial(id) ? "  (special)" : ""));
+    }
+    out.append(fmt::format("decoded: {}\n", base::JsonString(decoded)));
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterTokenizeCommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<TokenizeOptions>();
+  CLI::App* cmd = app.add_subcommand("tokenize", "Encode text with a model's tokenizer");
+  cmd->add_option("--model", options->model, "model directory, tokenizer.json file or .gguf file")
+      ->required();
+  cmd->add_option("text", options->text, "text to encode");
+  cmd->add_flag("--json", options->json, "print one JSON object");
+  cmd->add_flag("--no-special", options->no_special, "add_special_tokens=false");
+  cmd->add_flag("--skip-special", options->skip_special, "skip special tokens in the decoded text");
+  cmd->add_flag("--jsonl", options->jsonl,
+                "batch encode: stdin lines {\"text\"|\"text_b64\", \"add_special_tokens\"} -> "
+                "{\"ids\"}");
+  cmd->add_flag("--decode-jsonl", options->decode_jsonl,
+                "batch decode: stdin lines {\"ids\", \"skip_special_tokens\"} -> {\"text\"}");
+  cmd->add_option("--bench", options->bench_file,
+                  "time Encode (one thread, no special tokens) over each line of FILE");
+  cmd->add_option("--repeat", options->repeat, "passes for --bench")->capture_default_str();
+  cmd->callback([options, exit_code] { *exit_code = Run(*options); });
+}
+
+}  // namespace switchyard::cli

@@ -1,0 +1,425 @@
+#include "text/internal/pre_tokenizer.h"
+
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "base/status_macros.h"
+#include "text/internal/byte_level.h"
+#include "text/internal/regex.h"
+#include "text/internal/unicode.h"
+
+namespace switchyard::text::internal {
+namespace {
+
+using Ranges = std::vector<std::pair<size_t, size_t>>;
+
+// Applies `split` to every piece, replacing the list.
+template <typename Fn>
+absl::Status ForEachPiece(std::vector<Piece>* pieces, Fn split) {
+  std::vector<Piece> out;
+  out.reserve(pieces->size());
+  for (const Piece& piece : *pieces)
+    SY_RETURN_IF_ERROR(split(piece, &out));
+  *pieces = std::move(out);
+  return absl::OkStatus();
+}
+
+template <typename Pred>
+Ranges CharMatches(std::string_view s, Pred pred) {
+  Ranges matches;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t start = pos;
+    if (pred(NextCodePoint(s, &pos)))
+      matches.emplace_back(start, pos);
+  }
+  return matches;
+}
+
+absl::StatusOr<SplitBehavior> ParseBehavior(std::string_view name, const JsonPath& at) {
+  if (name == "Removed")
+    return SplitBehavior::kRemoved;
+  if (name == "Isolated")
+    return SplitBehavior::kIsolated;
+  if (name == "MergedWithPrevious")
+    return SplitBehavior::kMergedWithPrevious;
+  if (name == "MergedWithNext")
+    return SplitBehavior::kMergedWithNext;
+  if (name == "Contiguous")
+    return SplitBehavior::kContiguous;
+  return at.Error(fmt::format("unknown split behavior \"{}\"", name));
+}
+
+class SequencePreTokenizer final : public PreTokenizer {
+ public:
+  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> items)
+      : items_(std::move(items)) {}
+  absl::Status Apply(std::vector<Piece>* pieces) const override {
+    for (const auto& item : items_)
+      SY_RETURN_IF_ERROR(item->Apply(pieces));
+    return absl::OkStatus();
+  }
+  bool DefersByteMapping() const override {
+    return !items_.empty() && items_.back()->DefersByteMapping();
+  }
+
+ private:
+  std::vector<std::unique_ptr<PreTokenizer>> items_;
+};
+
+class SplitPreTokenizer final : public PreTokenizer {
+ public:
+  SplitPreTokenizer(std::string literal, std::unique_ptr<Regex> regex, SplitBehavior behavior,
+                    bool invert)
+      : literal_(std::move(literal)),
+        regex_(std::move(regex)),
+        behavior_(behavior),
+        invert_(invert) {}
+  absl::Status Apply(std::vector<Piece>* pieces) const override {
+    Ranges matches;
+    return ForEachPiece(pieces, [&](const Piece& piece, std::vector<Piece>* out) {
+      matches.clear();
+      if (regex_ != nullptr) {
+        SY_RETURN_IF_ERROR(regex_->FindAll(piece.text, &matches));
+      } else if (!literal_.empty()) {
+        size_t pos = 0;
+        while ((pos = piece.text.find(literal_, pos)) != std::string::npos) {
+          matches.emplace_back(pos, pos + literal_.size());
+          pos += literal_.size();
+        }
+      }
+      SplitByMatches(piece, matches, invert_, behavior_, out);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  std::string literal_;
+  std::unique_ptr<Regex> regex_;
+  SplitBehavior behavior_;
+  bool invert_;
+};
+
+class ByteLevelPreTokenizer final : public PreTokenizer {
+ public:
+  ByteLevelPreTokenizer(bool add_prefix_space, std::unique_ptr<Regex> regex, bool defer)
+      : add_prefix_space_(add_prefix_space), regex_(std::move(regex)), defer_(defer) {}
+  absl::Status Apply(std::vector<Piece>* pieces) const override {
+    Ranges matches;
+    SY_RETURN_IF_ERROR(ForEachPiece(pieces, [&](const Piece& in, std::vector<Piece>* out) {
+      Piece piece = in;
+      if (add_prefix_space_ && (piece.text.empty() || piece.text[0] != ' ')) {
+        piece.text.insert(0, 1, ' ');
+      }
+      if (regex_ == nullptr) {
+        if (!piece.text.empty())
+          out->push_back(std::move(piece));
+        return absl::OkStatus();
+      }
+      matches.clear();
+      SY_RETURN_IF_ERROR(regex_->FindAll(piece.text, &matches));
+      SplitByMatches(piece, matches, false, SplitBehavior::kIsolated, out);
+      return absl::OkStatus();
+    }));
+    if (!defer_) {
+      for (Piece& piece : *pieces) {
+        std::string mapped;
+        AppendByteLevel(piece.text, &mapped);
+        piece.text = std::move(mapped);
+      }
+    }
+    return absl::OkStatus();
+  }
+  bool DefersByteMapping() const override { return defer_; }
+
+ private:
+  bool add_prefix_space_;
+  std::unique_ptr<Regex> regex_;
+  bool defer_;
+};
+
+enum class PrependScheme { kAlways, kFirst, kNever };
+
+class MetaspacePreTokenizer final : public PreTokenizer {
+ public:
+  MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split)
+      : replacement_(std::move(replacement)), scheme_(scheme), split_(split) {}
+  absl::Status Apply(std::vector<Piece>* pieces) const override {
+    Ranges matches;
+    return ForEachPiece(pieces, [&](const Piece& in, std::vector<Piece>* out) {
+      Piece piece{std::string(), in.at_origin};
+      for (char c : in.text) {
+        if (c == ' ') {
+          piece.text.append(replacement_);
+        } else {
+          piece.text.push_back(c);
+        }
+      }
+      bool starts_with = piece.text.compare(0, replacement_.size(), replacement_) == 0;
+      if (!starts_with && (scheme_ == PrependScheme::kAlways ||
+                           (scheme_ == PrependScheme::kFirst && piece.at_origin))) {
+        piece.text.insert(0, replacement_);
+      }
+      if (!split_) {
+        if (!piece.text.empty())
+          out->push_back(std::move(piece));
+        return absl::OkStatus();
+      }
+      matches.clear();
+      size_t pos = 0;
+      while ((pos = piece.text.find(replacement_, pos)) != std::string::npos) {
+        matches.emplace_back(pos, pos + replacement_.size());
+        pos += replacement_.size();
+      }
+      SplitByMatches(piece, matches, false, SplitBehavior::kMergedWithNext, out);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  std::string replacement_;
+  PrependScheme scheme_;
+  bool split_;
+};
+
+// Splits by a code point predicate with a fixed behavior.
+class CharSplitPreTokenizer final : public PreTokenizer {
+ public:
+  CharSplitPreTokenizer(bool (*pred)(uint32_t), SplitBehavior behavior)
+      : pred_(pred), behavior_(behavior) {}
+  absl::Status Apply(std::vector<Piece>* pieces) const override {
+    return ForEachPiece(pieces, [&](const Piece& piece, std::vector<Piece>* out) {
+      SplitByMatches(piece, CharMatches(piece.text, pred_), false, behavior_, out);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  bool (*pred_)(uint32_t);
+  SplitBehavior behavior_;
+};
+
+class CharDelimiterPreTokenizer final : public PreTokenizer {
+ public:
+  explicit CharDelimiterPreTokenizer(uint32_t delimiter) : delimiter_(delimiter) {}
+  absl::Status Apply(std::vector<Piece>* pieces) const override {
+    return ForEachPiece(pieces, [&](const Piece& piece, std::vector<Piece>* out) {
+      Ranges m = CharMatches(piece.text, [this](uint32_t cp) { return cp == delimiter_; });
+      SplitByMatches(piece, m, false, SplitBehavior::kRemoved, out);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  uint32_t delimiter_;
+};
+
+bool IsNumberCp(uint32_t cp) {
+  return IsNumber(cp);
+}
+
+absl::StatusOr<std::unique_ptr<Regex>> CompileAt(std::string_view pattern, const JsonPath& at) {
+  auto regex = Regex::Compile(pattern);
+  if (!regex.ok())
+    return at.Error(std::string(regex.status().message()));
+  return std::move(*regex);
+}
+
+}  // namespace
+
+void SplitByMatches(const Piece& piece, const Ranges& matches, bool invert, SplitBehavior behavior,
+                    std::vector<Piece>* out) {
+  struct Part {
+    size_t begin, end;
+    bool is_match;
+  };
+  const std::string& s = piece.text;
+  std::vector<Part> parts;
+  parts.reserve(matches.size() * 2 + 1);
+  size_t prev = 0;
+  for (auto [begin, end] : matches) {
+    if (prev != begin)
+      parts.push_back({prev, begin, invert});
+    parts.push_back({begin, end, !invert});
+    prev = end;
+  }
+  if (prev != s.size() || parts.empty())
+    parts.push_back({prev, s.size(), invert});
+
+  std::vector<Part> merged;
+  merged.reserve(parts.size());
+  switch (behavior) {
+    case SplitBehavior::kIsolated:
+      merged = parts;
+      break;
+    case SplitBehavior::kRemoved:
+      for (const Part& p : parts) {
+        if (!p.is_match)
+          merged.push_back(p);
+      }
+      break;
+    case SplitBehavior::kMergedWithPrevious: {
+      bool previous_match = false;
+      for (const Part& p : parts) {
+        if (p.is_match && !previous_match && !merged.empty()) {
+          merged.back().end = p.end;
+        } else {
+          merged.push_back(p);
+        }
+        previous_match = p.is_match;
+      }
+      break;
+    }
+    case SplitBehavior::kMergedWithNext: {
+      bool previous_match = false;
+      for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+        if (it->is_match && !previous_match && !merged.empty()) {
+          merged.back().begin = it->begin;
+        } else {
+          merged.push_back(*it);
+        }
+        previous_match = it->is_match;
+      }
+      std::reverse(merged.begin(), merged.end());
+      break;
+    }
+    case SplitBehavior::kContiguous: {
+      bool previous_match = false;
+      for (const Part& p : parts) {
+        if (p.is_match == previous_match && !merged.empty()) {
+          merged.back().end = p.end;
+        } else {
+          merged.push_back(p);
+        }
+        previous_match = p.is_match;
+      }
+      break;
+    }
+  }
+  for (const Part& p : merged) {
+    if (p.end > p.begin) {
+      out->push_back(Piece{s.substr(p.begin, p.end - p.begin), piece.at_origin && p.begin == 0});
+    }
+  }
+}
+
+absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeByteLevelSplit(std::string_view pattern) {
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<Regex> regex, Regex::Compile(pattern));
+  return std::make_unique<ByteLevelPreTokenizer>(false, std::move(regex), true);
+}
+
+absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(simdjson::dom::element json,
+                                                                const JsonPath& at,
+                                                                bool defer_byte_mapping) {
+  SY_ASSIGN_OR_RETURN(std::string type, TypeOf(json, at));
+  if (type == "Sequence") {
+    SY_ASSIGN_OR_RETURN(simdjson::dom::array list, RequiredArray(json, "pretokenizers", at));
+    std::vector<std::unique_ptr<PreTokenizer>> items;
+    JsonPath list_at = at.Child("pretokenizers");
+    size_t n = list.size();
+    size_t i = 0;
+    for (simdjson::dom::element item : list) {
+      SY_ASSIGN_OR_RETURN(
+          std::unique_ptr<PreTokenizer> p,
+          ParsePreTokenizer(item, list_at.Index(i), defer_byte_mapping && i + 1 == n));
+      items.push_back(std::move(p));
+      ++i;
+    }
+    return std::make_unique<SequencePreTokenizer>(std::move(items));
+  }
+  if (type == "Split") {
+    SY_ASSIGN_OR_RETURN(std::string behavior_name, RequiredString(json, "behavior", at));
+    SY_ASSIGN_OR_RETURN(SplitBehavior behavior, ParseBehavior(behavior_name, at.Child("behavior")));
+    SY_ASSIGN_OR_RETURN(bool invert, BoolOr(json, "invert", false, at));
+    SY_ASSIGN_OR_RETURN(simdjson::dom::element pattern, RequiredField(json, "pattern", at));
+    JsonPath pattern_at = at.Child("pattern");
+    SY_ASSIGN_OR_RETURN(std::optional<std::string> literal,
+                        OptionalString(pattern, "String", pattern_at));
+    if (literal) {
+      return std::make_unique<SplitPreTokenizer>(std::move(*literal), nullptr, behavior, invert);
+    }
+    SY_ASSIGN_OR_RETURN(std::string regex_text, RequiredString(pattern, "Regex", pattern_at));
+    SY_ASSIGN_OR_RETURN(std::unique_ptr<Regex> regex,
+                        CompileAt(regex_text, pattern_at.Child("Regex")));
+    return std::make_unique<SplitPreTokenizer>(std::string(), std::move(regex), behavior, invert);
+  }
+  if (type == "ByteLevel") {
+    SY_ASSIGN_OR_RETURN(bool add_prefix_space, BoolOr(json, "add_prefix_space", true, at));
+    SY_ASSIGN_OR_RETURN(bool use_regex, BoolOr(json, "use_regex", true, at));
+    std::unique_ptr<Regex> regex;
+    if (use_regex) {
+      SY_ASSIGN_OR_RETURN(regex, CompileAt(kGpt2Pattern, at));
+    }
+    return std::make_unique<ByteLevelPreTokenizer>(add_prefix_space, std::move(regex),
+                                                   defer_byte_mapping);
+  }
+  if (type == "Metaspace") {
+    SY_ASSIGN_OR_RETURN(std::optional<std::string> replacement,
+                        OptionalString(json, "replacement", at));
+    if (!replacement)
+      replacement = "\xE2\x96\x81";
+    if (replacement->empty())
+      return at.Child("replacement").Error("must not be empty");
+    SY_ASSIGN_OR_RETURN(bool split, BoolOr(json, "split", true, at));
+    SY_ASSIGN_OR_RETURN(std::optional<std::string> scheme_name,
+                        OptionalString(json, "prepend_scheme", at));
+    PrependScheme scheme = PrependScheme::kAlways;
+    if (scheme_name) {
+      if (*scheme_name == "first") {
+        scheme = PrependScheme::kFirst;
+      } else if (*scheme_name == "never") {
+        scheme = PrependScheme::kNever;
+      } else if (*scheme_name != "always") {
+        return at.Child("prepend_scheme").Error(fmt::format("unknown scheme \"{}\"", *scheme_name));
+      }
+    } else {
+      SY_ASSIGN_OR_RETURN(bool add_prefix_space, BoolOr(json, "add_prefix_space", true, at));
+      if (!add_prefix_space)
+        scheme = PrependScheme::kNever;
+    }
+    return std::make_unique<MetaspacePreTokenizer>(std::move(*replacement), scheme, split);
+  }
+  if (type == "Digits") {
+    SY_ASSIGN_OR_RETURN(bool individual, BoolOr(json, "individual_digits", false, at));
+    return std::make_unique<CharSplitPreTokenizer>(
+        &IsNumberCp, individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous);
+  }
+  if (type == "Punctuation") {
+    SY_ASSIGN_OR_RETURN(std::optional<std::string> behavior_name,
+                        OptionalString(json, "behavior", at));
+    SplitBehavior behavior = SplitBehavior::kIsolated;
+    if (behavior_name) {
+      SY_ASSIGN_OR_RETURN(behavior, ParseBehavior(*behavior_name, at.Child("behavior")));
+    }
+    return std::make_unique<CharSplitPreTokenizer>(&IsPunctuation, behavior);
+  }
+  if (type == "Whitespace") {
+    SY_ASSIGN_OR_RETURN(std::unique_ptr<Regex> regex, CompileAt("\\w+|[^\\w\\s]+", at));
+    return std::make_unique<SplitPreTokenizer>(std::string(), std::move(regex),
+                                               SplitBehavior::kRemoved, true);
+  }
+  if (type == "WhitespaceSplit") {
+    return std::make_unique<CharSplitPreTokenizer>(&IsWhitespace, SplitBehavior::kRemoved);
+  }
+  if (type == "BertPreTokenizer") {
+    std::vector<std::unique_ptr<PreTokenizer>> items;
+    items.push_back(
+        std::make_unique<CharSplitPreTokenizer>(&IsWhitespace, SplitBehavior::kRemoved));
+    items.push_back(
+        std::make_unique<CharSplitPreTokenizer>(&IsPunctuation, SplitBehavior::kIsolated));
+    return std::make_unique<SequencePreTokenizer>(std::move(items));
+  }
+  if (type == "CharDelimiterSplit") {
+    SY_ASSIGN_OR_RETURN(std::string delimiter, RequiredString(json, "delimiter", at));
+    size_t pos = 0;
+    if (delimiter.empty() || (NextCodePoint(delimiter, &pos), pos != delimiter.size())) {
+      return at.Child("delimiter").Error("expected a single character");
+    }
+    pos = 0;
+    return std::make_unique<CharDelimiterPreTokenizer>(NextCodePoint(delimiter, &pos));
+  }
+  return at.Child("type").Error(fmt::format("unsupported pre-tokenizer type \"{}\"", type));
+}
+
+}  // namespace switchyard::text::internal

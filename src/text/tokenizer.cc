@@ -1,0 +1,155 @@
+#include "text/tokenizer.h"
+
+#include <utility>
+
+#include "base/utf8.h"
+#include "text/internal/tokenizer_impl.h"
+
+namespace switchyard::text {
+
+using internal::Piece;
+using internal::Segment;
+
+void Tokenizer::Impl::IndexTokens(const std::vector<internal::AddedToken>& added) {
+  int32_t max_id = -1;
+  for (const auto& [token, id] : model->vocab())
+    max_id = std::max(max_id, id);
+  for (const auto& token : added)
+    max_id = std::max(max_id, token.id);
+  id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
+  special.assign(id_to_token.size(), false);
+  for (const auto& [token, id] : model->vocab())
+    id_to_token[id] = token;
+  std::vector<internal::AddedToken> raw, normalized;
+  std::vector<std::string> raw_patterns, normalized_patterns;
+  for (const auto& token : added) {
+    id_to_token[token.id] = token.content;
+    special[token.id] = token.special;
+    added_token_to_id.emplace(token.content, token.id);
+    if (token.normalized) {
+      normalized_patterns.push_back(normalizer ? normalizer->Normalize(token.content)
+                                               : token.content);
+      normalized.push_back(token);
+    } else {
+      raw_patterns.push_back(token.content);
+      raw.push_back(token);
+    }
+  }
+  raw_added = std::make_unique<internal::AddedTokenMatcher>(std::move(raw), raw_patterns);
+  normalized_added =
+      std::make_unique<internal::AddedTokenMatcher>(std::move(normalized), normalized_patterns);
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::~Tokenizer() = default;
+
+absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
+                                                       bool add_special_tokens) const {
+  std::string sanitized;
+  if (!base::IsValidUtf8(text)) {
+    sanitized = base::SanitizeUtf8(text);
+    text = sanitized;
+  }
+  const Impl& m = *impl_;
+  std::vector<int32_t> ids;
+  ids.reserve(text.size() / 3 + 4);
+  std::vector<Segment> segments, inner;
+  m.raw_added->Split(text, true, &segments);
+  std::vector<Piece> pieces;
+  for (const Segment& segment : segments) {
+    if (segment.id >= 0) {
+      ids.push_back(segment.id);
+      continue;
+    }
+    std::string normalized;
+    std::string_view piece_text = segment.text;
+    if (m.normalizer != nullptr) {
+      normalized = m.normalizer->Normalize(segment.text);
+      piece_text = normalized;
+    }
+    inner.clear();
+    m.normalized_added->Split(piece_text, segment.at_origin, &inner);
+    for (const Segment& part : inner) {
+      if (part.id >= 0) {
+        ids.push_back(part.id);
+        continue;
+      }
+      pieces.clear();
+      pieces.push_back(Piece{std::string(part.text), part.at_origin});
+      if (m.pre_tokenizer != nullptr) {
+        absl::Status status = m.pre_tokenizer->Apply(&pieces);
+        if (!status.ok())
+          return status;
+      }
+      for (const Piece& piece : pieces)
+        m.model->EncodeWord(piece.text, &ids);
+    }
+  }
+  if (add_special_tokens && m.post_processor != nullptr)
+    m.post_processor->Apply(&ids);
+  return ids;
+}
+
+std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  const Impl& m = *impl_;
+  std::vector<std::string> tokens;
+  tokens.reserve(ids.size());
+  for (int32_t id : ids) {
+    if (id < 0 || static_cast<size_t>(id) >= m.id_to_token.size())
+      continue;
+    if (m.id_to_token[id].empty())
+      continue;
+    if (skip_special_tokens && m.special[id])
+      continue;
+    tokens.push_back(m.id_to_token[id]);
+  }
+  std::string out;
+  if (m.decoder != nullptr) {
+    m.decoder->DecodeChain(&tokens);
+    for (const std::string& t : tokens)
+      out.append(t);
+  } else {
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      if (i > 0)
+        out.push_back(' ');
+      out.append(tokens[i]);
+    }
+  }
+  return out;
+}
+
+size_t Tokenizer::vocab_size() const {
+  return impl_->id_to_token.size();
+}
+
+std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {
+  auto it = impl_->added_token_to_id.find(absl::string_view(token.data(), token.size()));
+  if (it != impl_->added_token_to_id.end())
+    return it->second;
+  return impl_->model->TokenToId(token);
+}
+
+std::string_view Tokenizer::IdToToken(int32_t id) const {
+  if (id < 0 || static_cast<size_t>(id) >= impl_->id_to_token.size())
+    return {};
+  return impl_->id_to_token[id];
+}
+
+bool Tokenizer::IsSpecial(int32_t id) const {
+  return id >= 0 && static_cast<size_t>(id) < impl_->special.size() && impl_->special[id];
+}
+
+std::optional<int32_t> Tokenizer::bos_id() const {
+  return impl_->bos_id;
+}
+std::optional<int32_t> Tokenizer::eos_id() const {
+  return impl_->eos_id;
+}
+std::optional<int32_t> Tokenizer::unk_id() const {
+  return impl_->unk_id;
+}
+std::optional<int32_t> Tokenizer::pad_id() const {
+  return impl_->pad_id;
+}
+
+}  // namespace switchyard::text

@@ -1,0 +1,106 @@
+"""Token-id and decode parity between `switchyard tokenize` and HF `tokenizers`.
+
+One switchyard process per tokenizer and mode handles the whole corpus (batch JSONL mode).
+Invalid UTF-8 inputs are compared against HF on the errors="replace"-decoded text, which is
+switchyard's documented policy.
+"""
+import base64
+import json
+import random
+
+import pytest
+from tokenizers import Tokenizer
+
+from conftest import MODELS_DIR, npm_tokenizer_dir
+from tokenizer_corpus import CASES
+
+NPM_TOKENIZERS = ["llama3", "qwen3", "llama2"]
+
+
+def _tokenizer_paths():
+    params = [pytest.param(npm_tokenizer_dir(n) / "tokenizer.json", id=f"npm-{n}")
+              for n in NPM_TOKENIZERS]
+    for path in sorted(MODELS_DIR.glob("*/tokenizer.json")):
+        params.append(pytest.param(path, id=path.parent.name))
+    return params
+
+
+def _run_jsonl(switchyard, path, flag, requests):
+    payload = "".join(json.dumps(r) + "\n" for r in requests).encode()
+    proc = switchyard("tokenize", "--model", path, flag, input=payload)
+    # Not splitlines(): replies may hold U+2028 and other characters it also splits on.
+    lines = proc.stdout.decode().split("\n")[:-1]
+    assert len(lines) == len(requests), proc.stderr.decode(errors="replace")
+    return [json.loads(line) for line in lines]
+
+
+def _report(mismatches, what):
+    shown = "\n".join(mismatches[:10])
+    return f"{len(mismatches)} {what} mismatches, first ones:\n{shown}"
+
+
+@pytest.mark.parametrize("path", _tokenizer_paths())
+def test_encode_parity(switchyard, path):
+    hf = Tokenizer.from_file(str(path))
+    requests, expected = [], []
+    for case in CASES:
+        raw = case if isinstance(case, bytes) else case.encode()
+        text = raw.decode("utf-8", errors="replace")
+        for add in (True, False):
+            requests.append({"text_b64": base64.b64encode(raw).decode(), "add_special_tokens": add})
+            expected.append((text, add, hf.encode(text, add_special_tokens=add).ids))
+    replies = _run_jsonl(switchyard, path, "--jsonl", requests)
+    mismatches = []
+    for (text, add, want), got in zip(expected, replies):
+        if got.get("ids") != want:
+            mismatches.append(f"{text!r} add_special={add}: hf={want} ours={got}")
+    assert not mismatches, _report(mismatches, "encode")
+
+
+@pytest.mark.parametrize("path", _tokenizer_paths())
+def test_decode_parity(switchyard, path):
+    hf = Tokenizer.from_file(str(path))
+    sequences = []
+    for case in CASES:
+        text = case.decode("utf-8", errors="replace") if isinstance(case, bytes) else case
+        sequences.append(hf.encode(text, add_special_tokens=True).ids)
+    # Random id sequences: arbitrary tokens, byte tokens split mid-character, added tokens.
+    rng = random.Random(7)
+    vocab_size = hf.get_vocab_size(with_added_tokens=True)
+    for _ in range(150):
+        sequences.append([rng.randrange(vocab_size) for _ in range(rng.randint(0, 12))])
+    for seq in list(sequences[:100]):
+        if len(seq) > 2:
+            sequences.append(seq[1:-1])
+    requests, expected = [], []
+    for ids in sequences:
+        for skip in (True, False):
+            requests.append({"ids": ids, "skip_special_tokens": skip})
+            expected.append((ids, skip, hf.decode(ids, skip_special_tokens=skip)))
+    replies = _run_jsonl(switchyard, path, "--decode-jsonl", requests)
+    mismatches = []
+    for (ids, skip, want), got in zip(expected, replies):
+        if got.get("text") != want:
+            mismatches.append(f"{ids} skip={skip}: hf={want!r} ours={got}")
+    assert not mismatches, _report(mismatches, "decode")
+
+
+def _gguf_paths():
+    return [pytest.param(p, id=p.parent.name) for p in sorted(MODELS_DIR.glob("*/model.gguf"))
+            if (p.parent / "tokenizer.json").exists()]
+
+
+@pytest.mark.parametrize("path", _gguf_paths())
+def test_gguf_encode_parity(switchyard, path):
+    """The tokenizer rebuilt from GGUF metadata (FromVocab) matches HF on tokenizer.json."""
+    hf = Tokenizer.from_file(str(path.parent / "tokenizer.json"))
+    requests, expected = [], []
+    for case in CASES:
+        text = case.decode("utf-8", errors="replace") if isinstance(case, bytes) else case
+        for add in (True, False):
+            requests.append({"text": text, "add_special_tokens": add})
+            expected.append((text, add, hf.encode(text, add_special_tokens=add).ids))
+    replies = _run_jsonl(switchyard, path, "--jsonl", requests)
+    mismatches = [f"{text!r} add_special={add}: hf={want} ours={got}"
+                  for (text, add, want), got in zip(expected, replies) if got.get("ids") != want]
+    assert not mismatches, _report(mismatches, "GGUF encode")

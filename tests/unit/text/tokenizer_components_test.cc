@@ -1,0 +1,182 @@
+// Pre-tokenizers, normalizers, decoders and Unicode helpers of the tokenizer, one by one.
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "base/json.h"
+#include "text/internal/decoder.h"
+#include "text/internal/normalizer.h"
+#include "text/internal/pre_tokenizer.h"
+#include "text/internal/regex.h"
+#include "text/internal/unicode.h"
+
+namespace switchyard::text::internal {
+namespace {
+
+using ::testing::ElementsAre;
+
+std::vector<std::string> PreTokenize(const std::string& json, const std::string& text) {
+  auto doc = base::JsonDocument::Parse(json, "test");
+  EXPECT_TRUE(doc.ok()) << doc.status();
+  auto pre = ParsePreTokenizer((*doc)->root(), JsonPath{"test", "pre"}, false);
+  EXPECT_TRUE(pre.ok()) << pre.status();
+  if (!pre.ok())
+    return {};
+  std::vector<Piece> pieces = {Piece{text, true}};
+  EXPECT_TRUE((*pre)->Apply(&pieces).ok());
+  std::vector<std::string> out;
+  for (const Piece& p : pieces)
+    out.push_back(p.text);
+  return out;
+}
+
+std::string Split(const std::string& behavior, bool invert = false) {
+  return R"({"type": "Split", "pattern": {"String": " "}, "behavior": ")" + behavior +
+         R"(", "invert": )" + (invert ? "true" : "false") + "}";
+}
+
+TEST(PreTokenizerTest, SplitBehaviors) {
+  EXPECT_THAT(PreTokenize(Split("Removed"), "a  b "), ElementsAre("a", "b"));
+  EXPECT_THAT(PreTokenize(Split("Isolated"), "a  b"), ElementsAre("a", " ", " ", "b"));
+  EXPECT_THAT(PreTokenize(Split("MergedWithPrevious"), "a  b "), ElementsAre("a ", " ", "b "));
+  EXPECT_THAT(PreTokenize(Split("MergedWithNext"), " a  b"), ElementsAre(" a", " ", " b"));
+  EXPECT_THAT(PreTokenize(Split("Contiguous"), "a  b  "), ElementsAre("a", "  ", "b", "  "));
+  EXPECT_THAT(PreTokenize(Split("Removed", true), "a  b"), ElementsAre(" ", " "));
+}
+
+TEST(PreTokenizerTest, SplitRegex) {
+  std::string json =
+      R"({"type": "Split", "pattern": {"Regex": "\\p{N}+"}, "behavior": "Isolated"})";
+  EXPECT_THAT(PreTokenize(json, "ab12c٣٤"), ElementsAre("ab", "12", "c", "٣٤"));
+}
+
+TEST(PreTokenizerTest, ByteLevel) {
+  std::string json = R"({"type": "ByteLevel", "add_prefix_space": true, "use_regex": true})";
+  EXPECT_THAT(PreTokenize(json, "Hello world's  x"),
+              ElementsAre("ĠHello", "Ġworld", "'s", "Ġ", "Ġx"));
+  std::string no_regex = R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": false})";
+  EXPECT_THAT(PreTokenize(no_regex, "a b\n"), ElementsAre("aĠbĊ"));
+}
+
+TEST(PreTokenizerTest, Metaspace) {
+  std::string first =
+      R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first", "split": true})";
+  EXPECT_THAT(PreTokenize(first, "hello big world"), ElementsAre("▁hello", "▁big", "▁world"));
+  std::string never =
+      R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never", "split": false})";
+  EXPECT_THAT(PreTokenize(never, "a b"), ElementsAre("a▁b"));
+  // "first" prepends only to the piece at the start of the input.
+  std::string seq =
+      R"({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"},)" + first + "]}";
+  EXPECT_THAT(PreTokenize(seq, "a b"), ElementsAre("▁a", "b"));
+}
+
+TEST(PreTokenizerTest, DigitsPunctuationWhitespace) {
+  EXPECT_THAT(PreTokenize(R"({"type": "Digits", "individual_digits": true})", "a123"),
+              ElementsAre("a", "1", "2", "3"));
+  EXPECT_THAT(PreTokenize(R"({"type": "Digits", "individual_digits": false})", "a123b4"),
+              ElementsAre("a", "123", "b", "4"));
+  EXPECT_THAT(PreTokenize(R"({"type": "Punctuation"})", "hi, you!?"),
+              ElementsAre("hi", ",", " you", "!", "?"));
+  EXPECT_THAT(PreTokenize(R"({"type": "Whitespace"})", "héllo, wörld!! 3"),
+              ElementsAre("héllo", ",", "wörld", "!!", "3"));
+  EXPECT_THAT(PreTokenize(R"({"type": "WhitespaceSplit"})", " a\tb\u3000c "),
+              ElementsAre("a", "b", "c"));
+}
+
+std::string Normalize(const std::string& json, const std::string& text) {
+  auto doc = base::JsonDocument::Parse(json, "test");
+  auto n = ParseNormalizer((*doc)->root(), JsonPath{"test", "normalizer"});
+  EXPECT_TRUE(n.ok()) << n.status();
+  return n.ok() ? (*n)->Normalize(text) : "";
+}
+
+TEST(NormalizerTest, Basics) {
+  EXPECT_EQ(Normalize(R"({"type": "NFC"})", "e\u0301 \u1100\u1161\u11a8 \u212b"),
+            "\u00e9 \uac01 \u00c5");
+  EXPECT_EQ(Normalize(R"({"type": "NFKC"})", "ﬁ ① ｆ"), "fi 1 f");
+  EXPECT_EQ(Normalize(R"({"type": "NFD"})", "\u00e9"), "e\u0301");
+  EXPECT_EQ(Normalize(R"({"type": "Lowercase"})", "HeLLo ÀΣİ"), "hello àσi\u0307");
+  EXPECT_EQ(
+      Normalize(R"({"type": "Strip", "strip_left": true, "strip_right": true})", " \u3000 a b \n"),
+      "a b");
+  EXPECT_EQ(Normalize(R"({"type": "Prepend", "prepend": "▁"})", "x"), "▁x");
+  EXPECT_EQ(Normalize(R"({"type": "Prepend", "prepend": "▁"})", ""), "");
+  EXPECT_EQ(
+      Normalize(R"({"type": "Replace", "pattern": {"String": " "}, "content": "▁"})", "a b c"),
+      "a▁b▁c");
+  EXPECT_EQ(Normalize(R"({"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "})",
+                      "a   b  c"),
+            "a b c");
+}
+
+std::string DecodeWith(const std::string& json, std::vector<std::string> tokens) {
+  auto doc = base::JsonDocument::Parse(json, "test");
+  auto d = ParseDecoder((*doc)->root(), JsonPath{"test", "decoder"});
+  EXPECT_TRUE(d.ok()) << d.status();
+  if (!d.ok())
+    return "";
+  (*d)->DecodeChain(&tokens);
+  std::string out;
+  for (const auto& t : tokens)
+    out += t;
+  return out;
+}
+
+TEST(DecoderTest, Decoders) {
+  EXPECT_EQ(DecodeWith(R"({"type": "ByteLevel"})", {"Hello", "Ġw", "Ã©"}), "Hello wé");
+  EXPECT_EQ(DecodeWith(R"({"type": "ByteLevel"})", {"Ã"}), "\xEF\xBF\xBD");
+  EXPECT_EQ(DecodeWith(R"({"type": "ByteFallback"})", {"a", "<0xC3>", "<0xA9>", "<0xFF>", "b"}),
+            "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(DecodeWith(R"({"type": "ByteFallback"})", {"<0xC3>", "<0xA9>"}), "é");
+  EXPECT_EQ(
+      DecodeWith(R"({"type": "Strip", "content": " ", "start": 1, "stop": 0})", {"  a", " b"}),
+      " ab");
+  EXPECT_EQ(DecodeWith(R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always"})",
+                       {"▁a▁b", "▁c"}),
+            "ab c");
+  EXPECT_EQ(DecodeWith(R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "never"})",
+                       {"▁a", "▁b"}),
+            " a b");
+  EXPECT_EQ(DecodeWith(R"({"type": "Sequence", "decoders": [{"type": "Replace", "pattern":
+                            {"String": "▁"}, "content": " "}, {"type": "Fuse"}]})",
+                       {"▁a", "▁b"}),
+            " a b");
+}
+
+TEST(UnicodeTest, Classes) {
+  EXPECT_TRUE(IsLetter('a'));
+  EXPECT_TRUE(IsLetter(0x4E2D));
+  EXPECT_FALSE(IsLetter('1'));
+  EXPECT_TRUE(IsNumber(0x0663));
+  EXPECT_TRUE(IsWhitespace(0x85));
+  EXPECT_FALSE(IsWhitespace(0x1C));
+  EXPECT_TRUE(IsPunctuation('$'));
+  EXPECT_TRUE(IsPunctuation(0x3002));
+}
+
+TEST(RegexTest, WhitespaceMatchesOniguruma) {
+  // Oniguruma's \s is White_Space: U+0085 yes, U+001C no.
+  auto re = Regex::Compile("\\s+|[^\\s]+");
+  ASSERT_TRUE(re.ok());
+  std::vector<std::pair<size_t, size_t>> m;
+  ASSERT_TRUE((*re)->FindAll("a\xC2\x85\x1c", &m).ok());
+  EXPECT_THAT(m, ElementsAre(std::pair<size_t, size_t>{0, 1}, std::pair<size_t, size_t>{1, 3},
+                             std::pair<size_t, size_t>{3, 4}));
+  EXPECT_EQ(RewriteWhitespaceClasses("[]\\s]"), "[]" + RewriteWhitespaceClasses("\\s").substr(1));
+}
+
+TEST(RegexTest, EmptyMatchesAdvance) {
+  auto re = Regex::Compile("x*");
+  ASSERT_TRUE(re.ok());
+  std::vector<std::pair<size_t, size_t>> m;
+  ASSERT_TRUE((*re)->FindAll("axé", &m).ok());
+  EXPECT_THAT(m, ElementsAre(std::pair<size_t, size_t>{0, 0}, std::pair<size_t, size_t>{1, 2},
+                             std::pair<size_t, size_t>{2, 2}, std::pair<size_t, size_t>{4, 4}));
+}
+
+}  // namespace
+}  // namespace switchyard::text::internal
