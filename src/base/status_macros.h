@@ -11,15 +11,21 @@
 #define SY_STATUS_CONCAT_INNER_(a, b) a##b
 #define SY_STATUS_CONCAT_(a, b) SY_STATUS_CONCAT_INNER_(a, b)
 
-#define SY_RETURN_IF_ERROR(expr)                  \
-  do {                                            \
-    ::absl::Status sy_status_ = (expr);           \
-    if (!sy_status_.ok()) return sy_status_;      \
+#define SY_RETURN_IF_ERROR_IMPL_(tmp, expr) \
+  do {                                      \
+    ::absl::Status tmp = (expr);            \
+    if (!tmp.ok())                          \
+      return tmp;                           \
   } while (false)
+
+// The temporary is named by line so that nested uses (in lambdas) do not shadow.
+#define SY_RETURN_IF_ERROR(expr) \
+  SY_RETURN_IF_ERROR_IMPL_(SY_STATUS_CONCAT_(sy_status_, __LINE__), expr)
 
 #define SY_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                              \
-  if (!tmp.ok()) return std::move(tmp).status();  \
+  if (!tmp.ok())                                  \
+    return std::move(tmp).status();               \
   lhs = std::move(tmp).value()
 
 #define SY_ASSIGN_OR_RETURN(lhs, expr) \
