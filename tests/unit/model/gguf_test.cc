@@ -23,6 +23,9 @@ absl::StatusOr<std::unique_ptr<GgufFile>> ParseBytes(const std::string& bytes,
                                                      std::string_view source = "mem.gguf") {
   return GgufFile::Parse({reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()}, source);
 }
+// The parsed file points into `bytes`, so a temporary would dangle.
+absl::StatusOr<std::unique_ptr<GgufFile>> ParseBytes(std::string&& bytes,
+                                                     std::string_view source = "mem.gguf") = delete;
 
 void ExpectOpenError(std::string_view name, const std::string& bytes,
                      std::initializer_list<std::string_view> fragments) {
@@ -88,7 +91,8 @@ TEST(GgufTest, ParsesMetadataAndTensors) {
 }
 
 TEST(GgufTest, GettersNameFileAndKey) {
-  auto file = ParseBytes(ValidFile(), "getters.gguf");
+  const std::string bytes = ValidFile();
+  auto file = ParseBytes(bytes, "getters.gguf");
   ASSERT_TRUE(file.ok());
   auto missing = (*file)->GetString("nope");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
@@ -104,7 +108,8 @@ TEST(GgufTest, GettersNameFileAndKey) {
 TEST(GgufTest, EveryTruncationFailsCleanly) {
   const std::string bytes = ValidFile();
   for (size_t n = 0; n < bytes.size(); ++n) {
-    auto file = ParseBytes(bytes.substr(0, n), "cut.gguf");
+    const std::string prefix = bytes.substr(0, n);
+    auto file = ParseBytes(prefix, "cut.gguf");
     ASSERT_FALSE(file.ok()) << "prefix " << n;
     EXPECT_THAT(std::string(file.status().message()), HasSubstr("cut.gguf"));
     EXPECT_THAT(std::string(file.status().message()), HasSubstr("field '"));
@@ -112,7 +117,8 @@ TEST(GgufTest, EveryTruncationFailsCleanly) {
 }
 
 TEST(GgufTest, AcceptsVersion2AndCustomAlignment) {
-  auto v2 = ParseBytes(GgufBuilder(2).Str("a", "b").Build());
+  const std::string v2_bytes = GgufBuilder(2).Str("a", "b").Build();
+  auto v2 = ParseBytes(v2_bytes);
   ASSERT_TRUE(v2.ok()) << v2.status();
   EXPECT_EQ((*v2)->version(), 2u);
   const std::string bytes = GgufBuilder()
@@ -136,7 +142,8 @@ TEST(GgufTest, ParsesNestedArrays) {
     AppendLe<uint64_t>(&entry, 1);
     AppendLe<uint32_t>(&entry, 7 + i);
   }
-  auto file = ParseBytes(GgufBuilder().RawEntry(entry).Build());
+  const std::string file_bytes = GgufBuilder().RawEntry(entry).Build();
+  auto file = ParseBytes(file_bytes);
   ASSERT_TRUE(file.ok()) << file.status();
   auto array = (*file)->GetArray("nested");
   ASSERT_TRUE(array.ok());

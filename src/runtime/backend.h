@@ -1,0 +1,151 @@
+// Backend: the seam between model code and a compute device. The forward pass in model/
+// is written only against this interface (plus Tensor/Buffer), so a CUDA or other
+// accelerator backend can replace the CPU one without touching model code.
+//
+// Execution model: kernels are *enqueued* in call order on the backend's one stream and
+// may run asynchronously; results are visible to later kernels on the same backend at
+// once and to the host after Synchronize() (CopyToHost synchronizes itself). The CPU
+// backend runs each kernel to completion before returning, on its fixed thread pool.
+//
+// Threads: one thread at a time drives a Backend (the engine loop); it is not thread-safe.
+// Ownership: Buffers returned by Allocate/WrapHost own their memory and must not outlive
+// the Backend. Tensors are views; kernels never retain them past the call.
+//
+// Kernel conventions, for all methods below:
+// - Shapes are outermost first, contiguous row-major. "[n, d]" means rank 2 with those
+//   dims; a rank-3 [n, h, hd] tensor is also accepted where [n, h*hd] is, and vice versa,
+//   when the element counts match (kernels look at rows()/cols() unless stated).
+// - Activations are F32. Weights may be F32, F16, BF16 or Q8_0 where stated.
+// - An output may alias an input only where the contract says so.
+// - Shape or dtype mismatches return InvalidArgument naming the kernel and operand and
+//   leave outputs unspecified; they never crash.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "runtime/rope.h"
+#include "runtime/tensor.h"
+
+namespace switchyard::runtime {
+
+// Backend-owned precomputed rotary tables (inverse frequencies), made once per model by
+// Backend::CreateRopeTable and passed to every Rope call.
+class RopeTable {
+ public:
+  virtual ~RopeTable() = default;
+  virtual const RopeParams& params() const = 0;
+};
+
+// One sequence's part of a PagedAttention step. Host memory; valid for the call only.
+struct AttentionSequence {
+  // Rows [q_begin, q_begin + q_len) of q/out are this sequence's new tokens, in order.
+  int64_t q_begin = 0;
+  int64_t q_len = 0;
+  // Tokens of this sequence in the KV cache, INCLUDING the q_len new ones (already
+  // written by WriteKv). Query row i (0-based within q_len) attends to KV positions
+  // [0, context_len - q_len + i]: causal, and decode is just q_len == 1.
+  int64_t context_len = 0;
+  // KV position p lives in block block_table[p / block_size] at offset p % block_size.
+  // Any block ids, in any order. REQUIRES: size >= ceil(context_len / block_size).
+  std::span<const int32_t> block_table = {};
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // "cpu(avx512, 2 threads)" and the like, for logs.
+  virtual std::string_view name() const = 0;
+
+  // ---- Memory --------------------------------------------------------------------
+
+  // Device memory of `size_bytes` bytes (64-byte aligned, contents unspecified).
+  // Errors: ResourceExhausted when the device is out of memory.
+  virtual absl::StatusOr<Buffer> Allocate(size_t size_bytes) = 0;
+
+  // Device memory holding the `size_bytes` bytes at `host` (e.g. mmapped weights). The
+  // CPU backend wraps them without copying; others copy. Either way:
+  // REQUIRES: the host bytes stay valid and unchanged while the Buffer lives, and nothing
+  // writes through the returned Buffer.
+  virtual absl::StatusOr<Buffer> WrapHost(const void* host, size_t size_bytes) = 0;
+
+  // Copies dst.size_bytes() bytes from host memory into dst.
+  virtual absl::Status CopyToDevice(const void* host, const Tensor& dst) = 0;
+  // Waits for queued work, then copies src.size_bytes() bytes of src into host memory.
+  virtual absl::Status CopyToHost(const Tensor& src, void* host) = 0;
+  // Device-to-device copy. REQUIRES: same size_bytes(); no partial overlap.
+  virtual absl::Status Copy(const Tensor& src, const Tensor& dst) = 0;
+
+  // Returns when all enqueued work has finished.
+  virtual absl::Status Synchronize() = 0;
+
+  // ---- Kernels ---------------------------------------------------------------------
+
+  // out[i, :] = table[ids[i], :] converted to F32.
+  // table: [vocab, d] F32/F16/BF16/Q8_0. ids: I32 [n], each in [0, vocab) (an id out of
+  // range is OutOfRange). out: F32 [n, d]. With an F32 table this is also a row gather
+  // (e.g. picking the last hidden row of each sequence before the lm_head).
+  virtual absl::Status Embedding(const Tensor& table, const Tensor& ids, const Tensor& out) = 0;
+
+  // out[i, :] = x[i, :] / sqrt(mean(x[i, :]^2) + eps) * weight.
+  // x: F32 [n, d]. weight: [d] F32/F16/BF16. out: F32 [n, d]; may alias x.
+  virtual absl::Status RmsNorm(const Tensor& x, const Tensor& weight, float eps,
+                               const Tensor& out) = 0;
+
+  // Precomputes inverse frequencies for `params` (see RopeInverseFrequencies for errors).
+  virtual absl::StatusOr<std::unique_ptr<RopeTable>> CreateRopeTable(const RopeParams& params) = 0;
+
+  // Rotates each head of x in place by its row's position.
+  // x: F32 [n, heads, head_dim] with head_dim == table.params().head_dim (or [n,
+  // heads*head_dim]). positions: I32 [n], each >= 0.
+  // Angle for pair j at position p: p * inv_freq[j] computed in f32 from double
+  // inv_freq; pairs follow table.params().style. Call once for q and once for k.
+  virtual absl::Status Rope(const RopeTable& table, const Tensor& x, const Tensor& positions) = 0;
+
+  // out = x * w^T (+ bias): out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]).
+  // x: F32 [n, k]. w: [m, k] F32/F16/BF16/Q8_0 (k % 32 == 0 for Q8_0). bias: nullptr or
+  // F32 [m]. out: F32 [n, m]; must not alias x. Accumulates in f32; Q8_0 weights are
+  // dequantized (activations are never quantized), so results match an f32 reference of
+  // the dequantized weights up to summation order.
+  virtual absl::Status MatMul(const Tensor& x, const Tensor& w, const Tensor* bias,
+                              const Tensor& out) = 0;
+
+  // out = silu(gate) * up elementwise, silu(g) = g / (1 + exp(-g)).
+  // gate, up, out: F32, same element count ([n, f]). out may alias gate or up.
+  virtual absl::Status SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+
+  // out = a + b elementwise (residual). a, b, out: F32, same element count. out may
+  // alias a or b.
+  virtual absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+
+  // Scatters new keys/values into one layer's paged pools:
+  // k_pool[slot / block_size, slot % block_size] = k[i] for slot = slot_ids[i]; same for v.
+  // k, v: F32 [n, kv_heads, head_dim]. slot_ids: I32 [n]; a negative slot skips the row
+  // (padding); otherwise slot < num_blocks * block_size (else OutOfRange).
+  // k_pool, v_pool: [num_blocks, block_size, kv_heads, head_dim], F32 (the CPU backend
+  // also takes F16/BF16 pools and converts on write).
+  virtual absl::Status WriteKv(const Tensor& k, const Tensor& v, const Tensor& slot_ids,
+                               const Tensor& k_pool, const Tensor& v_pool) = 0;
+
+  // Causal grouped-query attention over paged K/V for a batch that mixes prefill chunks
+  // and decode tokens: for each sequence s and query row r of s, head h,
+  //   out[r, h] = softmax_p(scale * q[r, h] . K[p, h / (heads / kv_heads)]) . V[p, ...]
+  // over the KV positions p the row may see (see AttentionSequence). Softmax is computed
+  // in a numerically stable (online) way with f32 accumulation.
+  // q: F32 [n, heads, head_dim]. k_pool, v_pool: as in WriteKv. out: F32 [n, heads,
+  // head_dim]; must not alias q. heads % kv_heads == 0. Rows of q that no sequence covers
+  // are left untouched. Errors: a sequence whose rows fall outside q, q_len >
+  // context_len, a block table too short, or a block id outside the pool.
+  virtual absl::Status PagedAttention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
+                                      std::span<const AttentionSequence> sequences, float scale,
+                                      const Tensor& out) = 0;
+};
+
+}  // namespace switchyard::runtime

@@ -1,0 +1,400 @@
+#include "runtime/cpu/cpu_backend.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "base/status_macros.h"
+#include "base/thread_pool.h"
+#include "runtime/cpu/internal/kernels.h"
+
+namespace switchyard::runtime {
+namespace {
+
+using cpu::KernelContext;
+
+absl::Status Invalid(std::string_view kernel, const std::string& what) {
+  return absl::InvalidArgumentError(fmt::format("{}: {}", kernel, what));
+}
+
+absl::Status ExpectDType(std::string_view kernel, std::string_view operand, const Tensor& t,
+                         DType dtype) {
+  if (t.dtype() != dtype) {
+    return Invalid(
+        kernel, fmt::format("{} must be {}, got {}", operand, DTypeName(dtype), t.DebugString()));
+  }
+  if (t.data() == nullptr && t.num_elements() != 0) {
+    return Invalid(kernel, fmt::format("{} has no data", operand));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExpectSameCount(std::string_view kernel, std::string_view name_a, const Tensor& a,
+                             std::string_view name_b, const Tensor& b) {
+  if (a.num_elements() != b.num_elements()) {
+    return Invalid(kernel, fmt::format("{} {} and {} {} differ in size", name_a, a.DebugString(),
+                                       name_b, b.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+class CpuRopeTable final : public RopeTable {
+ public:
+  CpuRopeTable(RopeParams params, std::vector<double> inv_freq)
+      : params_(std::move(params)), inv_freq_(std::move(inv_freq)) {}
+  const RopeParams& params() const override { return params_; }
+  const std::vector<double>& inv_freq() const { return inv_freq_; }
+
+ private:
+  RopeParams params_;
+  std::vector<double> inv_freq_;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(size_t num_threads, CpuIsa isa)
+      : pool_(num_threads, "sy-cpu"),
+        ctx_{&pool_, &cpu::KernelsFor(isa)},
+        name_(fmt::format("cpu({}, {} threads)", CpuIsaName(isa), num_threads)) {}
+
+  std::string_view name() const override { return name_; }
+
+  absl::StatusOr<Buffer> Allocate(size_t size_bytes) override {
+    const size_t rounded = (size_bytes + 63) / 64 * 64;
+    void* data = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
+    if (rounded != 0 && data == nullptr) {
+      return absl::ResourceExhaustedError(
+          fmt::format("cpu backend: cannot allocate {} bytes", size_bytes));
+    }
+    return Buffer(data, size_bytes, MemorySpace::kDevice, [](void* p, size_t) { std::free(p); });
+  }
+
+  absl::StatusOr<Buffer> WrapHost(const void* host, size_t size_bytes) override {
+    return Buffer(const_cast<void*>(host), size_bytes, MemorySpace::kDevice, nullptr);
+  }
+
+  absl::Status CopyToDevice(const void* host, const Tensor& dst) override {
+    if (dst.size_bytes() != 0)
+      std::memcpy(dst.data(), host, dst.size_bytes());
+    return absl::OkStatus();
+  }
+
+  absl::Status CopyToHost(const Tensor& src, void* host) override {
+    if (src.size_bytes() != 0)
+      std::memcpy(host, src.data(), src.size_bytes());
+    return absl::OkStatus();
+  }
+
+  absl::Status Copy(const Tensor& src, const Tensor& dst) override {
+    if (src.size_bytes() != dst.size_bytes()) {
+      return Invalid("Copy", fmt::format("src {} and dst {} differ in bytes", src.DebugString(),
+                                         dst.DebugString()));
+    }
+    if (src.size_bytes() != 0 && src.data() != dst.data()) {
+      std::memmove(dst.data(), src.data(), src.size_bytes());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+
+  absl::Status Embedding(const Tensor& table, const Tensor& ids, const Tensor& out) override {
+    constexpr std::string_view kName = "Embedding";
+    if (table.rank() != 2 || !IsWeightDType(table.dtype())) {
+      return Invalid(kName, "table must be a [vocab, d] weight, got " + table.DebugString());
+    }
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "ids", ids, DType::kI32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    if (out.cols() != table.dim(1) || out.rows() != ids.num_elements()) {
+      return Invalid(kName, fmt::format("out {} must be [{}, {}]", out.DebugString(),
+                                        ids.num_elements(), table.dim(1)));
+    }
+    const auto* id_data = ids.data_as<const int32_t>();
+    for (int64_t i = 0; i < ids.num_elements(); ++i) {
+      if (id_data[i] < 0 || id_data[i] >= table.dim(0)) {
+        return absl::OutOfRangeError(
+            fmt::format("Embedding: ids[{}] = {} outside [0, {})", i, id_data[i], table.dim(0)));
+      }
+    }
+    cpu::EmbeddingKernel(ctx_, table, id_data, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status RmsNorm(const Tensor& x, const Tensor& weight, float eps,
+                       const Tensor& out) override {
+    constexpr std::string_view kName = "RmsNorm";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    if (weight.dtype() == DType::kQ8_0 || weight.dtype() == DType::kI32 ||
+        weight.num_elements() != x.cols() || weight.rows() != 1) {
+      return Invalid(kName, fmt::format("weight {} must be F32/F16/BF16 [{}]", weight.DebugString(),
+                                        x.cols()));
+    }
+    if (out.rows() != x.rows() || out.cols() != x.cols()) {
+      return Invalid(kName,
+                     fmt::format("out {} must match x {}", out.DebugString(), x.DebugString()));
+    }
+    cpu::RmsNormKernel(ctx_, x, weight, eps, out);
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::unique_ptr<RopeTable>> CreateRopeTable(const RopeParams& params) override {
+    SY_ASSIGN_OR_RETURN(std::vector<double> inv_freq, RopeInverseFrequencies(params));
+    return std::make_unique<CpuRopeTable>(params, std::move(inv_freq));
+  }
+
+  absl::Status Rope(const RopeTable& table, const Tensor& x, const Tensor& positions) override {
+    constexpr std::string_view kName = "Rope";
+    const auto* cpu_table = dynamic_cast<const CpuRopeTable*>(&table);
+    if (cpu_table == nullptr)
+      return Invalid(kName, "table was not made by this backend");
+    const RopeParams& params = cpu_table->params();
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "positions", positions, DType::kI32));
+    const int64_t n = positions.num_elements();
+    if (x.rank() < 1 || x.dim(0) != n || (n != 0 && x.num_elements() % (n * params.head_dim))) {
+      return Invalid(
+          kName, fmt::format("x {} must be [{}, heads, {}]", x.DebugString(), n, params.head_dim));
+    }
+    const auto* pos = positions.data_as<const int32_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (pos[i] < 0) {
+        return absl::OutOfRangeError(fmt::format("Rope: positions[{}] = {} < 0", i, pos[i]));
+      }
+    }
+    const int64_t rotary_dim = params.rotary_dim == 0 ? params.head_dim : params.rotary_dim;
+    cpu::RopeKernel(ctx_, cpu_table->inv_freq(), params.head_dim, rotary_dim,
+                    params.style == RopeStyle::kInterleaved, x, pos);
+    return absl::OkStatus();
+  }
+
+  absl::Status MatMul(const Tensor& x, const Tensor& w, const Tensor* bias,
+                      const Tensor& out) override {
+    constexpr std::string_view kName = "MatMul";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    if (w.rank() != 2 || !IsWeightDType(w.dtype()) || w.dim(1) != x.cols()) {
+      return Invalid(kName,
+                     fmt::format("w {} must be a [m, {}] weight", w.DebugString(), x.cols()));
+    }
+    if (out.rows() != x.rows() || out.cols() != w.dim(0)) {
+      return Invalid(kName,
+                     fmt::format("out {} must be [{}, {}]", out.DebugString(), x.rows(), w.dim(0)));
+    }
+    if (bias != nullptr) {
+      SY_RETURN_IF_ERROR(ExpectDType(kName, "bias", *bias, DType::kF32));
+      if (bias->num_elements() != w.dim(0)) {
+        return Invalid(kName, fmt::format("bias {} must be [{}]", bias->DebugString(), w.dim(0)));
+      }
+    }
+    if (out.data() == x.data() && out.num_elements() != 0) {
+      return Invalid(kName, "out must not alias x");
+    }
+    cpu::MatMulKernel(ctx_, x, w, bias, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+    constexpr std::string_view kName = "SwiGlu";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "gate", gate, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "up", up, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "up", up));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "out", out));
+    cpu::SwiGluKernel(ctx_, gate, up, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) override {
+    constexpr std::string_view kName = "Add";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "a", a, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "b", b, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "a", a, "b", b));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "a", a, "out", out));
+    cpu::AddKernel(ctx_, a, b, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status WriteKv(const Tensor& k, const Tensor& v, const Tensor& slot_ids,
+                       const Tensor& k_pool, const Tensor& v_pool) override {
+    constexpr std::string_view kName = "WriteKv";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "k", k, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "v", v, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "slot_ids", slot_ids, DType::kI32));
+    SY_RETURN_IF_ERROR(CheckPools(kName, k_pool, v_pool));
+    const int64_t n = slot_ids.num_elements();
+    const int64_t row = k_pool.dim(2) * k_pool.dim(3);
+    if (k.num_elements() != n * row || v.num_elements() != n * row) {
+      return Invalid(kName, fmt::format("k {} and v {} must be [{}, {}, {}]", k.DebugString(),
+                                        v.DebugString(), n, k_pool.dim(2), k_pool.dim(3)));
+    }
+    const auto* slots = slot_ids.data_as<const int32_t>();
+    const int64_t num_slots = k_pool.dim(0) * k_pool.dim(1);
+    for (int64_t i = 0; i < n; ++i) {
+      if (slots[i] >= num_slots) {
+        return absl::OutOfRangeError(
+            fmt::format("WriteKv: slot_ids[{}] = {} >= {} slots", i, slots[i], num_slots));
+      }
+    }
+    cpu::WriteKvKernel(ctx_, k, v, slots, k_pool, v_pool);
+    return absl::OkStatus();
+  }
+
+  absl::Status PagedAttention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
+                              std::span<const AttentionSequence> sequences, float scale,
+                              const Tensor& out) override {
+    constexpr std::string_view kName = "PagedAttention";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "q", q, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    SY_RETURN_IF_ERROR(CheckPools(kName, k_pool, v_pool));
+    const int64_t kv_heads = k_pool.dim(2);
+    const int64_t head_dim = k_pool.dim(3);
+    if (q.rank() != 3 || q.dim(2) != head_dim || q.dim(1) % kv_heads != 0) {
+      return Invalid(kName, fmt::format("q {} must be [n, heads, {}] with heads a multiple of {}",
+                                        q.DebugString(), head_dim, kv_heads));
+    }
+    if (out.num_elements() != q.num_elements()) {
+      return Invalid(kName,
+                     fmt::format("out {} must match q {}", out.DebugString(), q.DebugString()));
+    }
+    if (out.data() == q.data() && q.num_elements() != 0) {
+      return Invalid(kName, "out must not alias q");
+    }
+    const int64_t block_size = k_pool.dim(1);
+    for (size_t s = 0; s < sequences.size(); ++s) {
+      const AttentionSequence& seq = sequences[s];
+      if (seq.q_begin < 0 || seq.q_len < 0 || seq.q_begin + seq.q_len > q.dim(0) ||
+          seq.q_len > seq.context_len) {
+        return Invalid(kName, fmt::format("sequence {}: rows [{}, +{}) context {} do not fit q "
+                                          "with {} rows",
+                                          s, seq.q_begin, seq.q_len, seq.context_len, q.dim(0)));
+      }
+      const int64_t blocks_needed = (seq.context_len + block_size - 1) / block_size;
+      if (static_cast<int64_t>(seq.block_table.size()) < blocks_needed) {
+        return Invalid(kName, fmt::format("sequence {}: block table has {} blocks, needs {}", s,
+                                          seq.block_table.size(), blocks_needed));
+      }
+      for (int64_t b = 0; b < blocks_needed; ++b) {
+        const int32_t id = seq.block_table[static_cast<size_t>(b)];
+        if (id < 0 || id >= k_pool.dim(0)) {
+          return absl::OutOfRangeError(
+              fmt::format("PagedAttention: sequence {}: block_table[{}] = {} outside [0, {})", s, b,
+                          id, k_pool.dim(0)));
+        }
+      }
+    }
+    cpu::PagedAttentionKernel(ctx_, q, k_pool, v_pool, sequences, scale, out);
+    return absl::OkStatus();
+  }
+
+ private:
+  static absl::Status CheckPools(std::string_view kernel, const Tensor& k_pool,
+                                 const Tensor& v_pool) {
+    const DType d = k_pool.dtype();
+    if (k_pool.rank() != 4 || (d != DType::kF32 && d != DType::kF16 && d != DType::kBF16)) {
+      return Invalid(kernel,
+                     "k_pool must be F32/F16/BF16 [num_blocks, block_size, kv_heads, head_dim], "
+                     "got " +
+                         k_pool.DebugString());
+    }
+    if (v_pool.dtype() != d || v_pool.rank() != 4 ||
+        !std::equal(k_pool.shape().begin(), k_pool.shape().end(), v_pool.shape().begin())) {
+      return Invalid(kernel, fmt::format("v_pool {} must match k_pool {}", v_pool.DebugString(),
+                                         k_pool.DebugString()));
+    }
+    if (k_pool.dim(1) == 0 || k_pool.dim(2) == 0 || k_pool.dim(3) == 0) {
+      return Invalid(kernel, "pool dims must be positive, got " + k_pool.DebugString());
+    }
+    return absl::OkStatus();
+  }
+
+  base::ThreadPool pool_;
+  KernelContext ctx_;
+  std::string name_;
+};
+
+}  // namespace
+
+std::string_view CpuIsaName(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kPortable:
+      return "portable";
+    case CpuIsa::kAvx2:
+      return "avx2";
+    case CpuIsa::kAvx512:
+      return "avx512";
+  }
+  return "?";
+}
+
+std::optional<CpuIsa> ParseCpuIsa(std::string_view name) {
+  for (CpuIsa isa : {CpuIsa::kPortable, CpuIsa::kAvx2, CpuIsa::kAvx512}) {
+    if (name == CpuIsaName(isa))
+      return isa;
+  }
+  return std::nullopt;
+}
+
+bool CpuSupportsIsa(CpuIsa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  // clang 14's __builtin_cpu_supports does not know "f16c": read CPUID leaf 1, ECX bit 29.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c;
+  switch (isa) {
+    case CpuIsa::kPortable:
+      return true;
+    case CpuIsa::kAvx2:
+      return avx2;
+    case CpuIsa::kAvx512:
+      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl");
+  }
+  return false;
+#else
+  return isa == CpuIsa::kPortable;
+#endif
+}
+
+CpuIsa BestCpuIsa() {
+  if (CpuSupportsIsa(CpuIsa::kAvx512))
+    return CpuIsa::kAvx512;
+  if (CpuSupportsIsa(CpuIsa::kAvx2))
+    return CpuIsa::kAvx2;
+  return CpuIsa::kPortable;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const CpuBackendOptions& options) {
+  CpuIsa isa = BestCpuIsa();
+  if (options.isa.has_value()) {
+    isa = *options.isa;
+  } else if (const char* env = std::getenv("SY_CPU_ISA"); env != nullptr && *env != '\0') {
+    std::optional<CpuIsa> parsed = ParseCpuIsa(env);
+    if (!parsed.has_value()) {
+      return absl::InvalidArgumentError(
+          fmt::format("SY_CPU_ISA={}: want portable, avx2 or avx512", env));
+    }
+    isa = *parsed;
+  }
+  if (!CpuSupportsIsa(isa)) {
+    return absl::FailedPreconditionError(
+        fmt::format("cpu backend: this CPU does not support {} kernels", CpuIsaName(isa)));
+  }
+  size_t num_threads = options.num_threads;
+  if (num_threads == 0)
+    num_threads = std::max(1u, std::thread::hardware_concurrency());
+  return std::make_unique<CpuBackend>(num_threads, isa);
+}
+
+}  // namespace switchyard::runtime

@@ -1,0 +1,47 @@
+// The CPU backend: Backend on host memory, running every kernel to completion on one
+// fixed thread pool sized to the cores. Kernels come in a portable (auto-vectorized) form
+// and AVX2 / AVX-512 forms compiled with per-function target attributes and chosen at run
+// time from the CPU's features, so the build itself stays portable.
+//
+// Threads: as for Backend (one driving thread). The backend owns its pool.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+#include "runtime/backend.h"
+
+namespace switchyard::runtime {
+
+// Instruction-set level of the kernels; each includes the previous ones' requirements.
+enum class CpuIsa : uint8_t {
+  kPortable,  // Plain C++.
+  kAvx2,      // AVX2 + FMA + F16C.
+  kAvx512,    // kAvx2 + AVX-512 F/BW/VL.
+};
+
+std::string_view CpuIsaName(CpuIsa isa);  // "portable", "avx2", "avx512".
+std::optional<CpuIsa> ParseCpuIsa(std::string_view name);
+
+// Whether this CPU can run kernels of level `isa`.
+bool CpuSupportsIsa(CpuIsa isa);
+// The highest level this CPU supports.
+CpuIsa BestCpuIsa();
+
+struct CpuBackendOptions {
+  // Compute threads, the caller's thread included. 0 means one per hardware thread.
+  size_t num_threads = 0;
+  // Kernel level. Unset means the environment variable SY_CPU_ISA
+  // (portable|avx2|avx512) if set, else BestCpuIsa().
+  std::optional<CpuIsa> isa = std::nullopt;
+};
+
+// Errors: InvalidArgument if SY_CPU_ISA holds an unknown name; FailedPrecondition if the
+// requested ISA is not supported by this CPU.
+absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const CpuBackendOptions& options = {});
+
+}  // namespace switchyard::runtime

@@ -1,0 +1,42 @@
+// Drivers for the CPU backend's kernels: each validates nothing (CpuBackend does that
+// first), splits the work over the pool, and calls the ISA's inner loops. Called only by
+// the thread driving the backend.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "runtime/backend.h"
+#include "runtime/cpu/internal/isa_kernels.h"
+#include "runtime/tensor.h"
+
+namespace switchyard::runtime::cpu {
+
+struct KernelContext {
+  base::ThreadPool* pool;
+  const IsaKernels* isa;
+  // Runs fn(begin, end) over [0, n) on the pool, or inline when work (a rough count of
+  // scalar operations) is too small to be worth waking threads for.
+  void ParallelFor(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& fn) const;
+};
+
+void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
+                  const Tensor& out);
+void EmbeddingKernel(const KernelContext& ctx, const Tensor& table, const int32_t* ids,
+                     const Tensor& out);
+void RmsNormKernel(const KernelContext& ctx, const Tensor& x, const Tensor& weight, float eps,
+                   const Tensor& out);
+void RopeKernel(const KernelContext& ctx, const std::vector<double>& inv_freq, int64_t head_dim,
+                int64_t rotary_dim, bool interleaved, const Tensor& x, const int32_t* positions);
+void SwiGluKernel(const KernelContext& ctx, const Tensor& gate, const Tensor& up,
+                  const Tensor& out);
+void AddKernel(const KernelContext& ctx, const Tensor& a, const Tensor& b, const Tensor& out);
+void WriteKvKernel(const KernelContext& ctx, const Tensor& k, const Tensor& v,
+                   const int32_t* slot_ids, const Tensor& k_pool, const Tensor& v_pool);
+void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tensor& k_pool,
+                          const Tensor& v_pool, std::span<const AttentionSequence> sequences,
+                          float scale, const Tensor& out);
+
+}  // namespace switchyard::runtime::cpu

@@ -1,0 +1,81 @@
+// Plain C++ inner loops: the reference-speed fallback for any CPU. Several independent
+// accumulators let the compiler vectorize without reassociating a single sum.
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cpu/internal/isa_kernels.h"
+#include "runtime/float16.h"
+
+namespace switchyard::runtime::cpu {
+namespace {
+
+constexpr int64_t kLanes = 8;
+constexpr int64_t kChunk = 256;
+
+float Dot(const float* a, const float* b, int64_t len) {
+  float acc[kLanes] = {};
+  int64_t t = 0;
+  for (; t + kLanes <= len; t += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l)
+      acc[l] += a[t + l] * b[t + l];
+  }
+  float sum = 0.0f;
+  for (int64_t l = 0; l < kLanes; ++l)
+    sum += acc[l];
+  for (; t < len; ++t)
+    sum += a[t] * b[t];
+  return sum;
+}
+
+void ScaleAdd(float beta, float* y, float alpha, const float* x, int64_t len) {
+  for (int64_t t = 0; t < len; ++t)
+    y[t] = y[t] * beta + alpha * x[t];
+}
+
+void DotRows(DType w_dtype, const float* x, int64_t n, int64_t k, const uint8_t* w,
+             size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo) {
+  float wf[kChunk];
+  for (int64_t j = m_begin; j < m_end; ++j) {
+    const uint8_t* row = w + static_cast<size_t>(j) * w_row_bytes;
+    if (w_dtype == DType::kF32) {
+      for (int64_t i = 0; i < n; ++i) {
+        out[i * ldo + j] = Dot(x + i * k, reinterpret_cast<const float*>(row), k);
+      }
+      continue;
+    }
+    for (int64_t i = 0; i < n; ++i)
+      out[i * ldo + j] = 0.0f;
+    for (int64_t t0 = 0; t0 < k; t0 += kChunk) {
+      const int64_t len = std::min(kChunk, k - t0);
+      DequantizeRow(w_dtype, row + RowBytes(w_dtype, t0), len, wf);
+      for (int64_t i = 0; i < n; ++i)
+        out[i * ldo + j] += Dot(x + i * k + t0, wf, len);
+    }
+  }
+}
+
+void GemmPanel(const float* a, int64_t lda, int64_t n, const float* panel, int64_t kc, float* out,
+               int64_t ldo, int64_t cols, bool accumulate) {
+  for (int64_t i = 0; i < n; ++i) {
+    float acc[kPanelRows] = {};
+    const float* ai = a + i * lda;
+    for (int64_t t = 0; t < kc; ++t) {
+      const float av = ai[t];
+      const float* p = panel + t * kPanelRows;
+      for (int64_t c = 0; c < kPanelRows; ++c)
+        acc[c] += av * p[c];
+    }
+    float* oi = out + i * ldo;
+    for (int64_t c = 0; c < cols; ++c)
+      oi[c] = accumulate ? oi[c] + acc[c] : acc[c];
+  }
+}
+
+}  // namespace
+
+const IsaKernels& PortableKernels() {
+  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &Dot, &ScaleAdd};
+  return kKernels;
+}
+
+}  // namespace switchyard::runtime::cpu

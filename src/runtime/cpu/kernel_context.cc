@@ -1,0 +1,33 @@
+#include "runtime/cpu/internal/kernels.h"
+
+namespace switchyard::runtime::cpu {
+
+// Below this many scalar operations, waking the pool costs more than it saves.
+constexpr int64_t kMinParallelWork = 32 * 1024;
+
+void KernelContext::ParallelFor(int64_t n, int64_t work,
+                                const std::function<void(int64_t, int64_t)>& fn) const {
+  if (n <= 0)
+    return;
+  if (n == 1 || work < kMinParallelWork || pool->num_threads() == 1) {
+    fn(0, n);
+    return;
+  }
+  pool->ParallelFor(static_cast<size_t>(n), [&fn](size_t begin, size_t end) {
+    fn(static_cast<int64_t>(begin), static_cast<int64_t>(end));
+  });
+}
+
+const IsaKernels& KernelsFor(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::kAvx512:
+      return Avx512Kernels();
+    case CpuIsa::kAvx2:
+      return Avx2Kernels();
+    case CpuIsa::kPortable:
+      break;
+  }
+  return PortableKernels();
+}
+
+}  // namespace switchyard::runtime::cpu

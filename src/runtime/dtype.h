@@ -1,0 +1,48 @@
+// Element types that runtime tensors hold on a device, and their byte geometry. Pure
+// functions over constants; callable from any thread.
+//
+// Q8_0 uses GGML's layout so GGUF weights upload without repacking: rows are split into
+// blocks of 32 elements, each stored as an IEEE fp16 scale followed by 32 int8 values
+// (34 bytes, no padding); element j of a block is scale * qs[j].
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace switchyard::runtime {
+
+enum class DType : uint8_t {
+  kF32,
+  kF16,   // IEEE 754 binary16.
+  kBF16,  // Upper 16 bits of an f32.
+  kQ8_0,  // Weights only; see the file comment.
+  kI32,   // Token ids, positions, slot ids.
+};
+
+inline constexpr int64_t kQ8_0BlockElems = 32;
+inline constexpr int64_t kQ8_0BlockBytes = 34;
+
+// One Q8_0 block exactly as stored; sizeof == kQ8_0BlockBytes.
+struct BlockQ8_0 {
+  uint16_t scale_f16;
+  int8_t qs[kQ8_0BlockElems];
+};
+static_assert(sizeof(BlockQ8_0) == kQ8_0BlockBytes);
+
+// "F32", "F16", "BF16", "Q8_0", "I32".
+std::string_view DTypeName(DType dtype);
+
+// Elements per block: 32 for Q8_0, 1 otherwise.
+int64_t DTypeBlockElems(DType dtype);
+// Bytes per block: 34 for Q8_0, the element size otherwise.
+int64_t DTypeBlockBytes(DType dtype);
+
+// Bytes that `n` consecutive elements occupy.
+// REQUIRES: n >= 0 and n % DTypeBlockElems(dtype) == 0.
+size_t RowBytes(DType dtype, int64_t n);
+
+// True for the dtypes a MatMul/Embedding weight may have (F32, F16, BF16, Q8_0).
+bool IsWeightDType(DType dtype);
+
+}  // namespace switchyard::runtime

@@ -1,0 +1,250 @@
+// WriteKv + PagedAttention against a double-precision reference that reads K/V from the
+// unpaged per-sequence arrays. Covers GQA ratios 1/2/4/8, block tables with holes and
+// shuffled ids, mixed prefill chunks and decode rows in one call, long contexts, F16/BF16
+// pools. Tolerance: 2e-5 absolute (outputs are convex mixes of values in [-1, 1]; f32
+// online softmax). For F16/BF16 pools the reference uses the rounded K/V values.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "gtest/gtest.h"
+
+#include "runtime_test_util.h"
+
+namespace switchyard::runtime {
+namespace {
+
+using testing::HostTensor;
+using testing::MakeBackend;
+using testing::RandomFloats;
+
+struct SeqSpec {
+  int64_t context_len;  // After this step.
+  int64_t q_len;        // New tokens in this step.
+};
+
+struct AttentionCase {
+  int64_t heads, kv_heads, head_dim, block_size;
+  std::vector<SeqSpec> seqs;
+  DType pool_dtype = DType::kF32;
+};
+
+float RoundTo(DType dtype, float f) {
+  if (dtype == DType::kF16)
+    return F16ToF32(F32ToF16(f));
+  if (dtype == DType::kBF16)
+    return Bf16ToF32(F32ToBf16(f));
+  return f;
+}
+
+void RunCase(Backend& backend, const AttentionCase& c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t row = c.kv_heads * c.head_dim;
+  // Blocks per sequence, then a pool with spare blocks; ids shuffled so tables have holes.
+  int64_t total_blocks = 0;
+  for (const SeqSpec& s : c.seqs)
+    total_blocks += (s.context_len + c.block_size - 1) / c.block_size;
+  const int64_t num_blocks = total_blocks * 2 + 3;
+  std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+
+  const size_t elem = static_cast<size_t>(DTypeBlockBytes(c.pool_dtype));
+  const size_t pool_bytes = static_cast<size_t>(num_blocks * c.block_size * row) * elem;
+  std::vector<uint8_t> k_pool_data(pool_bytes, 0xff), v_pool_data(pool_bytes, 0xff);
+  const Tensor k_pool(c.pool_dtype, {num_blocks, c.block_size, c.kv_heads, c.head_dim},
+                      k_pool_data.data(), MemorySpace::kHost);
+  const Tensor v_pool(c.pool_dtype, {num_blocks, c.block_size, c.kv_heads, c.head_dim},
+                      v_pool_data.data(), MemorySpace::kHost);
+
+  // Full K/V of every sequence; all written through WriteKv in one call (a negative slot
+  // sprinkled in must be skipped).
+  std::vector<std::vector<float>> keys, values;
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<float> k_all, v_all;
+  std::vector<int32_t> slots;
+  size_t next_id = 0;
+  for (const SeqSpec& s : c.seqs) {
+    const int64_t blocks = (s.context_len + c.block_size - 1) / c.block_size;
+    std::vector<int32_t> table(ids.begin() + static_cast<std::ptrdiff_t>(next_id),
+                               ids.begin() + static_cast<std::ptrdiff_t>(next_id + blocks));
+    next_id += static_cast<size_t>(blocks) * 2;  // Leave holes between sequences.
+    keys.push_back(RandomFloats(rng, s.context_len * row));
+    values.push_back(RandomFloats(rng, s.context_len * row));
+    for (int64_t p = 0; p < s.context_len; ++p) {
+      slots.push_back(table[static_cast<size_t>(p / c.block_size)] *
+                          static_cast<int32_t>(c.block_size) +
+                      static_cast<int32_t>(p % c.block_size));
+      k_all.insert(k_all.end(), keys.back().begin() + p * row, keys.back().begin() + (p + 1) * row);
+      v_all.insert(v_all.end(), values.back().begin() + p * row,
+                   values.back().begin() + (p + 1) * row);
+      if (p == 0) {
+        slots.push_back(-1);
+        k_all.insert(k_all.end(), static_cast<size_t>(row), 99.0f);
+        v_all.insert(v_all.end(), static_cast<size_t>(row), 99.0f);
+      }
+    }
+    tables.push_back(std::move(table));
+  }
+  const int64_t n_kv = static_cast<int64_t>(slots.size());
+  ASSERT_TRUE(backend
+                  .WriteKv(HostTensor(DType::kF32, {n_kv, c.kv_heads, c.head_dim}, k_all.data()),
+                           HostTensor(DType::kF32, {n_kv, c.kv_heads, c.head_dim}, v_all.data()),
+                           HostTensor(DType::kI32, {n_kv}, slots.data()), k_pool, v_pool)
+                  .ok());
+
+  // Queries: each sequence's last q_len tokens; rows interleaved in reverse sequence order
+  // so q_begin is not monotonic.
+  int64_t n = 0;
+  for (const SeqSpec& s : c.seqs)
+    n += s.q_len;
+  const std::vector<float> q = RandomFloats(rng, n * c.heads * c.head_dim, -2.0f, 2.0f);
+  std::vector<AttentionSequence> batch(c.seqs.size());
+  int64_t row_cursor = 0;
+  for (size_t s = c.seqs.size(); s-- > 0;) {
+    batch[s] = {row_cursor, c.seqs[s].q_len, c.seqs[s].context_len, tables[s]};
+    row_cursor += c.seqs[s].q_len;
+  }
+  std::vector<float> out(q.size(), -5.0f);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  ASSERT_TRUE(backend
+                  .PagedAttention(HostTensor(DType::kF32, {n, c.heads, c.head_dim},
+                                             const_cast<float*>(q.data())),
+                                  k_pool, v_pool, batch, scale,
+                                  HostTensor(DType::kF32, {n, c.heads, c.head_dim}, out.data()))
+                  .ok());
+
+  const int64_t group = c.heads / c.kv_heads;
+  for (size_t s = 0; s < c.seqs.size(); ++s) {
+    const AttentionSequence& seq = batch[s];
+    for (int64_t i = 0; i < seq.q_len; ++i) {
+      const int64_t visible = seq.context_len - seq.q_len + i + 1;
+      for (int64_t h = 0; h < c.heads; ++h) {
+        const int64_t g = h / group;
+        const float* qv = q.data() + ((seq.q_begin + i) * c.heads + h) * c.head_dim;
+        std::vector<double> logits(static_cast<size_t>(visible));
+        double max_logit = -1e300;
+        for (int64_t p = 0; p < visible; ++p) {
+          double dot = 0;
+          for (int64_t t = 0; t < c.head_dim; ++t) {
+            dot +=
+                static_cast<double>(qv[t]) *
+                RoundTo(c.pool_dtype, keys[s][static_cast<size_t>(p * row + g * c.head_dim + t)]);
+          }
+          logits[static_cast<size_t>(p)] = dot * scale;
+          max_logit = std::max(max_logit, dot * scale);
+        }
+        double denom = 0;
+        for (double& l : logits)
+          denom += (l = std::exp(l - max_logit));
+        for (int64_t t = 0; t < c.head_dim; ++t) {
+          double want = 0;
+          for (int64_t p = 0; p < visible; ++p) {
+            want +=
+                logits[static_cast<size_t>(p)] *
+                RoundTo(c.pool_dtype, values[s][static_cast<size_t>(p * row + g * c.head_dim + t)]);
+          }
+          want /= denom;
+          const float got =
+              out[static_cast<size_t>(((seq.q_begin + i) * c.heads + h) * c.head_dim + t)];
+          ASSERT_NEAR(got, want, 2e-5)
+              << "seq " << s << " row " << i << " head " << h << " dim " << t;
+        }
+      }
+    }
+  }
+}
+
+class PagedAttentionTest : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(PagedAttentionTest, GqaRatiosAndBlockSizes) {
+  auto backend = MakeBackend(GetParam());
+  uint32_t seed = 10;
+  for (int64_t ratio : {1, 2, 4, 8}) {
+    for (int64_t block_size : {1, 3, 16}) {
+      AttentionCase c{.heads = 2 * ratio,
+                      .kv_heads = 2,
+                      .head_dim = 16,
+                      .block_size = block_size,
+                      .seqs = {{1, 1}, {9, 9}, {20, 1}, {17, 5}}};
+      RunCase(*backend, c, seed++);
+    }
+  }
+}
+
+TEST_P(PagedAttentionTest, OddHeadDimsAndMixedBatch) {
+  auto backend = MakeBackend(GetParam());
+  RunCase(*backend,
+          {.heads = 3,
+           .kv_heads = 1,
+           .head_dim = 5,
+           .block_size = 4,
+           .seqs = {{7, 3}, {1, 1}, {13, 13}}},
+          21);
+  RunCase(*backend,
+          {.heads = 4,
+           .kv_heads = 4,
+           .head_dim = 33,
+           .block_size = 8,
+           .seqs = {{40, 1}, {33, 33}, {8, 2}}},
+          22);
+  RunCase(
+      *backend,
+      {.heads = 8, .kv_heads = 2, .head_dim = 128, .block_size = 16, .seqs = {{50, 1}, {30, 30}}},
+      23);
+}
+
+TEST_P(PagedAttentionTest, LongContextDecode) {
+  auto backend = MakeBackend(GetParam());
+  RunCase(
+      *backend,
+      {.heads = 8, .kv_heads = 2, .head_dim = 64, .block_size = 16, .seqs = {{2048, 1}, {2000, 3}}},
+      31);
+}
+
+TEST_P(PagedAttentionTest, HalfPools) {
+  auto backend = MakeBackend(GetParam());
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    RunCase(*backend,
+            {.heads = 4,
+             .kv_heads = 2,
+             .head_dim = 32,
+             .block_size = 8,
+             .seqs = {{20, 20}, {35, 1}},
+             .pool_dtype = d},
+            41);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, PagedAttentionTest, ::testing::ValuesIn(testing::SupportedIsas()),
+                         testing::IsaParamName);
+
+TEST(PagedAttentionValidationTest, RejectsBadBatches) {
+  auto backend = MakeBackend(CpuIsa::kPortable, 1);
+  std::vector<float> pool(4 * 2 * 1 * 4), q(2 * 2 * 4), out(q.size());
+  const Tensor kp = HostTensor(DType::kF32, {4, 2, 1, 4}, pool.data());
+  const Tensor qt = HostTensor(DType::kF32, {2, 2, 4}, q.data());
+  const Tensor ot = HostTensor(DType::kF32, {2, 2, 4}, out.data());
+  std::vector<int32_t> table = {0};
+  std::vector<AttentionSequence> too_short = {{0, 1, 3, table}};
+  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, too_short, 1.0f, ot).code(),
+            absl::StatusCode::kInvalidArgument);
+  std::vector<int32_t> bad_ids = {0, 4};
+  std::vector<AttentionSequence> bad_block = {{0, 1, 3, bad_ids}};
+  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, bad_block, 1.0f, ot).code(),
+            absl::StatusCode::kOutOfRange);
+  std::vector<AttentionSequence> rows_outside = {{1, 2, 2, table}};
+  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, rows_outside, 1.0f, ot).code(),
+            absl::StatusCode::kInvalidArgument);
+  int32_t slot = 8;
+  EXPECT_EQ(backend
+                ->WriteKv(HostTensor(DType::kF32, {1, 1, 4}, q.data()),
+                          HostTensor(DType::kF32, {1, 1, 4}, q.data()),
+                          HostTensor(DType::kI32, {1}, &slot), kp, kp)
+                .code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace switchyard::runtime
