@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 
+#include "base/utf8.h"
 #include "text/internal/unicode_tables.h"
 
 namespace switchyard::text::internal {
@@ -74,24 +75,6 @@ const Mapping* FindMapping(const Mapping* table, size_t n, uint32_t cp) {
 constexpr uint32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
 constexpr uint32_t kLCount = 19, kVCount = 21, kTCount = 28;
 constexpr uint32_t kNCount = kVCount * kTCount, kSCount = kLCount * kNCount;
-
-void AppendCodePoint(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 std::vector<uint32_t> Decompose(std::string_view s, bool compat) {
   const Mapping* table = compat ? kCompatDecompositions : kCanonicalDecompositions;
@@ -198,7 +181,7 @@ std::string Normalize(std::string_view s, bool compat, bool compose) {
   std::string out;
   out.reserve(s.size());
   for (uint32_t cp : cps)
-    AppendCodePoint(cp, &out);
+    base::AppendUtf8(cp, &out);
   return out;
 }
 
@@ -290,7 +273,7 @@ std::string ToLower(std::string_view s) {
       out.append(s.substr(start, pos - start));
     } else {
       for (uint32_t i = 0; i < m->length; ++i)
-        AppendCodePoint(kMappingPool[m->offset + i], &out);
+        base::AppendUtf8(kMappingPool[m->offset + i], &out);
     }
   }
   return out;

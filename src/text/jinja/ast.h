@@ -29,6 +29,7 @@ struct Expr {
     kTest,      // children[0] is name(children[1..]); negated when op == "not"
     kUnary,     // op children[0]
     kBinary,    // children[0] op children[1]
+    kCompare,   // children[0] ops[0] children[1] ops[1] ...: pairwise, short-circuit
     kCondExpr,  // children[1] if children[0] else children[2] (null = undefined)
   };
   Kind kind;
@@ -36,6 +37,7 @@ struct Expr {
   Value literal;
   std::string name;
   std::string op;
+  std::vector<std::string> ops;  // kCompare
   std::vector<ExprPtr> children;
   std::vector<std::pair<std::string, ExprPtr>> kwargs;
 };
@@ -71,6 +73,11 @@ struct Stmt {
   std::vector<std::string> targets;
   std::string ns_attr;  // kSet on a namespace attribute: targets[0].ns_attr = expr.
   bool recursive = false;
+  // kMacro and kCallBlock: whether the body reads varargs, kwargs or caller. As in Jinja,
+  // extra positional or keyword arguments are errors unless it does.
+  bool catch_varargs = false;
+  bool catch_kwargs = false;
+  bool catch_caller = false;
   std::vector<ExprPtr> conditions;
   std::vector<Body> bodies;
   Body body;

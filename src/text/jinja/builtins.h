@@ -32,8 +32,13 @@ absl::StatusOr<Value> CallMethod(Interpreter& in, const Value& obj, std::string_
 // strftime_now, cycler, joiner.
 std::vector<std::pair<std::string, Value>> MakeGlobals();
 
+// Python str.isspace() of one code point (what str.split() and re's \s split on).
+bool IsPyWhitespace(uint32_t cp);
 // str.strip / lstrip / rstrip; `chars` null strips whitespace.
 std::string Strip(std::string_view s, const std::string* chars, bool left, bool right);
+
+// Python's str.format(*args, **kwargs) on `s` (string_format.cc).
+absl::StatusOr<Value> PyStrFormat(Interpreter& in, const std::string& s, CallArgs& args);
 
 // Argument helper: positional `index`, else keyword `name`, else nullptr.
 const Value* Arg(const CallArgs& args, size_t index, std::string_view name);

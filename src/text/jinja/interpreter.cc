@@ -317,6 +317,9 @@ absl::StatusOr<Value> Interpreter::CallMacro(const Stmt& s, const std::shared_pt
   }
   auto scope = std::make_shared<Frame>();
   scope->parent = closure;
+  // Jinja's Macro.__call__: positional arguments fill parameters in order; keywords fill
+  // the rest; leftovers go to varargs / kwargs only where the body reads them.
+  std::string macro_name = is_caller ? "caller" : s.text;
   std::vector<Value> varargs;
   for (size_t i = 0; i < args.positional.size(); ++i) {
     if (i < s.params.size()) {
@@ -326,16 +329,36 @@ absl::StatusOr<Value> Interpreter::CallMacro(const Stmt& s, const std::shared_pt
     }
   }
   Dict kwargs;
+  const Value* caller = nullptr;
   for (auto& [name, value] : args.keyword) {
-    bool is_param = false;
-    for (const auto& p : s.params)
-      is_param = is_param || p.name == name;
-    if (is_param || name == "caller") {
+    bool fills_param = false;
+    for (size_t i = args.positional.size(); i < s.params.size(); ++i)
+      fills_param = fills_param || s.params[i].name == name;
+    if (fills_param) {
       scope->Set(name, value);
+    } else if (name == "caller" && s.catch_caller && caller == nullptr) {
+      caller = &value;
     } else {
       kwargs.Set(Value(name), value);
     }
   }
+  if (!s.catch_kwargs && !kwargs.entries.empty()) {
+    const Value& first = kwargs.entries[0].first;
+    if (first.as_string() == "caller") {
+      return absl::InvalidArgumentError(
+          fmt::format("TypeError: macro '{}' was invoked with two values for the special caller "
+                      "argument. This is most likely a bug.",
+                      macro_name));
+    }
+    return absl::InvalidArgumentError(fmt::format(
+        "TypeError: macro '{}' takes no keyword argument '{}'", macro_name, first.as_string()));
+  }
+  if (!s.catch_varargs && !varargs.empty()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "TypeError: macro '{}' takes not more than {} argument(s)", macro_name, s.params.size()));
+  }
+  if (caller != nullptr)
+    scope->Set("caller", *caller);
   for (size_t i = 0; i < s.params.size(); ++i) {
     const MacroParam& p = s.params[i];
     bool given = i < args.positional.size() || args.Keyword(p.name) != nullptr;
@@ -352,9 +375,8 @@ absl::StatusOr<Value> Interpreter::CallMacro(const Stmt& s, const std::shared_pt
   scope->Set("varargs", std::move(varargs_value));
   SY_ASSIGN_OR_RETURN(Value kwargs_value, Value::MakeDict(std::move(kwargs)));
   scope->Set("kwargs", std::move(kwargs_value));
-  if (!is_caller && scope->Find("caller") == nullptr) {
-    scope->Set("caller", Value::MakeUndefined("'caller' is undefined"));
-  }
+  if (!is_caller && caller == nullptr)
+    scope->Set("caller", Value::MakeUndefined("No caller defined"));
   std::string out;
   closures_.push_back(scope);
   SY_RETURN_IF_ERROR(ExecBody(s.body, scope, &out).status());
@@ -527,6 +549,19 @@ absl::StatusOr<Value> Interpreter::Eval(const Expr& e, const std::shared_ptr<Fra
     }
     case Expr::Kind::kBinary:
       return EvalBinary(e, frame);
+    case Expr::Kind::kCompare: {
+      SY_ASSIGN_OR_RETURN(Value left, Eval(*e.children[0], frame));
+      for (size_t i = 0; i < e.ops.size(); ++i) {
+        SY_ASSIGN_OR_RETURN(Value right, Eval(*e.children[i + 1], frame));
+        auto r = BinaryOp(e.ops[i], left, right, *this);
+        if (!r.ok())
+          return Annotate(r.status(), e.line);
+        if (!r->Truthy())
+          return *r;
+        left = std::move(right);
+      }
+      return Value(true);
+    }
     case Expr::Kind::kCondExpr: {
       SY_ASSIGN_OR_RETURN(Value cond, Eval(*e.children[0], frame));
       if (cond.Truthy())

@@ -17,7 +17,9 @@
 namespace switchyard::text::jinja {
 
 struct RenderLimits {
-  int64_t max_steps = 10'000'000;      // Statements, loop iterations and calls.
+  // Statements, loop iterations and calls. Real chat templates take thousands of steps
+  // for long conversations; the bound keeps a hostile template to well under a second.
+  int64_t max_steps = 1'000'000;
   int max_call_depth = 256;            // Nested macro calls, loops and blocks.
   size_t max_output_bytes = 64 << 20;  // Also bounds any one string built.
 };

@@ -14,12 +14,6 @@ namespace {
 // Sandbox limit on range() length, as jinja2.sandbox.MAX_RANGE.
 constexpr int64_t kMaxRange = 100000;
 
-bool IsPyWhitespace(uint32_t cp) {
-  return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 ||
-         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
-         cp == 0x202f || cp == 0x205f || cp == 0x3000;
-}
-
 absl::Status ArgError(std::string_view method, std::string_view want) {
   return absl::InvalidArgumentError(
       fmt::format("TypeError: {}() argument must be {}", method, want));
@@ -155,6 +149,8 @@ absl::StatusOr<Value> StringMethod(Interpreter& in, const std::string& s, std::s
     SY_ASSIGN_OR_RETURN(const std::string* chars, OptString(args, 0, "chars", name));
     return Value(Strip(s, chars, name != "rstrip", name != "lstrip"));
   }
+  if (name == "format")
+    return PyStrFormat(in, s, args);
   if (name == "split")
     return Split(s, args, false);
   if (name == "rsplit")
@@ -304,9 +300,10 @@ absl::StatusOr<Value> StringMethod(Interpreter& in, const std::string& s, std::s
 }
 
 constexpr std::string_view kStringMethods[] = {
-    "strip", "lstrip",     "rstrip",     "split",   "rsplit",  "startswith", "endswith", "upper",
-    "lower", "title",      "capitalize", "replace", "find",    "rfind",      "count",    "index",
-    "join",  "splitlines", "isdigit",    "isalpha", "isalnum", "isspace",    "isupper",  "islower"};
+    "strip",   "lstrip",  "rstrip",  "split",      "rsplit",  "startswith", "endswith",
+    "upper",   "lower",   "title",   "capitalize", "replace", "find",       "rfind",
+    "count",   "index",   "join",    "splitlines", "isdigit", "isalpha",    "isalnum",
+    "isspace", "isupper", "islower", "format"};
 constexpr std::string_view kDictMethods[] = {"items", "keys", "values", "get"};
 constexpr std::string_view kListMethods[] = {"index", "count"};
 constexpr std::string_view kUnsafeMethods[] = {"append", "extend",     "insert",  "pop",
@@ -353,6 +350,12 @@ std::string Strip(std::string_view s, const std::string* chars, bool left, bool 
   for (size_t i = begin; i < end; ++i)
     out.append(cps[i]);
   return out;
+}
+
+bool IsPyWhitespace(uint32_t cp) {
+  return (cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 || cp == 0xa0 ||
+         cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0x202f || cp == 0x205f || cp == 0x3000;
 }
 
 const Value* Arg(const CallArgs& args, size_t index, std::string_view name) {
@@ -456,10 +459,13 @@ absl::StatusOr<Value> Range(Interpreter&, CallArgs& args) {
   }
   if (v[2] == 0)
     return absl::InvalidArgumentError("ValueError: range() arg 3 must not be zero");
-  __int128 span = v[2] > 0 ? (__int128)v[1] - v[0] : (__int128)v[0] - v[1];
-  __int128 step = v[2] > 0 ? v[2] : -(__int128)v[2];
-  __int128 count = span <= 0 ? 0 : (span + step - 1) / step;
-  if (count > kMaxRange) {
+  // Unsigned arithmetic: the span of two int64 and |INT64_MIN| both fit in uint64.
+  int64_t lo = v[2] > 0 ? v[0] : v[1];
+  int64_t hi = v[2] > 0 ? v[1] : v[0];
+  uint64_t span = hi > lo ? static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo) : 0;
+  uint64_t step = v[2] > 0 ? static_cast<uint64_t>(v[2]) : 0 - static_cast<uint64_t>(v[2]);
+  uint64_t count = span == 0 ? 0 : (span - 1) / step + 1;
+  if (count > static_cast<uint64_t>(kMaxRange)) {
     return absl::ResourceExhaustedError(fmt::format(
         "OverflowError: Range too big. The sandbox blocks ranges larger than MAX_RANGE ({}).",
         kMaxRange));

@@ -435,6 +435,10 @@ absl::StatusOr<Value> Interpreter::GetAttr(const Value& obj, std::string_view na
     }
     case Value::Kind::kLoop:
       return LoopAttr(obj, name);
+    case Value::Kind::kList:
+      if (obj.as_list().is_group && (name == "grouper" || name == "list"))
+        return obj.as_list().items[name == "grouper" ? 0 : 1];
+      return Missing(obj, name);
     default:
       return Missing(obj, name);
   }

@@ -494,7 +494,9 @@ absl::StatusOr<Value> FromElement(simdjson::dom::element e, int depth) {
   switch (e.type()) {
     case simdjson::dom::element_type::ARRAY: {
       std::vector<Value> items;
-      for (simdjson::dom::element item : e.get_array().value_unsafe()) {
+      // A named copy: ranging over value_unsafe() of the temporary result would dangle.
+      simdjson::dom::array array = e.get_array().value_unsafe();
+      for (simdjson::dom::element item : array) {
         auto v = FromElement(item, depth + 1);
         if (!v.ok())
           return v.status();
@@ -504,7 +506,8 @@ absl::StatusOr<Value> FromElement(simdjson::dom::element e, int depth) {
     }
     case simdjson::dom::element_type::OBJECT: {
       Dict dict;
-      for (auto field : e.get_object().value_unsafe()) {
+      simdjson::dom::object object = e.get_object().value_unsafe();
+      for (auto field : object) {
         auto v = FromElement(field.value, depth + 1);
         if (!v.ok())
           return v.status();

@@ -28,6 +28,7 @@ inline constexpr int kMaxNesting = 256;
 struct List {
   std::vector<Value> items;
   bool is_tuple = false;
+  bool is_group = false;  // A groupby result: a (grouper, list) tuple with those attributes.
   int depth = 1;
 };
 

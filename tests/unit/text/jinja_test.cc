@@ -93,6 +93,41 @@ TEST(JinjaEvalTest, ErrorsAreValues) {
   EXPECT_NE(Render("{{ 1 + 'a' }}").find("TypeError"), std::string::npos);
 }
 
+TEST(JinjaEvalTest, ChainedComparisonsArePairwise) {
+  EXPECT_EQ(Render("{{ 1 < 3 < 2 }} {{ (1 < 3) < 2 }} {{ 1 < 2 < 3 }} {{ 3 > 2 > 1 }}"),
+            "False True True True");
+  // Short-circuit: the failing first comparison stops before the undefined call.
+  EXPECT_EQ(Render("{{ 2 < 1 < nothing() }}"), "False");
+}
+
+TEST(JinjaEvalTest, MacroArgumentsCheckedLikeJinja) {
+  EXPECT_EQ(Render("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, 2) }}"),
+            "ERROR: template error (line 1): TypeError: macro 'm' takes not more than 1 "
+            "argument(s)");
+  EXPECT_NE(Render("{% macro m(a) %}{{ a }}{% endmacro %}{{ m(1, b=2) }}").find("keyword"),
+            std::string::npos);
+  EXPECT_EQ(Render("{% macro m(a) %}{{ a }}{{ varargs }}{{ kwargs }}{% endmacro %}"
+                   "{{ m(1, 2, b=3) }}"),
+            "1(2,){'b': 3}");
+  EXPECT_NE(Render("{% macro m() %}x{% endmacro %}{% call m() %}y{% endcall %}").find("caller"),
+            std::string::npos);
+}
+
+TEST(JinjaEvalTest, FullUnicodeCaseMapping) {
+  EXPECT_EQ(Render("{{ 'straße'.upper() }} {{ 'ΑΣ ΑΣ.'.lower() }} {{ 'ǆx'.capitalize() }}"),
+            "STRASSE ας ας. ǅx");
+  EXPECT_EQ(Render("{{ 'ǆemal-ß' | title }} {{ 'ǆemal'.title() }} {{ 'İ' | lower | length }}"),
+            "Ǆemal-SS ǅemal 2");
+  EXPECT_EQ(Render("{{ 'ÀB1'.isupper() }} {{ 'ǅ'.islower() }}"), "True False");
+}
+
+TEST(JinjaEvalTest, StrFormat) {
+  EXPECT_EQ(Render("{{ '{}-{}'.format(1, 'a') }} {{ '{1}{0}'.format('a', 'b') }}"
+                   " {{ '{x!r}'.format(x='q') }} {{ '{:>4}|{:03d}|{:.2f}'.format('a', 7, 2.5) }}"),
+            "1-a ba 'q'    a|007|2.50");
+  EXPECT_NE(Render("{{ '{}{0}'.format(1) }}").find("ValueError"), std::string::npos);
+}
+
 TEST(JinjaLimitsTest, RunawayTemplatesFail) {
   EXPECT_NE(Render("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").find("nest deeper"),
             std::string::npos);
