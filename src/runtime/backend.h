@@ -111,9 +111,10 @@ class Backend {
 
   // out = x * w^T (+ bias): out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]).
   // x: F32 [n, k]. w: [m, k] F32/F16/BF16/Q8_0 (k % 32 == 0 for Q8_0). bias: nullptr or
-  // F32 [m]. out: F32 [n, m]; must not alias x. Accumulates in f32; Q8_0 weights are
-  // dequantized (activations are never quantized), so results match an f32 reference of
-  // the dequantized weights up to summation order.
+  // F32 [m]. out: F32 [n, m]; must not alias x. Accumulates in f32, so results match an
+  // f32 reference of the (decoded) weights up to summation order, except that a backend
+  // may quantize activations for Q8_0 weights to int8 blocks of 32 as llama.cpp does
+  // (see its options, e.g. CpuBackendOptions::quantize_q8_0_activations).
   virtual absl::Status MatMul(const Tensor& x, const Tensor& w, const Tensor* bias,
                               const Tensor& out) = 0;
 

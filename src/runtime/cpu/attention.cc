@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "runtime/cpu/internal/kernels.h"
-#include "runtime/float16.h"
 
 namespace switchyard::runtime::cpu {
 namespace {
@@ -21,13 +20,14 @@ struct RowRef {
 
 // K or V row at `slot` of the pool as f32: a pointer into an F32 pool, or converted into
 // `scratch` for 16-bit pools.
-const float* PoolRow(const Tensor& pool, const uint8_t* base, size_t slot_bytes, int64_t slot,
-                     int64_t kv_head, int64_t head_dim, float* scratch) {
+const float* PoolRow(const IsaKernels& isa, const Tensor& pool, const uint8_t* base,
+                     size_t slot_bytes, int64_t slot, int64_t kv_head, int64_t head_dim,
+                     float* scratch) {
   const uint8_t* p =
       base + static_cast<size_t>(slot) * slot_bytes + RowBytes(pool.dtype(), kv_head * head_dim);
   if (pool.dtype() == DType::kF32)
     return reinterpret_cast<const float*>(p);
-  DequantizeRow(pool.dtype(), p, head_dim, scratch);
+  isa.to_f32(pool.dtype(), p, head_dim, scratch);
   return scratch;
 }
 
@@ -90,8 +90,8 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
         const int64_t block_id = seq.block_table[static_cast<size_t>(b)];
         const int64_t count = std::min(block_size, visible - b * block_size);
         for (int64_t p = 0; p < count; ++p) {
-          const float* krow =
-              PoolRow(k_pool, kbase, slot_bytes, block_id * block_size + p, g, head_dim, k_scratch);
+          const float* krow = PoolRow(isa, k_pool, kbase, slot_bytes, block_id * block_size + p, g,
+                                      head_dim, k_scratch);
           for (int64_t h = 0; h < group; ++h) {
             scores[h * block_size + p] = scale * isa.dot(q_heads + h * head_dim, krow, head_dim);
           }
@@ -113,8 +113,8 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
             acc_h[t] *= correction;
         }
         for (int64_t p = 0; p < count; ++p) {
-          const float* vrow =
-              PoolRow(v_pool, vbase, slot_bytes, block_id * block_size + p, g, head_dim, v_scratch);
+          const float* vrow = PoolRow(isa, v_pool, vbase, slot_bytes, block_id * block_size + p, g,
+                                      head_dim, v_scratch);
           for (int64_t h = 0; h < group; ++h) {
             isa.scale_add(1.0f, acc + h * head_dim, scores[h * block_size + p], vrow, head_dim);
           }

@@ -48,24 +48,47 @@ absl::Status ExpectSameCount(std::string_view kernel, std::string_view name_a, c
   return absl::OkStatus();
 }
 
+// Inverse frequencies plus a cos/sin table by position, grown on demand (in steps of
+// kRopeTableStep positions) by the one thread driving the backend, so Rope never
+// evaluates trigonometry for a position twice.
 class CpuRopeTable final : public RopeTable {
  public:
+  static constexpr int64_t kRopeTableStep = 1024;
+
   CpuRopeTable(RopeParams params, std::vector<double> inv_freq)
       : params_(std::move(params)), inv_freq_(std::move(inv_freq)) {}
   const RopeParams& params() const override { return params_; }
-  const std::vector<double>& inv_freq() const { return inv_freq_; }
+
+  // Row p: cos of each pair's angle at position p, then sin ([2 * pairs] floats), for p
+  // in [0, max_position]. Valid until the next call.
+  const float* CosSin(int64_t max_position) const {
+    const int64_t pairs = static_cast<int64_t>(inv_freq_.size());
+    if (max_position >= positions_) {
+      const int64_t grown = (max_position / kRopeTableStep + 1) * kRopeTableStep;
+      cos_sin_.resize(static_cast<size_t>(grown * 2 * pairs));
+      for (int64_t p = positions_; p < grown; ++p) {
+        float* row = cos_sin_.data() + p * 2 * pairs;
+        cpu::RopeAngles(inv_freq_, static_cast<double>(p), row, row + pairs);
+      }
+      positions_ = grown;
+    }
+    return cos_sin_.data();
+  }
 
  private:
   RopeParams params_;
   std::vector<double> inv_freq_;
+  mutable std::vector<float> cos_sin_;
+  mutable int64_t positions_ = 0;
 };
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(size_t num_threads, CpuIsa isa)
+  CpuBackend(size_t num_threads, CpuIsa isa, bool int8_q8_0)
       : pool_(num_threads, "sy-cpu"),
-        ctx_{&pool_, &cpu::KernelsFor(isa)},
-        name_(fmt::format("cpu({}, {} threads)", CpuIsaName(isa), num_threads)) {}
+        ctx_{&pool_, &cpu::KernelsFor(isa), int8_q8_0 ? &cpu::Avx512Q8Kernels() : nullptr},
+        name_(fmt::format("cpu({}{}, {} threads)", CpuIsaName(isa), int8_q8_0 ? "+vnni" : "",
+                          num_threads)) {}
 
   std::string_view name() const override { return name_; }
 
@@ -167,13 +190,17 @@ class CpuBackend final : public Backend {
           kName, fmt::format("x {} must be [{}, heads, {}]", x.DebugString(), n, params.head_dim));
     }
     const auto* pos = positions.data_as<const int32_t>();
+    int32_t max_position = 0;
     for (int64_t i = 0; i < n; ++i) {
       if (pos[i] < 0) {
         return absl::OutOfRangeError(fmt::format("Rope: positions[{}] = {} < 0", i, pos[i]));
       }
+      max_position = std::max(max_position, pos[i]);
     }
+    if (n == 0)
+      return absl::OkStatus();
     const int64_t rotary_dim = params.rotary_dim == 0 ? params.head_dim : params.rotary_dim;
-    cpu::RopeKernel(ctx_, cpu_table->inv_freq(), params.head_dim, rotary_dim,
+    cpu::RopeKernel(ctx_, cpu_table->CosSin(max_position), params.head_dim, rotary_dim,
                     params.style == RopeStyle::kInterleaved, x, pos);
     return absl::OkStatus();
   }
@@ -394,7 +421,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const CpuBackendOption
   size_t num_threads = options.num_threads;
   if (num_threads == 0)
     num_threads = std::max(1u, std::thread::hardware_concurrency());
-  return std::make_unique<CpuBackend>(num_threads, isa);
+  const bool int8_q8_0 =
+      options.quantize_q8_0_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Vnni();
+  return std::make_unique<CpuBackend>(num_threads, isa, int8_q8_0);
 }
 
 }  // namespace switchyard::runtime

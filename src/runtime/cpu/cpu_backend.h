@@ -38,6 +38,12 @@ struct CpuBackendOptions {
   // Kernel level. Unset means the environment variable SY_CPU_ISA
   // (portable|avx2|avx512) if set, else BestCpuIsa().
   std::optional<CpuIsa> isa = std::nullopt;
+  // Q8_0 MatMul on int8 dot products, as llama.cpp does: activation rows are quantized to
+  // blocks of 32 (scale max|x|/127, f32), which adds up to half a quantization step per
+  // activation to the result's error. Used where the kernels have such a path (avx512
+  // with AVX-512 VNNI); false keeps f32 activations against dequantized weights (exact up
+  // to f32 summation order) everywhere.
+  bool quantize_q8_0_activations = true;
 };
 
 // Errors: InvalidArgument if SY_CPU_ISA holds an unknown name; FailedPrecondition if the

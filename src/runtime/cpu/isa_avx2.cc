@@ -202,6 +202,65 @@ void ScaleAdd(float beta, float* y, float alpha, const float* x, int64_t len) {
     y[t] = y[t] * beta + alpha * x[t];
 }
 
+// f32 -> bf16 bits in the low 16 bits of each lane, rounded like F32ToBf16.
+__m256i RoundToBf16(__m256 v) {
+  const __m256i bits = _mm256_castps_si256(v);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_srli_epi32(
+      _mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(0x40));
+  const __m256 is_nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+  return _mm256_blendv_epi8(rounded, quiet, _mm256_castps_si256(is_nan));
+}
+
+void ToF32(DType dtype, const void* src, int64_t n, float* out) {
+  const auto* bytes = static_cast<const uint8_t*>(src);
+  int64_t t = 0;
+  switch (dtype) {
+    case DType::kBF16:
+      for (; t + kWidth <= n; t += kWidth)
+        _mm256_storeu_ps(out + t, LoadBf16::Load(bytes, t));
+      break;
+    case DType::kF16:
+      for (; t + kWidth <= n; t += kWidth)
+        _mm256_storeu_ps(out + t, LoadF16::Load(bytes, t));
+      break;
+    case DType::kQ8_0:
+      for (; t + kWidth <= n; t += kWidth)
+        _mm256_storeu_ps(out + t, LoadQ8_0::Load(bytes, t));
+      break;
+    case DType::kF32:
+    case DType::kI32:
+      break;
+  }
+  DequantizeRow(dtype, bytes + RowBytes(dtype, t), n - t, out + t);
+}
+
+void FromF32(DType dtype, const float* src, int64_t n, void* dst) {
+  auto* h = static_cast<uint16_t*>(dst);
+  int64_t t = 0;
+  if (dtype == DType::kBF16) {
+    for (; t + kWidth <= n; t += kWidth) {
+      const __m256i r = RoundToBf16(_mm256_loadu_ps(src + t));
+      const __m128i packed =
+          _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(h + t), packed);
+    }
+  } else if (dtype == DType::kF16) {
+    for (; t + kWidth <= n; t += kWidth) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(h + t),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(src + t), _MM_FROUND_TO_NEAREST_INT));
+    }
+  }
+  PortableKernels().from_f32(dtype, src + t, n - t,
+                             static_cast<uint8_t*>(dst) + RowBytes(dtype, t));
+}
+
+void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0,
+               int64_t kc, float* panel) {
+  PackPanelScalar(Avx2Kernels(), w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+}
+
 }  // namespace
 
 #if defined(__clang__)
@@ -211,7 +270,8 @@ void ScaleAdd(float beta, float* y, float alpha, const float* x, int64_t len) {
 #endif
 
 const IsaKernels& Avx2Kernels() {
-  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &Dot, &ScaleAdd};
+  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &PackPanel, &ToF32,
+                                          &FromF32, &Dot,       &ScaleAdd};
   return kKernels;
 }
 

@@ -166,27 +166,26 @@ void GemmTile(const float* a, int64_t lda, const float* panel, int64_t kc, float
   }
 }
 
+// Remainder rows: one tile of exactly `rows` (< MR) rows.
+template <int MR>
+void GemmRest(int64_t rows, const float* a, int64_t lda, const float* panel, int64_t kc, float* out,
+              int64_t ldo, int64_t cols, bool accumulate) {
+  if constexpr (MR > 0) {
+    if (rows == MR)
+      return GemmTile<MR>(a, lda, panel, kc, out, ldo, cols, accumulate);
+    GemmRest<MR - 1>(rows, a, lda, panel, kc, out, ldo, cols, accumulate);
+  }
+}
+
 void GemmPanel(const float* a, int64_t lda, int64_t n, const float* panel, int64_t kc, float* out,
                int64_t ldo, int64_t cols, bool accumulate) {
-  constexpr int kMr = 6;
+  // 2 * kMr accumulators + 2 panel vectors + 1 broadcast fit the 32 zmm registers.
+  constexpr int kMr = 12;
   int64_t i = 0;
   for (; i + kMr <= n; i += kMr) {
     GemmTile<kMr>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
   }
-  switch (n - i) {
-    case 5:
-      return GemmTile<5>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
-    case 4:
-      return GemmTile<4>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
-    case 3:
-      return GemmTile<3>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
-    case 2:
-      return GemmTile<2>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
-    case 1:
-      return GemmTile<1>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
-    default:
-      return;
-  }
+  GemmRest<kMr - 1>(n - i, a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
 }
 
 float Dot(const float* a, const float* b, int64_t len) {
@@ -218,6 +217,127 @@ void ScaleAdd(float beta, float* y, float alpha, const float* x, int64_t len) {
   }
 }
 
+// f32 -> bf16 bits in the low 16 bits of each lane, rounded like F32ToBf16.
+__m512i RoundToBf16(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_srli_epi32(
+      _mm512_add_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __m512i quiet = _mm512_or_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(0x40));
+  return _mm512_mask_mov_epi32(rounded, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), quiet);
+}
+
+void ToF32(DType dtype, const void* src, int64_t n, float* out) {
+  const auto* bytes = static_cast<const uint8_t*>(src);
+  int64_t t = 0;
+  switch (dtype) {
+    case DType::kBF16:
+      for (; t + kWidth <= n; t += kWidth)
+        _mm512_storeu_ps(out + t, LoadBf16::Load(bytes, t));
+      break;
+    case DType::kF16:
+      for (; t + kWidth <= n; t += kWidth)
+        _mm512_storeu_ps(out + t, LoadF16::Load(bytes, t));
+      break;
+    case DType::kQ8_0:
+      for (; t + kWidth <= n; t += kWidth)
+        _mm512_storeu_ps(out + t, LoadQ8_0::Load(bytes, t));
+      break;
+    case DType::kF32:
+    case DType::kI32:
+      break;
+  }
+  DequantizeRow(dtype, bytes + RowBytes(dtype, t), n - t, out + t);
+}
+
+void FromF32(DType dtype, const float* src, int64_t n, void* dst) {
+  auto* h = static_cast<uint16_t*>(dst);
+  int64_t t = 0;
+  if (dtype == DType::kBF16) {
+    for (; t + kWidth <= n; t += kWidth) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + t),
+                          _mm512_cvtepi32_epi16(RoundToBf16(_mm512_loadu_ps(src + t))));
+    }
+  } else if (dtype == DType::kF16) {
+    for (; t + kWidth <= n; t += kWidth) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(h + t),
+                          _mm512_cvtps_ph(_mm512_loadu_ps(src + t), _MM_FROUND_TO_NEAREST_INT));
+    }
+  }
+  PortableKernels().from_f32(dtype, src + t, n - t,
+                             static_cast<uint8_t*>(dst) + RowBytes(dtype, t));
+}
+
+// In-register transpose: on return r[c] holds what was column c of rows r[0..15].
+void Transpose16x16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  // u[4g + j], 128-bit lane L: column 4L + j of rows 4g..4g+3.
+  __m512 u[16];
+  for (int g = 0; g < 4; ++g) {
+    u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512 p = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 q = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 hi_p = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 hi_q = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
+    r[j] = _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(2, 0, 2, 0));
+    r[4 + j] = _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1));
+    r[8 + j] = _mm512_shuffle_f32x4(hi_p, hi_q, _MM_SHUFFLE(2, 0, 2, 0));
+    r[12 + j] = _mm512_shuffle_f32x4(hi_p, hi_q, _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// 16 x 16 tiles: rows converted with the dtype's loader, transposed in registers.
+template <typename Loader>
+void PackPanelLoader(DType dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0,
+                     int64_t kc, float* panel) {
+  const int64_t kc_vec = kc / kWidth * kWidth;
+  const size_t col_offset = RowBytes(dtype, t0);
+  for (int64_t g = 0; g < kPanelRows; g += kWidth) {
+    for (int64_t t = 0; t < kc_vec; t += kWidth) {
+      __m512 r[16];
+      for (int64_t i = 0; i < kWidth; ++i) {
+        r[i] = g + i < rows
+                   ? Loader::Load(w + static_cast<size_t>(g + i) * w_row_bytes + col_offset, t)
+                   : _mm512_setzero_ps();
+      }
+      Transpose16x16(r);
+      for (int64_t c = 0; c < kWidth; ++c)
+        _mm512_store_ps(panel + (t + c) * kPanelRows + g, r[c]);
+    }
+  }
+  for (int64_t t = kc_vec; t < kc; ++t) {
+    for (int64_t r = 0; r < kPanelRows; ++r) {
+      panel[t * kPanelRows + r] =
+          r < rows ? ScalarWeight(dtype, w + static_cast<size_t>(r) * w_row_bytes, t0 + t) : 0.0f;
+    }
+  }
+}
+
+void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0,
+               int64_t kc, float* panel) {
+  switch (w_dtype) {
+    case DType::kF32:
+      return PackPanelLoader<LoadF32>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+    case DType::kBF16:
+      return PackPanelLoader<LoadBf16>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+    case DType::kF16:
+      return PackPanelLoader<LoadF16>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+    case DType::kQ8_0:
+      return PackPanelLoader<LoadQ8_0>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+    case DType::kI32:
+      return;
+  }
+}
+
 }  // namespace
 
 #if defined(__clang__)
@@ -228,7 +348,8 @@ void ScaleAdd(float beta, float* y, float alpha, const float* x, int64_t len) {
 #endif
 
 const IsaKernels& Avx512Kernels() {
-  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &Dot, &ScaleAdd};
+  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &PackPanel, &ToF32,
+                                          &FromF32, &Dot,       &ScaleAdd};
   return kKernels;
 }
 

@@ -71,10 +71,61 @@ void GemmPanel(const float* a, int64_t lda, int64_t n, const float* panel, int64
   }
 }
 
+void ToF32(DType dtype, const void* src, int64_t n, float* out) {
+  DequantizeRow(dtype, src, n, out);
+}
+
+void FromF32(DType dtype, const float* src, int64_t n, void* dst) {
+  auto* h = static_cast<uint16_t*>(dst);
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * sizeof(float));
+      return;
+    case DType::kF16:
+      for (int64_t t = 0; t < n; ++t)
+        h[t] = F32ToF16(src[t]);
+      return;
+    case DType::kBF16:
+      for (int64_t t = 0; t < n; ++t)
+        h[t] = F32ToBf16(src[t]);
+      return;
+    case DType::kQ8_0:
+    case DType::kI32:
+      return;
+  }
+}
+
+}  // namespace
+
+void PackPanelScalar(const IsaKernels& isa, DType w_dtype, const uint8_t* w, size_t w_row_bytes,
+                     int64_t rows, int64_t t0, int64_t kc, float* panel) {
+  // One row's kc values as f32; kc is at most the GEMM's k block.
+  float row_f32[kMaxPackColumns];
+  const size_t col_offset = RowBytes(w_dtype, t0);
+  for (int64_t r = 0; r < kPanelRows; ++r) {
+    if (r >= rows) {
+      for (int64_t t = 0; t < kc; ++t)
+        panel[t * kPanelRows + r] = 0.0f;
+      continue;
+    }
+    isa.to_f32(w_dtype, w + static_cast<size_t>(r) * w_row_bytes + col_offset, kc, row_f32);
+    for (int64_t t = 0; t < kc; ++t)
+      panel[t * kPanelRows + r] = row_f32[t];
+  }
+}
+
+namespace {
+
+void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0,
+               int64_t kc, float* panel) {
+  PackPanelScalar(PortableKernels(), w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+}
+
 }  // namespace
 
 const IsaKernels& PortableKernels() {
-  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &Dot, &ScaleAdd};
+  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &PackPanel, &ToF32,
+                                          &FromF32, &Dot,       &ScaleAdd};
   return kKernels;
 }
 

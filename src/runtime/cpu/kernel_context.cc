@@ -18,6 +18,14 @@ void KernelContext::ParallelFor(int64_t n, int64_t work,
   });
 }
 
+bool CpuSupportsAvx512Vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  return CpuSupportsIsa(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
 const IsaKernels& KernelsFor(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kAvx512:

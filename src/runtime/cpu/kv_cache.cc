@@ -1,35 +1,6 @@
-#include <cstring>
-
 #include "runtime/cpu/internal/kernels.h"
-#include "runtime/float16.h"
 
 namespace switchyard::runtime::cpu {
-namespace {
-
-void StoreRow(DType dtype, const float* src, int64_t len, void* dst) {
-  switch (dtype) {
-    case DType::kF32:
-      std::memcpy(dst, src, static_cast<size_t>(len) * sizeof(float));
-      return;
-    case DType::kF16: {
-      auto* h = static_cast<uint16_t*>(dst);
-      for (int64_t t = 0; t < len; ++t)
-        h[t] = F32ToF16(src[t]);
-      return;
-    }
-    case DType::kBF16: {
-      auto* h = static_cast<uint16_t*>(dst);
-      for (int64_t t = 0; t < len; ++t)
-        h[t] = F32ToBf16(src[t]);
-      return;
-    }
-    case DType::kQ8_0:
-    case DType::kI32:
-      return;
-  }
-}
-
-}  // namespace
 
 void WriteKvKernel(const KernelContext& ctx, const Tensor& k, const Tensor& v,
                    const int32_t* slot_ids, const Tensor& k_pool, const Tensor& v_pool) {
@@ -45,8 +16,8 @@ void WriteKvKernel(const KernelContext& ctx, const Tensor& k, const Tensor& v,
       if (slot_ids[i] < 0)
         continue;
       const size_t offset = static_cast<size_t>(slot_ids[i]) * slot_bytes;
-      StoreRow(k_pool.dtype(), kd + i * row, row, kp + offset);
-      StoreRow(v_pool.dtype(), vd + i * row, row, vp + offset);
+      ctx.isa->from_f32(k_pool.dtype(), kd + i * row, row, kp + offset);
+      ctx.isa->from_f32(v_pool.dtype(), vd + i * row, row, vp + offset);
     }
   });
 }

@@ -1,12 +1,15 @@
 // MatMul driver. Few activation rows (decode) are memory-bound: each thread streams its
 // share of the weight rows once, converting on the fly (dot_rows). Many rows (prefill) are
-// compute-bound: weights are dequantized into f32 panels of kPanelRows rows x kKBlock
-// columns (small enough for L1/L2) and every activation row is multiplied against a panel
-// while it is hot (gemm_panel), so conversion cost is paid once per panel, not per row.
+// compute-bound: weights are packed into panels of kPanelRows rows x one k block (small
+// enough for L1/L2) and every activation row is multiplied against a panel while it is hot
+// (gemm_panel), so conversion cost is paid once per panel, not per row.
+//
+// Q8_0 weights with ctx.q8 set take the int8 route instead: activation rows are quantized
+// to Q8_0-like blocks once per call, then the same two shapes run on int8 dot products.
 #include <algorithm>
+#include <vector>
 
 #include "runtime/cpu/internal/kernels.h"
-#include "runtime/float16.h"
 
 namespace switchyard::runtime::cpu {
 namespace {
@@ -14,35 +17,85 @@ namespace {
 // Activation rows up to which the streaming path wins (measured with
 // bench/runtime_matmul_benchmark.cc).
 constexpr int64_t kMaxStreamingRows = 16;
-// Columns of k per packed panel: 32 rows x 128 f32 = 16 KiB.
-constexpr int64_t kKBlock = 128;
+// Columns of k per packed f32 panel: 32 rows x 256 f32 = 32 KiB.
+constexpr int64_t kKBlock = 256;
+static_assert(kKBlock <= kMaxPackColumns);
+// Q8_0 blocks per packed int8 panel: 16 x 1 KiB.
+constexpr int64_t kQ8KBlocks = 16;
 // Activation rows per pass over a panel, so the activation block stays in L2.
 constexpr int64_t kRowBlock = 256;
 
-// Packs w rows [j0, j0 + rows) x columns [t0, t0 + kc) into panel[t * kPanelRows + r] as f32;
-// rows past `rows` are zero.
-void PackPanel(const Tensor& w, int64_t j0, int64_t rows, int64_t t0, int64_t kc, float* panel,
-               float* scratch) {
-  const auto* base = static_cast<const uint8_t*>(w.data());
-  const size_t row_bytes = w.row_bytes();
-  const size_t col_offset = RowBytes(w.dtype(), t0);
-  for (int64_t r = 0; r < kPanelRows; ++r) {
-    if (r >= rows) {
-      for (int64_t t = 0; t < kc; ++t)
-        panel[t * kPanelRows + r] = 0.0f;
-      continue;
-    }
-    const uint8_t* src = base + static_cast<size_t>(j0 + r) * row_bytes + col_offset;
-    const float* row;
-    if (w.dtype() == DType::kF32) {
-      row = reinterpret_cast<const float*>(src);
-    } else {
-      DequantizeRow(w.dtype(), src, kc, scratch);
-      row = scratch;
-    }
-    for (int64_t t = 0; t < kc; ++t)
-      panel[t * kPanelRows + r] = row[t];
+void AddBias(const float* bias, int64_t n, int64_t m, int64_t j_begin, int64_t j_end, float* out) {
+  if (bias == nullptr)
+    return;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = j_begin; j < j_end; ++j)
+      out[i * m + j] += bias[j];
   }
+}
+
+// Scratch that grows once per thread and is reused by every later call.
+template <typename T>
+T* Grow(std::vector<T>& v, size_t size) {
+  if (v.size() < size)
+    v.resize(size);
+  return v.data();
+}
+
+void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
+                     const Tensor& w, const float* bd, int64_t m, float* od) {
+  const Q8Kernels& q8 = *ctx.q8;
+  const int64_t blocks = k / kQ8_0BlockElems;
+  thread_local std::vector<uint8_t> xq_storage;
+  thread_local std::vector<float> xs_storage;
+  uint8_t* xq = Grow(xq_storage, static_cast<size_t>(n * k));
+  float* xs = Grow(xs_storage, static_cast<size_t>(n * blocks));
+  ctx.ParallelFor(n, n * k * 4, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      q8.quantize(xd + i * k, k, xq + i * k, xs + i * blocks);
+  });
+  const auto* wd = static_cast<const uint8_t*>(w.data());
+  const size_t w_row_bytes = w.row_bytes();
+
+  if (n <= kMaxStreamingRows) {
+    // dot_rows wants each block's scale spread over 8 lanes.
+    const int64_t stride = (blocks + 1) / 2 * 16;
+    thread_local std::vector<float> spread_storage;
+    float* spread = Grow(spread_storage, static_cast<size_t>(n * stride));
+    for (int64_t i = 0; i < n; ++i) {
+      float* s = spread + i * stride;
+      std::fill(s, s + stride, 0.0f);
+      for (int64_t b = 0; b < blocks; ++b)
+        std::fill(s + 8 * b, s + 8 * b + 8, xs[i * blocks + b]);
+    }
+    ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
+      q8.dot_rows(xq, spread, n, k, wd, w_row_bytes, begin, end, od, m);
+      AddBias(bd, n, m, begin, end, od);
+    });
+    return;
+  }
+
+  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
+  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
+    alignas(64) thread_local uint8_t qs[kQ8KBlocks * kQ8PanelBlockBytes];
+    alignas(64) thread_local float scales[kQ8KBlocks * kPanelRows];
+    alignas(64) thread_local int32_t correction[kQ8KBlocks * kPanelRows];
+    Q8Panel panel{qs, scales, correction};
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      const int64_t j0 = p * kPanelRows;
+      const int64_t cols = std::min(kPanelRows, m - j0);
+      for (int64_t b0 = 0; b0 < blocks; b0 += kQ8KBlocks) {
+        const int64_t nb = std::min(kQ8KBlocks, blocks - b0);
+        q8.pack_panel(wd, w_row_bytes, j0, cols, b0, nb, &panel);
+        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
+          const int64_t rows = std::min(kRowBlock, n - i0);
+          q8.gemm_panel(xq + i0 * k + b0 * kQ8_0BlockElems, k, xs + i0 * blocks + b0, blocks, rows,
+                        panel, nb, od + i0 * m + j0, m, cols, b0 != 0);
+        }
+      }
+      AddBias(bd, n, m, j0, j0 + cols, od);
+    }
+  });
 }
 
 }  // namespace
@@ -59,16 +112,17 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
     return;
   const IsaKernels& isa = *ctx.isa;
 
+  if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && k > 0) {
+    QuantizedMatMul(ctx, xd, n, k, w, bd, m, od);
+    return;
+  }
+
+  const auto* wd = static_cast<const uint8_t*>(w.data());
+  const size_t w_row_bytes = w.row_bytes();
   if (n <= kMaxStreamingRows || k == 0) {
-    const auto* wd = static_cast<const uint8_t*>(w.data());
     ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
-      isa.dot_rows(w.dtype(), xd, n, k, wd, w.row_bytes(), begin, end, od, m);
-      if (bd != nullptr) {
-        for (int64_t i = 0; i < n; ++i) {
-          for (int64_t j = begin; j < end; ++j)
-            od[i * m + j] += bd[j];
-        }
-      }
+      isa.dot_rows(w.dtype(), xd, n, k, wd, w_row_bytes, begin, end, od, m);
+      AddBias(bd, n, m, begin, end, od);
     });
     return;
   }
@@ -77,24 +131,19 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
   ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
     // Per-thread scratch, so that steady-state prefill allocates nothing.
     alignas(64) thread_local float panel[kPanelRows * kKBlock];
-    thread_local float scratch[kKBlock];
     for (int64_t p = p_begin; p < p_end; ++p) {
       const int64_t j0 = p * kPanelRows;
       const int64_t cols = std::min(kPanelRows, m - j0);
       for (int64_t t0 = 0; t0 < k; t0 += kKBlock) {
         const int64_t kc = std::min(kKBlock, k - t0);
-        PackPanel(w, j0, cols, t0, kc, panel, scratch);
+        isa.pack_panel(w.dtype(), wd + static_cast<size_t>(j0) * w_row_bytes, w_row_bytes, cols, t0,
+                       kc, panel);
         for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
           const int64_t rows = std::min(kRowBlock, n - i0);
           isa.gemm_panel(xd + i0 * k + t0, k, rows, panel, kc, od + i0 * m + j0, m, cols, t0 != 0);
         }
       }
-      if (bd != nullptr) {
-        for (int64_t i = 0; i < n; ++i) {
-          for (int64_t j = j0; j < j0 + cols; ++j)
-            od[i * m + j] += bd[j];
-        }
-      }
+      AddBias(bd, n, m, j0, j0 + cols, od);
     }
   });
 }

@@ -5,7 +5,15 @@
 
 namespace switchyard::runtime::cpu {
 
-void RopeKernel(const KernelContext& ctx, const std::vector<double>& inv_freq, int64_t head_dim,
+void RopeAngles(const std::vector<double>& inv_freq, double position, float* cos_v, float* sin_v) {
+  for (size_t j = 0; j < inv_freq.size(); ++j) {
+    const double angle = position * inv_freq[j];
+    cos_v[j] = static_cast<float>(std::cos(angle));
+    sin_v[j] = static_cast<float>(std::sin(angle));
+  }
+}
+
+void RopeKernel(const KernelContext& ctx, const float* cos_sin, int64_t head_dim,
                 int64_t rotary_dim, bool interleaved, const Tensor& x, const int32_t* positions) {
   const int64_t n = x.dim(0);
   if (n == 0)
@@ -13,24 +21,15 @@ void RopeKernel(const KernelContext& ctx, const std::vector<double>& inv_freq, i
   const int64_t heads = x.num_elements() / (n * head_dim);
   const int64_t half = rotary_dim / 2;
   auto* xd = x.data_as<float>();
+  // Pair j is (lo, hi): (j, j + half) in NeoX layout, (2j, 2j + 1) interleaved.
+  const int64_t stride = interleaved ? 2 : 1;
+  const int64_t offset = interleaved ? 1 : half;
   ctx.ParallelFor(n, n * heads * rotary_dim * 2, [&](int64_t begin, int64_t end) {
-    // cos/sin of one row, shared by all its heads; grows once per thread.
-    thread_local std::vector<float> cos_sin;
-    cos_sin.resize(static_cast<size_t>(2 * half));
-    float* cos_v = cos_sin.data();
-    float* sin_v = cos_v + half;
     for (int64_t i = begin; i < end; ++i) {
-      const double pos = positions[i];
-      for (int64_t j = 0; j < half; ++j) {
-        const double angle = pos * inv_freq[static_cast<size_t>(j)];
-        cos_v[j] = static_cast<float>(std::cos(angle));
-        sin_v[j] = static_cast<float>(std::sin(angle));
-      }
+      const float* cos_v = cos_sin + static_cast<int64_t>(positions[i]) * 2 * half;
+      const float* sin_v = cos_v + half;
       for (int64_t h = 0; h < heads; ++h) {
         float* v = xd + (i * heads + h) * head_dim;
-        // Pair j is (lo, hi): (j, j + half) in NeoX layout, (2j, 2j + 1) interleaved.
-        const int64_t stride = interleaved ? 2 : 1;
-        const int64_t offset = interleaved ? 1 : half;
         for (int64_t j = 0; j < half; ++j) {
           float* lo = v + j * stride;
           float* hi = lo + offset;

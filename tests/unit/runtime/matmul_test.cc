@@ -1,6 +1,10 @@
 // MatMul on every ISA and weight dtype against a double-precision reference computed from
 // the weights' decoded values. Tolerance: |got - want| <= 1e-4 * (1 + sum_t |x_t w_t|),
 // an f32 accumulation bound that holds for any summation order.
+// Q8_0 with quantized activations (the int8 path) adds the activations' rounding error:
+// each x_t moves by at most half its block's step s_b = max|x over block| / 127, so the
+// bound grows by sum_t |w_t| * 0.51 * s_b(t) (0.51: slack for the f32 division).
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <tuple>
@@ -23,8 +27,8 @@ struct MatMulCase {
 
 class MatMulTest : public ::testing::TestWithParam<std::tuple<CpuIsa, DType>> {};
 
-void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_bias,
-                 uint32_t seed) {
+void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_bias, uint32_t seed,
+                 bool quantized_x = false) {
   std::mt19937 rng(seed);
   const std::vector<float> x = RandomFloats(rng, c.n * c.k);
   const std::vector<float> w_values = RandomFloats(rng, c.m * c.k);
@@ -43,13 +47,21 @@ void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_b
     for (int64_t j = 0; j < c.m; ++j) {
       double want = with_bias ? bias[static_cast<size_t>(j)] : 0.0;
       double magnitude = 1.0;
+      double x_rounding = 0.0;
       for (int64_t t = 0; t < c.k; ++t) {
         const double p = static_cast<double>(x[static_cast<size_t>(i * c.k + t)]) *
                          w[static_cast<size_t>(j * c.k + t)];
         want += p;
         magnitude += std::fabs(p);
+        if (quantized_x) {
+          const int64_t b0 = t / 32 * 32;
+          float amax = 0.0f;
+          for (int64_t u = b0; u < b0 + 32; ++u)
+            amax = std::max(amax, std::fabs(x[static_cast<size_t>(i * c.k + u)]));
+          x_rounding += std::fabs(w[static_cast<size_t>(j * c.k + t)]) * 0.51 * (amax / 127.0f);
+        }
       }
-      ASSERT_NEAR(out[static_cast<size_t>(i * c.m + j)], want, 1e-4 * magnitude)
+      ASSERT_NEAR(out[static_cast<size_t>(i * c.m + j)], want, 1e-4 * magnitude + x_rounding)
           << "n=" << c.n << " k=" << c.k << " m=" << c.m << " at (" << i << ", " << j << ")";
     }
   }
@@ -81,6 +93,41 @@ TEST_P(MatMulTest, MatchesReference) {
     ++seed;
   }
 }
+
+// Q8_0 weights on the int8 path (activations quantized per block of 32), where the CPU
+// has one; other ISAs fall back to the exact path, which meets the same bound.
+class QuantizedMatMulTest : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(QuantizedMatMulTest, MatchesReferenceWithinActivationRounding) {
+  auto backend = MakeBackend(GetParam(), 2, /*quantize_q8_0=*/true);
+  const std::vector<MatMulCase> cases = {
+      {1, 32, 1},    {1, 64, 33},   {2, 96, 17},   {3, 32, 64},  {4, 64, 31},   {5, 160, 65},
+      {7, 32, 100},  {13, 224, 40}, {16, 96, 70},  {17, 96, 70}, {64, 256, 96}, {300, 64, 33},
+      {1, 4096, 64}, {1, 128, 513}, {33, 640, 45}, {9, 2048, 9},
+  };
+  uint32_t seed = 100;
+  for (const MatMulCase& c : cases) {
+    CheckMatMul(*backend, DType::kQ8_0, c, /*with_bias=*/seed % 2 == 0, seed,
+                /*quantized_x=*/true);
+    ++seed;
+  }
+  // Zero and constant blocks: a zero scale must not divide by zero.
+  std::vector<float> x(64, 0.0f), out(2, -1.0f);
+  std::fill(x.begin() + 32, x.end(), 0.25f);
+  std::vector<float> decoded;
+  std::vector<uint8_t> w =
+      testing::EncodeWeights(DType::kQ8_0, std::vector<float>(128, 0.5f), 2, 64, &decoded);
+  ASSERT_TRUE(backend
+                  ->MatMul(HostTensor(DType::kF32, {1, 64}, x.data()),
+                           HostTensor(DType::kQ8_0, {2, 64}, w.data()), nullptr,
+                           HostTensor(DType::kF32, {1, 2}, out.data()))
+                  .ok());
+  EXPECT_NEAR(out[0], 32 * 0.25 * decoded[0], 1e-5);
+  EXPECT_NEAR(out[1], 32 * 0.25 * decoded[0], 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizedMatMulTest,
+                         ::testing::ValuesIn(testing::SupportedIsas()), testing::IsaParamName);
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, MatMulTest,
                          ::testing::Combine(::testing::ValuesIn(testing::SupportedIsas()),

@@ -2,6 +2,8 @@
 // references. Tolerances: 1e-6 relative for exact-in-f32 gathers, 1e-5 relative for
 // RmsNorm/SwiGlu, 2e-5 absolute for Rope on positions up to 5000 (angles from double).
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <numbers>
 #include <random>
 
@@ -218,6 +220,72 @@ TEST_P(OpsTest, BuffersAndCopies) {
   EXPECT_EQ(wrapped->data(), host.data());
   Buffer moved = std::move(*buffer);
   EXPECT_EQ(moved.size_bytes(), 100u);
+}
+
+// The vectorized f32 -> F16/BF16 conversions of WriteKv round exactly like the scalar
+// F32ToF16/F32ToBf16: ties, subnormals, overflow, infinities, and (BF16) NaN. Rope's
+// cached table gives the same result for a position before and after the table grows.
+TEST_P(OpsTest, HalfPoolWritesRoundExactly) {
+  std::mt19937 rng(11);
+  std::vector<float> values = RandomFloats(rng, 200, -70000.0f, 70000.0f);
+  for (uint32_t bits : {0x3f808000u, 0x3f818000u, 0x3f800fffu, 0x00000001u, 0x80000007u,
+                        0x387fc000u, 0x33000000u, 0x477ff000u, 0x477fefffu, 0x7f800000u,
+                        0xff800000u, 0x7f7fffffu, 0x00400000u, 0x3a7ff000u, 0x3a800800u}) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    values.push_back(f);
+  }
+  values.resize(224, 0.5f);  // [4 rows, 2 kv heads, 28].
+  for (DType dtype : {DType::kF16, DType::kBF16}) {
+    std::vector<uint16_t> k_pool(2 * 4 * 56), v_pool(k_pool.size());
+    std::vector<int32_t> slots = {3, 0, 6, 5};
+    ASSERT_TRUE(backend_
+                    ->WriteKv(HostTensor(DType::kF32, {4, 2, 28}, values.data()),
+                              HostTensor(DType::kF32, {4, 2, 28}, values.data()),
+                              HostTensor(DType::kI32, {4}, slots.data()),
+                              HostTensor(dtype, {2, 4, 2, 28}, k_pool.data()),
+                              HostTensor(dtype, {2, 4, 2, 28}, v_pool.data()))
+                    .ok());
+    for (size_t i = 0; i < 4; ++i) {
+      for (size_t t = 0; t < 56; ++t) {
+        const float f = values[i * 56 + t];
+        const uint16_t want = dtype == DType::kF16 ? F32ToF16(f) : F32ToBf16(f);
+        ASSERT_EQ(k_pool[static_cast<size_t>(slots[i]) * 56 + t], want)
+            << DTypeName(dtype) << " value " << f;
+        ASSERT_EQ(v_pool[static_cast<size_t>(slots[i]) * 56 + t], want);
+      }
+    }
+  }
+  std::vector<float> nan_row(32, std::numeric_limits<float>::quiet_NaN());
+  std::vector<uint16_t> pool(2 * 32);
+  int32_t slot = 1;
+  ASSERT_TRUE(backend_
+                  ->WriteKv(HostTensor(DType::kF32, {1, 1, 32}, nan_row.data()),
+                            HostTensor(DType::kF32, {1, 1, 32}, nan_row.data()),
+                            HostTensor(DType::kI32, {1}, &slot),
+                            HostTensor(DType::kBF16, {2, 1, 1, 32}, pool.data()),
+                            HostTensor(DType::kBF16, {2, 1, 1, 32}, pool.data()))
+                  .ok());
+  EXPECT_EQ(pool[32], F32ToBf16(nan_row[0]));
+  EXPECT_EQ(pool[63], F32ToBf16(nan_row[0]));
+}
+
+TEST_P(OpsTest, RopeTableGrowthKeepsValues) {
+  auto table = backend_->CreateRopeTable({.head_dim = 8, .theta = 10000.0});
+  ASSERT_TRUE(table.ok());
+  std::vector<float> first(8, 1.0f), second(16, 1.0f);
+  int32_t pos = 7;
+  ASSERT_TRUE(backend_
+                  ->Rope(**table, HostTensor(DType::kF32, {1, 1, 8}, first.data()),
+                         HostTensor(DType::kI32, {1}, &pos))
+                  .ok());
+  std::vector<int32_t> positions = {5000, 7};
+  ASSERT_TRUE(backend_
+                  ->Rope(**table, HostTensor(DType::kF32, {2, 1, 8}, second.data()),
+                         HostTensor(DType::kI32, {2}, positions.data()))
+                  .ok());
+  for (size_t t = 0; t < 8; ++t)
+    EXPECT_EQ(first[t], second[8 + t]);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, OpsTest, ::testing::ValuesIn(testing::SupportedIsas()),

@@ -29,8 +29,11 @@ inline std::string IsaParamName(const ::testing::TestParamInfo<CpuIsa>& info) {
   return std::string(CpuIsaName(info.param));
 }
 
-inline std::unique_ptr<Backend> MakeBackend(CpuIsa isa, size_t threads = 2) {
-  auto backend = CreateCpuBackend({.num_threads = threads, .isa = isa});
+// Exact kernels (f32 activations for Q8_0 weights) unless quantize_q8_0 says otherwise.
+inline std::unique_ptr<Backend> MakeBackend(CpuIsa isa, size_t threads = 2,
+                                            bool quantize_q8_0 = false) {
+  auto backend = CreateCpuBackend(
+      {.num_threads = threads, .isa = isa, .quantize_q8_0_activations = quantize_q8_0});
   EXPECT_TRUE(backend.ok()) << backend.status();
   return std::move(backend).value();
 }

@@ -13,6 +13,8 @@ namespace switchyard::runtime::cpu {
 
 // Width of a packed weight panel: GEMM packs 32 weight rows, k-major, as f32.
 inline constexpr int64_t kPanelRows = 32;
+// Bytes of one Q8_0 block of a packed int8 panel: 32 rows x 32 int8.
+inline constexpr int64_t kQ8PanelBlockBytes = kPanelRows * kQ8_0BlockElems;
 
 struct IsaKernels {
   // For weight rows j in [m_begin, m_end) and activation rows i in [0, n):
@@ -25,15 +27,66 @@ struct IsaKernels {
   // Adds to out when accumulate, else overwrites. REQUIRES: cols <= kPanelRows.
   void (*gemm_panel)(const float* a, int64_t lda, int64_t n, const float* panel, int64_t kc,
                      float* out, int64_t ldo, int64_t cols, bool accumulate);
+  // Packs w rows [0, rows) x columns [t0, t0 + kc) into panel[t * kPanelRows + r] as
+  // f32 (rows past `rows` are zero); row r starts at w + r * w_row_bytes.
+  // REQUIRES: panel 64-byte aligned; kc <= kMaxPackColumns; t0 and kc multiples of 32
+  // for Q8_0.
+  void (*pack_panel)(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0,
+                     int64_t kc, float* panel);
+  // out[t] = src[t] as f32 for t < n. REQUIRES: dtype F32/F16/BF16/Q8_0 (n % 32 == 0).
+  void (*to_f32)(DType dtype, const void* src, int64_t n, float* out);
+  // dst[t] = src[t] rounded to `dtype` (nearest even) for t < n. REQUIRES: F32/F16/BF16.
+  void (*from_f32)(DType dtype, const float* src, int64_t n, void* dst);
   // sum_t a[t] * b[t].
   float (*dot)(const float* a, const float* b, int64_t len);
   // y = y * beta + alpha * x.
   void (*scale_add)(float beta, float* y, float alpha, const float* x, int64_t len);
 };
 
+// One packed int8 panel of kPanelRows Q8_0 weight rows over some blocks: for block bb,
+// qs[bb * kQ8PanelBlockBytes + (quad * kPanelRows + row) * 4 + e] is the row's element
+// 4 * quad + e of that block, scales[bb * kPanelRows + row] its scale and
+// correction[...] = -128 * (sum of its 32 int8 values). All 64-byte aligned.
+struct Q8Panel {
+  uint8_t* qs;
+  float* scales;
+  int32_t* correction;
+};
+
+// MatMul by Q8_0 weights with activations quantized to int8 blocks (see isa_avx512_q8.cc),
+// where the CPU has int8 dot-product instructions.
+struct Q8Kernels {
+  // Quantizes one activation row: q[t] = round(x[t] / s_b) + 128 as u8 and scales[b] = s_b
+  // = max|x| / 127 over block b = t / 32. REQUIRES: k % 32 == 0.
+  void (*quantize)(const float* x, int64_t k, uint8_t* q, float* scales);
+  // Like IsaKernels::dot_rows for n quantized activation rows (row i at xq + i * k) whose
+  // scales are spread out: xs[i * S + 8 * b + l] = s_b for l < 8, S = 16 * ceil(k / 64),
+  // zero for a missing odd last block.
+  void (*dot_rows)(const uint8_t* xq, const float* xs, int64_t n, int64_t k, const uint8_t* w,
+                   size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo);
+  // Packs weight rows [j0, j0 + rows) (rows <= kPanelRows), blocks [b0, b0 + num_blocks).
+  void (*pack_panel)(const uint8_t* w, size_t w_row_bytes, int64_t j0, int64_t rows, int64_t b0,
+                     int64_t num_blocks, Q8Panel* panel);
+  // out[i * ldo + c] (+)= sum over the panel's blocks of activation row i (at xq + i * ldq,
+  // block scales at xs + i * lds) with panel column c, for i < n, c < cols.
+  void (*gemm_panel)(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, int64_t n,
+                     const Q8Panel& panel, int64_t num_blocks, float* out, int64_t ldo,
+                     int64_t cols, bool accumulate);
+};
+
+// Most columns pack_panel is ever asked for at once.
+inline constexpr int64_t kMaxPackColumns = 512;
+
+// pack_panel for any ISA, converting rows with isa.to_f32 and transposing in scalar code.
+void PackPanelScalar(const IsaKernels& isa, DType w_dtype, const uint8_t* w, size_t w_row_bytes,
+                     int64_t rows, int64_t t0, int64_t kc, float* panel);
+
 const IsaKernels& PortableKernels();
 const IsaKernels& Avx2Kernels();
 const IsaKernels& Avx512Kernels();
 const IsaKernels& KernelsFor(CpuIsa isa);
+// REQUIRES: CpuSupportsAvx512Vnni().
+const Q8Kernels& Avx512Q8Kernels();
+bool CpuSupportsAvx512Vnni();
 
 }  // namespace switchyard::runtime::cpu

@@ -17,6 +17,9 @@ namespace switchyard::runtime::cpu {
 struct KernelContext {
   base::ThreadPool* pool;
   const IsaKernels* isa;
+  // Int8 kernels for Q8_0 weights with quantized activations; null for the exact path
+  // (Q8_0 weights dequantized, f32 activations).
+  const Q8Kernels* q8;
   // Runs fn(begin, end) over [0, n) on the pool, or inline when work (a rough count of
   // scalar operations) is too small to be worth waking threads for.
   void ParallelFor(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& fn) const;
@@ -28,7 +31,12 @@ void EmbeddingKernel(const KernelContext& ctx, const Tensor& table, const int32_
                      const Tensor& out);
 void RmsNormKernel(const KernelContext& ctx, const Tensor& x, const Tensor& weight, float eps,
                    const Tensor& out);
-void RopeKernel(const KernelContext& ctx, const std::vector<double>& inv_freq, int64_t head_dim,
+// cos_v[j] and sin_v[j] of the angle position * inv_freq[j] (computed in double) for each
+// pair j.
+void RopeAngles(const std::vector<double>& inv_freq, double position, float* cos_v, float* sin_v);
+// cos_sin: row p holds RopeAngles' cos then sin values for position p (rotary_dim floats),
+// for every position in `positions`.
+void RopeKernel(const KernelContext& ctx, const float* cos_sin, int64_t head_dim,
                 int64_t rotary_dim, bool interleaved, const Tensor& x, const int32_t* positions);
 void SwiGluKernel(const KernelContext& ctx, const Tensor& gate, const Tensor& up,
                   const Tensor& out);

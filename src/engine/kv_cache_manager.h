@@ -1,0 +1,163 @@
+// KvCacheManager: per-sequence block tables over a BlockPool, with vLLM-style automatic
+// prefix caching (vllm/v1/core/kv_cache_manager.py). A scheduler step for one sequence is:
+//
+//   hit  = GetComputedBlocks(seq, tokens)          // only before the sequence has blocks
+//   plan = Plan(seq, tokens, num_new_tokens, hit)  // may fail; changes nothing
+//   Commit(plan, tokens)                           // cannot fail
+//
+// Every full block is hashed (block_hash.h) and published in the cache as soon as the step
+// that fills it is committed, so later sequences in the same step can already hit it.
+// Sequences are identified by caller-chosen integer ids; the caller owns the token lists and
+// passes them in (prompt followed by generated tokens, append-only).
+//
+// Threading: the engine loop thread owns the manager; nothing here locks. Steady-state
+// decode (one token, no new block) allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "engine/block_hash.h"
+#include "engine/block_pool.h"
+#include "engine/kv_events.h"
+
+namespace switchyard::engine {
+
+using SeqId = int64_t;
+
+struct KvCacheOptions {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;  // vLLM's CacheConfig.DEFAULT_BLOCK_SIZE
+  bool enable_prefix_caching = true;
+  // PYTHONHASHSEED semantics (see BlockHasher); unset makes hashes process-private.
+  std::optional<std::string> hash_seed;
+  bool enable_events = false;
+};
+
+// vLLM's PrefixCacheStats, counted in tokens: one query of the sequence's full length per
+// GetComputedBlocks call, hits = tokens served from the cache.
+struct PrefixCacheStats {
+  int64_t requests = 0;
+  int64_t queries = 0;
+  int64_t hits = 0;
+};
+
+// The longest cached prefix of a new sequence. Valid only until the next state change.
+struct PrefixHit {
+  std::vector<BlockId> blocks;
+  int32_t num_tokens = 0;
+  uint64_t epoch = 0;
+};
+
+// What Commit will do; produced by Plan against the current state.
+struct AllocationPlan {
+  SeqId seq = 0;
+  std::vector<BlockId> hit_blocks;
+  int32_t num_new_blocks = 0;
+  // KV slots the sequence covers once committed (computed + hit + new tokens).
+  int32_t num_tokens_after = 0;
+  uint64_t epoch = 0;
+};
+
+// A partially filled block a forked sequence must copy before writing to its own copy.
+struct BlockCopy {
+  BlockId src = 0;
+  BlockId dst = 0;
+};
+
+class KvCacheManager {
+ public:
+  static absl::StatusOr<std::unique_ptr<KvCacheManager>> Create(const KvCacheOptions& options);
+
+  KvCacheManager(const KvCacheManager&) = delete;
+  KvCacheManager& operator=(const KvCacheManager&) = delete;
+
+  // Registers a sequence with no blocks. `lora_id` is reported in BlockStored events.
+  absl::Status AddSequence(SeqId seq, BlockHashExtras extras, std::optional<int64_t> lora_id);
+
+  // Longest run of cached full blocks matching `tokens`, never covering the last token
+  // (its logits must be computed). Counts one prefix-cache query when caching is enabled.
+  // REQUIRES: the sequence has no blocks yet (new or preempted and freed).
+  absl::StatusOr<PrefixHit> GetComputedBlocks(SeqId seq, std::span<const int32_t> tokens);
+
+  // Plans a step that computes `num_new_tokens` more tokens of `tokens` after the hit.
+  // ResourceExhausted when the free blocks (minus hit blocks that would leave the free
+  // queue) do not suffice. Changes nothing.
+  absl::StatusOr<AllocationPlan> Plan(SeqId seq, std::span<const int32_t> tokens,
+                                      int32_t num_new_tokens, const PrefixHit& hit) const;
+  // Applies a plan made by Plan with no state change in between.
+  // REQUIRES: `tokens` is the list the plan was made with (or an extension of it).
+  void Commit(const AllocationPlan& plan, std::span<const int32_t> tokens);
+
+  // Releases the sequence's blocks, tail first, so that chain tails are evicted first, and
+  // forgets the sequence.
+  absl::Status Free(SeqId seq);
+  // Releases the blocks as Free does but keeps the sequence (and its computed hashes) for
+  // rescheduling from GetComputedBlocks; vLLM's recompute preemption.
+  absl::Status Preempt(SeqId seq);
+
+  // Makes `child` share `parent`'s blocks (n > 1 sampling). Full blocks are shared by
+  // reference; a partially filled last block is given a fresh block in the child, and the
+  // caller must copy its KV (the returned BlockCopy) before the child's next step.
+  // ResourceExhausted, changing nothing, when that fresh block is not available.
+  absl::StatusOr<std::optional<BlockCopy>> Fork(SeqId parent, SeqId child);
+
+  // Forgets every cached hash. FailedPrecondition while any block is referenced.
+  absl::Status ResetPrefixCache();
+
+  // Drains the queued KV events (empty unless enable_events).
+  std::vector<KvCacheEvent> TakeEvents();
+
+  double usage() const { return pool_.Usage(); }
+  const PrefixCacheStats& prefix_cache_stats() const { return stats_; }
+  int32_t block_size() const { return block_size_; }
+  const BlockPool& pool() const { return pool_; }
+  const BlockHasher& hasher() const { return hasher_; }
+  bool HasSequence(SeqId seq) const { return seqs_.contains(seq); }
+  // REQUIRES: HasSequence(seq).
+  std::span<const BlockId> block_table(SeqId seq) const { return seqs_.at(seq).blocks; }
+  int32_t num_tokens(SeqId seq) const { return seqs_.at(seq).num_tokens; }
+  // Ids of all registered sequences, unordered.
+  std::vector<SeqId> SequenceIds() const;
+
+ private:
+  struct Sequence {
+    BlockHashExtras extras;
+    std::optional<int64_t> lora_id;
+    std::vector<BlockId> blocks;
+    // Hashes of the sequence's first hashes.size() full blocks (computed lazily).
+    std::vector<BlockHash> hashes;
+    // Blocks [0, num_cached_blocks) are published in the pool's cache map.
+    int32_t num_cached_blocks = 0;
+    int32_t num_tokens = 0;
+  };
+
+  KvCacheManager(const KvCacheOptions& options, BlockHasher hasher);
+
+  // Extends seq.hashes to cover `num_blocks` full blocks of `tokens`.
+  void EnsureHashes(Sequence& seq, std::span<const int32_t> tokens, int32_t num_blocks);
+  void ReleaseBlocks(Sequence& seq);
+  // Publishes the sequence's full blocks up to `num_full_blocks`, with one BlockStored.
+  void CacheFullBlocks(Sequence& seq, std::span<const int32_t> tokens, int32_t num_full_blocks);
+
+  const int32_t block_size_;
+  const bool enable_caching_;
+  const bool enable_events_;
+  BlockHasher hasher_;
+  std::vector<KvCacheEvent> events_;
+  BlockPool pool_;
+  absl::flat_hash_map<SeqId, Sequence> seqs_;
+  PrefixCacheStats stats_;
+  // Bumped by every state change; hits and plans carry the epoch they were made in.
+  uint64_t epoch_ = 0;
+};
+
+}  // namespace switchyard::engine

@@ -1,0 +1,341 @@
+// Randomized operation sequences (admit with prefix hits and chunked prefill, decode,
+// fork, preempt, free, reset) against the KV cache manager, checking after every step the
+// invariants that make the block pool and the prefix cache sound, and that the KV events
+// replayed by a subscriber reproduce the cache exactly.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "gtest/gtest.h"
+
+#include "engine/kv_cache_manager.h"
+
+namespace switchyard::engine {
+namespace {
+
+struct Config {
+  int32_t num_blocks;
+  int32_t block_size;
+  bool caching;
+};
+
+class Harness {
+ public:
+  Harness(const Config& config, uint64_t seed)
+      : config_(config), rng_(seed), reference_(std::string_view("42")) {
+    KvCacheOptions options;
+    options.num_blocks = config.num_blocks;
+    options.block_size = config.block_size;
+    options.enable_prefix_caching = config.caching;
+    options.hash_seed = "42";
+    options.enable_events = true;
+    auto manager = KvCacheManager::Create(options);
+    EXPECT_TRUE(manager.ok());
+    m_ = std::move(*manager);
+    // A few shared stems make prefix hits common.
+    for (int s = 0; s < 3; ++s) {
+      std::vector<int32_t> stem(Uniform(0, 3 * config.block_size + 2));
+      for (int32_t& t : stem)
+        t = Uniform(0, 3);
+      stems_.push_back(stem);
+    }
+  }
+
+  void Step() {
+    switch (Uniform(0, 9)) {
+      case 0:
+      case 1:
+      case 2:
+        AddNew();
+        break;
+      case 3:
+      case 4:
+      case 5:
+        Advance(PickSeq());
+        break;
+      case 6:
+        ForkOne();
+        break;
+      case 7:
+        if (auto seq = PickSeq()) {
+          ASSERT_TRUE(m_->Free(*seq).ok());
+          tokens_.erase(*seq);
+        }
+        break;
+      case 8:
+        if (auto seq = PickSeq()) {
+          ASSERT_TRUE(m_->Preempt(*seq).ok());
+        }
+        break;
+      case 9:
+        Reset();
+        break;
+    }
+    CheckInvariants();
+  }
+
+ private:
+  int32_t Uniform(int32_t lo, int32_t hi) {
+    return std::uniform_int_distribution<int32_t>(lo, hi)(rng_);
+  }
+
+  std::optional<SeqId> PickSeq() {
+    if (tokens_.empty())
+      return std::nullopt;
+    auto it = tokens_.begin();
+    std::advance(it, Uniform(0, static_cast<int32_t>(tokens_.size()) - 1));
+    return it->first;
+  }
+
+  void AddNew() {
+    const SeqId seq = next_id_++;
+    std::vector<int32_t> prompt = stems_[Uniform(0, 2)];
+    prompt.resize(Uniform(0, static_cast<int32_t>(prompt.size())));
+    for (int n = Uniform(prompt.empty() ? 1 : 0, 2 * config_.block_size); n > 0; --n) {
+      prompt.push_back(Uniform(0, 3));
+    }
+    BlockHashExtras extras;
+    if (Uniform(0, 4) == 0)
+      extras.lora_name = "lora";
+    if (Uniform(0, 4) == 0)
+      extras.cache_salt = "salt";
+    extras_[seq] = extras;
+    ASSERT_TRUE(m_->AddSequence(seq, extras, std::nullopt).ok());
+    tokens_[seq] = prompt;
+    Advance(seq);
+  }
+
+  // One scheduler step for `seq`: admission with a prefix lookup when it holds no blocks,
+  // a prefill chunk while its prompt is not covered, else one decode token.
+  void Advance(std::optional<SeqId> seq_id) {
+    if (!seq_id)
+      return;
+    const SeqId seq = *seq_id;
+    std::vector<int32_t>& tokens = tokens_[seq];
+    PrefixHit hit;
+    if (m_->block_table(seq).empty()) {
+      auto computed = m_->GetComputedBlocks(seq, tokens);
+      ASSERT_TRUE(computed.ok()) << computed.status();
+      hit = *computed;
+      CheckHit(seq, tokens, hit);
+    }
+    const int32_t covered = m_->num_tokens(seq) + hit.num_tokens;
+    if (covered == static_cast<int32_t>(tokens.size()))
+      tokens.push_back(Uniform(0, 3));
+    const int32_t remaining = static_cast<int32_t>(tokens.size()) - covered;
+    const int32_t num_new = Uniform(1, remaining);
+    const auto queue_before = m_->pool().FreeQueue();
+    auto plan = m_->Plan(seq, tokens, num_new, hit);
+    if (!plan.ok()) {
+      ASSERT_EQ(plan.status().code(), absl::StatusCode::kResourceExhausted) << plan.status();
+      ASSERT_EQ(m_->pool().FreeQueue(), queue_before);
+      ++exhausted_;
+      return;
+    }
+    m_->Commit(*plan, tokens);
+    ++committed_;
+  }
+
+  void ForkOne() {
+    auto parent = PickSeq();
+    if (!parent)
+      return;
+    const SeqId child = next_id_++;
+    auto copy = m_->Fork(*parent, child);
+    if (!copy.ok()) {
+      ASSERT_EQ(copy.status().code(), absl::StatusCode::kResourceExhausted);
+      ASSERT_FALSE(m_->HasSequence(child));
+      return;
+    }
+    tokens_[child] = tokens_[*parent];
+    extras_[child] = extras_[*parent];
+    const bool partial = m_->num_tokens(*parent) % config_.block_size != 0;
+    ASSERT_EQ(copy->has_value(), partial);
+    if (partial) {
+      ASSERT_EQ((*copy)->src, m_->block_table(*parent).back());
+      ASSERT_EQ((*copy)->dst, m_->block_table(child).back());
+    }
+  }
+
+  void Reset() {
+    const bool idle = m_->pool().num_free_blocks() == config_.num_blocks;
+    const absl::Status status = m_->ResetPrefixCache();
+    ASSERT_EQ(status.ok(), idle) << status;
+    if (idle) {
+      ASSERT_TRUE(m_->pool().cache_map().empty());
+    }
+  }
+
+  // The reference chain hash of block `index` of `tokens`. Token lists are append-only,
+  // so the chain is memoized per sequence.
+  BlockHash ReferenceHash(SeqId seq, const std::vector<int32_t>& tokens, int32_t index) {
+    const int32_t bs = config_.block_size;
+    std::vector<BlockHash>& chain = reference_chains_[seq];
+    for (auto i = static_cast<int32_t>(chain.size()); i <= index; ++i) {
+      const BlockHash hash = reference_.Hash(
+          i == 0 ? nullptr : &chain[i - 1],
+          std::span(tokens).subspan(static_cast<size_t>(i) * bs, bs), extras_[seq], i);
+      chain.push_back(hash);
+    }
+    return chain[index];
+  }
+
+  void CheckHit(SeqId seq, const std::vector<int32_t>& tokens, const PrefixHit& hit) {
+    const int32_t bs = config_.block_size;
+    ASSERT_EQ(hit.num_tokens, static_cast<int32_t>(hit.blocks.size()) * bs);
+    ASSERT_LT(hit.num_tokens, static_cast<int32_t>(tokens.size()));  // never the last token
+    if (!config_.caching) {
+      ASSERT_TRUE(hit.blocks.empty());
+    }
+    for (size_t i = 0; i < hit.blocks.size(); ++i) {
+      const BlockHash* h = m_->pool().hash(hit.blocks[i]);
+      ASSERT_NE(h, nullptr);
+      ASSERT_EQ(*h, ReferenceHash(seq, tokens, static_cast<int32_t>(i)));
+    }
+    // Longest: the next block (if the limit allows one) is not cached.
+    const auto next = static_cast<int32_t>(hit.blocks.size());
+    if (config_.caching && (next + 1) * bs <= static_cast<int32_t>(tokens.size()) - 1) {
+      ASSERT_FALSE(m_->pool().Lookup(ReferenceHash(seq, tokens, next)).has_value());
+    }
+  }
+
+  void CheckInvariants() {
+    const BlockPool& pool = m_->pool();
+    const int32_t n = config_.num_blocks;
+    const int32_t bs = config_.block_size;
+    std::vector<int32_t> holders(n, 0);
+    for (SeqId seq : m_->SequenceIds()) {
+      ASSERT_TRUE(tokens_.contains(seq));
+      const auto table = m_->block_table(seq);
+      const int32_t num_tokens = m_->num_tokens(seq);
+      ASSERT_LE(num_tokens, static_cast<int32_t>(tokens_[seq].size()));
+      ASSERT_EQ(static_cast<int32_t>(table.size()), (num_tokens + bs - 1) / bs);
+      for (size_t i = 0; i < table.size(); ++i) {
+        const BlockId b = table[i];
+        ASSERT_GE(b, 0);
+        ASSERT_LT(b, n);
+        ++holders[b];
+        const bool full = static_cast<int32_t>(i + 1) * bs <= num_tokens;
+        const BlockHash* h = pool.hash(b);
+        if (config_.caching && full) {
+          // Every full block is cached, under the hash of the tokens it holds.
+          ASSERT_NE(h, nullptr);
+          ASSERT_EQ(*h, ReferenceHash(seq, tokens_[seq], static_cast<int32_t>(i)));
+          last_hash_[b] = *h;
+        } else {
+          ASSERT_EQ(h, nullptr);
+        }
+      }
+    }
+    const std::vector<BlockId> queue = pool.FreeQueue();
+    ASSERT_EQ(static_cast<int32_t>(queue.size()), pool.num_free_blocks());
+    std::vector<bool> queued(n, false);
+    for (BlockId b : queue) {
+      ASSERT_GE(b, 0);
+      ASSERT_LT(b, n);
+      ASSERT_FALSE(queued[b]) << "block queued twice";
+      queued[b] = true;
+    }
+    int32_t used = 0;
+    int32_t hashed = 0;
+    for (BlockId b = 0; b < n; ++b) {
+      ASSERT_EQ(pool.ref_count(b), holders[b]) << "block " << b;
+      ASSERT_EQ(queued[b], holders[b] == 0) << "block " << b;
+      ASSERT_EQ(pool.in_free_queue(b), queued[b]);
+      used += holders[b] > 0 ? 1 : 0;
+      if (const BlockHash* h = pool.hash(b)) {
+        ++hashed;
+        // A free cached block keeps the hash it had while it was held.
+        ASSERT_TRUE(last_hash_.contains(b));
+        ASSERT_EQ(*h, last_hash_[b]);
+      }
+    }
+    ASSERT_EQ(pool.num_free_blocks() + used, n);
+    ASSERT_DOUBLE_EQ(m_->usage(), 1.0 - static_cast<double>(pool.num_free_blocks()) / n);
+    int32_t mapped = 0;
+    for (const auto& [hash, ids] : pool.cache_map()) {
+      ASSERT_FALSE(ids.empty());
+      for (BlockId b : ids) {
+        ASSERT_NE(pool.hash(b), nullptr);
+        ASSERT_EQ(*pool.hash(b), hash);
+        ++mapped;
+      }
+    }
+    ASSERT_EQ(mapped, hashed);
+    CheckEvents();
+  }
+
+  // A subscriber replaying the events must end with exactly the cache's contents.
+  void CheckEvents() {
+    for (KvCacheEvent& event : m_->TakeEvents()) {
+      if (auto* stored = std::get_if<BlockStored>(&event)) {
+        ASSERT_EQ(stored->token_ids.size(), stored->block_hashes.size() * config_.block_size);
+        for (const BlockHash& h : stored->block_hashes)
+          ++published_[h];
+      } else if (auto* removed = std::get_if<BlockRemoved>(&event)) {
+        for (const BlockHash& h : removed->block_hashes) {
+          ASSERT_GT(published_[h], 0);
+          if (--published_[h] == 0)
+            published_.erase(h);
+        }
+      } else {
+        published_.clear();
+      }
+    }
+    absl::flat_hash_map<BlockHash, int32_t> cached;
+    for (const auto& [hash, ids] : m_->pool().cache_map()) {
+      cached[hash] = static_cast<int32_t>(ids.size());
+    }
+    ASSERT_EQ(published_, cached);
+  }
+
+ public:
+  int64_t committed_ = 0;
+  int64_t exhausted_ = 0;
+
+ private:
+  Config config_;
+  std::mt19937_64 rng_;
+  BlockHasher reference_;
+  std::unique_ptr<KvCacheManager> m_;
+  std::vector<std::vector<int32_t>> stems_;
+  std::map<SeqId, std::vector<int32_t>> tokens_;
+  std::map<SeqId, BlockHashExtras> extras_;
+  std::map<SeqId, std::vector<BlockHash>> reference_chains_;
+  absl::flat_hash_map<BlockId, BlockHash> last_hash_;
+  absl::flat_hash_map<BlockHash, int32_t> published_;
+  SeqId next_id_ = 1;
+};
+
+TEST(KvCacheManagerPropertyTest, RandomOperationSequencesKeepInvariants) {
+  const std::vector<Config> configs = {
+      {4, 1, true}, {8, 2, true}, {16, 4, true}, {40, 4, true}, {12, 16, true}, {16, 4, false},
+  };
+  int64_t committed = 0;
+  int64_t exhausted = 0;
+  for (const Config& config : configs) {
+    for (uint64_t seed = 0; seed < 10; ++seed) {
+      SCOPED_TRACE(testing::Message()
+                   << "blocks=" << config.num_blocks << " block_size=" << config.block_size
+                   << " caching=" << config.caching << " seed=" << seed);
+      Harness harness(config, seed);
+      for (int step = 0; step < 250; ++step) {
+        harness.Step();
+        if (testing::Test::HasFatalFailure())
+          return;
+      }
+      committed += harness.committed_;
+      exhausted += harness.exhausted_;
+    }
+  }
+  // The runs exercise both outcomes of Plan.
+  EXPECT_GT(committed, 1000);
+  EXPECT_GT(exhausted, 10);
+}
+
+}  // namespace
+}  // namespace switchyard::engine
