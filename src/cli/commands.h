@@ -13,5 +13,7 @@ void RegisterModelCommand(CLI::App& app, int* exit_code);
 void RegisterTokenizeCommand(CLI::App& app, int* exit_code);
 // switchyard chat-template --model PATH MESSAGES.json
 void RegisterChatTemplateCommand(CLI::App& app, int* exit_code);
+// switchyard generate --model PATH --prompt TEXT -n N
+void RegisterGenerateCommand(CLI::App& app, int* exit_code);
 
 }  // namespace switchyard::cli

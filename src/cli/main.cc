@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   switchyard::cli::RegisterModelCommand(app, &exit_code);
   switchyard::cli::RegisterTokenizeCommand(app, &exit_code);
   switchyard::cli::RegisterChatTemplateCommand(app, &exit_code);
+  switchyard::cli::RegisterGenerateCommand(app, &exit_code);
 
   app.parse_complete_callback([&] {
     if (!switchyard::base::SetLogLevel(log_level)) {

@@ -1,6 +1,6 @@
 // switchyard tokenize --model PATH [TEXT]: encode text with a model's tokenizer and show ids
-// and pieces; --jsonl / --decode-jsonl batch modes for tools and parity tests (one JSON
-// request per stdin line, one JSON reply per stdout line); --bench FILE times Encode alone.
+// and pieces; --jsonl batch mode for tools and parity tests (one JSON request per stdin line,
+// encode or decode, one JSON reply per stdout line); --bench FILE times Encode alone.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +33,7 @@ struct TokenizeOptions {
   bool jsonl = false;
   bool decode_jsonl = false;
   std::string bench_file;
+  bool bench_documents = false;
   int repeat = 5;
 };
 
@@ -66,13 +67,8 @@ std::string ErrorLine(std::string_view message) {
   return fmt::format("{{\"error\": {}}}", base::JsonString(message));
 }
 
-// One --jsonl request: {"text": s | "text_b64": b64, "add_special_tokens": bool}.
-std::string EncodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::parser& parser,
-                          const std::string& line) {
-  simdjson::dom::element request;
-  if (parser.parse(line).get(request) != simdjson::SUCCESS || !request.is_object()) {
-    return ErrorLine("request is not a JSON object");
-  }
+// An encode request: {"text": s | "text_b64": b64, "add_special_tokens": bool}.
+std::string EncodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::element request) {
   std::string input;
   std::string_view s;
   if (request["text_b64"].get_string().get(s) == simdjson::SUCCESS) {
@@ -96,13 +92,8 @@ std::string EncodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::parse
   return fmt::format("{{\"ids\": {}}}", IdsJson(*ids));
 }
 
-// One --decode-jsonl request: {"ids": [...], "skip_special_tokens": bool}.
-std::string DecodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::parser& parser,
-                          const std::string& line) {
-  simdjson::dom::element request;
-  if (parser.parse(line).get(request) != simdjson::SUCCESS || !request.is_object()) {
-    return ErrorLine("request is not a JSON object");
-  }
+// A decode request: {"ids": [...], "skip_special_tokens": bool}.
+std::string DecodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::element request) {
   simdjson::dom::array array;
   if (request["ids"].get_array().get(array) != simdjson::SUCCESS) {
     return ErrorLine("missing \"ids\" array");
@@ -124,14 +115,27 @@ std::string DecodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::parse
   return fmt::format("{{\"text\": {}}}", base::JsonString(tokenizer.Decode(ids, skip)));
 }
 
-int RunBatch(const text::Tokenizer& tokenizer, bool decode) {
+// A request with "ids" is a decode request, any other an encode request; --decode-jsonl
+// reads every request as a decode request.
+std::string BatchRequest(const text::Tokenizer& tokenizer, simdjson::dom::parser& parser,
+                         const std::string& line, bool decode_only) {
+  simdjson::dom::element request;
+  if (parser.parse(line).get(request) != simdjson::SUCCESS || !request.is_object()) {
+    return ErrorLine("request is not a JSON object");
+  }
+  simdjson::dom::element ids;
+  if (decode_only || request["ids"].get(ids) == simdjson::SUCCESS)
+    return DecodeRequest(tokenizer, request);
+  return EncodeRequest(tokenizer, request);
+}
+
+int RunBatch(const text::Tokenizer& tokenizer, bool decode_only) {
   simdjson::dom::parser parser;
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty())
       continue;
-    std::string reply =
-        decode ? DecodeRequest(tokenizer, parser, line) : EncodeRequest(tokenizer, parser, line);
+    std::string reply = BatchRequest(tokenizer, parser, line, decode_only);
     reply.push_back('\n');
     std::fwrite(reply.data(), 1, reply.size(), stdout);
   }
@@ -139,8 +143,8 @@ int RunBatch(const text::Tokenizer& tokenizer, bool decode) {
   return 0;
 }
 
-// Encodes every line of the file `repeat` times on this thread; prints one JSON object with
-// the input size and the wall time of each pass.
+// Encodes every line (or NUL-separated document) of the file `repeat` times on this thread;
+// prints one JSON object with the input size and the wall time of each pass.
 int RunBench(const text::Tokenizer& tokenizer, const TokenizeOptions& options) {
   auto content = base::ReadFile(options.bench_file);
   if (!content.ok()) {
@@ -148,9 +152,10 @@ int RunBench(const text::Tokenizer& tokenizer, const TokenizeOptions& options) {
     return 1;
   }
   std::vector<std::string> lines;
+  const char separator = options.bench_documents ? '\0' : '\n';
   size_t start = 0;
   while (start < content->size()) {
-    size_t end = content->find('\n', start);
+    size_t end = content->find(separator, start);
     if (end == std::string::npos)
       end = content->size();
     lines.push_back(content->substr(start, end - start));
@@ -224,12 +229,15 @@ void RegisterTokenizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-special", options->no_special, "add_special_tokens=false");
   cmd->add_flag("--skip-special", options->skip_special, "skip special tokens in the decoded text");
   cmd->add_flag("--jsonl", options->jsonl,
-                "batch encode: stdin lines {\"text\"|\"text_b64\", \"add_special_tokens\"} -> "
-                "{\"ids\"}");
+                "batch mode, one request per stdin line: {\"text\"|\"text_b64\", "
+                "\"add_special_tokens\"} -> {\"ids\"}; {\"ids\", \"skip_special_tokens\"} -> "
+                "{\"text\"}");
   cmd->add_flag("--decode-jsonl", options->decode_jsonl,
-                "batch decode: stdin lines {\"ids\", \"skip_special_tokens\"} -> {\"text\"}");
+                "batch mode that reads every request as {\"ids\", \"skip_special_tokens\"}");
   cmd->add_option("--bench", options->bench_file,
                   "time Encode (one thread, no special tokens) over each line of FILE");
+  cmd->add_flag("--bench-documents", options->bench_documents,
+                "--bench FILE holds NUL-separated documents instead of lines");
   cmd->add_option("--repeat", options->repeat, "passes for --bench")->capture_default_str();
   cmd->callback([options, exit_code] { *exit_code = Run(*options); });
 }

@@ -1,0 +1,257 @@
+#include "model/weights.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+
+#include "base/status_macros.h"
+#include "runtime/float16.h"
+
+namespace switchyard::model {
+namespace {
+
+// Alignment a tensor's data needs before it can be wrapped in place (Buffer::View's rule):
+// 4 bytes for F32, 2 for the 16-bit types and Q8_0 (whose blocks start with an fp16 scale).
+uintptr_t WrapAlignment(runtime::DType dtype) {
+  return dtype == runtime::DType::kF32 ? 4 : 2;
+}
+
+enum class Role {
+  kMatrix,  // takes the dtype policy
+  kVector,  // converted to F32
+};
+
+std::optional<runtime::DType> RuntimeDType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return runtime::DType::kF32;
+    case DType::kF16:
+      return runtime::DType::kF16;
+    case DType::kBF16:
+      return runtime::DType::kBF16;
+    case DType::kQ8_0:
+      return runtime::DType::kQ8_0;
+    default:
+      return std::nullopt;
+  }
+}
+
+// Tensor names in one file format.
+struct Names {
+  bool gguf = false;
+
+  std::string Embed() const { return gguf ? "token_embd.weight" : "model.embed_tokens.weight"; }
+  std::string FinalNorm() const { return gguf ? "output_norm.weight" : "model.norm.weight"; }
+  std::string LmHead() const { return gguf ? "output.weight" : "lm_head.weight"; }
+  // `hf` is the HF suffix after "model.layers.N.", `gg` the GGUF one after "blk.N.".
+  std::string Layer(int64_t i, std::string_view hf, std::string_view gg) const {
+    return gguf ? fmt::format("blk.{}.{}", i, gg) : fmt::format("model.layers.{}.{}", i, hf);
+  }
+};
+
+class Loader {
+ public:
+  Loader(const ModelFiles& files, runtime::Backend* backend, WeightDTypePolicy policy,
+         LlamaWeights* out)
+      : files_(files), backend_(backend), policy_(policy), out_(out) {}
+
+  absl::StatusOr<runtime::Tensor> Load(const std::string& name, Role role,
+                                       std::initializer_list<int64_t> expected_shape) {
+    const TensorView* view = files_.FindTensor(name);
+    if (view == nullptr) {
+      return absl::NotFoundError(fmt::format("{}: tensor '{}' is missing", files_.path(), name));
+    }
+    return Upload(*view, role, expected_shape);
+  }
+
+  absl::StatusOr<std::optional<runtime::Tensor>> LoadOptional(
+      const std::string& name, Role role, std::initializer_list<int64_t> expected_shape) {
+    const TensorView* view = files_.FindTensor(name);
+    if (view == nullptr)
+      return std::optional<runtime::Tensor>();
+    SY_ASSIGN_OR_RETURN(runtime::Tensor t, Upload(*view, role, expected_shape));
+    return std::optional<runtime::Tensor>(t);
+  }
+
+ private:
+  absl::StatusOr<runtime::Tensor> Upload(const TensorView& view, Role role,
+                                         std::initializer_list<int64_t> expected_shape) {
+    if (!std::equal(view.shape.begin(), view.shape.end(), expected_shape.begin(),
+                    expected_shape.end())) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: tensor '{}': shape [{}], expected [{}]", files_.path(), view.name,
+                      fmt::join(view.shape, ", "), fmt::join(expected_shape, ", ")));
+    }
+    std::optional<runtime::DType> stored = RuntimeDType(view.dtype);
+    if (!stored.has_value()) {
+      return absl::UnimplementedError(
+          fmt::format("{}: tensor '{}': dtype {} is not supported (F32, F16, BF16, Q8_0 are)",
+                      files_.path(), view.name, DTypeName(view.dtype)));
+    }
+    runtime::DType target = *stored;
+    if (role == Role::kVector) {
+      target = runtime::DType::kF32;
+    } else if (policy_ == WeightDTypePolicy::kF32) {
+      target = runtime::DType::kF32;
+    } else if (policy_ == WeightDTypePolicy::kBF16) {
+      target = runtime::DType::kBF16;
+    }
+    const int64_t cols = view.shape.back();
+    const int64_t rows = view.num_elements / cols;
+    if (target == *stored) {
+      const size_t bytes = static_cast<size_t>(view.byte_size);
+      if (reinterpret_cast<uintptr_t>(view.data) % WrapAlignment(target) == 0) {
+        SY_ASSIGN_OR_RETURN(runtime::Buffer buffer, backend_->WrapHost(view.data, bytes));
+        return Keep(std::move(buffer), target, view.shape);
+      }
+      SY_ASSIGN_OR_RETURN(runtime::Buffer buffer, backend_->Allocate(bytes));
+      runtime::Tensor t = buffer.View(target, view.shape);
+      SY_RETURN_IF_ERROR(backend_->CopyToDevice(view.data, t));
+      return Keep(std::move(buffer), target, view.shape);
+    }
+    // Convert row by row on the host, then upload once.
+    const size_t in_row_bytes = runtime::RowBytes(*stored, cols);
+    const size_t out_row_bytes = runtime::RowBytes(target, cols);
+    std::vector<uint8_t> host(static_cast<size_t>(rows) * out_row_bytes);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      runtime::DequantizeRow(*stored, view.data + static_cast<size_t>(r) * in_row_bytes, cols,
+                             row.data());
+      uint8_t* dst = host.data() + static_cast<size_t>(r) * out_row_bytes;
+      if (target == runtime::DType::kF32) {
+        std::memcpy(dst, row.data(), out_row_bytes);
+      } else {
+        for (int64_t c = 0; c < cols; ++c) {
+          uint16_t h = runtime::F32ToBf16(row[static_cast<size_t>(c)]);
+          std::memcpy(dst + 2 * c, &h, 2);
+        }
+      }
+    }
+    SY_ASSIGN_OR_RETURN(runtime::Buffer buffer, backend_->Allocate(host.size()));
+    runtime::Tensor t = buffer.View(target, view.shape);
+    SY_RETURN_IF_ERROR(backend_->CopyToDevice(host.data(), t));
+    return Keep(std::move(buffer), target, view.shape);
+  }
+
+  runtime::Tensor Keep(runtime::Buffer buffer, runtime::DType dtype,
+                       const std::vector<int64_t>& shape) {
+    runtime::Tensor t = buffer.View(dtype, shape);
+    out_->buffers.push_back(std::move(buffer));
+    return t;
+  }
+
+  const ModelFiles& files_;
+  runtime::Backend* backend_;
+  WeightDTypePolicy policy_;
+  LlamaWeights* out_;
+};
+
+absl::Status SetRope(const ModelFiles& files, LlamaWeights* w) {
+  const ModelConfig& c = w->config;
+  runtime::RopeParams& rope = w->rope;
+  rope.head_dim = c.head_dim;
+  rope.rotary_dim = c.head_dim;
+  rope.theta = c.rope_theta;
+  rope.style = runtime::RopeStyle::kNeox;
+  switch (c.rope_scaling.type) {
+    case RopeScaling::Type::kNone:
+      rope.scaling = runtime::RopeScalingType::kNone;
+      break;
+    case RopeScaling::Type::kLinear:
+      rope.scaling = runtime::RopeScalingType::kLinear;
+      break;
+    case RopeScaling::Type::kLlama3:
+      rope.scaling = runtime::RopeScalingType::kLlama3;
+      break;
+  }
+  rope.factor = c.rope_scaling.factor;
+  rope.low_freq_factor = c.rope_scaling.low_freq_factor;
+  rope.high_freq_factor = c.rope_scaling.high_freq_factor;
+  rope.original_max_position_embeddings = c.rope_scaling.original_max_position_embeddings;
+  if (files.gguf() == nullptr)
+    return absl::OkStatus();
+  SY_ASSIGN_OR_RETURN(std::string_view arch, files.gguf()->GetString("general.architecture"));
+  if (arch == "llama")
+    rope.style = runtime::RopeStyle::kInterleaved;
+  if (const TensorView* freqs = files.gguf()->FindTensor("rope_freqs.weight")) {
+    if (freqs->dtype != DType::kF32 || freqs->num_elements != c.head_dim / 2) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: tensor 'rope_freqs.weight': expected F32[{}], got {}[{}]", files.path(),
+                      c.head_dim / 2, DTypeName(freqs->dtype), freqs->num_elements));
+    }
+    rope.freq_factors.resize(static_cast<size_t>(freqs->num_elements));
+    std::memcpy(rope.freq_factors.data(), freqs->data, rope.freq_factors.size() * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(const ModelFiles& files,
+                                                               runtime::Backend* backend,
+                                                               WeightDTypePolicy policy) {
+  auto w = std::make_unique<LlamaWeights>();
+  w->config = files.config();
+  const ModelConfig& c = w->config;
+  const Names names{files.gguf() != nullptr};
+  Loader loader(files, backend, policy, w.get());
+  const int64_t d = c.hidden_size;
+  const int64_t hd = c.head_dim;
+  const int64_t q_rows = c.num_attention_heads * hd;
+  const int64_t kv_rows = c.num_key_value_heads * hd;
+  const int64_t f = c.intermediate_size;
+
+  SY_ASSIGN_OR_RETURN(w->embed, loader.Load(names.Embed(), Role::kMatrix, {c.vocab_size, d}));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    LayerWeights l;
+    auto name = [&](std::string_view hf, std::string_view gg) { return names.Layer(i, hf, gg); };
+    SY_ASSIGN_OR_RETURN(l.attn_norm, loader.Load(name("input_layernorm.weight", "attn_norm.weight"),
+                                                 Role::kVector, {d}));
+    SY_ASSIGN_OR_RETURN(l.wq, loader.Load(name("self_attn.q_proj.weight", "attn_q.weight"),
+                                          Role::kMatrix, {q_rows, d}));
+    SY_ASSIGN_OR_RETURN(l.wk, loader.Load(name("self_attn.k_proj.weight", "attn_k.weight"),
+                                          Role::kMatrix, {kv_rows, d}));
+    SY_ASSIGN_OR_RETURN(l.wv, loader.Load(name("self_attn.v_proj.weight", "attn_v.weight"),
+                                          Role::kMatrix, {kv_rows, d}));
+    SY_ASSIGN_OR_RETURN(l.wo, loader.Load(name("self_attn.o_proj.weight", "attn_output.weight"),
+                                          Role::kMatrix, {d, q_rows}));
+    if (c.attention_bias) {
+      SY_ASSIGN_OR_RETURN(
+          l.bq, loader.Load(name("self_attn.q_proj.bias", "attn_q.bias"), Role::kVector, {q_rows}));
+      SY_ASSIGN_OR_RETURN(l.bk, loader.Load(name("self_attn.k_proj.bias", "attn_k.bias"),
+                                            Role::kVector, {kv_rows}));
+      SY_ASSIGN_OR_RETURN(l.bv, loader.Load(name("self_attn.v_proj.bias", "attn_v.bias"),
+                                            Role::kVector, {kv_rows}));
+    }
+    if (c.qk_norm) {
+      SY_ASSIGN_OR_RETURN(
+          l.q_norm,
+          loader.Load(name("self_attn.q_norm.weight", "attn_q_norm.weight"), Role::kVector, {hd}));
+      SY_ASSIGN_OR_RETURN(
+          l.k_norm,
+          loader.Load(name("self_attn.k_norm.weight", "attn_k_norm.weight"), Role::kVector, {hd}));
+    }
+    SY_ASSIGN_OR_RETURN(l.ffn_norm,
+                        loader.Load(name("post_attention_layernorm.weight", "ffn_norm.weight"),
+                                    Role::kVector, {d}));
+    SY_ASSIGN_OR_RETURN(l.w_gate, loader.Load(name("mlp.gate_proj.weight", "ffn_gate.weight"),
+                                              Role::kMatrix, {f, d}));
+    SY_ASSIGN_OR_RETURN(
+        l.w_up, loader.Load(name("mlp.up_proj.weight", "ffn_up.weight"), Role::kMatrix, {f, d}));
+    SY_ASSIGN_OR_RETURN(l.w_down, loader.Load(name("mlp.down_proj.weight", "ffn_down.weight"),
+                                              Role::kMatrix, {d, f}));
+    w->layers.push_back(std::move(l));
+  }
+  SY_ASSIGN_OR_RETURN(w->final_norm, loader.Load(names.FinalNorm(), Role::kVector, {d}));
+  if (c.tie_word_embeddings) {
+    w->lm_head = w->embed;
+  } else {
+    SY_ASSIGN_OR_RETURN(w->lm_head, loader.Load(names.LmHead(), Role::kMatrix, {c.vocab_size, d}));
+  }
+  SY_RETURN_IF_ERROR(SetRope(files, w.get()));
+  return w;
+}
+
+}  // namespace switchyard::model

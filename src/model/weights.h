@@ -1,0 +1,56 @@
+// LlamaWeights: the weights of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3) in a
+// backend's memory, loaded from a ModelFiles (HF safetensors or GGUF names), with the
+// rotary parameters the weights imply.
+//
+// Matrices keep their stored dtype (F32, F16, BF16, Q8_0) unless the options ask for a
+// conversion; on a backend whose device memory is host memory they are wrapped from the
+// memory map without copying when aligned, so the ModelFiles must outlive the weights.
+// Norm weights and biases are F32. GGUF "llama" Q/K rows are in llama.cpp's interleaved
+// rotary layout, so `rope.style` is kInterleaved for them (attention scores are invariant
+// to that row permutation when q and k share it); HF weights and GGUF "qwen2" use kNeox.
+//
+// Immutable after loading; read by the thread that drives the backend. Owns its buffers;
+// they must not outlive the backend.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "model/model_config.h"
+#include "model/model_files.h"
+#include "runtime/backend.h"
+
+namespace switchyard::model {
+
+// Device dtype for the matrices (embedding, projections, lm_head).
+enum class WeightDTypePolicy { kAsStored, kF32, kBF16 };
+
+struct LayerWeights {
+  runtime::Tensor attn_norm;                      // [d]
+  runtime::Tensor wq, wk, wv, wo;                 // [heads*hd, d], [kv*hd, d] x2, [d, heads*hd]
+  std::optional<runtime::Tensor> bq, bk, bv;      // F32 [rows of wq/wk/wv]
+  std::optional<runtime::Tensor> q_norm, k_norm;  // F32 [hd] (Qwen3)
+  runtime::Tensor ffn_norm;                       // [d]
+  runtime::Tensor w_gate, w_up, w_down;           // [f, d], [f, d], [d, f]
+};
+
+struct LlamaWeights {
+  ModelConfig config;
+  runtime::Tensor embed;  // [vocab, d]
+  std::vector<LayerWeights> layers;
+  runtime::Tensor final_norm;  // [d]
+  runtime::Tensor lm_head;     // [vocab, d]; the embedding table when tied
+  runtime::RopeParams rope;
+  std::vector<runtime::Buffer> buffers;  // owners of the device memory above
+};
+
+// Errors name the weight file and tensor: a missing tensor, a wrong shape, or a dtype the
+// runtime has no kernels for (InvalidArgument / Unimplemented).
+absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(const ModelFiles& files,
+                                                               runtime::Backend* backend,
+                                                               WeightDTypePolicy policy);
+
+}  // namespace switchyard::model

@@ -1,0 +1,117 @@
+"""Forward-pass parity: `switchyard generate --json` against Hugging Face transformers.
+
+References come from tools/gen_reference_outputs.py (transformers on CPU, torch) and are kept
+in tests/data/reference/, so this suite needs no torch. Prompts are 82-95 tokens, so with
+--prefill-chunk 16 (or 7) each needs several prefill chunks before the decode steps.
+
+Tolerances (logit scale of the tiny models: |logit| <= ~1):
+  F32 (safetensors and GGUF F32): max |diff| <= 1e-5 on every kept logit row (observed ~4e-7);
+      greedy 64 tokens identical to transformers' generate.
+  BF16 (--dtype bf16: bf16 weights, f32 activations) against transformers in bf16 (bf16
+      weights and activations): max |diff| <= 0.02 (observed ~4e-3).
+  Q8_0 GGUF against the F32 reference: max |diff| <= 0.02 (observed ~7e-3).
+  BF16 and Q8_0 greedy tokens equal the F32 greedy tokens up to the first step whose F32
+  top-2 margin is below 0.01: past a near tie, any quantization may legitimately pick the
+  other token.
+"""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+REFERENCE = REPO / "tests" / "data" / "reference"
+MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-mistral"]
+F32_TOL = 1e-5
+QUANT_TOL = 0.02
+NEAR_TIE = 0.01
+
+
+def load_reference(model):
+    meta = json.loads((REFERENCE / f"{model}.json").read_text())
+    arrays = np.load(REFERENCE / f"{model}.npz")
+    return meta, arrays
+
+
+def generate(switchyard, path, text, *extra, steps=5):
+    proc = switchyard("generate", "--model", path, "--prompt", text, "-n", "64", "--ignore-eos",
+                      "--json", "--dump-logits", str(steps), "--threads", "2", *extra)
+    return json.loads(proc.stdout)
+
+
+def matching_rows(tokens, forced, rows):
+    """Logit rows computed on the same inputs as the reference (teacher-forced) rows."""
+    n = 1
+    while n < rows and tokens[n - 1] == forced[n - 1]:
+        n += 1
+    return n
+
+
+def check_logits(out, reference, forced, tol):
+    ours = np.array(out["logits"], dtype=np.float64)
+    n = matching_rows(out["tokens"], forced, min(len(ours), len(reference)))
+    diff = np.abs(ours[:n] - reference[:n]).max()
+    assert diff <= tol, f"max |logit diff| {diff:.3g} > {tol}"
+
+
+def near_tie_prefix(margins):
+    return next((i for i, m in enumerate(margins) if m < NEAR_TIE), len(margins))
+
+
+@pytest.mark.parametrize("model", MODELS)
+@pytest.mark.parametrize("form,extra", [
+    ("dir", ["--prefill-chunk", "16"]),
+    ("dir", ["--prefill-chunk", "7", "--block-size", "5"]),
+    ("gguf", ["--prefill-chunk", "16"]),
+    ("gguf", []),
+])
+def test_f32_matches_transformers(switchyard, model, form, extra):
+    meta, arrays = load_reference(model)
+    path = REPO / "models" / model
+    if form == "gguf":
+        path = path / "model.gguf"
+    for i, prompt in enumerate(meta["prompts"]):
+        out = generate(switchyard, path, prompt["text"], *extra)
+        assert out["prompt_ids"] == prompt["ids"]
+        assert out["tokens"] == prompt["f32_greedy"]
+        check_logits(out, arrays["f32_logits"][i], prompt["f32_greedy"], F32_TOL)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_bf16_within_tolerance(switchyard, model):
+    meta, arrays = load_reference(model)
+    for i, prompt in enumerate(meta["prompts"]):
+        out = generate(switchyard, REPO / "models" / model, prompt["text"], "--dtype", "bf16",
+                       "--prefill-chunk", "16")
+        check_logits(out, arrays["bf16_logits"][i], prompt["f32_greedy"], QUANT_TOL)
+        k = near_tie_prefix(prompt["f32_margins"])
+        assert out["tokens"][:k] == prompt["f32_greedy"][:k]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_q8_0_gguf_within_tolerance(switchyard, model):
+    meta, arrays = load_reference(model)
+    for i, prompt in enumerate(meta["prompts"]):
+        out = generate(switchyard, REPO / "models" / model / "model-q8_0.gguf", prompt["text"],
+                       "--prefill-chunk", "16")
+        assert out["prompt_ids"] == prompt["ids"]
+        check_logits(out, arrays["f32_logits"][i], prompt["f32_greedy"], QUANT_TOL)
+        k = near_tie_prefix(prompt["f32_margins"])
+        assert out["tokens"][:k] == prompt["f32_greedy"][:k]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_q8_0_matches_llamacpp(switchyard, model):
+    meta, arrays = load_reference(model)
+    if "llamacpp_q8_0" not in meta:
+        pytest.skip("no llama.cpp reference: run tools/gen_reference_outputs.py --llamacpp "
+                    "with llama-cpp-python installed")
+    for i, prompt in enumerate(meta["prompts"]):
+        out = generate(switchyard, REPO / "models" / model / "model-q8_0.gguf", prompt["text"],
+                       steps=1)
+        ours = np.array(out["logits"][0])
+        diff = np.abs(ours - arrays["llamacpp_q8_0_logits"][i]).max()
+        assert diff <= QUANT_TOL
+        k = near_tie_prefix(prompt["f32_margins"])
+        assert out["tokens"][:k] == meta["llamacpp_q8_0"][i]["greedy"][:k]
