@@ -104,9 +104,8 @@ def test_q8_0_gguf_within_tolerance(switchyard, model):
 @pytest.mark.parametrize("model", MODELS)
 def test_q8_0_matches_llamacpp(switchyard, model):
     meta, arrays = load_reference(model)
-    if "llamacpp_q8_0" not in meta:
-        pytest.skip("no llama.cpp reference: run tools/gen_reference_outputs.py --llamacpp "
-                    "with llama-cpp-python installed")
+    assert "llamacpp_q8_0" in meta, ("no llama.cpp reference: run tools/gen_reference_outputs.py "
+                                     "--llamacpp with llama-cpp-python installed")
     for i, prompt in enumerate(meta["prompts"]):
         out = generate(switchyard, REPO / "models" / model / "model-q8_0.gguf", prompt["text"],
                        steps=1)
