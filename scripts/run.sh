@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job, as it stands today: sets up, builds the release `switchyard` binary and runs
-# it on the bundled tiny model (inspect the model, tokenize, render its chat template).
+# it on the bundled tiny model (inspect the model, tokenize, render its chat template, and
+# generate a streamed chat reply; the tiny model has random weights, so the text is noise).
 # It becomes `switchyard up` (a local fleet) once the engine and router exist.
 # Usage: scripts/run.sh [MODEL_DIR]   (default models/tiny-llama3)
 set -euo pipefail
@@ -26,4 +27,7 @@ cat > "$messages" <<'JSON'
 JSON
 echo "== switchyard chat-template --model $model --add-generation-prompt MESSAGES.json"
 "$bin" chat-template --model "$model" --add-generation-prompt "$messages"
+echo
+echo "== switchyard generate --model $model --chat --prompt 'Which train goes to the yard?' -n 32"
+"$bin" generate --model "$model" --chat --prompt "Which train goes to the yard?" -n 32
 echo
