@@ -1,0 +1,177 @@
+// A step-by-step simulation for scheduler tests: a request script drives the real
+// KvCacheManager, SequenceTable, Schedule and ApplyPlan, with a fake model step that
+// computes every scheduled token and samples one token per sequence that reaches its end.
+// Every step checks the invariants that must hold whatever the script.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "fmt/ranges.h"
+#include "gtest/gtest.h"
+
+#include "engine/kv_cache_manager.h"
+#include "engine/scheduler.h"
+#include "engine/sequence_table.h"
+#include "engine/step_apply.h"
+
+namespace switchyard::engine::testing_sim {
+
+struct Request {
+  SeqId id = 0;
+  int32_t arrival_step = 0;
+  int32_t prompt_len = 1;
+  int32_t max_tokens = 1;
+  int32_t priority = 0;
+  // The first `shared_prefix` prompt tokens come from one stem common to all requests.
+  int32_t shared_prefix = 0;
+};
+
+// What one step did: tokens per scheduled sequence (as committed), preemptions, prefix
+// hits of admissions, and every request finished so far.
+struct StepRecord {
+  std::map<SeqId, int32_t> scheduled;
+  std::set<SeqId> preempted;
+  std::map<SeqId, int32_t> hits;
+  std::set<SeqId> finished;
+};
+
+inline std::string ToString(const StepRecord& r) {
+  return fmt::format("scheduled {} preempted {} hits {} finished {}", r.scheduled, r.preempted,
+                     r.hits, r.finished);
+}
+
+class Sim {
+ public:
+  Sim(int32_t num_blocks, int32_t block_size, SchedulerBudget budget, std::vector<Request> script,
+      bool caching = true)
+      : budget_(budget), script_(std::move(script)) {
+    KvCacheOptions options;
+    options.num_blocks = num_blocks;
+    options.block_size = block_size;
+    options.enable_prefix_caching = caching;
+    options.hash_seed = "0";
+    auto kv = KvCacheManager::Create(options);
+    EXPECT_TRUE(kv.ok()) << kv.status();
+    kv_ = std::move(*kv);
+    oracle_ = std::make_unique<KvCacheOracle>(*kv_);
+    for (const Request& r : script_)
+      requests_[r.id] = r;
+  }
+
+  bool Done() const { return finished_.size() == script_.size(); }
+  int32_t step() const { return step_; }
+  const KvCacheManager& kv() const { return *kv_; }
+  const SequenceTable& table() const { return table_; }
+
+  // Plans the current step without committing it.
+  StepPlan PlanOnly() { return Schedule(table_.View(*oracle_), budget_); }
+
+  StepRecord Step() {
+    for (const Request& r : script_) {
+      if (r.arrival_step == step_)
+        AddRequest(r);
+    }
+    StepRecord record;
+    const StepPlan plan = Schedule(table_.View(*oracle_), budget_);
+    CheckPlan(plan);
+    auto committed = ApplyPlan(plan, &table_, kv_.get());
+    EXPECT_TRUE(committed.ok()) << committed.status();
+    if (!committed.ok())
+      return record;
+    EXPECT_GE(kv_->pool().num_free_blocks(), plan.num_free_blocks_after);
+    record.preempted.insert(plan.preempted.begin(), plan.preempted.end());
+    for (const ScheduledSeq& s : *committed) {
+      record.scheduled[s.id] = s.num_new_tokens;
+      if (s.admitted)
+        record.hits[s.id] = s.prefix_hit_tokens;
+    }
+    CheckState();
+    // The fake model step.
+    for (const ScheduledSeq& s : *committed) {
+      if (!s.samples)
+        continue;
+      const Sequence* seq = table_.Find(s.id);
+      EXPECT_TRUE(table_.AppendToken(s.id, 7 * seq->num_tokens() + 1).ok());
+      if (seq->num_output_tokens() >= requests_.at(s.id).max_tokens) {
+        EXPECT_TRUE(table_.Finish(s.id, kv_.get()).ok());
+        finished_.insert(s.id);
+      }
+    }
+    record.finished = finished_;
+    ++step_;
+    return record;
+  }
+
+ private:
+  void AddRequest(const Request& r) {
+    Sequence seq;
+    seq.id = r.id;
+    seq.priority = r.priority;
+    seq.num_prompt_tokens = r.prompt_len;
+    for (int32_t i = 0; i < r.prompt_len; ++i)
+      seq.tokens.push_back(i < r.shared_prefix ? 1000 + i : static_cast<int32_t>(r.id) * 10000 + i);
+    EXPECT_TRUE(table_.Add(std::move(seq)).ok());
+  }
+
+  void CheckPlan(const StepPlan& plan) {
+    int32_t total = 0;
+    std::set<SeqId> ids;
+    for (const ScheduledSeq& s : plan.scheduled) {
+      EXPECT_GE(s.num_new_tokens, 1) << s.id;
+      if (budget_.long_prefill_token_threshold > 0) {
+        EXPECT_LE(s.num_new_tokens, budget_.long_prefill_token_threshold) << s.id;
+      }
+      EXPECT_TRUE(ids.insert(s.id).second) << "scheduled twice: " << s.id;
+      total += s.num_new_tokens;
+    }
+    for (SeqId id : plan.preempted)
+      EXPECT_FALSE(ids.contains(id)) << "scheduled and preempted: " << id;
+    EXPECT_EQ(total, plan.num_scheduled_tokens);
+    EXPECT_LE(total, budget_.max_num_batched_tokens);
+    EXPECT_GE(plan.num_free_blocks_after, 0);
+  }
+
+  void CheckState() {
+    EXPECT_LE(table_.running().size(), static_cast<size_t>(budget_.max_num_seqs));
+    std::set<SeqId> seen;
+    for (SeqId id : table_.running()) {
+      EXPECT_TRUE(seen.insert(id).second) << id;
+      const Sequence* seq = table_.Find(id);
+      ASSERT_NE(seq, nullptr);
+      EXPECT_TRUE(seq->running);
+      ASSERT_TRUE(kv_->HasSequence(id));
+      EXPECT_EQ(kv_->num_tokens(id), seq->num_computed_tokens) << id;
+      EXPECT_GE(static_cast<int64_t>(kv_->block_table(id).size()) * kv_->block_size(),
+                seq->num_computed_tokens)
+          << id;
+    }
+    for (SeqId id : table_.waiting()) {
+      EXPECT_TRUE(seen.insert(id).second) << "both running and waiting: " << id;
+      const Sequence* seq = table_.Find(id);
+      ASSERT_NE(seq, nullptr);
+      EXPECT_FALSE(seq->running);
+      EXPECT_EQ(seq->num_computed_tokens, 0);
+      if (kv_->HasSequence(id)) {
+        EXPECT_TRUE(kv_->block_table(id).empty()) << id;
+      }
+    }
+    EXPECT_EQ(seen.size(), table_.size());
+  }
+
+  SchedulerBudget budget_;
+  std::vector<Request> script_;
+  std::map<SeqId, Request> requests_;
+  std::unique_ptr<KvCacheManager> kv_;
+  std::unique_ptr<KvCacheOracle> oracle_;
+  SequenceTable table_;
+  std::set<SeqId> finished_;
+  int32_t step_ = 0;
+};
+
+}  // namespace switchyard::engine::testing_sim
