@@ -1,10 +1,12 @@
 """Token-id and decode parity between `switchyard tokenize` and HF `tokenizers`.
 
-One switchyard process per tokenizer and mode handles the whole corpus (batch JSONL mode).
-Invalid UTF-8 inputs are compared against HF on the errors="replace"-decoded text, which is
-switchyard's documented policy.
+For each tokenizer, HF is loaded once and one switchyard process (batch JSONL mode) answers
+every encode and decode request; the encode and decode tests read the shared result, so a
+large tokenizer is loaded only once per side. Invalid UTF-8 inputs are compared against HF
+on the errors="replace"-decoded text, which is switchyard's documented policy.
 """
 import base64
+import functools
 import json
 import random
 
@@ -14,7 +16,7 @@ from tokenizers import Tokenizer
 from conftest import MODELS_DIR, npm_tokenizer_dir
 from tokenizer_corpus import CASES
 
-NPM_TOKENIZERS = ["llama3", "qwen3", "llama2"]
+NPM_TOKENIZERS = ["llama3", "llama3_1", "qwen3", "llama2", "gemma3", "deepseek_v3", "gptoss"]
 
 
 def _tokenizer_paths():
@@ -25,9 +27,9 @@ def _tokenizer_paths():
     return params
 
 
-def _run_jsonl(switchyard, path, flag, requests):
+def _run_jsonl(switchyard, path, requests):
     payload = "".join(json.dumps(r) + "\n" for r in requests).encode()
-    proc = switchyard("tokenize", "--model", path, flag, input=payload)
+    proc = switchyard("tokenize", "--model", path, "--jsonl", input=payload, timeout=600)
     # Not splitlines(): replies may hold U+2028 and other characters it also splits on.
     lines = proc.stdout.decode().split("\n")[:-1]
     assert len(lines) == len(requests), proc.stderr.decode(errors="replace")
@@ -39,27 +41,7 @@ def _report(mismatches, what):
     return f"{len(mismatches)} {what} mismatches, first ones:\n{shown}"
 
 
-@pytest.mark.parametrize("path", _tokenizer_paths())
-def test_encode_parity(switchyard, path):
-    hf = Tokenizer.from_file(str(path))
-    requests, expected = [], []
-    for case in CASES:
-        raw = case if isinstance(case, bytes) else case.encode()
-        text = raw.decode("utf-8", errors="replace")
-        for add in (True, False):
-            requests.append({"text_b64": base64.b64encode(raw).decode(), "add_special_tokens": add})
-            expected.append((text, add, hf.encode(text, add_special_tokens=add).ids))
-    replies = _run_jsonl(switchyard, path, "--jsonl", requests)
-    mismatches = []
-    for (text, add, want), got in zip(expected, replies):
-        if got.get("ids") != want:
-            mismatches.append(f"{text!r} add_special={add}: hf={want} ours={got}")
-    assert not mismatches, _report(mismatches, "encode")
-
-
-@pytest.mark.parametrize("path", _tokenizer_paths())
-def test_decode_parity(switchyard, path):
-    hf = Tokenizer.from_file(str(path))
+def _decode_sequences(hf):
     sequences = []
     for case in CASES:
         text = case.decode("utf-8", errors="replace") if isinstance(case, bytes) else case
@@ -67,22 +49,53 @@ def test_decode_parity(switchyard, path):
     # Random id sequences: arbitrary tokens, byte tokens split mid-character, added tokens.
     rng = random.Random(7)
     vocab_size = hf.get_vocab_size(with_added_tokens=True)
+    added = sorted(hf.get_added_tokens_decoder())
     for _ in range(150):
         sequences.append([rng.randrange(vocab_size) for _ in range(rng.randint(0, 12))])
+    for _ in range(30):
+        sequences.append([rng.choice(added) if added and rng.random() < 0.3 else
+                          rng.randrange(vocab_size) for _ in range(rng.randint(1, 8))])
     for seq in list(sequences[:100]):
         if len(seq) > 2:
             sequences.append(seq[1:-1])
+    return sequences
+
+
+@functools.lru_cache(maxsize=None)
+def _parity(switchyard, path):
+    """(encode mismatches, decode mismatches) of one tokenizer over the whole corpus."""
+    hf = Tokenizer.from_file(str(path))
     requests, expected = [], []
-    for ids in sequences:
+    for case in CASES:
+        raw = case if isinstance(case, bytes) else case.encode()
+        text = raw.decode("utf-8", errors="replace")
+        for add in (True, False):
+            requests.append({"text_b64": base64.b64encode(raw).decode(), "add_special_tokens": add})
+            expected.append(("encode", f"{text!r} add_special={add}",
+                             hf.encode(text, add_special_tokens=add).ids))
+    for ids in _decode_sequences(hf):
         for skip in (True, False):
             requests.append({"ids": ids, "skip_special_tokens": skip})
-            expected.append((ids, skip, hf.decode(ids, skip_special_tokens=skip)))
-    replies = _run_jsonl(switchyard, path, "--decode-jsonl", requests)
-    mismatches = []
-    for (ids, skip, want), got in zip(expected, replies):
-        if got.get("text") != want:
-            mismatches.append(f"{ids} skip={skip}: hf={want!r} ours={got}")
-    assert not mismatches, _report(mismatches, "decode")
+            expected.append(("decode", f"{ids} skip={skip}",
+                             hf.decode(ids, skip_special_tokens=skip)))
+    replies = _run_jsonl(switchyard, path, requests)
+    mismatches = {"encode": [], "decode": []}
+    for (kind, what, want), got in zip(expected, replies):
+        if got.get("ids" if kind == "encode" else "text") != want:
+            mismatches[kind].append(f"{what}: hf={want!r} ours={got}")
+    return mismatches["encode"], mismatches["decode"]
+
+
+@pytest.mark.parametrize("path", _tokenizer_paths())
+def test_encode_parity(switchyard, path):
+    encode_mismatches, _ = _parity(switchyard, path)
+    assert not encode_mismatches, _report(encode_mismatches, "encode")
+
+
+@pytest.mark.parametrize("path", _tokenizer_paths())
+def test_decode_parity(switchyard, path):
+    _, decode_mismatches = _parity(switchyard, path)
+    assert not decode_mismatches, _report(decode_mismatches, "decode")
 
 
 def _gguf_paths():
@@ -100,7 +113,7 @@ def test_gguf_encode_parity(switchyard, path):
         for add in (True, False):
             requests.append({"text": text, "add_special_tokens": add})
             expected.append((text, add, hf.encode(text, add_special_tokens=add).ids))
-    replies = _run_jsonl(switchyard, path, "--jsonl", requests)
+    replies = _run_jsonl(switchyard, path, requests)
     mismatches = [f"{text!r} add_special={add}: hf={want} ours={got}"
                   for (text, add, want), got in zip(expected, replies) if got.get("ids") != want]
     assert not mismatches, _report(mismatches, "GGUF encode")

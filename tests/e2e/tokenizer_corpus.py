@@ -73,6 +73,19 @@ SPECIALS = [
     "a<s>b", "text <s> text", "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>assistant\n",
     "<think>\nreasoning\n</think>", "<tool_call>{\"a\": 1}</tool_call>", "<|fim_prefix|>x<|fim_suffix|>",
     "<|begin_of_text|><|begin_of_text|>", "< s >", "<|notatoken|>", "<<s>>",
+    # Gemma 3: turn markers, image tokens, HTML tags and whitespace runs as added tokens.
+    "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n", "<bos><eos><pad>",
+    "<start_of_image><image_soft_token><end_of_image>", "<unused0> <unused99>x",
+    "<table><tr><th>a</th></tr></table>", "<b>bold</b> <em>em</em> </footer>",
+    "x> </y a>  </b",
+    "\t\t\t\t\t\t\t\t\t\t\t\t\tdeep", "\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\nx",
+    # DeepSeek V3: full-width bars and U+2581 inside special tokens; CJK and digit splits.
+    "<｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜>", "<｜tool▁calls▁begin｜><｜tool▁sep｜>",
+    "<｜fim▁begin｜>a<｜fim▁hole｜>b<｜fim▁end｜>", "<|EOT|>", "<｜end▁of▁sentence｜>",
+    "中文ひらがなカタカナ12345한국", "'s 'T'Re", "!Hello #tag .dotted",
+    # gpt-oss (harmony): channel markers; case-sensitive word splits.
+    "<|start|>assistant<|channel|>analysis<|message|>ok<|end|>", "<|return|><|call|><|constrain|>",
+    "HTTPServer McDonald's iPhone XMLHttpRequest ABCdef DEFghi's", "path/to/file\r\n/next",
 ]
 
 COMBINING = [
@@ -140,3 +153,67 @@ def bench_text(target_bytes=2_000_000):
         lines.append(doc)
         size += len(doc.encode()) + 1
     return "\n".join(lines) + "\n"
+
+
+def _text_files(root, suffixes, max_bytes):
+    """Sorted regular files under `root` with one of `suffixes`, decoded as UTF-8."""
+    import pathlib
+    root = pathlib.Path(root)
+    if not root.is_dir():
+        return
+    for path in sorted(root.rglob("*")):
+        if path.suffix not in suffixes or not path.is_file() or path.is_symlink():
+            continue
+        if path.stat().st_size > max_bytes:
+            continue
+        try:
+            yield path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+
+
+def _multilingual_documents(rng, count):
+    """Paragraphs of shuffled words from the multilingual samples: varied, not one line."""
+    words = [w for s in SCRIPTS + MIXED[:4] + CONTRACTIONS for w in s.split()]
+    out = []
+    for _ in range(count):
+        sentences = []
+        for _ in range(rng.randint(3, 12)):
+            sentences.append(" ".join(rng.choice(words) for _ in range(rng.randint(4, 20))))
+        out.append(". ".join(sentences) + ".\n")
+    return out
+
+
+def realistic_documents(target_bytes=4_000_000):
+    """Several MB of distinct real documents: Python sources of the installed packages
+    (code), text from /usr/share/doc (prose), and shuffled multilingual paragraphs, as a list
+    of documents in a deterministic order. Duplicate files (vendored copies) are dropped, so
+    the word cache sees a realistic, non-repetitive vocabulary."""
+    import hashlib
+    import pathlib
+    import sys
+    rng = random.Random(2024)
+    seen = set()
+
+    def take(docs, budget):
+        out, size = [], 0
+        for doc in docs:
+            if size >= budget:
+                break
+            digest = hashlib.sha1(doc.encode()).digest()
+            if not doc.strip() or digest in seen:
+                continue
+            seen.add(digest)
+            out.append(doc)
+            size += len(doc.encode())
+        return out
+
+    site = pathlib.Path(sys.prefix) / "lib"
+    site = next(iter(sorted(site.glob("python3*/site-packages"))), site)
+    code = take(_text_files(site, {".py"}, 64_000), target_bytes * 0.5)
+    prose = take(_text_files("/usr/share/doc", {".txt", ".md", ".rst"}, 64_000),
+                 target_bytes * 0.4)
+    multi = _multilingual_documents(rng, max(1, int(target_bytes * 0.1) // 900))
+    docs = code + prose + multi
+    rng.shuffle(docs)
+    return docs

@@ -12,8 +12,20 @@
 namespace switchyard::text::internal {
 namespace {
 
-// Past this many symbols the quadratic merge loop loses to the heap.
+// Past this many symbols the linear-scan merge loop loses to the heap.
 constexpr size_t kQuadraticMergeLimit = 48;
+
+// U+2581, SentencePiece's word boundary marker.
+constexpr std::string_view kMarker = "\xE2\x96\x81";
+constexpr uint32_t kMarkerCp = 0x2581;
+
+// The code point that ends just before byte `end` of `s` (valid UTF-8, end > 0).
+uint32_t CodePointBefore(std::string_view s, size_t end) {
+  size_t start = end - 1;
+  while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80)
+    --start;
+  return NextCodePoint(s, &start);
+}
 
 // Debian's Abseil keeps its own string_view; heterogeneous lookups need one.
 absl::string_view AbslView(std::string_view s) {
@@ -64,7 +76,29 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
   }
   model->simple_byte_level_ = model->options_.byte_level_input && prefix.empty() &&
                               model->options_.end_of_word_suffix.empty();
+  model->PlanMarkerSplits();
   return model;
+}
+
+void BpeModel::PlanMarkerSplits() {
+  // Cutting is exact only when each piece is encoded as it would be inside the word: no
+  // prefix/suffix or whole-word lookup depends on the word's extent, and a pending unknown
+  // run is always closed by the known "▁" that starts the next piece.
+  if (options_.byte_level_input || !options_.continuing_subword_prefix.empty() ||
+      !options_.end_of_word_suffix.empty() || options_.ignore_merges ||
+      !vocab_.contains(AbslView(kMarker))) {
+    return;
+  }
+  for (const auto& [token, id] : vocab_) {
+    std::string_view t = token;
+    for (size_t pos = t.find(kMarker, 1); pos != std::string_view::npos;
+         pos = t.find(kMarker, pos + kMarker.size())) {
+      uint32_t before = CodePointBefore(t, pos);
+      if (before != kMarkerCp)
+        marker_joiners_.insert(before);
+    }
+  }
+  split_at_marker_ = true;
 }
 
 std::optional<int32_t> BpeModel::TokenToId(std::string_view token) const {
@@ -75,6 +109,23 @@ std::optional<int32_t> BpeModel::TokenToId(std::string_view token) const {
 }
 
 void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* ids) const {
+  if (!split_at_marker_) {
+    EncodeCached(word, ids);
+    return;
+  }
+  size_t start = 0;
+  for (size_t pos = word.find(kMarker, 1); pos != std::string_view::npos;
+       pos = word.find(kMarker, pos + kMarker.size())) {
+    uint32_t before = CodePointBefore(word, pos);
+    if (before == kMarkerCp || marker_joiners_.contains(before))
+      continue;
+    EncodeCached(word.substr(start, pos - start), ids);
+    start = pos;
+  }
+  EncodeCached(word.substr(start), ids);
+}
+
+void BpeModel::EncodeCached(std::string_view word, std::vector<int32_t>* ids) const {
   if (word.size() > options_.max_cached_word_bytes) {
     EncodeUncached(word, ids);
     return;
@@ -188,22 +239,37 @@ void BpeModel::MergeAll(std::vector<int32_t>* symbols) const {
   if (s.size() < 2)
     return;
   if (s.size() <= kQuadraticMergeLimit) {
-    while (s.size() >= 2) {
-      int32_t best_rank = INT32_MAX, best_id = -1;
+    // The merge of each adjacent pair, looked up once and again only for the two pairs a
+    // merge changes; each step picks the lowest rank (leftmost on ties).
+    constexpr MergeTarget kNone{INT32_MAX, -1};
+    MergeTarget pairs[kQuadraticMergeLimit];
+    auto lookup = [&](size_t i) {
+      auto it = merges_.find(PairKey(s[i], s[i + 1]));
+      return it == merges_.end() ? kNone : it->second;
+    };
+    size_t n = s.size();
+    for (size_t i = 0; i + 1 < n; ++i)
+      pairs[i] = lookup(i);
+    while (n >= 2) {
       size_t best = 0;
-      for (size_t i = 0; i + 1 < s.size(); ++i) {
-        auto it = merges_.find(PairKey(s[i], s[i + 1]));
-        if (it != merges_.end() && it->second.rank < best_rank) {
-          best_rank = it->second.rank;
-          best_id = it->second.new_id;
+      for (size_t i = 1; i + 1 < n; ++i) {
+        if (pairs[i].rank < pairs[best].rank)
           best = i;
-        }
       }
-      if (best_id < 0)
+      if (pairs[best].new_id < 0)
         break;
-      s[best] = best_id;
-      s.erase(s.begin() + best + 1);
+      s[best] = pairs[best].new_id;
+      for (size_t i = best + 1; i + 1 < n; ++i)
+        s[i] = s[i + 1];
+      for (size_t i = best + 1; i + 2 < n; ++i)
+        pairs[i] = pairs[i + 1];
+      --n;
+      if (best > 0)
+        pairs[best - 1] = lookup(best - 1);
+      if (best + 1 < n)
+        pairs[best] = lookup(best);
     }
+    s.resize(n);
     return;
   }
   // Linked list of symbols plus a min-heap of candidate merges (rank, position).
@@ -218,6 +284,7 @@ void BpeModel::MergeAll(std::vector<int32_t>* symbols) const {
     int32_t rank;
     int pos;
     int32_t new_id;
+    int32_t left, right;  // the pair's ids when pushed: still equal means still valid
     bool operator>(const Candidate& o) const {
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
@@ -228,7 +295,7 @@ void BpeModel::MergeAll(std::vector<int32_t>* symbols) const {
       return;
     auto it = merges_.find(PairKey(s[pos], s[next[pos]]));
     if (it != merges_.end())
-      heap.push({it->second.rank, pos, it->second.new_id});
+      heap.push({it->second.rank, pos, it->second.new_id, s[pos], s[next[pos]]});
   };
   for (int i = 0; i + 1 < n; ++i)
     push(i);
@@ -238,8 +305,7 @@ void BpeModel::MergeAll(std::vector<int32_t>* symbols) const {
     if (!alive[top.pos] || next[top.pos] < 0)
       continue;
     int right = next[top.pos];
-    auto it = merges_.find(PairKey(s[top.pos], s[right]));
-    if (it == merges_.end() || it->second.new_id != top.new_id)
+    if (s[top.pos] != top.left || s[right] != top.right)
       continue;
     s[top.pos] = top.new_id;
     alive[right] = false;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 
 #include "base/mutex.h"
@@ -59,6 +60,9 @@ class BpeModel {
   }
 
   BpeModel() = default;
+  // Decides whether words may be cut before "▁" (see split_at_marker_).
+  void PlanMarkerSplits();
+  void EncodeCached(std::string_view word, std::vector<int32_t>* ids) const;
   void EncodeUncached(std::string_view word, std::vector<int32_t>* ids) const;
   void InitialSymbols(std::string_view word, std::vector<int32_t>* symbols) const;
   void MergeAll(std::vector<int32_t>* symbols) const;
@@ -69,6 +73,12 @@ class BpeModel {
   std::array<int32_t, 256> byte_fallback_ids_;  // -1 where <0xNN> is missing
   std::array<int32_t, 256> byte_level_ids_;     // byte-level char of each byte, or -1
   bool simple_byte_level_ = false;              // byte_level_input without prefix/suffix
+  // SentencePiece-style models see whole texts as one word. No merge can cross a point
+  // between a character c and a following "▁" unless some token holds "c▁" with c != "▁",
+  // so cutting words there gives the same ids while keeping pieces short and cacheable.
+  // `marker_joiners_` holds those characters c.
+  bool split_at_marker_ = false;
+  absl::flat_hash_set<uint32_t> marker_joiners_;
 
   struct CacheShard {
     mutable base::Mutex mu;

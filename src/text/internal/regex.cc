@@ -70,9 +70,14 @@ std::string RewriteWhitespaceClasses(std::string_view p) {
   return out;
 }
 
-absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern) {
+absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern, Engine engine) {
   std::unique_ptr<Regex> re(new Regex());
   re->pattern_ = std::string(pattern);
+  if (engine == Engine::kAuto) {
+    re->known_ = RecognizeSplitPattern(pattern);
+    if (re->known_)
+      return re;
+  }
   std::string rewritten = RewriteWhitespaceClasses(pattern);
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
@@ -99,6 +104,10 @@ Regex::~Regex() {
 
 absl::Status Regex::FindAll(std::string_view s,
                             std::vector<std::pair<size_t, size_t>>* matches) const {
+  if (known_) {
+    FindKnownSplits(*known_, s, matches);
+    return absl::OkStatus();
+  }
   pcre2_match_data* md = pcre2_match_data_create_from_pattern(code_, nullptr);
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(s.data());
   size_t pos = 0;

@@ -1,11 +1,13 @@
 // A compiled PCRE2 pattern (UTF + UCP, JIT when available) with Oniguruma-compatible
 // whitespace classes, for the regexes in tokenizer.json (which HF runs with Oniguruma).
-// Immutable after Compile; FindAll may be called from any thread (match data and the JIT
-// stack are per call / per thread).
+// The split patterns of the GPT-2, Llama-3 and Qwen2 families run on hand-written matchers
+// (text/internal/split_matcher.h) with the same results. Immutable after Compile; FindAll
+// may be called from any thread (match data and the JIT stack are per call / per thread).
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -14,6 +16,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "text/internal/split_matcher.h"
+
 struct pcre2_real_code_8;
 struct pcre2_real_match_context_8;
 
@@ -21,8 +25,13 @@ namespace switchyard::text::internal {
 
 class Regex {
  public:
+  enum class Engine {
+    kAuto,   // a hand-written matcher for known patterns, PCRE2 otherwise
+    kPcre2,  // always PCRE2 (tests compare the two)
+  };
   // `pattern` uses Oniguruma/PCRE syntax. Errors name the pattern and position.
-  static absl::StatusOr<std::unique_ptr<Regex>> Compile(std::string_view pattern);
+  static absl::StatusOr<std::unique_ptr<Regex>> Compile(std::string_view pattern,
+                                                        Engine engine = Engine::kAuto);
   ~Regex();
   Regex(const Regex&) = delete;
   Regex& operator=(const Regex&) = delete;
@@ -36,6 +45,7 @@ class Regex {
  private:
   Regex() = default;
   std::string pattern_;
+  std::optional<KnownSplitPattern> known_;
   pcre2_real_code_8* code_ = nullptr;
   pcre2_real_match_context_8* match_context_ = nullptr;
 };

@@ -60,6 +60,16 @@ TEST(TokenizerTest, SentencePieceStyle) {
   EXPECT_EQ(t->eos_id(), 2);
 }
 
+// Words are cut before "▁" for speed, except after a character that some token joins to a
+// following "▁" (here ">" in ">▁<"), so that token is still found. Expected ids are HF's.
+TEST(TokenizerTest, SentencePieceCutsKeepTokensSpanningMarkers) {
+  std::vector<std::string> vocab = {"▁", "a", ">", "<", "▁a", ">▁", ">▁<", "a>"};
+  auto t = Load(BpeJson(vocab, {"▁ a", "> ▁", ">▁ <", "a >"}, "",
+                        R"({"type": "Replace", "pattern": {"String": " "}, "content": "▁"})"));
+  EXPECT_THAT(Ids(*t, "a> <a a"), ElementsAre(1, 6, 1, 4));
+  EXPECT_THAT(Ids(*t, "a a>  a"), ElementsAre(1, 4, 5, 4));
+}
+
 TEST(TokenizerTest, ByteFallbackAndUnknown) {
   auto t = Load(SentencePieceJson());
   // "ü" is not in the vocabulary: its two UTF-8 bytes become <0xC3> <0xBC>.
