@@ -7,12 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-180}
 shift || true
-cmake --preset clang >/dev/null
-cmake --build --preset clang
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   mapfile -t targets < <(ls tests/fuzz/*_fuzz.cc | xargs -n1 basename | sed 's/_fuzz\.cc$//')
 fi
+cmake --preset clang >/dev/null
+cmake --build --preset clang --target "${targets[@]/#/sy_fuzz_}"
 status=0
 for t in "${targets[@]}"; do
   work=build/clang/fuzz-work/$t findings=build/clang/fuzz-findings/$t

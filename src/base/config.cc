@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
+
 #include "base/file.h"
 #include "base/status_macros.h"
 

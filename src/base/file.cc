@@ -19,8 +19,10 @@ namespace {
 absl::Status ErrnoError(const std::string& what, const std::string& path) {
   const int err = errno;
   const std::string message = fmt::format("{}: {}: {}", path, what, std::strerror(err));
-  if (err == ENOENT) return absl::NotFoundError(message);
-  if (err == EACCES) return absl::PermissionDeniedError(message);
+  if (err == ENOENT)
+    return absl::NotFoundError(message);
+  if (err == EACCES)
+    return absl::PermissionDeniedError(message);
   return absl::InternalError(message);
 }
 
@@ -28,24 +30,29 @@ absl::Status ErrnoError(const std::string& what, const std::string& path) {
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return ErrnoError("cannot open", path);
+  if (!in)
+    return ErrnoError("cannot open", path);
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) return ErrnoError("read failed", path);
+  if (in.bad())
+    return ErrnoError("read failed", path);
   return std::move(buffer).str();
 }
 
 absl::Status WriteFile(const std::string& path, std::string_view contents) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return ErrnoError("cannot create", path);
+  if (!out)
+    return ErrnoError("cannot create", path);
   out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-  if (!out) return ErrnoError("write failed", path);
+  if (!out)
+    return ErrnoError("write failed", path);
   return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open", path);
+  if (fd < 0)
+    return ErrnoError("cannot open", path);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const absl::Status status = ErrnoError("cannot stat", path);
@@ -72,7 +79,8 @@ absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& 
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ != nullptr)
+    ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 }  // namespace switchyard::base

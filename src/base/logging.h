@@ -24,11 +24,11 @@ bool SetLogLevel(std::string_view level);
 #define SY_LOG_ERROR(...) ::spdlog::error(__VA_ARGS__)
 #define SY_LOG_DEBUG(...) ::spdlog::debug(__VA_ARGS__)
 
-#define SY_CHECK(cond)                                          \
-  do {                                                          \
-    if (!(cond)) {                                              \
+#define SY_CHECK(cond)                                            \
+  do {                                                            \
+    if (!(cond)) {                                                \
       ::switchyard::base::CheckFailed(__FILE__, __LINE__, #cond); \
-    }                                                           \
+    }                                                             \
   } while (false)
 
 #ifdef NDEBUG

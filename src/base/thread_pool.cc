@@ -26,7 +26,8 @@ ThreadPool::~ThreadPool() {
     stopping_ = true;
   }
   work_cv_.NotifyAll();
-  for (auto& worker : workers_) worker.join();
+  for (auto& worker : workers_)
+    worker.join();
 }
 
 void ThreadPool::Submit(std::function<void()> task) {
@@ -46,7 +47,8 @@ void ThreadPool::WorkerLoop() {
         return stopping_ || !queue_.empty();
       });
       // Drain queued work before stopping so no submitted task is silently dropped.
-      if (queue_.empty()) return;
+      if (queue_.empty())
+        return;
       task = std::move(queue_.front());
       queue_.pop_front();
     }
@@ -55,7 +57,8 @@ void ThreadPool::WorkerLoop() {
 }
 
 void ThreadPool::ParallelFor(size_t n, const std::function<void(size_t, size_t)>& fn) {
-  if (n == 0) return;
+  if (n == 0)
+    return;
   const size_t num_chunks = std::min(n, workers_.size());
   const size_t chunk = (n + num_chunks - 1) / num_chunks;
   Mutex done_mu;
@@ -70,7 +73,8 @@ void ThreadPool::ParallelFor(size_t n, const std::function<void(size_t, size_t)>
     Submit([&, begin, end] {
       fn(begin, end);
       MutexLock lock(&done_mu);
-      if (--remaining == 0) done_cv.NotifyAll();
+      if (--remaining == 0)
+        done_cv.NotifyAll();
     });
   }
   fn(0, std::min(n, chunk));

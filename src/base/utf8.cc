@@ -5,7 +5,8 @@ namespace switchyard::base {
 Utf8Decoded DecodeUtf8(std::string_view s) {
   const auto byte = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
   const unsigned char b0 = byte(0);
-  if (b0 < 0x80) return {b0, 1, true};
+  if (b0 < 0x80)
+    return {b0, 1, true};
   size_t need;
   uint32_t cp;
   // The allowed range of the second byte depends on the first (no overlongs, no
@@ -17,22 +18,28 @@ Utf8Decoded DecodeUtf8(std::string_view s) {
   } else if (b0 >= 0xE0 && b0 <= 0xEF) {
     need = 2;
     cp = b0 & 0x0F;
-    if (b0 == 0xE0) lo = 0xA0;
-    if (b0 == 0xED) hi = 0x9F;
+    if (b0 == 0xE0)
+      lo = 0xA0;
+    if (b0 == 0xED)
+      hi = 0x9F;
   } else if (b0 >= 0xF0 && b0 <= 0xF4) {
     need = 3;
     cp = b0 & 0x07;
-    if (b0 == 0xF0) lo = 0x90;
-    if (b0 == 0xF4) hi = 0x8F;
+    if (b0 == 0xF0)
+      lo = 0x90;
+    if (b0 == 0xF4)
+      hi = 0x8F;
   } else {
     return {0, 1, false};
   }
   for (size_t k = 1; k <= need; ++k) {
-    if (k >= s.size()) return {0, k, false};
+    if (k >= s.size())
+      return {0, k, false};
     const unsigned char b = byte(k);
     const unsigned char min = k == 1 ? lo : 0x80;
     const unsigned char max = k == 1 ? hi : 0xBF;
-    if (b < min || b > max) return {0, k, false};
+    if (b < min || b > max)
+      return {0, k, false};
     cp = (cp << 6) | (b & 0x3F);
   }
   return {cp, need + 1, true};
@@ -60,7 +67,8 @@ bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
     const Utf8Decoded d = DecodeUtf8(s.substr(i));
-    if (!d.valid) return false;
+    if (!d.valid)
+      return false;
     i += d.length;
   }
   return true;

@@ -3,8 +3,9 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "base/logging.h"
 #include "cli/commands.h"
+
+#include "base/logging.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"Switchyard: an LLM serving stack (engine and router)", "switchyard"};

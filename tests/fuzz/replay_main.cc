@@ -35,12 +35,15 @@ int main(int argc, char** argv) {
     std::error_code ec;
     if (std::filesystem::is_directory(arg, ec)) {
       for (const auto& entry : std::filesystem::recursive_directory_iterator(arg)) {
-        if (!entry.is_regular_file()) continue;
-        if (!RunFile(entry.path())) return 1;
+        if (!entry.is_regular_file())
+          continue;
+        if (!RunFile(entry.path()))
+          return 1;
         ++count;
       }
     } else {
-      if (!RunFile(arg)) return 1;
+      if (!RunFile(arg))
+        return 1;
       ++count;
     }
   }

@@ -1,9 +1,10 @@
 #include <filesystem>
 #include <string>
 
+#include "gtest/gtest.h"
+
 #include "base/config.h"
 #include "base/file.h"
-#include "gtest/gtest.h"
 
 namespace switchyard::base {
 namespace {

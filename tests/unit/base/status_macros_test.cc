@@ -6,7 +6,8 @@ namespace switchyard::base {
 namespace {
 
 absl::StatusOr<int> Half(int x) {
-  if (x % 2 != 0) return absl::InvalidArgumentError("odd");
+  if (x % 2 != 0)
+    return absl::InvalidArgumentError("odd");
   return x / 2;
 }
 

@@ -27,9 +27,18 @@ TEST(Utf8Test, RejectsOverlongSurrogateAndOutOfRange) {
 
 TEST(Utf8Test, MaximalSubpartLengths) {
   // Python: b"\xe2\x82A".decode(errors="replace") == "\ufffdA" (one replacement).
-  EXPECT_EQ(DecodeUtf8("\xE2\x82" "A").length, 2u);
-  EXPECT_EQ(SanitizeUtf8("\xE2\x82" "A"), "\xEF\xBF\xBD" "A");
-  EXPECT_EQ(SanitizeUtf8("a\xFF" "b"), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(DecodeUtf8("\xE2\x82"
+                       "A")
+                .length,
+            2u);
+  EXPECT_EQ(SanitizeUtf8("\xE2\x82"
+                         "A"),
+            "\xEF\xBF\xBD"
+            "A");
+  EXPECT_EQ(SanitizeUtf8("a\xFF"
+                         "b"),
+            "a\xEF\xBF\xBD"
+            "b");
 }
 
 TEST(Utf8Test, CompletePrefixHoldsBackSplitCharacter) {
