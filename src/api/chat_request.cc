@@ -1,0 +1,218 @@
+#include "api/chat_request.h"
+
+#include <algorithm>
+#include <array>
+
+#include "fmt/format.h"
+
+#include "api/error.h"
+#include "api/internal/json_fields.h"
+#include "base/status_macros.h"
+
+namespace switchyard::api {
+namespace {
+
+using simdjson::dom::array;
+using simdjson::dom::element;
+using simdjson::dom::object;
+
+constexpr std::array<std::string_view, 5> kRoles = {"system", "developer", "user", "assistant",
+                                                    "tool"};
+
+// Template variables the server owns (CVE-2025-62426: {"tokenize": true} in kwargs blocked
+// vLLM's event loop). A client value for these is dropped, as vLLM 0.11.1+ does.
+constexpr std::array<std::string_view, 7> kReservedTemplateKwargs = {
+    "tokenize",     "return_dict", "return_assistant_tokens_mask", "chat_template", "messages",
+    "conversation", "tools"};
+
+absl::Status ReadContent(element value, const std::string& param, ChatMessage* out) {
+  std::string_view text;
+  if (value.get(text) == simdjson::SUCCESS) {
+    out->content = std::string(text);
+    out->has_content = true;
+    return absl::OkStatus();
+  }
+  array parts;
+  if (value.get(parts) != simdjson::SUCCESS) {
+    return InvalidParam(
+        param, fmt::format("{}: Input should be a string or a list of content parts.", param));
+  }
+  out->has_content = true;
+  bool first = true;
+  for (element part_value : parts) {
+    object part;
+    if (part_value.get(part) != simdjson::SUCCESS)
+      return InvalidParam(param, fmt::format("{}: each content part must be an object.", param));
+    internal::FieldReader fields(part);
+    std::string type;
+    SY_RETURN_IF_ERROR(fields.String("type", &type));
+    if (type != "text") {
+      return InvalidParam(param, fmt::format("{}: only content parts of type text are supported "
+                                             "by this model.",
+                                             param));
+    }
+    std::optional<element> part_text = fields.Get("text");
+    if (!part_text)
+      return InvalidParam(param, fmt::format("{}: a text part needs a text field.", param));
+    SY_ASSIGN_OR_RETURN(std::string_view piece, internal::ReadString(*part_text, param));
+    if (!first)
+      out->content += '\n';
+    out->content += piece;
+    first = false;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ChatMessage> ReadMessage(element value, size_t index) {
+  const std::string prefix = fmt::format("messages[{}]", index);
+  object message_object;
+  if (value.get(message_object) != simdjson::SUCCESS)
+    return InvalidParam(prefix, fmt::format("{}: Input should be a valid dictionary.", prefix));
+  internal::FieldReader fields(message_object);
+  ChatMessage message;
+  std::optional<element> role = fields.Get("role");
+  if (!role)
+    return InvalidParam(prefix + ".role", fmt::format("{}.role: Field required.", prefix));
+  SY_ASSIGN_OR_RETURN(std::string_view role_name, internal::ReadString(*role, prefix + ".role"));
+  if (std::find(kRoles.begin(), kRoles.end(), role_name) == kRoles.end()) {
+    return InvalidParam(prefix + ".role",
+                        fmt::format("{}.role must be one of system, developer, user, assistant, "
+                                    "tool.",
+                                    prefix));
+  }
+  message.role = std::string(role_name);
+  if (std::optional<element> content = fields.Get("content"))
+    SY_RETURN_IF_ERROR(ReadContent(*content, prefix + ".content", &message));
+  SY_RETURN_IF_ERROR(fields.String("name", &message.name));
+  SY_RETURN_IF_ERROR(fields.String("tool_call_id", &message.tool_call_id));
+  if (std::optional<element> calls = fields.Get("tool_calls")) {
+    if (!calls->is_array()) {
+      return InvalidParam(prefix + ".tool_calls",
+                          fmt::format("{}.tool_calls: Input should be a valid list.", prefix));
+    }
+    message.tool_calls = internal::RawJson(*calls);
+  }
+  SY_RETURN_IF_ERROR(fields.String("reasoning_content", &message.reasoning));
+  SY_RETURN_IF_ERROR(fields.String("reasoning", &message.reasoning));
+  const bool may_omit_content = message.role == "assistant" && !message.tool_calls.empty();
+  if (!message.has_content && !may_omit_content) {
+    return InvalidParam(prefix + ".content", fmt::format("{}.content: Field required.", prefix));
+  }
+  return message;
+}
+
+absl::Status ReadTemplateKwargs(internal::FieldReader& fields, ChatRequest* out) {
+  std::optional<element> value = fields.Get("chat_template_kwargs");
+  if (!value)
+    return absl::OkStatus();
+  object kwargs;
+  if (value->get(kwargs) != simdjson::SUCCESS) {
+    return InvalidParam("chat_template_kwargs",
+                        "chat_template_kwargs: Input should be a valid dictionary.");
+  }
+  for (auto field : kwargs) {
+    if (std::find(kReservedTemplateKwargs.begin(), kReservedTemplateKwargs.end(), field.key) !=
+        kReservedTemplateKwargs.end()) {
+      continue;
+    }
+    out->chat_template_kwargs.emplace_back(std::string(field.key), internal::RawJson(field.value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadTools(internal::FieldReader& fields, ChatRequest* out) {
+  if (std::optional<element> tools = fields.Get("tools")) {
+    if (!tools->is_array())
+      return InvalidParam("tools", "tools: Input should be a valid list.");
+    out->tools = internal::RawJson(*tools);
+  }
+  if (std::optional<element> choice = fields.Get("tool_choice")) {
+    std::string_view mode;
+    if (choice->get(mode) == simdjson::SUCCESS) {
+      if (mode != "none" && mode != "auto" && mode != "required") {
+        return InvalidParam("tool_choice",
+                            "tool_choice must be none, auto, required or a named tool.");
+      }
+    } else if (!choice->is_object()) {
+      return InvalidParam("tool_choice", "tool_choice: Input should be a string or an object.");
+    }
+    out->tool_choice = internal::RawJson(*choice);
+  }
+  bool parallel = true;
+  if (fields.Get("parallel_tool_calls")) {
+    SY_RETURN_IF_ERROR(fields.Bool("parallel_tool_calls", &parallel));
+    out->parallel_tool_calls = parallel;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits) {
+  if (body.size() > limits.max_body_bytes) {
+    return PayloadTooLarge(
+        fmt::format("Request body exceeds the limit of {} bytes.", limits.max_body_bytes));
+  }
+  simdjson::dom::parser parser;
+  SY_ASSIGN_OR_RETURN(object root,
+                      internal::ParseRequestObject(body, limits.max_json_depth, &parser));
+  internal::FieldReader fields(root);
+  SY_RETURN_IF_ERROR(fields.CheckNoDuplicateKeys());
+  ChatRequest request;
+  SY_RETURN_IF_ERROR(fields.String("model", &request.model));
+  std::optional<element> messages = fields.Get("messages");
+  if (!messages)
+    return InvalidParam("messages", "messages: Field required.");
+  array message_list;
+  if (messages->get(message_list) != simdjson::SUCCESS)
+    return InvalidParam("messages", "messages: Input should be a valid list.");
+  if (message_list.size() == 0)
+    return InvalidParam("messages", "messages must not be empty.");
+  if (message_list.size() > limits.max_messages) {
+    return InvalidParam("messages",
+                        fmt::format("messages may hold at most {} items.", limits.max_messages));
+  }
+  size_t index = 0;
+  for (element value : message_list) {
+    SY_ASSIGN_OR_RETURN(ChatMessage message, ReadMessage(value, index++));
+    request.messages.push_back(std::move(message));
+  }
+  SY_RETURN_IF_ERROR(fields.Bool("logprobs", &request.logprobs));
+  std::optional<int64_t> top_logprobs;
+  SY_RETURN_IF_ERROR(fields.Int("top_logprobs", INT64_MIN, INT64_MAX, &top_logprobs));
+  if (top_logprobs) {
+    if (*top_logprobs < 0) {
+      return InvalidParam("top_logprobs",
+                          fmt::format("top_logprobs must be non-negative, got {}.", *top_logprobs));
+    }
+    if (*top_logprobs > limits.max_logprobs) {
+      return InvalidParam("top_logprobs",
+                          fmt::format("Requested sample logprobs of {}, which is greater than max "
+                                      "allowed: {}",
+                                      *top_logprobs, limits.max_logprobs));
+    }
+    if (*top_logprobs > 0 && !request.logprobs) {
+      return InvalidParam("top_logprobs",
+                          "when using `top_logprobs`, `logprobs` must be set to true.");
+    }
+    request.top_logprobs = static_cast<int>(*top_logprobs);
+  }
+  SY_RETURN_IF_ERROR(fields.Bool("echo", &request.echo));
+  SY_RETURN_IF_ERROR(fields.Bool("add_generation_prompt", &request.add_generation_prompt));
+  SY_RETURN_IF_ERROR(fields.Bool("continue_final_message", &request.continue_final_message));
+  if (request.add_generation_prompt && request.continue_final_message) {
+    return InvalidParam("continue_final_message",
+                        "Cannot set both `continue_final_message` and `add_generation_prompt` to "
+                        "True.");
+  }
+  SY_RETURN_IF_ERROR(fields.Bool("add_special_tokens", &request.add_special_tokens));
+  SY_RETURN_IF_ERROR(fields.String("chat_template", &request.chat_template));
+  SY_RETURN_IF_ERROR(ReadTemplateKwargs(fields, &request));
+  SY_RETURN_IF_ERROR(ReadTools(fields, &request));
+  SY_RETURN_IF_ERROR(fields.String("reasoning_effort", &request.reasoning_effort));
+  SY_RETURN_IF_ERROR(ReadSamplingFields(fields, limits, &request.sampling));
+  request.sampling.ignored_fields = fields.UnknownKeys();
+  return request;
+}
+
+}  // namespace switchyard::api

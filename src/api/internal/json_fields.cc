@@ -1,0 +1,263 @@
+#include "api/internal/json_fields.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fmt/format.h"
+
+#include "api/error.h"
+
+namespace switchyard::api::internal {
+namespace {
+
+using simdjson::dom::element;
+using simdjson::dom::element_type;
+
+std::string_view TypeName(element_type type) {
+  switch (type) {
+    case element_type::ARRAY:
+      return "an array";
+    case element_type::OBJECT:
+      return "an object";
+    case element_type::INT64:
+    case element_type::UINT64:
+      return "an integer";
+    case element_type::DOUBLE:
+      return "a number";
+    case element_type::STRING:
+      return "a string";
+    case element_type::BOOL:
+      return "a boolean";
+    case element_type::NULL_VALUE:
+      return "null";
+  }
+  return "a value";
+}
+
+absl::Status WrongType(std::string_view param, std::string_view expected, element value) {
+  return InvalidParam(param, fmt::format("{}: Input should be {}, got {}.", param, expected,
+                                         TypeName(value.type())));
+}
+
+}  // namespace
+
+absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body, size_t max_depth,
+                                                         simdjson::dom::parser* parser) {
+  if (parser->max_depth() != max_depth) {
+    if (parser->allocate(std::max<size_t>(body.size(), 64), max_depth) != simdjson::SUCCESS)
+      return absl::ResourceExhaustedError("Could not allocate the JSON parser.");
+  }
+  element root;
+  const simdjson::error_code error = parser->parse(body.data(), body.size()).get(root);
+  if (error == simdjson::DEPTH_ERROR) {
+    return absl::InvalidArgumentError(
+        fmt::format("Request body nests deeper than {} levels.", max_depth));
+  }
+  if (error == simdjson::EMPTY) {
+    return absl::InvalidArgumentError("Request body is empty; expected a JSON object.");
+  }
+  if (error) {
+    return absl::InvalidArgumentError(
+        fmt::format("Request body is not valid JSON: {}", simdjson::error_message(error)));
+  }
+  simdjson::dom::object object;
+  if (root.get(object) != simdjson::SUCCESS)
+    return absl::InvalidArgumentError("Request body must be a JSON object.");
+  return object;
+}
+
+std::string RawJson(element value) {
+  return simdjson::minify(value);
+}
+
+absl::StatusOr<int64_t> ReadInt(element value, std::string_view param, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  switch (value.type()) {
+    case element_type::INT64:
+      v = value.get_int64().value_unsafe();
+      break;
+    case element_type::UINT64:
+      // Above INT64_MAX: out of range for every field we have.
+      return InvalidParam(param, fmt::format("{} must be at most {}.", param, hi));
+    case element_type::DOUBLE: {
+      const double d = value.get_double().value_unsafe();
+      if (!std::isfinite(d) || d != std::floor(d)) {
+        return InvalidParam(param,
+                            fmt::format("{}: Input should be a valid integer, got a number with a "
+                                        "fractional part.",
+                                        param));
+      }
+      if (d < static_cast<double>(lo))
+        return InvalidParam(param, fmt::format("{} must be at least {}.", param, lo));
+      if (d > static_cast<double>(hi))
+        return InvalidParam(param, fmt::format("{} must be at most {}.", param, hi));
+      v = static_cast<int64_t>(d);
+      break;
+    }
+    default:
+      return WrongType(param, "a valid integer", value);
+  }
+  if (v < lo)
+    return InvalidParam(param, fmt::format("{} must be at least {}, got {}.", param, lo, v));
+  if (v > hi)
+    return InvalidParam(param, fmt::format("{} must be at most {}, got {}.", param, hi, v));
+  return v;
+}
+
+absl::StatusOr<double> ReadDouble(element value, std::string_view param) {
+  double d = 0;
+  switch (value.type()) {
+    case element_type::INT64:
+      d = static_cast<double>(value.get_int64().value_unsafe());
+      break;
+    case element_type::UINT64:
+      d = static_cast<double>(value.get_uint64().value_unsafe());
+      break;
+    case element_type::DOUBLE:
+      d = value.get_double().value_unsafe();
+      break;
+    default:
+      return WrongType(param, "a valid number", value);
+  }
+  if (!std::isfinite(d))
+    return InvalidParam(param, fmt::format("{} must be a finite number.", param));
+  return d;
+}
+
+absl::StatusOr<std::string_view> ReadString(element value, std::string_view param) {
+  std::string_view s;
+  if (value.get(s) != simdjson::SUCCESS)
+    return WrongType(param, "a valid string", value);
+  return s;
+}
+
+absl::StatusOr<int32_t> ReadTokenId(element value, std::string_view param) {
+  auto id = ReadInt(value, param, 0, INT32_MAX);
+  if (!id.ok())
+    return id.status();
+  return static_cast<int32_t>(*id);
+}
+
+absl::Status FieldReader::CheckNoDuplicateKeys() const {
+  std::vector<std::string_view> keys;
+  for (auto field : object_)
+    keys.push_back(field.key);
+  std::sort(keys.begin(), keys.end());
+  auto dup = std::adjacent_find(keys.begin(), keys.end());
+  if (dup == keys.end())
+    return absl::OkStatus();
+  // Only known field names are echoed; anything else could be arbitrary client bytes.
+  return absl::InvalidArgumentError("Request body has a duplicate key.");
+}
+
+std::optional<element> FieldReader::Get(std::string_view key) {
+  known_.push_back(key);
+  element value;
+  if (object_.at_key(key).get(value) != simdjson::SUCCESS || value.is_null())
+    return std::nullopt;
+  return value;
+}
+
+absl::Status FieldReader::Bool(std::string_view key, bool* out) {
+  std::optional<element> value = Get(key);
+  if (!value)
+    return absl::OkStatus();
+  if (value->get(*out) != simdjson::SUCCESS)
+    return WrongType(key, "a valid boolean", *value);
+  return absl::OkStatus();
+}
+
+absl::Status FieldReader::Int(std::string_view key, int64_t lo, int64_t hi,
+                              std::optional<int64_t>* out) {
+  std::optional<element> value = Get(key);
+  if (!value)
+    return absl::OkStatus();
+  auto v = ReadInt(*value, key, lo, hi);
+  if (!v.ok())
+    return v.status();
+  *out = *v;
+  return absl::OkStatus();
+}
+
+absl::Status FieldReader::Double(std::string_view key, std::optional<double>* out) {
+  std::optional<element> value = Get(key);
+  if (!value)
+    return absl::OkStatus();
+  auto v = ReadDouble(*value, key);
+  if (!v.ok())
+    return v.status();
+  *out = *v;
+  return absl::OkStatus();
+}
+
+absl::Status FieldReader::String(std::string_view key, std::string* out) {
+  std::optional<element> value = Get(key);
+  if (!value)
+    return absl::OkStatus();
+  auto v = ReadString(*value, key);
+  if (!v.ok())
+    return v.status();
+  *out = std::string(*v);
+  return absl::OkStatus();
+}
+
+absl::Status FieldReader::Raw(std::string_view key, std::string* out) {
+  if (std::optional<element> value = Get(key))
+    *out = RawJson(*value);
+  return absl::OkStatus();
+}
+
+absl::Status FieldReader::StringOrList(std::string_view key, size_t max_items,
+                                       std::vector<std::string>* out) {
+  std::optional<element> value = Get(key);
+  if (!value)
+    return absl::OkStatus();
+  std::string_view s;
+  if (value->get(s) == simdjson::SUCCESS) {
+    out->assign(1, std::string(s));
+    return absl::OkStatus();
+  }
+  simdjson::dom::array array;
+  if (value->get(array) != simdjson::SUCCESS)
+    return WrongType(key, "a string or a list of strings", *value);
+  if (array.size() > max_items)
+    return InvalidParam(key, fmt::format("{} may hold at most {} items.", key, max_items));
+  out->clear();
+  for (element item : array) {
+    if (item.get(s) != simdjson::SUCCESS)
+      return WrongType(key, "a string or a list of strings", item);
+    out->emplace_back(s);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FieldReader::TokenIds(std::string_view key, size_t max_items,
+                                   std::vector<int32_t>* out) {
+  std::optional<element> value = Get(key);
+  if (!value)
+    return absl::OkStatus();
+  simdjson::dom::array array;
+  if (value->get(array) != simdjson::SUCCESS)
+    return WrongType(key, "a list of token ids", *value);
+  if (array.size() > max_items)
+    return InvalidParam(key, fmt::format("{} may hold at most {} items.", key, max_items));
+  out->clear();
+  for (element item : array) {
+    auto id = ReadTokenId(item, key);
+    if (!id.ok())
+      return id.status();
+    out->push_back(*id);
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> FieldReader::UnknownKeys() const {
+  std::vector<std::string> unknown;
+  for (auto field : object_) {
+    if (std::find(known_.begin(), known_.end(), field.key) == known_.end())
+      unknown.emplace_back(field.key);
+  }
+  return unknown;
+}
+
+}  // namespace switchyard::api::internal

@@ -1,0 +1,66 @@
+// Typed, bounded reads of fields from a parsed request object, each failure an InvalidParam
+// naming the field. A FieldReader records which keys were read so that the rest can be reported
+// as unknown (vLLM accepts and ignores unknown fields). Single-threaded; the object must outlive
+// the reader (it borrows the parser's DOM).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "simdjson.h"
+
+namespace switchyard::api::internal {
+
+// Parses `body` into `parser` with a nesting limit. Malformed JSON, over-deep nesting and numbers
+// outside double range (1e999) are InvalidArgument; a non-object root too.
+absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body, size_t max_depth,
+                                                         simdjson::dom::parser* parser);
+
+// Minified JSON text of `value`, for fields passed through raw (tools, kv_transfer_params).
+std::string RawJson(simdjson::dom::element value);
+
+// Reads an integer (an integral float such as 2.0 is accepted, like Pydantic) in [lo, hi].
+absl::StatusOr<int64_t> ReadInt(simdjson::dom::element value, std::string_view param, int64_t lo,
+                                int64_t hi);
+// Reads a finite number.
+absl::StatusOr<double> ReadDouble(simdjson::dom::element value, std::string_view param);
+absl::StatusOr<std::string_view> ReadString(simdjson::dom::element value, std::string_view param);
+// A token id: an integer in [0, 2^31).
+absl::StatusOr<int32_t> ReadTokenId(simdjson::dom::element value, std::string_view param);
+
+class FieldReader {
+ public:
+  explicit FieldReader(simdjson::dom::object object) : object_(object) {}
+
+  // Duplicate keys are rejected: a proxy and the server must never see different values.
+  absl::Status CheckNoDuplicateKeys() const;
+
+  // The value of `key`, or nullopt when absent or JSON null. Marks `key` as known.
+  std::optional<simdjson::dom::element> Get(std::string_view key);
+
+  // Each leaves *out unchanged when the field is absent or null.
+  absl::Status Bool(std::string_view key, bool* out);
+  absl::Status Int(std::string_view key, int64_t lo, int64_t hi, std::optional<int64_t>* out);
+  absl::Status Double(std::string_view key, std::optional<double>* out);
+  absl::Status String(std::string_view key, std::string* out);
+  // Any JSON value kept as minified text (empty when absent).
+  absl::Status Raw(std::string_view key, std::string* out);
+  // A string or an array of strings, at most `max_items`.
+  absl::Status StringOrList(std::string_view key, size_t max_items, std::vector<std::string>* out);
+  // An array of token ids, at most `max_items`.
+  absl::Status TokenIds(std::string_view key, size_t max_items, std::vector<int32_t>* out);
+
+  // Keys present in the object that no getter asked for, in document order.
+  std::vector<std::string> UnknownKeys() const;
+
+ private:
+  simdjson::dom::object object_;
+  std::vector<std::string_view> known_;
+};
+
+}  // namespace switchyard::api::internal

@@ -1,0 +1,121 @@
+// JSON writers for OpenAI-compatible responses (completion, chat.completion, streaming chunks,
+// /v1/models, /tokenize, /detokenize) and the SSE framing; plus parsing of the small tokenize /
+// detokenize bodies. Pure functions over plain structs: no clock, no randomness inside (ids and
+// `created` are passed in). Any thread may call them. All text goes through
+// base::AppendJsonString, so invalid UTF-8 from a model becomes U+FFFD, never a throw.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "api/sampling_request.h"
+
+namespace switchyard::api {
+
+// "cmpl-<32 hex>" / "chatcmpl-<32 hex>" from 128 random bits supplied by the caller.
+std::string CompletionId(uint64_t hi, uint64_t lo);
+std::string ChatCompletionId(uint64_t hi, uint64_t lo);
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  std::optional<int64_t> cached_tokens;  // Written as prompt_tokens_details.cached_tokens.
+};
+
+struct TopLogprob {
+  std::string token;
+  double logprob = 0.0;
+};
+
+// One sampled token with its logprob and the top alternatives.
+struct TokenLogprob {
+  std::string token;
+  double logprob = 0.0;
+  std::vector<TopLogprob> top;
+};
+
+struct CompletionChoice {
+  int index = 0;
+  std::string text;
+  // Completions format: tokens, token_logprobs, top_logprobs (dicts), text_offset.
+  std::optional<std::vector<TokenLogprob>> logprobs;
+  size_t text_offset_base = 0;  // Offset of `text` in the full output (echo, streaming).
+  std::string finish_reason;    // Empty: null (still generating).
+  std::string stop_reason;      // Matched stop string; empty: null.
+};
+
+struct ChatChoice {
+  int index = 0;
+  std::string content;
+  std::string reasoning;  // Empty: omitted.
+  // Chat format: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
+  std::optional<std::vector<TokenLogprob>> logprobs;
+  std::string finish_reason;
+};
+
+struct ResponseHeader {
+  std::string id;
+  int64_t created = 0;  // Unix seconds.
+  std::string model;
+};
+
+std::string CompletionResponse(const ResponseHeader& header,
+                               const std::vector<CompletionChoice>& choices, const Usage& usage,
+                               std::string_view kv_transfer_params = {});
+std::string ChatCompletionResponse(const ResponseHeader& header,
+                                   const std::vector<ChatChoice>& choices, const Usage& usage,
+                                   std::string_view kv_transfer_params = {});
+
+// Streaming: one chunk per call, already SSE-framed.
+std::string CompletionChunk(const ResponseHeader& header, const CompletionChoice& choice);
+// `with_role` adds "role":"assistant" to the delta (first chunk of each choice).
+std::string ChatCompletionChunk(const ResponseHeader& header, const ChatChoice& choice,
+                                bool with_role);
+// Final usage chunk (choices: []), sent when stream_options.include_usage.
+std::string CompletionUsageChunk(const ResponseHeader& header, const Usage& usage);
+std::string ChatUsageChunk(const ResponseHeader& header, const Usage& usage);
+
+// SSE framing.
+std::string SseData(std::string_view json);
+inline constexpr std::string_view kSseDone = "data: [DONE]\n\n";
+// A mid-stream failure after HTTP 200: the error body as one data event (then [DONE]).
+std::string SseError(const absl::Status& status);
+
+struct ModelCard {
+  std::string id;
+  int64_t created = 0;
+  std::string root;  // Where the weights came from; defaults to id when empty.
+  int64_t max_model_len = 0;
+};
+std::string ModelList(const std::vector<ModelCard>& models);
+
+// POST /tokenize: {model?, prompt, add_special_tokens=true, return_token_strs=false}.
+// (The chat form with messages is answered by the chat parser and the template renderer.)
+struct TokenizeRequest {
+  std::string model;
+  std::string prompt;
+  bool add_special_tokens = true;
+  bool return_token_strs = false;
+};
+absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(std::string_view body,
+                                                     const RequestLimits& limits);
+// `token_strs` is written only when non-null.
+std::string TokenizeResponse(const std::vector<int32_t>& tokens, int64_t max_model_len,
+                             const std::vector<std::string>* token_strs);
+
+// POST /detokenize: {model?, tokens: [ids]} -> {"prompt": text}.
+struct DetokenizeRequest {
+  std::string model;
+  std::vector<int32_t> tokens;
+};
+absl::StatusOr<DetokenizeRequest> ParseDetokenizeRequest(std::string_view body,
+                                                         const RequestLimits& limits);
+std::string DetokenizeResponse(std::string_view text);
+
+}  // namespace switchyard::api

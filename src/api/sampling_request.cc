@@ -1,0 +1,260 @@
+#include "api/sampling_request.h"
+
+#include <cmath>
+
+#include "fmt/format.h"
+
+#include "api/error.h"
+#include "api/internal/json_fields.h"
+#include "base/status_macros.h"
+
+namespace switchyard::api {
+namespace {
+
+using internal::FieldReader;
+
+constexpr int64_t kInt32Max = INT32_MAX;
+
+absl::Status ReadInt32(FieldReader& fields, std::string_view key, int64_t lo, int64_t hi,
+                       std::optional<int>* out) {
+  std::optional<int64_t> v;
+  SY_RETURN_IF_ERROR(fields.Int(key, lo, hi, &v));
+  if (v)
+    *out = static_cast<int>(*v);
+  return absl::OkStatus();
+}
+
+absl::Status ReadLogitBias(FieldReader& fields, const RequestLimits& limits, SamplingRequest* out) {
+  std::optional<simdjson::dom::element> value = fields.Get("logit_bias");
+  if (!value)
+    return absl::OkStatus();
+  simdjson::dom::object object;
+  if (value->get(object) != simdjson::SUCCESS)
+    return InvalidParam("logit_bias", "logit_bias: Input should be a valid dictionary.");
+  if (object.size() > limits.max_logit_bias) {
+    return InvalidParam("logit_bias", fmt::format("logit_bias may hold at most {} entries.",
+                                                  limits.max_logit_bias));
+  }
+  for (auto field : object) {
+    // Keys are token ids written as strings, as OpenAI defines them.
+    int64_t id = 0;
+    bool ok = !field.key.empty() && field.key.size() <= 10;
+    for (char c : field.key) {
+      ok = ok && c >= '0' && c <= '9';
+      id = ok ? id * 10 + (c - '0') : id;
+    }
+    if (!ok || id > kInt32Max)
+      return InvalidParam("logit_bias", "logit_bias keys must be token ids.");
+    SY_ASSIGN_OR_RETURN(double bias, internal::ReadDouble(field.value, "logit_bias"));
+    if (bias < -100.0 || bias > 100.0)
+      return InvalidParam("logit_bias", "logit_bias values must be in [-100, 100].");
+    out->logit_bias.emplace_back(static_cast<int32_t>(id), bias);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadStreamOptions(FieldReader& fields, SamplingRequest* out) {
+  std::optional<simdjson::dom::element> value = fields.Get("stream_options");
+  if (!value)
+    return absl::OkStatus();
+  simdjson::dom::object object;
+  if (value->get(object) != simdjson::SUCCESS)
+    return InvalidParam("stream_options", "stream_options: Input should be a valid dictionary.");
+  FieldReader options(object);
+  StreamOptions parsed;
+  SY_RETURN_IF_ERROR(options.Bool("include_usage", &parsed.include_usage));
+  SY_RETURN_IF_ERROR(options.Bool("continuous_usage_stats", &parsed.continuous_usage_stats));
+  out->stream_options = parsed;
+  return absl::OkStatus();
+}
+
+absl::Status ReadResponseFormat(FieldReader& fields, SamplingRequest* out) {
+  std::optional<simdjson::dom::element> value = fields.Get("response_format");
+  if (!value)
+    return absl::OkStatus();
+  simdjson::dom::object object;
+  if (value->get(object) != simdjson::SUCCESS) {
+    return InvalidParam("response_format", "response_format: Input should be a valid dictionary.");
+  }
+  FieldReader format(object);
+  ResponseFormat parsed;
+  SY_RETURN_IF_ERROR(format.String("type", &parsed.type));
+  if (parsed.type != "text" && parsed.type != "json_object" && parsed.type != "json_schema" &&
+      parsed.type != "structural_tag") {
+    return InvalidParam("response_format.type",
+                        "response_format.type must be one of text, json_object, json_schema, "
+                        "structural_tag.");
+  }
+  if (parsed.type == "json_schema" && !format.Get("json_schema")) {
+    return InvalidParam("response_format.json_schema",
+                        "response_format.json_schema is required when type is json_schema.");
+  }
+  parsed.raw = internal::RawJson(*value);
+  out->response_format = std::move(parsed);
+  return absl::OkStatus();
+}
+
+// vLLM's SamplingParams._verify_args, with its messages, plus our fan-out limits.
+absl::Status Verify(const RequestLimits& limits, const SamplingRequest& r) {
+  if (r.n < 1)
+    return InvalidParam("n", fmt::format("n must be at least 1, got {}.", r.n));
+  if (r.n > limits.max_n)
+    return InvalidParam("n", fmt::format("n must be at most {}, got {}.", limits.max_n, r.n));
+  if (r.best_of) {
+    if (*r.best_of < r.n) {
+      return InvalidParam("best_of",
+                          fmt::format("best_of must be greater than or equal to n, got n={} and "
+                                      "best_of={}.",
+                                      r.n, *r.best_of));
+    }
+    if (*r.best_of > r.n)
+      return InvalidParam("best_of", "best_of > n is not supported.");
+  }
+  if (r.presence_penalty < -2.0 || r.presence_penalty > 2.0) {
+    return InvalidParam(
+        "presence_penalty",
+        fmt::format("presence_penalty must be in [-2, 2], got {}.", r.presence_penalty));
+  }
+  if (r.frequency_penalty < -2.0 || r.frequency_penalty > 2.0) {
+    return InvalidParam(
+        "frequency_penalty",
+        fmt::format("frequency_penalty must be in [-2, 2], got {}.", r.frequency_penalty));
+  }
+  if (r.repetition_penalty && *r.repetition_penalty <= 0.0) {
+    return InvalidParam("repetition_penalty",
+                        fmt::format("repetition_penalty must be greater than zero, got {}.",
+                                    *r.repetition_penalty));
+  }
+  if (r.temperature && (*r.temperature < 0.0 || *r.temperature > 2.0)) {
+    return InvalidParam("temperature",
+                        fmt::format("temperature must be in [0, 2], got {}.", *r.temperature));
+  }
+  if (r.top_p && (*r.top_p <= 0.0 || *r.top_p > 1.0))
+    return InvalidParam("top_p", fmt::format("top_p must be in (0, 1], got {}.", *r.top_p));
+  if (r.top_k && *r.top_k < -1) {
+    return InvalidParam("top_k",
+                        fmt::format("top_k must be 0 (disable), or at least 1, got {}.", *r.top_k));
+  }
+  if (r.min_p && (*r.min_p < 0.0 || *r.min_p > 1.0))
+    return InvalidParam("min_p", fmt::format("min_p must be in [0, 1], got {}.", *r.min_p));
+  if (r.max_tokens && *r.max_tokens < 1) {
+    return InvalidParam("max_tokens",
+                        fmt::format("max_tokens must be at least 1, got {}.", *r.max_tokens));
+  }
+  if (r.max_tokens && *r.max_tokens > limits.max_tokens) {
+    return InvalidParam("max_tokens", fmt::format("max_tokens must be at most {}, got {}.",
+                                                  limits.max_tokens, *r.max_tokens));
+  }
+  if (r.max_tokens && r.min_tokens > *r.max_tokens) {
+    return InvalidParam("min_tokens",
+                        fmt::format("min_tokens must be less than or equal to max_tokens={}, got "
+                                    "{}.",
+                                    *r.max_tokens, r.min_tokens));
+  }
+  if (r.prompt_logprobs && *r.prompt_logprobs > limits.max_logprobs) {
+    return InvalidParam("prompt_logprobs",
+                        fmt::format("Requested prompt logprobs of {}, which is greater than max "
+                                    "allowed: {}",
+                                    *r.prompt_logprobs, limits.max_logprobs));
+  }
+  if (r.stream_options && !r.stream) {
+    return InvalidParam("stream_options", "Stream options can only be defined when `stream=True`.");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReadSamplingFields(FieldReader& fields, const RequestLimits& limits,
+                                SamplingRequest* out) {
+  // Wide type bounds first (so a 2^40 never narrows), then vLLM's semantic checks in Verify.
+  std::optional<int64_t> max_tokens;
+  SY_RETURN_IF_ERROR(fields.Int("max_tokens", INT64_MIN, INT64_MAX, &max_tokens));
+  std::optional<int64_t> max_completion_tokens;
+  SY_RETURN_IF_ERROR(
+      fields.Int("max_completion_tokens", INT64_MIN, INT64_MAX, &max_completion_tokens));
+  if (max_completion_tokens && *max_completion_tokens < 1) {
+    return InvalidParam(
+        "max_completion_tokens",
+        fmt::format("max_completion_tokens must be at least 1, got {}.", *max_completion_tokens));
+  }
+  out->max_tokens = max_completion_tokens ? max_completion_tokens : max_tokens;
+  std::optional<int> n;
+  SY_RETURN_IF_ERROR(ReadInt32(fields, "n", INT32_MIN, kInt32Max, &n));
+  out->n = n.value_or(1);
+  SY_RETURN_IF_ERROR(ReadInt32(fields, "best_of", 1, kInt32Max, &out->best_of));
+  SY_RETURN_IF_ERROR(fields.Double("temperature", &out->temperature));
+  SY_RETURN_IF_ERROR(fields.Double("top_p", &out->top_p));
+  SY_RETURN_IF_ERROR(ReadInt32(fields, "top_k", INT32_MIN, kInt32Max, &out->top_k));
+  SY_RETURN_IF_ERROR(fields.Double("min_p", &out->min_p));
+  std::optional<double> presence, frequency;
+  SY_RETURN_IF_ERROR(fields.Double("presence_penalty", &presence));
+  SY_RETURN_IF_ERROR(fields.Double("frequency_penalty", &frequency));
+  out->presence_penalty = presence.value_or(0.0);
+  out->frequency_penalty = frequency.value_or(0.0);
+  SY_RETURN_IF_ERROR(fields.Double("repetition_penalty", &out->repetition_penalty));
+  SY_RETURN_IF_ERROR(fields.Int("seed", INT64_MIN, INT64_MAX, &out->seed));
+  std::optional<int> min_tokens;
+  SY_RETURN_IF_ERROR(ReadInt32(fields, "min_tokens", 0, kInt32Max, &min_tokens));
+  out->min_tokens = min_tokens.value_or(0);
+  SY_RETURN_IF_ERROR(fields.StringOrList("stop", limits.max_stop_strings, &out->stop));
+  SY_RETURN_IF_ERROR(
+      fields.TokenIds("stop_token_ids", limits.max_stop_token_ids, &out->stop_token_ids));
+  SY_RETURN_IF_ERROR(
+      fields.TokenIds("allowed_token_ids", limits.max_prompt_token_ids, &out->allowed_token_ids));
+  SY_RETURN_IF_ERROR(ReadLogitBias(fields, limits, out));
+  SY_RETURN_IF_ERROR(ReadInt32(fields, "prompt_logprobs", 0, kInt32Max, &out->prompt_logprobs));
+  SY_RETURN_IF_ERROR(fields.Bool("ignore_eos", &out->ignore_eos));
+  SY_RETURN_IF_ERROR(fields.Bool("skip_special_tokens", &out->skip_special_tokens));
+  SY_RETURN_IF_ERROR(
+      fields.Bool("spaces_between_special_tokens", &out->spaces_between_special_tokens));
+  SY_RETURN_IF_ERROR(fields.Bool("include_stop_str_in_output", &out->include_stop_str_in_output));
+  SY_RETURN_IF_ERROR(
+      ReadInt32(fields, "truncate_prompt_tokens", -1, kInt32Max, &out->truncate_prompt_tokens));
+  SY_RETURN_IF_ERROR(fields.Bool("stream", &out->stream));
+  SY_RETURN_IF_ERROR(ReadStreamOptions(fields, out));
+  SY_RETURN_IF_ERROR(ReadResponseFormat(fields, out));
+  SY_RETURN_IF_ERROR(fields.String("user", &out->user));
+  SY_RETURN_IF_ERROR(fields.String("cache_salt", &out->cache_salt));
+  SY_RETURN_IF_ERROR(fields.String("request_id", &out->request_id));
+  std::optional<int> priority;
+  SY_RETURN_IF_ERROR(ReadInt32(fields, "priority", INT32_MIN, kInt32Max, &priority));
+  out->priority = priority.value_or(0);
+  if (std::optional<simdjson::dom::element> kv = fields.Get("kv_transfer_params")) {
+    if (!kv->is_object()) {
+      return InvalidParam("kv_transfer_params",
+                          "kv_transfer_params: Input should be a valid dictionary.");
+    }
+    out->kv_transfer_params = internal::RawJson(*kv);
+  }
+  bool use_beam_search = false;
+  SY_RETURN_IF_ERROR(fields.Bool("use_beam_search", &use_beam_search));
+  if (use_beam_search)
+    return absl::UnimplementedError("use_beam_search is not supported.");
+  return Verify(limits, *out);
+}
+
+absl::StatusOr<int64_t> ResolveMaxTokens(const SamplingRequest& request, int64_t prompt_tokens,
+                                         int64_t max_model_len, std::string_view prompt_param) {
+  if (prompt_tokens >= max_model_len) {
+    return InvalidParam(prompt_param,
+                        fmt::format("This model's maximum context length is {} tokens. However, "
+                                    "your request has {} input tokens. Please reduce the length "
+                                    "of the input messages.",
+                                    max_model_len, prompt_tokens));
+  }
+  if (!request.max_tokens)
+    return max_model_len - prompt_tokens;
+  if (*request.max_tokens > max_model_len - prompt_tokens) {
+    return InvalidParam(
+        "max_tokens",
+        fmt::format("This model's maximum context length is {} tokens. However, you requested {} "
+                    "output tokens and your prompt contains at least {} input tokens, for a "
+                    "total of at least {} tokens.",
+                    max_model_len, *request.max_tokens, prompt_tokens,
+                    *request.max_tokens + prompt_tokens));
+  }
+  return *request.max_tokens;
+}
+
+}  // namespace switchyard::api

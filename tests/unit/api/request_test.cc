@@ -1,0 +1,166 @@
+// Good requests parse into the expected typed fields.
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+#include "api/chat_request.h"
+#include "api/completion_request.h"
+#include "api/error.h"
+
+namespace switchyard::api {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Pair;
+
+TEST(CompletionRequestTest, ParsesAllFields) {
+  auto r = ParseCompletionRequest(R"({
+      "model": "tiny", "prompt": "Hello", "max_tokens": 16, "n": 2, "best_of": 2,
+      "temperature": 0.5, "top_p": 0.9, "top_k": 40, "min_p": 0.05,
+      "presence_penalty": 0.5, "frequency_penalty": -0.5, "repetition_penalty": 1.1,
+      "seed": -7, "stop": "\n", "stop_token_ids": [2, 3], "logprobs": 5, "echo": true,
+      "stream": true, "stream_options": {"include_usage": true}, "ignore_eos": true,
+      "skip_special_tokens": false, "spaces_between_special_tokens": false,
+      "include_stop_str_in_output": true, "min_tokens": 2, "logit_bias": {"50256": -100},
+      "user": "u", "cache_salt": "salt", "priority": -1, "request_id": "r1",
+      "kv_transfer_params": {"do_remote_decode": true, "x": [1, 2]},
+      "response_format": {"type": "json_object"}, "some_future_field": {"a": 1}})",
+                                  RequestLimits{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->model, "tiny");
+  ASSERT_EQ(r->prompts.size(), 1u);
+  EXPECT_EQ(r->prompts[0].text, "Hello");
+  EXPECT_EQ(r->logprobs, 5);
+  EXPECT_TRUE(r->echo);
+  const SamplingRequest& s = r->sampling;
+  EXPECT_EQ(s.max_tokens, 16);
+  EXPECT_EQ(s.n, 2);
+  EXPECT_EQ(s.best_of, 2);
+  EXPECT_EQ(s.temperature, 0.5);
+  EXPECT_EQ(s.top_p, 0.9);
+  EXPECT_EQ(s.top_k, 40);
+  EXPECT_EQ(s.min_p, 0.05);
+  EXPECT_EQ(s.presence_penalty, 0.5);
+  EXPECT_EQ(s.frequency_penalty, -0.5);
+  EXPECT_EQ(s.repetition_penalty, 1.1);
+  EXPECT_EQ(s.seed, -7);
+  EXPECT_THAT(s.stop, ElementsAre("\n"));
+  EXPECT_THAT(s.stop_token_ids, ElementsAre(2, 3));
+  EXPECT_TRUE(s.include_usage_in_stream());
+  EXPECT_TRUE(s.ignore_eos);
+  EXPECT_FALSE(s.skip_special_tokens);
+  EXPECT_FALSE(s.spaces_between_special_tokens);
+  EXPECT_TRUE(s.include_stop_str_in_output);
+  EXPECT_EQ(s.min_tokens, 2);
+  EXPECT_THAT(s.logit_bias, ElementsAre(Pair(50256, -100.0)));
+  EXPECT_EQ(s.user, "u");
+  EXPECT_EQ(s.cache_salt, "salt");
+  EXPECT_EQ(s.priority, -1);
+  EXPECT_EQ(s.request_id, "r1");
+  EXPECT_EQ(s.kv_transfer_params, R"({"do_remote_decode":true,"x":[1,2]})");
+  ASSERT_TRUE(s.response_format.has_value());
+  EXPECT_EQ(s.response_format->type, "json_object");
+  EXPECT_THAT(s.ignored_fields, ElementsAre("some_future_field"));
+}
+
+TEST(CompletionRequestTest, DefaultsMatchVllm) {
+  auto r = ParseCompletionRequest(R"({"prompt": "x"})", RequestLimits{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const SamplingRequest& s = r->sampling;
+  EXPECT_FALSE(s.max_tokens.has_value());
+  EXPECT_EQ(s.n, 1);
+  EXPECT_FALSE(s.temperature.has_value());
+  EXPECT_TRUE(s.skip_special_tokens);
+  EXPECT_TRUE(s.spaces_between_special_tokens);
+  EXPECT_FALSE(s.stream);
+  EXPECT_FALSE(s.include_usage_in_stream());
+  EXPECT_TRUE(r->add_special_tokens);
+  EXPECT_FALSE(r->logprobs.has_value());
+}
+
+TEST(CompletionRequestTest, PromptForms) {
+  auto strings = ParseCompletionRequest(R"({"prompt": ["a", "b"]})", RequestLimits{});
+  ASSERT_TRUE(strings.ok());
+  EXPECT_THAT(strings->prompts, ElementsAre(Prompt{"a", {}, false}, Prompt{"b", {}, false}));
+  auto ids = ParseCompletionRequest(R"({"prompt": [1, 2, 3]})", RequestLimits{});
+  ASSERT_TRUE(ids.ok());
+  EXPECT_THAT(ids->prompts, ElementsAre(Prompt{"", {1, 2, 3}, true}));
+  auto batches = ParseCompletionRequest(R"({"prompt": [[1], [2, 3]]})", RequestLimits{});
+  ASSERT_TRUE(batches.ok());
+  EXPECT_THAT(batches->prompts, ElementsAre(Prompt{"", {1}, true}, Prompt{"", {2, 3}, true}));
+  // Pydantic accepts an integral float for an int field.
+  auto n = ParseCompletionRequest(R"({"prompt": "x", "n": 2.0})", RequestLimits{});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->sampling.n, 2);
+}
+
+TEST(CompletionRequestTest, StreamOptionsDefaultIncludeUsage) {
+  auto r = ParseCompletionRequest(R"({"prompt": "x", "stream": true, "stream_options": {}})",
+                                  RequestLimits{});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->sampling.include_usage_in_stream());
+}
+
+TEST(ChatRequestTest, ParsesMessagesAndExtras) {
+  auto r = ParseChatRequest(R"({
+      "model": "tiny",
+      "messages": [
+        {"role": "system", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+        {"role": "user", "content": "hi", "name": "bob"},
+        {"role": "assistant", "content": null,
+         "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "42"}],
+      "max_tokens": 5, "max_completion_tokens": 9, "logprobs": true, "top_logprobs": 3,
+      "add_generation_prompt": true, "chat_template_kwargs": {"enable_thinking": false, "tokenize": true},
+      "tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": "auto",
+      "parallel_tool_calls": false, "reasoning_effort": "low"})",
+                            RequestLimits{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->messages.size(), 4u);
+  EXPECT_EQ(r->messages[0].content, "a\nb");
+  EXPECT_EQ(r->messages[1].name, "bob");
+  EXPECT_FALSE(r->messages[2].has_content);
+  EXPECT_EQ(r->messages[2].tool_calls,
+            R"([{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}])");
+  EXPECT_EQ(r->messages[3].tool_call_id, "c1");
+  EXPECT_EQ(r->sampling.max_tokens, 9);  // max_completion_tokens wins.
+  EXPECT_TRUE(r->logprobs);
+  EXPECT_EQ(r->top_logprobs, 3);
+  EXPECT_THAT(r->chat_template_kwargs, ElementsAre(Pair("enable_thinking", "false")));
+  EXPECT_EQ(r->tools, R"([{"type":"function","function":{"name":"f"}}])");
+  EXPECT_EQ(r->tool_choice, R"("auto")");
+  EXPECT_EQ(r->parallel_tool_calls, false);
+  EXPECT_EQ(r->reasoning_effort, "low");
+  EXPECT_TRUE(r->add_generation_prompt);
+  EXPECT_FALSE(r->add_special_tokens);
+}
+
+TEST(ChatRequestTest, ContinueFinalMessage) {
+  auto r = ParseChatRequest(
+      R"({"messages": [{"role": "assistant", "content": "The"}],
+          "add_generation_prompt": false, "continue_final_message": true})",
+      RequestLimits{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->continue_final_message);
+}
+
+TEST(ResolveMaxTokensTest, ContextWindow) {
+  SamplingRequest s;
+  EXPECT_EQ(*ResolveMaxTokens(s, 100, 4096, "prompt"), 3996);
+  s.max_tokens = 10;
+  EXPECT_EQ(*ResolveMaxTokens(s, 100, 4096, "prompt"), 10);
+  auto over = ResolveMaxTokens(s, 4090, 4096, "prompt");
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(ErrorParam(over.status()), "max_tokens");
+  EXPECT_EQ(over.status().message(),
+            "This model's maximum context length is 4096 tokens. However, you requested 10 "
+            "output tokens and your prompt contains at least 4090 input tokens, for a total of "
+            "at least 4100 tokens.");
+  auto prompt = ResolveMaxTokens(s, 5000, 4096, "messages");
+  ASSERT_FALSE(prompt.ok());
+  EXPECT_EQ(ErrorParam(prompt.status()), "messages");
+}
+
+}  // namespace
+}  // namespace switchyard::api
