@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   switchyard::cli::RegisterTokenizeCommand(app, &exit_code);
   switchyard::cli::RegisterChatTemplateCommand(app, &exit_code);
   switchyard::cli::RegisterGenerateCommand(app, &exit_code);
+  switchyard::cli::RegisterKvEventsDemoCommand(app, &exit_code);
 
   app.parse_complete_callback([&] {
     if (!switchyard::base::SetLogLevel(log_level)) {

@@ -21,6 +21,7 @@
 #include <string_view>
 
 #include "engine/cbor.h"
+#include "kvx/kv_events.h"
 
 namespace switchyard::engine {
 
@@ -31,6 +32,8 @@ struct BlockHash {
   // int.from_bytes(digest, "big") & (2**64 - 1), i.e. the last 8 bytes, big-endian.
   uint64_t low64() const;
   std::string ToHex() const;
+  // The full digest as KV events carry it; the publisher picks the wire form.
+  kvx::EventHash event_hash() const { return kvx::EventHash::FromBytes(bytes); }
 
   friend bool operator==(const BlockHash&, const BlockHash&) = default;
   template <typename H>

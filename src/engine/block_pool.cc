@@ -6,7 +6,8 @@
 
 namespace switchyard::engine {
 
-BlockPool::BlockPool(int32_t num_blocks, bool enable_caching, std::vector<KvCacheEvent>* events)
+BlockPool::BlockPool(int32_t num_blocks, bool enable_caching,
+                     std::vector<kvx::KvCacheEvent>* events)
     : enable_caching_(enable_caching), events_(events), blocks_(num_blocks) {
   SY_CHECK(num_blocks > 0);
   head_next_ = head_prev_ = sentinel();
@@ -40,7 +41,7 @@ void BlockPool::Evict(BlockId block) {
   if (ids.empty())
     cache_map_.erase(it);
   if (events_ != nullptr)
-    events_->push_back(BlockRemoved{{b.hash}});
+    events_->push_back(kvx::BlockRemoved{{b.hash.event_hash()}, kvx::kMediumGpu, {}});
   b.cached = false;
 }
 
@@ -93,7 +94,7 @@ bool BlockPool::ResetPrefixCache() {
   for (Block& b : blocks_)
     b.cached = false;
   if (events_ != nullptr)
-    events_->push_back(AllBlocksCleared{});
+    events_->push_back(kvx::AllBlocksCleared{});
   return true;
 }
 

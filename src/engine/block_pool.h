@@ -22,7 +22,7 @@
 #include "absl/container/inlined_vector.h"
 
 #include "engine/block_hash.h"
-#include "engine/kv_events.h"
+#include "kvx/kv_events.h"
 
 namespace switchyard::engine {
 
@@ -34,7 +34,7 @@ class BlockPool {
 
   // `events` receives BlockRemoved and AllBlocksCleared; null disables them. Not owned.
   // REQUIRES: num_blocks > 0.
-  BlockPool(int32_t num_blocks, bool enable_caching, std::vector<KvCacheEvent>* events);
+  BlockPool(int32_t num_blocks, bool enable_caching, std::vector<kvx::KvCacheEvent>* events);
 
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
@@ -95,7 +95,7 @@ class BlockPool {
   void Evict(BlockId block);
 
   bool enable_caching_;
-  std::vector<KvCacheEvent>* events_;
+  std::vector<kvx::KvCacheEvent>* events_;
   std::vector<Block> blocks_;
   // Links of the sentinel: head_next_ is the front of the queue, head_prev_ the back.
   BlockId head_next_;

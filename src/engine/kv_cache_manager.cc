@@ -169,14 +169,17 @@ void KvCacheManager::CacheFullBlocks(Sequence& seq, std::span<const int32_t> tok
     pool_.Cache(seq.blocks[i], seq.hashes[i]);
   seq.num_cached_blocks = num_full_blocks;
   if (enable_events_) {
-    BlockStored stored;
-    stored.block_hashes.assign(seq.hashes.begin() + first, seq.hashes.begin() + num_full_blocks);
+    kvx::BlockStored stored;
+    stored.block_hashes.reserve(num_full_blocks - first);
+    for (int32_t i = first; i < num_full_blocks; ++i)
+      stored.block_hashes.push_back(seq.hashes[i].event_hash());
     if (first > 0)
-      stored.parent_block_hash = seq.hashes[first - 1];
+      stored.parent_block_hash = seq.hashes[first - 1].event_hash();
     stored.token_ids.assign(tokens.begin() + static_cast<size_t>(first) * block_size_,
                             tokens.begin() + static_cast<size_t>(num_full_blocks) * block_size_);
     stored.block_size = block_size_;
     stored.lora_id = seq.lora_id;
+    stored.medium = kvx::kMediumGpu;
     stored.lora_name = seq.extras.lora_name;
     events_.push_back(std::move(stored));
   }
@@ -252,7 +255,7 @@ absl::Status KvCacheManager::ResetPrefixCache() {
   return absl::OkStatus();
 }
 
-std::vector<KvCacheEvent> KvCacheManager::TakeEvents() {
+std::vector<kvx::KvCacheEvent> KvCacheManager::TakeEvents() {
   return std::exchange(events_, {});
 }
 

@@ -27,7 +27,7 @@
 
 #include "engine/block_hash.h"
 #include "engine/block_pool.h"
-#include "engine/kv_events.h"
+#include "kvx/kv_events.h"
 
 namespace switchyard::engine {
 
@@ -114,7 +114,7 @@ class KvCacheManager {
   absl::Status ResetPrefixCache();
 
   // Drains the queued KV events (empty unless enable_events).
-  std::vector<KvCacheEvent> TakeEvents();
+  std::vector<kvx::KvCacheEvent> TakeEvents();
 
   double usage() const { return pool_.Usage(); }
   const PrefixCacheStats& prefix_cache_stats() const { return stats_; }
@@ -152,7 +152,7 @@ class KvCacheManager {
   const bool enable_caching_;
   const bool enable_events_;
   BlockHasher hasher_;
-  std::vector<KvCacheEvent> events_;
+  std::vector<kvx::KvCacheEvent> events_;
   BlockPool pool_;
   absl::flat_hash_map<SeqId, Sequence> seqs_;
   PrefixCacheStats stats_;

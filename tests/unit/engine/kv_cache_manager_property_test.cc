@@ -271,13 +271,13 @@ class Harness {
 
   // A subscriber replaying the events must end with exactly the cache's contents.
   void CheckEvents() {
-    for (KvCacheEvent& event : m_->TakeEvents()) {
-      if (auto* stored = std::get_if<BlockStored>(&event)) {
+    for (kvx::KvCacheEvent& event : m_->TakeEvents()) {
+      if (auto* stored = std::get_if<kvx::BlockStored>(&event)) {
         ASSERT_EQ(stored->token_ids.size(), stored->block_hashes.size() * config_.block_size);
-        for (const BlockHash& h : stored->block_hashes)
+        for (const kvx::EventHash& h : stored->block_hashes)
           ++published_[h];
-      } else if (auto* removed = std::get_if<BlockRemoved>(&event)) {
-        for (const BlockHash& h : removed->block_hashes) {
+      } else if (auto* removed = std::get_if<kvx::BlockRemoved>(&event)) {
+        for (const kvx::EventHash& h : removed->block_hashes) {
           ASSERT_GT(published_[h], 0);
           if (--published_[h] == 0)
             published_.erase(h);
@@ -286,9 +286,9 @@ class Harness {
         published_.clear();
       }
     }
-    absl::flat_hash_map<BlockHash, int32_t> cached;
+    absl::flat_hash_map<kvx::EventHash, int32_t> cached;
     for (const auto& [hash, ids] : m_->pool().cache_map()) {
-      cached[hash] = static_cast<int32_t>(ids.size());
+      cached[hash.event_hash()] = static_cast<int32_t>(ids.size());
     }
     ASSERT_EQ(published_, cached);
   }
@@ -307,7 +307,7 @@ class Harness {
   std::map<SeqId, BlockHashExtras> extras_;
   std::map<SeqId, std::vector<BlockHash>> reference_chains_;
   absl::flat_hash_map<BlockId, BlockHash> last_hash_;
-  absl::flat_hash_map<BlockHash, int32_t> published_;
+  absl::flat_hash_map<kvx::EventHash, int32_t> published_;
   SeqId next_id_ = 1;
 };
 

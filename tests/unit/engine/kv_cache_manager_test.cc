@@ -11,6 +11,10 @@
 namespace switchyard::engine {
 namespace {
 
+using kvx::AllBlocksCleared;
+using kvx::BlockRemoved;
+using kvx::BlockStored;
+
 std::vector<int32_t> Iota(int32_t n, int32_t start = 0) {
   std::vector<int32_t> v(n);
   std::iota(v.begin(), v.end(), start);
