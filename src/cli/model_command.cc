@@ -73,7 +73,10 @@ void DescribeHfTokenizer(const model::ModelFiles& files, TokenizerInfo* info) {
         int64_t size = 0;
         int64_t max_id = -1;
         if (vocab.is_object()) {
-          for (auto [token, id] : vocab.get_object().value_unsafe()) {
+          // Bind the object first: a range-for over value_unsafe() of a temporary result
+          // would iterate a dangling reference.
+          const simdjson::dom::object entries = vocab.get_object().value_unsafe();
+          for (auto [token, id] : entries) {
             ++size;
             int64_t v = 0;
             if (!id.get_int64().get(v) && v > max_id) {
