@@ -149,15 +149,10 @@ absl::Status ReadTools(internal::FieldReader& fields, ChatRequest* out) {
 }  // namespace
 
 absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits) {
-  if (body.size() > limits.max_body_bytes) {
-    return PayloadTooLarge(
-        fmt::format("Request body exceeds the limit of {} bytes.", limits.max_body_bytes));
-  }
   simdjson::dom::parser parser;
-  SY_ASSIGN_OR_RETURN(object root,
-                      internal::ParseRequestObject(body, limits.max_json_depth, &parser));
+  SY_ASSIGN_OR_RETURN(object root, internal::ParseRequestObject(body, limits.max_body_bytes,
+                                                                limits.max_json_depth, &parser));
   internal::FieldReader fields(root);
-  SY_RETURN_IF_ERROR(fields.CheckNoDuplicateKeys());
   ChatRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> messages = fields.Get("messages");

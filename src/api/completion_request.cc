@@ -75,15 +75,11 @@ absl::Status ReadPrompts(element value, const RequestLimits& limits, std::vector
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
                                                          const RequestLimits& limits) {
-  if (body.size() > limits.max_body_bytes) {
-    return PayloadTooLarge(
-        fmt::format("Request body exceeds the limit of {} bytes.", limits.max_body_bytes));
-  }
   simdjson::dom::parser parser;
-  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
-                      internal::ParseRequestObject(body, limits.max_json_depth, &parser));
+  SY_ASSIGN_OR_RETURN(
+      simdjson::dom::object object,
+      internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth, &parser));
   internal::FieldReader fields(object);
-  SY_RETURN_IF_ERROR(fields.CheckNoDuplicateKeys());
   CompletionRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> prompt = fields.Get("prompt");

@@ -303,15 +303,11 @@ std::string ModelList(const std::vector<ModelCard>& models) {
 
 absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(std::string_view body,
                                                      const RequestLimits& limits) {
-  if (body.size() > limits.max_body_bytes) {
-    return PayloadTooLarge(
-        fmt::format("Request body exceeds the limit of {} bytes.", limits.max_body_bytes));
-  }
   simdjson::dom::parser parser;
-  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
-                      internal::ParseRequestObject(body, limits.max_json_depth, &parser));
+  SY_ASSIGN_OR_RETURN(
+      simdjson::dom::object object,
+      internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth, &parser));
   internal::FieldReader fields(object);
-  SY_RETURN_IF_ERROR(fields.CheckNoDuplicateKeys());
   TokenizeRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   if (!fields.Get("prompt"))
@@ -341,15 +337,11 @@ std::string TokenizeResponse(const std::vector<int32_t>& tokens, int64_t max_mod
 
 absl::StatusOr<DetokenizeRequest> ParseDetokenizeRequest(std::string_view body,
                                                          const RequestLimits& limits) {
-  if (body.size() > limits.max_body_bytes) {
-    return PayloadTooLarge(
-        fmt::format("Request body exceeds the limit of {} bytes.", limits.max_body_bytes));
-  }
   simdjson::dom::parser parser;
-  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
-                      internal::ParseRequestObject(body, limits.max_json_depth, &parser));
+  SY_ASSIGN_OR_RETURN(
+      simdjson::dom::object object,
+      internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth, &parser));
   internal::FieldReader fields(object);
-  SY_RETURN_IF_ERROR(fields.CheckNoDuplicateKeys());
   DetokenizeRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   if (!fields.Get("tokens"))

@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 
 #include "api/error.h"
+#include "base/status_macros.h"
 
 namespace switchyard::api::internal {
 namespace {
@@ -41,8 +42,13 @@ absl::Status WrongType(std::string_view param, std::string_view expected, elemen
 
 }  // namespace
 
-absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body, size_t max_depth,
+absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
+                                                         size_t max_body_bytes, size_t max_depth,
                                                          simdjson::dom::parser* parser) {
+  if (body.size() > max_body_bytes) {
+    return PayloadTooLarge(
+        fmt::format("Request body exceeds the limit of {} bytes.", max_body_bytes));
+  }
   if (parser->max_depth() != max_depth) {
     if (parser->allocate(std::max<size_t>(body.size(), 64), max_depth) != simdjson::SUCCESS)
       return absl::ResourceExhaustedError("Could not allocate the JSON parser.");
@@ -63,6 +69,7 @@ absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body, 
   simdjson::dom::object object;
   if (root.get(object) != simdjson::SUCCESS)
     return absl::InvalidArgumentError("Request body must be a JSON object.");
+  SY_RETURN_IF_ERROR(FieldReader(object).CheckNoDuplicateKeys());
   return object;
 }
 

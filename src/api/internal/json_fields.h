@@ -16,9 +16,11 @@
 
 namespace switchyard::api::internal {
 
-// Parses `body` into `parser` with a nesting limit. Malformed JSON, over-deep nesting and numbers
-// outside double range (1e999) are InvalidArgument; a non-object root too.
-absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body, size_t max_depth,
+// Parses a request `body` into `parser`: a body over `max_body_bytes` is 413 (PayloadTooLarge);
+// malformed JSON, nesting over `max_depth`, numbers outside double range (1e999), a non-object
+// root and duplicate keys are InvalidArgument. Every request parser starts here.
+absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
+                                                         size_t max_body_bytes, size_t max_depth,
                                                          simdjson::dom::parser* parser);
 
 // Minified JSON text of `value`, for fields passed through raw (tools, kv_transfer_params).
