@@ -5,6 +5,8 @@
 //     bytes_per_second counts weight bytes streamed and bw_frac divides that by the
 //     all-thread read bandwidth measured once at start-up (1.0 = at the memory roof).
 //   BM_Gemm512/<dtype>: n = 512 prefill rows; GFLOPs counts 2 n m k per second.
+//   *_BF16_F32Act: BF16 weights with f32 activations (round_bf16_activations off), next
+//     to the default that rounds them to bf16 where the CPU has AVX512_BF16.
 // Kernel level from SY_CPU_ISA (portable|avx2|avx512), default the best the CPU has.
 #include <algorithm>
 #include <chrono>
@@ -23,14 +25,17 @@
 namespace switchyard::runtime {
 namespace {
 
-Backend& SharedBackend() {
-  static std::unique_ptr<Backend> backend = [] {
-    auto made = CreateCpuBackend();
-    if (!made.ok())
-      std::abort();
-    return std::move(made).value();
-  }();
-  return *backend;
+std::unique_ptr<Backend> MakeBackend(bool round_bf16_activations) {
+  auto made = CreateCpuBackend({.round_bf16_activations = round_bf16_activations});
+  if (!made.ok())
+    std::abort();
+  return std::move(made).value();
+}
+
+Backend& SharedBackend(bool exact_activations) {
+  static std::unique_ptr<Backend> backend = MakeBackend(true);
+  static std::unique_ptr<Backend> exact = MakeBackend(false);
+  return exact_activations ? *exact : *backend;
 }
 
 std::vector<uint8_t> RandomWeights(DType dtype, int64_t m, int64_t k) {
@@ -64,10 +69,10 @@ std::vector<uint8_t> RandomWeights(DType dtype, int64_t m, int64_t k) {
 // every GEMV can report its weight stream as a fraction of it.
 double StreamReadBytesPerSecond();
 
-void RunMatMul(benchmark::State& state, DType dtype, int64_t n) {
+void RunMatMul(benchmark::State& state, DType dtype, int64_t n, bool exact_activations = false) {
   const int64_t k = state.range(0);
   const int64_t m = state.range(1);
-  Backend& backend = SharedBackend();
+  Backend& backend = SharedBackend(exact_activations);
   std::vector<uint8_t> w = RandomWeights(dtype, m, k);
   // Decode streams every layer's weights once per token, from memory: few-row runs cycle
   // through enough copies (>= 96 MiB) that none is still in the 32 MiB L3 when reused.
@@ -192,8 +197,12 @@ void BM_Gemv_F16(benchmark::State& s) {
 void BM_Gemv_Q8_0(benchmark::State& s) {
   RunMatMul(s, DType::kQ8_0, 1);
 }
+void BM_Gemv_BF16_F32Act(benchmark::State& s) {
+  RunMatMul(s, DType::kBF16, 1, /*exact_activations=*/true);
+}
 BENCHMARK(BM_Gemv_F32)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_BF16)->Apply(GemvShapes);
+BENCHMARK(BM_Gemv_BF16_F32Act)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_F16)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_Q8_0)->Apply(GemvShapes);
 
@@ -203,16 +212,23 @@ void BM_Gemm512_F32(benchmark::State& s) {
 void BM_Gemm512_BF16(benchmark::State& s) {
   RunMatMul(s, DType::kBF16, 512);
 }
+void BM_Gemm512_BF16_F32Act(benchmark::State& s) {
+  RunMatMul(s, DType::kBF16, 512, /*exact_activations=*/true);
+}
 void BM_Gemm512_Q8_0(benchmark::State& s) {
   RunMatMul(s, DType::kQ8_0, 512);
 }
 BENCHMARK(BM_Gemm512_F32)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_BF16)->Apply(ModelShapes);
+BENCHMARK(BM_Gemm512_BF16_F32Act)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_Q8_0)->Apply(ModelShapes);
 
 // Few-row crossover between the streaming and the packed-panel paths.
 void BM_SmallBatch_BF16(benchmark::State& s) {
   RunMatMul(s, DType::kBF16, s.range(2));
+}
+void BM_SmallBatch_BF16_F32Act(benchmark::State& s) {
+  RunMatMul(s, DType::kBF16, s.range(2), /*exact_activations=*/true);
 }
 void BM_SmallBatch_Q8_0(benchmark::State& s) {
   RunMatMul(s, DType::kQ8_0, s.range(2));
@@ -223,6 +239,7 @@ void SmallBatchShapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 BENCHMARK(BM_SmallBatch_BF16)->Apply(SmallBatchShapes);
+BENCHMARK(BM_SmallBatch_BF16_F32Act)->Apply(SmallBatchShapes);
 BENCHMARK(BM_SmallBatch_Q8_0)->Apply(SmallBatchShapes);
 
 }  // namespace

@@ -84,11 +84,12 @@ class CpuRopeTable final : public RopeTable {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(size_t num_threads, CpuIsa isa, bool int8_q8_0)
+  CpuBackend(size_t num_threads, CpuIsa isa, bool int8_q8_0, bool bf16_dot)
       : pool_(num_threads, "sy-cpu"),
-        ctx_{&pool_, &cpu::KernelsFor(isa), int8_q8_0 ? &cpu::Avx512Q8Kernels() : nullptr},
-        name_(fmt::format("cpu({}{}, {} threads)", CpuIsaName(isa), int8_q8_0 ? "+vnni" : "",
-                          num_threads)) {}
+        ctx_{&pool_, &cpu::KernelsFor(isa), int8_q8_0 ? &cpu::Avx512Q8Kernels() : nullptr,
+             bf16_dot ? &cpu::Avx512Bf16Kernels() : nullptr},
+        name_(fmt::format("cpu({}{}{}, {} threads)", CpuIsaName(isa), int8_q8_0 ? "+vnni" : "",
+                          bf16_dot ? "+bf16" : "", num_threads)) {}
 
   std::string_view name() const override { return name_; }
 
@@ -423,7 +424,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const CpuBackendOption
     num_threads = std::max(1u, std::thread::hardware_concurrency());
   const bool int8_q8_0 =
       options.quantize_q8_0_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Vnni();
-  return std::make_unique<CpuBackend>(num_threads, isa, int8_q8_0);
+  const bool bf16_dot =
+      options.round_bf16_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Bf16();
+  return std::make_unique<CpuBackend>(num_threads, isa, int8_q8_0, bf16_dot);
 }
 
 }  // namespace switchyard::runtime

@@ -44,6 +44,11 @@ struct CpuBackendOptions {
   // with AVX-512 VNNI); false keeps f32 activations against dequantized weights (exact up
   // to f32 summation order) everywhere.
   bool quantize_q8_0_activations = true;
+  // BF16 MatMul on bf16 dot products, as llama.cpp does: activation rows are rounded to
+  // bf16 (nearest even), which moves each product by up to 2^-9 of itself (plus f32
+  // summation). Used where the kernels have such a path (avx512 with AVX512_BF16); false
+  // keeps f32 activations against widened weights (exact up to f32 summation order).
+  bool round_bf16_activations = true;
 };
 
 // Errors: InvalidArgument if SY_CPU_ISA holds an unknown name; FailedPrecondition if the

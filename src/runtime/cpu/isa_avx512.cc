@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/cpu/internal/avx512_transpose.h"
 #include "runtime/cpu/internal/isa_kernels.h"
 #include "runtime/float16.h"
 
@@ -145,6 +146,8 @@ void GemmTile(const float* a, int64_t lda, const float* panel, int64_t kc, float
   for (int64_t t = 0; t < kc; ++t) {
     const __m512 b0 = _mm512_load_ps(panel + t * kPanelRows);
     const __m512 b1 = _mm512_load_ps(panel + t * kPanelRows + kWidth);
+    // Unrolled so that the accumulators stay in registers (-O2 would keep them in memory).
+#pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const __m512 av = _mm512_set1_ps(a[r * lda + t]);
       acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
@@ -266,33 +269,6 @@ void FromF32(DType dtype, const float* src, int64_t n, void* dst) {
   }
   PortableKernels().from_f32(dtype, src + t, n - t,
                              static_cast<uint8_t*>(dst) + RowBytes(dtype, t));
-}
-
-// In-register transpose: on return r[c] holds what was column c of rows r[0..15].
-void Transpose16x16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  // u[4g + j], 128-bit lane L: column 4L + j of rows 4g..4g+3.
-  __m512 u[16];
-  for (int g = 0; g < 4; ++g) {
-    u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int j = 0; j < 4; ++j) {
-    const __m512 p = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 q = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(1, 0, 1, 0));
-    const __m512 hi_p = _mm512_shuffle_f32x4(u[j], u[4 + j], _MM_SHUFFLE(3, 2, 3, 2));
-    const __m512 hi_q = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], _MM_SHUFFLE(3, 2, 3, 2));
-    r[j] = _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(2, 0, 2, 0));
-    r[4 + j] = _mm512_shuffle_f32x4(p, q, _MM_SHUFFLE(3, 1, 3, 1));
-    r[8 + j] = _mm512_shuffle_f32x4(hi_p, hi_q, _MM_SHUFFLE(2, 0, 2, 0));
-    r[12 + j] = _mm512_shuffle_f32x4(hi_p, hi_q, _MM_SHUFFLE(3, 1, 3, 1));
-  }
 }
 
 // 16 x 16 tiles: rows converted with the dtype's loader, transposed in registers.

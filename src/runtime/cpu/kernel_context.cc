@@ -26,6 +26,14 @@ bool CpuSupportsAvx512Vnni() {
 #endif
 }
 
+bool CpuSupportsAvx512Bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  return CpuSupportsIsa(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 const IsaKernels& KernelsFor(CpuIsa isa) {
   switch (isa) {
     case CpuIsa::kAvx512:

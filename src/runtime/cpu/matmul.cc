@@ -6,6 +6,8 @@
 //
 // Q8_0 weights with ctx.q8 set take the int8 route instead: activation rows are quantized
 // to Q8_0-like blocks once per call, then the same two shapes run on int8 dot products.
+// Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once, then
+// both shapes run on bf16 pair dot products.
 #include <algorithm>
 #include <vector>
 
@@ -22,6 +24,9 @@ constexpr int64_t kKBlock = 256;
 static_assert(kKBlock <= kMaxPackColumns);
 // Q8_0 blocks per packed int8 panel: 16 x 1 KiB.
 constexpr int64_t kQ8KBlocks = 16;
+// Columns of k per packed bf16 panel: 32 rows x 512 bf16 = 32 KiB, as for f32.
+constexpr int64_t kBf16KBlock = 512;
+static_assert(kBf16KBlock <= kMaxPackColumns && kBf16KBlock % 2 == 0);
 // Activation rows per pass over a panel, so the activation block stays in L2.
 constexpr int64_t kRowBlock = 256;
 
@@ -98,6 +103,49 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
   });
 }
 
+void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k, const Tensor& w,
+                const float* bd, int64_t m, float* od) {
+  const Bf16Kernels& bf16 = *ctx.bf16;
+  // Even stride, so that every row's pairs start on a pair boundary.
+  const int64_t ldx = (k + 1) / 2 * 2;
+  thread_local std::vector<uint16_t> xb_storage;
+  uint16_t* xb = Grow(xb_storage, static_cast<size_t>(n * ldx));
+  ctx.ParallelFor(n, n * k * 2, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      bf16.round_row(xd + i * k, k, xb + i * ldx);
+  });
+  const auto* wd = static_cast<const uint8_t*>(w.data());
+  const size_t w_row_bytes = w.row_bytes();
+
+  if (n <= kMaxStreamingRows) {
+    ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
+      bf16.dot_rows(xb, ldx, n, k, wd, w_row_bytes, begin, end, od, m);
+      AddBias(bd, n, m, begin, end, od);
+    });
+    return;
+  }
+
+  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
+  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
+    alignas(64) thread_local uint32_t panel[kPanelRows * kBf16KBlock / 2];
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      const int64_t j0 = p * kPanelRows;
+      const int64_t cols = std::min(kPanelRows, m - j0);
+      for (int64_t t0 = 0; t0 < k; t0 += kBf16KBlock) {
+        const int64_t kc = std::min(kBf16KBlock, k - t0);
+        bf16.pack_panel(wd + static_cast<size_t>(j0) * w_row_bytes, w_row_bytes, cols, t0, kc,
+                        panel);
+        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
+          const int64_t rows = std::min(kRowBlock, n - i0);
+          bf16.gemm_panel(xb + i0 * ldx + t0, ldx, rows, panel, (kc + 1) / 2, od + i0 * m + j0, m,
+                          cols, t0 != 0);
+        }
+      }
+      AddBias(bd, n, m, j0, j0 + cols, od);
+    }
+  });
+}
+
 }  // namespace
 
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
@@ -114,6 +162,10 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
 
   if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && k > 0) {
     QuantizedMatMul(ctx, xd, n, k, w, bd, m, od);
+    return;
+  }
+  if (w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k > 0) {
+    Bf16MatMul(ctx, xd, n, k, w, bd, m, od);
     return;
   }
 

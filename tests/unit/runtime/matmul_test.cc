@@ -4,6 +4,8 @@
 // Q8_0 with quantized activations (the int8 path) adds the activations' rounding error:
 // each x_t moves by at most half its block's step s_b = max|x over block| / 127, so the
 // bound grows by sum_t |w_t| * 0.51 * s_b(t) (0.51: slack for the f32 division).
+// BF16 with activations rounded to bf16 (the AVX512_BF16 path): each x_t moves by at most
+// 2^-9 of itself, so the bound grows by sum_t |x_t w_t| * 2^-8 (twice that, for slack).
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -27,8 +29,11 @@ struct MatMulCase {
 
 class MatMulTest : public ::testing::TestWithParam<std::tuple<CpuIsa, DType>> {};
 
+// How the kernels may have rounded the activations before multiplying.
+enum class XRounding { kNone, kQ8_0Blocks, kBf16 };
+
 void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_bias, uint32_t seed,
-                 bool quantized_x = false) {
+                 XRounding x_rounded = XRounding::kNone) {
   std::mt19937 rng(seed);
   const std::vector<float> x = RandomFloats(rng, c.n * c.k);
   const std::vector<float> w_values = RandomFloats(rng, c.m * c.k);
@@ -53,7 +58,9 @@ void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_b
                          w[static_cast<size_t>(j * c.k + t)];
         want += p;
         magnitude += std::fabs(p);
-        if (quantized_x) {
+        if (x_rounded == XRounding::kBf16)
+          x_rounding += std::fabs(p) * 0x1p-8;
+        if (x_rounded == XRounding::kQ8_0Blocks) {
           const int64_t b0 = t / 32 * 32;
           float amax = 0.0f;
           for (int64_t u = b0; u < b0 + 32; ++u)
@@ -108,7 +115,7 @@ TEST_P(QuantizedMatMulTest, MatchesReferenceWithinActivationRounding) {
   uint32_t seed = 100;
   for (const MatMulCase& c : cases) {
     CheckMatMul(*backend, DType::kQ8_0, c, /*with_bias=*/seed % 2 == 0, seed,
-                /*quantized_x=*/true);
+                XRounding::kQ8_0Blocks);
     ++seed;
   }
   // Zero and constant blocks: a zero scale must not divide by zero.
@@ -125,6 +132,30 @@ TEST_P(QuantizedMatMulTest, MatchesReferenceWithinActivationRounding) {
   EXPECT_NEAR(out[0], 32 * 0.25 * decoded[0], 1e-5);
   EXPECT_NEAR(out[1], 32 * 0.25 * decoded[0], 1e-5);
 }
+
+// BF16 weights with activations rounded to bf16, where the CPU has AVX512_BF16; other
+// ISAs keep the exact path, which meets the same bound.
+class Bf16DotMatMulTest : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(Bf16DotMatMulTest, MatchesReferenceWithinActivationRounding) {
+  auto backend = MakeBackend(GetParam(), 2, /*quantize_q8_0=*/false, /*round_bf16=*/true);
+  // Odd k (a zero-padded last pair), k past one 512-column panel block, n past the
+  // streaming limit and past one 12-row tile, m not a multiple of 32.
+  const std::vector<MatMulCase> cases = {
+      {1, 1, 1},     {1, 3, 5},     {2, 33, 7},     {3, 64, 64},   {4, 65, 31},
+      {5, 160, 65},  {7, 32, 100},  {16, 96, 70},   {17, 96, 70},  {17, 1, 9},
+      {24, 33, 40},  {64, 256, 96}, {300, 64, 33},  {1, 4096, 64}, {1, 128, 513},
+      {33, 640, 45}, {9, 2048, 9},  {40, 1031, 37}, {13, 4097, 3}, {29, 1024, 64},
+  };
+  uint32_t seed = 200;
+  for (const MatMulCase& c : cases) {
+    CheckMatMul(*backend, DType::kBF16, c, /*with_bias=*/seed % 2 == 0, seed, XRounding::kBf16);
+    ++seed;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, Bf16DotMatMulTest, ::testing::ValuesIn(testing::SupportedIsas()),
+                         testing::IsaParamName);
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizedMatMulTest,
                          ::testing::ValuesIn(testing::SupportedIsas()), testing::IsaParamName);

@@ -29,11 +29,14 @@ inline std::string IsaParamName(const ::testing::TestParamInfo<CpuIsa>& info) {
   return std::string(CpuIsaName(info.param));
 }
 
-// Exact kernels (f32 activations for Q8_0 weights) unless quantize_q8_0 says otherwise.
+// Exact kernels (f32 activations for Q8_0 and BF16 weights) unless quantize_q8_0 or
+// round_bf16 says otherwise.
 inline std::unique_ptr<Backend> MakeBackend(CpuIsa isa, size_t threads = 2,
-                                            bool quantize_q8_0 = false) {
-  auto backend = CreateCpuBackend(
-      {.num_threads = threads, .isa = isa, .quantize_q8_0_activations = quantize_q8_0});
+                                            bool quantize_q8_0 = false, bool round_bf16 = false) {
+  auto backend = CreateCpuBackend({.num_threads = threads,
+                                   .isa = isa,
+                                   .quantize_q8_0_activations = quantize_q8_0,
+                                   .round_bf16_activations = round_bf16});
   EXPECT_TRUE(backend.ok()) << backend.status();
   return std::move(backend).value();
 }

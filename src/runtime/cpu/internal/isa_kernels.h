@@ -74,6 +74,27 @@ struct Q8Kernels {
                      int64_t cols, bool accumulate);
 };
 
+// MatMul by BF16 weights with activations rounded to bf16, on AVX512_BF16 dot products
+// (vdpbf16ps: pairs of bf16 products summed into f32 lanes; see isa_avx512_bf16.cc).
+// Activation rows are stored as bf16 with an even stride, padded with a zero.
+struct Bf16Kernels {
+  // dst[t] = x[t] rounded to bf16 (nearest even) for t < k, and dst[k] = 0 when k is odd.
+  void (*round_row)(const float* x, int64_t k, uint16_t* dst);
+  // Like IsaKernels::dot_rows for BF16 weights and n rounded activation rows (row i at
+  // x + i * ldx, ldx = k rounded up to even).
+  void (*dot_rows)(const uint16_t* x, int64_t ldx, int64_t n, int64_t k, const uint8_t* w,
+                   size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo);
+  // Packs w rows [0, rows) x columns [t0, t0 + kc) as bf16 pairs:
+  // panel[p * kPanelRows + r] holds row r's elements t0 + 2p (low half) and t0 + 2p + 1,
+  // zero past `rows` or past kc. REQUIRES: panel 64-byte aligned; kc <= kMaxPackColumns.
+  void (*pack_panel)(const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0, int64_t kc,
+                     uint32_t* panel);
+  // out[i * ldo + c] (+)= sum over p < pairs of the pair products of activation row i
+  // (elements 2p, 2p + 1 at a + i * lda) and panel column c, for i < n, c < cols.
+  void (*gemm_panel)(const uint16_t* a, int64_t lda, int64_t n, const uint32_t* panel,
+                     int64_t pairs, float* out, int64_t ldo, int64_t cols, bool accumulate);
+};
+
 // Most columns pack_panel is ever asked for at once.
 inline constexpr int64_t kMaxPackColumns = 512;
 
@@ -88,5 +109,8 @@ const IsaKernels& KernelsFor(CpuIsa isa);
 // REQUIRES: CpuSupportsAvx512Vnni().
 const Q8Kernels& Avx512Q8Kernels();
 bool CpuSupportsAvx512Vnni();
+// REQUIRES: CpuSupportsAvx512Bf16().
+const Bf16Kernels& Avx512Bf16Kernels();
+bool CpuSupportsAvx512Bf16();
 
 }  // namespace switchyard::runtime::cpu

@@ -20,6 +20,9 @@ struct KernelContext {
   // Int8 kernels for Q8_0 weights with quantized activations; null for the exact path
   // (Q8_0 weights dequantized, f32 activations).
   const Q8Kernels* q8;
+  // bf16 dot-product kernels for BF16 weights with activations rounded to bf16; null for
+  // the exact path (BF16 weights widened to f32, f32 activations).
+  const Bf16Kernels* bf16;
   // Runs fn(begin, end) over [0, n) on the pool, or inline when work (a rough count of
   // scalar operations) is too small to be worth waking threads for.
   void ParallelFor(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& fn) const;

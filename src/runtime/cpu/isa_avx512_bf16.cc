@@ -1,0 +1,219 @@
+// BF16-weight x bf16-activation kernels on AVX512_BF16 dot products (vdpbf16ps), as
+// llama.cpp does for BF16 weights: activation rows are rounded to bf16 once per call, so
+// weights need no conversion at all and each instruction does 32 multiply-adds into 16
+// f32 accumulators. The products are exact in f32 and accumulated in f32; the only new
+// error is the activations' rounding (relative 2^-9 each). Compiled for its target by the
+// pragma below and reached only through Avx512Bf16Kernels(), after
+// CpuSupportsAvx512Bf16() said yes.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/cpu/internal/avx512_transpose.h"
+#include "runtime/cpu/internal/isa_kernels.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))), \
+                             apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512bf16")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace switchyard::runtime::cpu {
+namespace {
+
+// bf16 elements per zmm register.
+constexpr int64_t kBf16Width = 32;
+
+__m512bh AsBf16(__m512i v) {
+  return (__m512bh)v;
+}
+
+__mmask32 TailMask(int64_t count) {
+  return count >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << count) - 1);
+}
+
+void RoundRow(const float* x, int64_t k, uint16_t* dst) {
+  for (int64_t t = 0; t < k; t += 16) {
+    const int64_t left = std::min<int64_t>(16, k - t);
+    const __mmask16 mask = static_cast<__mmask16>(TailMask(left));
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + t));
+    _mm256_mask_storeu_epi16(dst + t, mask, (__m256i)h);
+  }
+  if (k % 2 != 0)
+    dst[k] = 0;
+}
+
+// N activation rows against weight rows [m_begin, m_end), two accumulators per row so
+// consecutive dot products do not wait on each other.
+template <int N>
+void DotRowsN(const uint16_t* x, int64_t ldx, int64_t k, const uint8_t* w, size_t w_row_bytes,
+              int64_t m_begin, int64_t m_end, float* out, int64_t ldo) {
+  for (int64_t j = m_begin; j < m_end; ++j) {
+    const auto* row = reinterpret_cast<const uint16_t*>(w + static_cast<size_t>(j) * w_row_bytes);
+    __m512 acc0[N];
+    __m512 acc1[N];
+    for (int i = 0; i < N; ++i)
+      acc0[i] = acc1[i] = _mm512_setzero_ps();
+    int64_t t = 0;
+    for (; t + 2 * kBf16Width <= k; t += 2 * kBf16Width) {
+      const __m512bh w0 = AsBf16(_mm512_loadu_si512(row + t));
+      const __m512bh w1 = AsBf16(_mm512_loadu_si512(row + t + kBf16Width));
+#pragma GCC unroll 4
+      for (int i = 0; i < N; ++i) {
+        const uint16_t* xi = x + i * ldx + t;
+        acc0[i] = _mm512_dpbf16_ps(acc0[i], AsBf16(_mm512_loadu_si512(xi)), w0);
+        acc1[i] = _mm512_dpbf16_ps(acc1[i], AsBf16(_mm512_loadu_si512(xi + kBf16Width)), w1);
+      }
+    }
+    for (; t < k; t += kBf16Width) {
+      const __mmask32 mask = TailMask(k - t);
+      const __m512bh w0 = AsBf16(_mm512_maskz_loadu_epi16(mask, row + t));
+#pragma GCC unroll 4
+      for (int i = 0; i < N; ++i) {
+        const __m512bh xv = AsBf16(_mm512_maskz_loadu_epi16(mask, x + i * ldx + t));
+        acc0[i] = _mm512_dpbf16_ps(acc0[i], xv, w0);
+      }
+    }
+    for (int i = 0; i < N; ++i)
+      out[i * ldo + j] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i], acc1[i]));
+  }
+}
+
+// Weight rows go in blocks small enough to stay in L1 while every group of activation
+// rows passes over them, so the weights stream from memory once whatever n is.
+void DotRows(const uint16_t* x, int64_t ldx, int64_t n, int64_t k, const uint8_t* w,
+             size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo) {
+  constexpr int64_t kRowBlock = 8;
+  for (int64_t j0 = m_begin; j0 < m_end; j0 += kRowBlock) {
+    const int64_t j1 = std::min(m_end, j0 + kRowBlock);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+      DotRowsN<4>(x + i * ldx, ldx, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
+    switch (n - i) {
+      case 3:
+        DotRowsN<3>(x + i * ldx, ldx, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
+        break;
+      case 2:
+        DotRowsN<2>(x + i * ldx, ldx, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
+        break;
+      case 1:
+        DotRowsN<1>(x + i * ldx, ldx, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// A row's 32 bf16 values from column t0 + t are 16 pairs, i.e. 16 32-bit lanes, so 16
+// rows transpose into 16 pair-major vectors with the f32 transpose.
+void PackPanel(const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0, int64_t kc,
+               uint32_t* panel) {
+  const int64_t kc_vec = kc / kBf16Width * kBf16Width;
+  constexpr int64_t kLanes = 16;
+  for (int64_t g = 0; g < kPanelRows; g += kLanes) {
+    for (int64_t t = 0; t < kc_vec; t += kBf16Width) {
+      __m512 r[kLanes];
+      for (int64_t i = 0; i < kLanes; ++i) {
+        const uint8_t* row = w + static_cast<size_t>(g + i) * w_row_bytes + 2 * (t0 + t);
+        r[i] = g + i < rows ? _mm512_loadu_ps(row) : _mm512_setzero_ps();
+      }
+      Transpose16x16(r);
+      for (int64_t c = 0; c < kLanes; ++c)
+        _mm512_store_ps(reinterpret_cast<float*>(panel + (t / 2 + c) * kPanelRows + g), r[c]);
+    }
+  }
+  for (int64_t t = kc_vec; t < kc; t += 2) {
+    for (int64_t r = 0; r < kPanelRows; ++r) {
+      uint16_t lo = 0;
+      uint16_t hi = 0;
+      if (r < rows) {
+        const uint8_t* row = w + static_cast<size_t>(r) * w_row_bytes + 2 * (t0 + t);
+        std::memcpy(&lo, row, 2);
+        if (t + 1 < kc)
+          std::memcpy(&hi, row + 2, 2);
+      }
+      panel[t / 2 * kPanelRows + r] = static_cast<uint32_t>(hi) << 16 | lo;
+    }
+  }
+}
+
+// MR rows x 32 panel columns, accumulators in 2 * MR registers.
+template <int MR>
+void GemmTile(const uint16_t* a, int64_t lda, const uint32_t* panel, int64_t pairs, float* out,
+              int64_t ldo, int64_t cols, bool accumulate) {
+  __m512 acc0[MR];
+  __m512 acc1[MR];
+  for (int r = 0; r < MR; ++r)
+    acc0[r] = acc1[r] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < pairs; ++p) {
+    const __m512bh b0 = AsBf16(_mm512_load_si512(panel + p * kPanelRows));
+    const __m512bh b1 = AsBf16(_mm512_load_si512(panel + p * kPanelRows + 16));
+    // Unrolled so that the accumulators stay in registers (-O2 would keep them in memory).
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      uint32_t pair;
+      std::memcpy(&pair, a + r * lda + 2 * p, sizeof(pair));
+      const __m512bh av = AsBf16(_mm512_set1_epi32(static_cast<int>(pair)));
+      acc0[r] = _mm512_dpbf16_ps(acc0[r], av, b0);
+      acc1[r] = _mm512_dpbf16_ps(acc1[r], av, b1);
+    }
+  }
+  const __mmask16 m0 = static_cast<__mmask16>(cols >= 16 ? 0xffff : (1u << cols) - 1);
+  const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xffff
+                                              : cols <= 16 ? 0
+                                                           : (1u << (cols - 16)) - 1);
+  for (int r = 0; r < MR; ++r) {
+    float* o = out + r * ldo;
+    if (accumulate) {
+      acc0[r] = _mm512_add_ps(acc0[r], _mm512_maskz_loadu_ps(m0, o));
+      acc1[r] = _mm512_add_ps(acc1[r], _mm512_maskz_loadu_ps(m1, o + 16));
+    }
+    _mm512_mask_storeu_ps(o, m0, acc0[r]);
+    _mm512_mask_storeu_ps(o + 16, m1, acc1[r]);
+  }
+}
+
+// Remainder rows: one tile of exactly `rows` (< MR) rows.
+template <int MR>
+void GemmRest(int64_t rows, const uint16_t* a, int64_t lda, const uint32_t* panel, int64_t pairs,
+              float* out, int64_t ldo, int64_t cols, bool accumulate) {
+  if constexpr (MR > 0) {
+    if (rows == MR)
+      return GemmTile<MR>(a, lda, panel, pairs, out, ldo, cols, accumulate);
+    GemmRest<MR - 1>(rows, a, lda, panel, pairs, out, ldo, cols, accumulate);
+  }
+}
+
+void GemmPanel(const uint16_t* a, int64_t lda, int64_t n, const uint32_t* panel, int64_t pairs,
+               float* out, int64_t ldo, int64_t cols, bool accumulate) {
+  // 2 * kMr accumulators + 2 panel vectors + 1 broadcast fit the 32 zmm registers.
+  constexpr int kMr = 12;
+  int64_t i = 0;
+  for (; i + kMr <= n; i += kMr)
+    GemmTile<kMr>(a + i * lda, lda, panel, pairs, out + i * ldo, ldo, cols, accumulate);
+  GemmRest<kMr - 1>(n - i, a + i * lda, lda, panel, pairs, out + i * ldo, ldo, cols, accumulate);
+}
+
+}  // namespace
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
+
+const Bf16Kernels& Avx512Bf16Kernels() {
+  static constexpr Bf16Kernels kKernels = {&RoundRow, &DotRows, &PackPanel, &GemmPanel};
+  return kKernels;
+}
+
+}  // namespace switchyard::runtime::cpu
