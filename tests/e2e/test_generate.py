@@ -85,3 +85,50 @@ def test_missing_model_is_an_error(switchyard, tmp_path):
     proc = switchyard("generate", "--model", tmp_path / "nope", "--prompt", "x", check=False)
     assert proc.returncode != 0
     assert b"error" in proc.stderr
+
+
+@pytest.mark.parametrize("model", ["tiny-llama3", "tiny-qwen2"])
+def test_batch_matches_single_sequence(switchyard, model):
+    # A prefill chunk that is not a multiple of the prompt length makes steps that end one
+    # sequence's prompt and start the next one's.
+    args = ["generate", "--model", MODELS_DIR / model, "--prompt", "Once upon a time there was",
+            "-n", "16", "--ignore-eos", "--prefill-chunk", "5", "--json"]
+    single = json.loads(switchyard(*args).stdout)
+    proc = switchyard(*args, "--batch", "4")
+    batched = json.loads(proc.stdout)
+    assert len(single["tokens"]) == 16
+    assert batched["batch_tokens"] == [single["tokens"]] * 4
+    assert batched["tokens"] == single["tokens"]
+    assert batched["text"] == single["text"]
+    stats = STATS.search(proc.stderr)
+    assert stats, proc.stderr
+    assert int(stats.group(1)) == 4 * len(single["prompt_ids"])
+    assert int(stats.group(2)) == 4 * 15
+
+
+def test_batch_seeds_each_sequence(switchyard):
+    # With --seed S, sequence i samples as a single run with --seed S + i.
+    def run(seed, batch):
+        return json.loads(switchyard("generate", "--model", MODELS_DIR / "tiny-llama3",
+                                     "--prompt", "The", "-n", "24", "--ignore-eos", "--json",
+                                     "--temperature", "1.5", "--seed", str(seed), "--batch",
+                                     str(batch)).stdout)["batch_tokens"]
+    batched = run(7, 3)
+    assert batched == [run(7, 1)[0], run(8, 1)[0], run(9, 1)[0]]
+    assert batched[0] != batched[1]
+
+
+def test_batch_stops_each_sequence_at_eos(switchyard):
+    # Without --ignore-eos each sequence stops on its own, as a single run does.
+    out = json.loads(switchyard("generate", "--model", MODELS_DIR / "tiny-qwen2", "--prompt",
+                                "x", "-n", "64", "--json", "--batch", "2").stdout)
+    single = json.loads(switchyard("generate", "--model", MODELS_DIR / "tiny-qwen2", "--prompt",
+                                   "x", "-n", "64", "--json").stdout)
+    assert out["batch_tokens"] == [single["tokens"]] * 2
+
+
+def test_rejects_zero_batch(switchyard):
+    proc = switchyard("generate", "--model", MODELS_DIR / "tiny-qwen2", "--prompt", "x",
+                      "--batch", "0", check=False)
+    assert proc.returncode == 2
+    assert b"--batch" in proc.stderr
