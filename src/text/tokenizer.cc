@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "fmt/format.h"
+
 #include "base/utf8.h"
 #include "text/internal/tokenizer_impl.h"
 
@@ -10,12 +12,19 @@ namespace switchyard::text {
 using internal::Piece;
 using internal::Segment;
 
-void Tokenizer::Impl::IndexTokens(const std::vector<internal::AddedToken>& added) {
+absl::Status Tokenizer::Impl::IndexTokens(const std::vector<internal::AddedToken>& added) {
   int32_t max_id = -1;
   for (const auto& [token, id] : model->vocab())
     max_id = std::max(max_id, id);
   for (const auto& token : added)
     max_id = std::max(max_id, token.id);
+  const int64_t num_tokens = static_cast<int64_t>(model->vocab().size() + added.size());
+  if (max_id >= num_tokens + kMaxIdGap) {
+    return absl::InvalidArgumentError(
+        fmt::format("token ids are sparse: largest id {} for {} tokens (model.vocab and "
+                    "added_tokens must number tokens densely)",
+                    max_id, num_tokens));
+  }
   id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
   special.assign(id_to_token.size(), false);
   for (const auto& [token, id] : model->vocab())
@@ -38,6 +47,7 @@ void Tokenizer::Impl::IndexTokens(const std::vector<internal::AddedToken>& added
   raw_added = std::make_unique<internal::AddedTokenMatcher>(std::move(raw), raw_patterns);
   normalized_added =
       std::make_unique<internal::AddedTokenMatcher>(std::move(normalized), normalized_patterns);
+  return absl::OkStatus();
 }
 
 Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

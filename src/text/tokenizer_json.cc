@@ -198,7 +198,10 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
     SY_ASSIGN_OR_RETURN(impl->decoder, internal::ParseDecoder(*decoder, at.Child("decoder")));
   }
   SY_ASSIGN_OR_RETURN(std::vector<internal::AddedToken> added, ParseAddedTokens(root, at));
-  impl->IndexTokens(added);
+  if (absl::Status indexed = impl->IndexTokens(added); !indexed.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {}", source, std::string(indexed.message())));
+  }
   Impl* raw = impl.get();
   std::unique_ptr<Tokenizer> tokenizer(new Tokenizer(std::move(impl)));
   // Without tokenizer_config.json, guess the usual names.

@@ -173,7 +173,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromVocab(const VocabSpec&
     impl->post_processor =
         std::make_unique<internal::PostProcessor>(std::move(prefix), std::move(suffix));
   }
-  impl->IndexTokens(added);
+  SY_RETURN_IF_ERROR(impl->IndexTokens(added));
   impl->bos_id = spec.bos_id;
   impl->eos_id = spec.eos_id;
   impl->unk_id = spec.unk_id;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 
 #include "text/internal/added_vocab.h"
 #include "text/internal/bpe_model.h"
@@ -34,8 +35,11 @@ struct Tokenizer::Impl {
   absl::flat_hash_map<std::string, int32_t> added_token_to_id;
   std::optional<int32_t> bos_id, eos_id, unk_id, pad_id;
 
-  // Builds the added-token matchers and id tables from the model vocab and `added`.
-  void IndexTokens(const std::vector<internal::AddedToken>& added);
+  // Builds the added-token matchers and id tables from the model vocab and `added`. Ids
+  // must be dense up to a gap of kMaxIdGap (the table is indexed by id), else
+  // InvalidArgument: a hostile file must not make us allocate gigabytes.
+  absl::Status IndexTokens(const std::vector<internal::AddedToken>& added);
+  static constexpr int64_t kMaxIdGap = 1 << 16;
 };
 
 }  // namespace switchyard::text

@@ -28,6 +28,16 @@ std::vector<int32_t> Ids(const Tokenizer& t, std::string_view text, bool add_spe
   return ids.ok() ? *ids : std::vector<int32_t>{};
 }
 
+// Found by libFuzzer: ids index a table, so a sparse id must be an error, not a huge allocation.
+TEST(TokenizerTest, RejectsSparseTokenIds) {
+  auto tok = Tokenizer::FromJson(
+      R"({"model": {"vocab": {"a": 0, "b": 1, "ab": 299999999}, "merges": ["a b"]}})",
+      "sparse.json");
+  ASSERT_FALSE(tok.ok());
+  EXPECT_THAT(std::string(tok.status().message()), HasSubstr("sparse.json"));
+  EXPECT_THAT(std::string(tok.status().message()), HasSubstr("299999999"));
+}
+
 TEST(TokenizerTest, MergesApplyInRankOrder) {
   // "abc": with (b c) ranked first the result is a + bc; with (a b) first, ab + c.
   auto bc_first = Load(BpeJson({"a", "b", "c", "ab", "bc"}, {"b c", "a b"}));
