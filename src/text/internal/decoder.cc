@@ -258,15 +258,10 @@ absl::StatusOr<std::unique_ptr<Decoder>> ParseDecoder(simdjson::dom::element jso
                                                       const JsonPath& at) {
   SY_ASSIGN_OR_RETURN(std::string type, TypeOf(json, at));
   if (type == "Sequence") {
-    SY_ASSIGN_OR_RETURN(simdjson::dom::array list, RequiredArray(json, "decoders", at));
-    std::vector<std::unique_ptr<Decoder>> items;
-    JsonPath list_at = at.Child("decoders");
-    size_t i = 0;
-    for (simdjson::dom::element item : list) {
-      SY_ASSIGN_OR_RETURN(std::unique_ptr<Decoder> d, ParseDecoder(item, list_at.Index(i)));
-      items.push_back(std::move(d));
-      ++i;
-    }
+    SY_ASSIGN_OR_RETURN(auto items, ParseEach<std::unique_ptr<Decoder>>(
+                                        json, "decoders", at,
+                                        [](simdjson::dom::element item, const JsonPath& item_at,
+                                           bool) { return ParseDecoder(item, item_at); }));
     return std::make_unique<SequenceDecoder>(std::move(items));
   }
   if (type == "ByteLevel")

@@ -6,10 +6,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "simdjson.h"
+
+#include "base/status_macros.h"
 
 namespace switchyard::text::internal {
 
@@ -42,5 +46,25 @@ absl::StatusOr<simdjson::dom::array> RequiredArray(simdjson::dom::element obj, s
                                                    const JsonPath& at);
 // The "type" field of a component.
 absl::StatusOr<std::string> TypeOf(simdjson::dom::element obj, const JsonPath& at);
+
+// Parses every element of the required array `obj[key]` in order with
+// `parse(element, path, is_last)`, which returns StatusOr<T>; the first error stops it.
+// The Sequence forms of normalizers, pre-tokenizers and decoders all read their lists so.
+template <typename T, typename Parse>
+absl::StatusOr<std::vector<T>> ParseEach(simdjson::dom::element obj, std::string_view key,
+                                         const JsonPath& at, Parse parse) {
+  SY_ASSIGN_OR_RETURN(simdjson::dom::array list, RequiredArray(obj, key, at));
+  const JsonPath list_at = at.Child(key);
+  const size_t count = list.size();
+  std::vector<T> out;
+  out.reserve(count);
+  size_t i = 0;
+  for (simdjson::dom::element item : list) {
+    SY_ASSIGN_OR_RETURN(T value, parse(item, list_at.Index(i), i + 1 == count));
+    out.push_back(std::move(value));
+    ++i;
+  }
+  return out;
+}
 
 }  // namespace switchyard::text::internal

@@ -144,15 +144,10 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(simdjson::dom::eleme
                                                             const JsonPath& at) {
   SY_ASSIGN_OR_RETURN(std::string type, TypeOf(json, at));
   if (type == "Sequence") {
-    SY_ASSIGN_OR_RETURN(simdjson::dom::array list, RequiredArray(json, "normalizers", at));
-    std::vector<std::unique_ptr<Normalizer>> items;
-    JsonPath list_at = at.Child("normalizers");
-    size_t i = 0;
-    for (simdjson::dom::element item : list) {
-      SY_ASSIGN_OR_RETURN(std::unique_ptr<Normalizer> n, ParseNormalizer(item, list_at.Index(i)));
-      items.push_back(std::move(n));
-      ++i;
-    }
+    SY_ASSIGN_OR_RETURN(auto items, ParseEach<std::unique_ptr<Normalizer>>(
+                                        json, "normalizers", at,
+                                        [](simdjson::dom::element item, const JsonPath& item_at,
+                                           bool) { return ParseNormalizer(item, item_at); }));
     return MakeSequenceNormalizer(std::move(items));
   }
   if (type == "NFC")

@@ -314,18 +314,14 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(simdjson::dom::e
                                                                 bool defer_byte_mapping) {
   SY_ASSIGN_OR_RETURN(std::string type, TypeOf(json, at));
   if (type == "Sequence") {
-    SY_ASSIGN_OR_RETURN(simdjson::dom::array list, RequiredArray(json, "pretokenizers", at));
-    std::vector<std::unique_ptr<PreTokenizer>> items;
-    JsonPath list_at = at.Child("pretokenizers");
-    size_t n = list.size();
-    size_t i = 0;
-    for (simdjson::dom::element item : list) {
-      SY_ASSIGN_OR_RETURN(
-          std::unique_ptr<PreTokenizer> p,
-          ParsePreTokenizer(item, list_at.Index(i), defer_byte_mapping && i + 1 == n));
-      items.push_back(std::move(p));
-      ++i;
-    }
+    // Only the last step may defer the byte mapping to the model.
+    SY_ASSIGN_OR_RETURN(
+        auto items, ParseEach<std::unique_ptr<PreTokenizer>>(
+                        json, "pretokenizers", at,
+                        [defer_byte_mapping](simdjson::dom::element item, const JsonPath& item_at,
+                                             bool is_last) {
+                          return ParsePreTokenizer(item, item_at, defer_byte_mapping && is_last);
+                        }));
     return std::make_unique<SequencePreTokenizer>(std::move(items));
   }
   if (type == "Split") {
