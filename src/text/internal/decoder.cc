@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "base/utf8.h"
 #include "text/internal/byte_level.h"
+#include "text/internal/metaspace_options.h"
 #include "text/internal/unicode.h"
 
 namespace switchyard::text::internal {
@@ -291,21 +292,9 @@ absl::StatusOr<std::unique_ptr<Decoder>> ParseDecoder(simdjson::dom::element jso
                                           static_cast<size_t>(stop));
   }
   if (type == "Metaspace") {
-    SY_ASSIGN_OR_RETURN(std::optional<std::string> replacement,
-                        OptionalString(json, "replacement", at));
-    if (!replacement)
-      replacement = "\xE2\x96\x81";
-    if (replacement->empty())
-      return at.Child("replacement").Error("must not be empty");
-    SY_ASSIGN_OR_RETURN(std::optional<std::string> scheme,
-                        OptionalString(json, "prepend_scheme", at));
-    bool prepends = true;
-    if (scheme) {
-      prepends = *scheme != "never";
-    } else {
-      SY_ASSIGN_OR_RETURN(prepends, BoolOr(json, "add_prefix_space", true, at));
-    }
-    return std::make_unique<MetaspaceDecoder>(std::move(*replacement), prepends);
+    SY_ASSIGN_OR_RETURN(MetaspaceOptions options, ParseMetaspaceOptions(json, at));
+    return std::make_unique<MetaspaceDecoder>(std::move(options.replacement),
+                                              options.scheme != PrependScheme::kNever);
   }
   if (type == "WordPiece") {
     SY_ASSIGN_OR_RETURN(std::optional<std::string> prefix, OptionalString(json, "prefix", at));

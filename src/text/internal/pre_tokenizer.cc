@@ -6,6 +6,7 @@
 
 #include "base/status_macros.h"
 #include "text/internal/byte_level.h"
+#include "text/internal/metaspace_options.h"
 #include "text/internal/regex.h"
 #include "text/internal/unicode.h"
 
@@ -138,8 +139,6 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
   std::unique_ptr<Regex> regex_;
   bool defer_;
 };
-
-enum class PrependScheme { kAlways, kFirst, kNever };
 
 class MetaspacePreTokenizer final : public PreTokenizer {
  public:
@@ -351,30 +350,10 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(simdjson::dom::e
                                                    defer_byte_mapping);
   }
   if (type == "Metaspace") {
-    SY_ASSIGN_OR_RETURN(std::optional<std::string> replacement,
-                        OptionalString(json, "replacement", at));
-    if (!replacement)
-      replacement = "\xE2\x96\x81";
-    if (replacement->empty())
-      return at.Child("replacement").Error("must not be empty");
+    SY_ASSIGN_OR_RETURN(MetaspaceOptions options, ParseMetaspaceOptions(json, at));
     SY_ASSIGN_OR_RETURN(bool split, BoolOr(json, "split", true, at));
-    SY_ASSIGN_OR_RETURN(std::optional<std::string> scheme_name,
-                        OptionalString(json, "prepend_scheme", at));
-    PrependScheme scheme = PrependScheme::kAlways;
-    if (scheme_name) {
-      if (*scheme_name == "first") {
-        scheme = PrependScheme::kFirst;
-      } else if (*scheme_name == "never") {
-        scheme = PrependScheme::kNever;
-      } else if (*scheme_name != "always") {
-        return at.Child("prepend_scheme").Error(fmt::format("unknown scheme \"{}\"", *scheme_name));
-      }
-    } else {
-      SY_ASSIGN_OR_RETURN(bool add_prefix_space, BoolOr(json, "add_prefix_space", true, at));
-      if (!add_prefix_space)
-        scheme = PrependScheme::kNever;
-    }
-    return std::make_unique<MetaspacePreTokenizer>(std::move(*replacement), scheme, split);
+    return std::make_unique<MetaspacePreTokenizer>(std::move(options.replacement), options.scheme,
+                                                   split);
   }
   if (type == "Digits") {
     SY_ASSIGN_OR_RETURN(bool individual, BoolOr(json, "individual_digits", false, at));
