@@ -6,12 +6,16 @@ find_package(simdjson CONFIG REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(Threads REQUIRED)
+# HTTP (net/): Boost.Asio and Beast, header-only in 1.74.
+find_package(Boost 1.74 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 find_package(OpenSSL REQUIRED)
 # KV events (kvx/): ZeroMQ through cppzmq, msgpack-cxx (which brings Boost headers).
 find_package(cppzmq CONFIG REQUIRED)
 find_package(msgpackc-cxx CONFIG REQUIRED NAMES msgpack)
+# Engine metrics.
+find_package(prometheus-cpp CONFIG REQUIRED)
 if(SY_BUILD_TESTS)
   find_package(GTest CONFIG REQUIRED)
 endif()

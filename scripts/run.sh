@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job, as it stands today: sets up, builds the release `switchyard` binary and runs
 # it on the bundled tiny model (inspect the model, tokenize, render its chat template, and
-# generate a streamed chat reply; the tiny model has random weights, so the text is noise).
-# It becomes `switchyard up` (a local fleet) once the engine and router exist.
+# generate a streamed chat reply; then start the OpenAI-compatible engine and ask it for a
+# completion and a streamed chat reply over HTTP; the tiny model has random weights, so the
+# text is noise). It becomes `switchyard up` (a local fleet) once the router exists.
 # Usage: scripts/run.sh [MODEL_DIR]   (default models/tiny-llama3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +21,13 @@ echo "== switchyard tokenize --model $model 'Hello, Switchyard! 12345 héllo �
 "$bin" tokenize --model "$model" "Hello, Switchyard! 12345 héllo 🚂"
 echo
 messages=$(mktemp)
-trap 'rm -f "$messages"' EXIT
+engine_log=$(mktemp)
+engine_pid=""
+cleanup() {
+  rm -f "$messages" "$engine_log"
+  if [ -n "$engine_pid" ]; then kill "$engine_pid" 2>/dev/null || true; wait "$engine_pid" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
 cat > "$messages" <<'JSON'
 [{"role": "system", "content": "You are a helpful assistant."},
  {"role": "user", "content": "Which train goes to the yard?"}]
@@ -31,3 +38,25 @@ echo
 echo "== switchyard generate --model $model --chat --prompt 'Which train goes to the yard?' -n 32"
 "$bin" generate --model "$model" --chat --prompt "Which train goes to the yard?" -n 32
 echo
+
+echo "== switchyard engine --model $model --port 0 (OpenAI API over HTTP)"
+"$bin" engine --model "$model" --host 127.0.0.1 --port 0 >"$engine_log" 2>&1 &
+engine_pid=$!
+url=""
+for _ in $(seq 1 100); do
+  url=$(grep -o 'http://[0-9.]*:[0-9]*' "$engine_log" || true)
+  [ -n "$url" ] && break
+  kill -0 "$engine_pid" 2>/dev/null || { cat "$engine_log"; exit 1; }
+  sleep 0.1
+done
+[ -n "$url" ] || { echo "engine did not start"; cat "$engine_log"; exit 1; }
+echo "engine at $url"
+echo "-- POST $url/v1/completions"
+curl -sS "$url/v1/completions" -H 'content-type: application/json' \
+  -d '{"prompt": "The yard has", "max_tokens": 16}'
+echo
+echo "-- POST $url/v1/chat/completions (stream)"
+curl -sS -N "$url/v1/chat/completions" -H 'content-type: application/json' \
+  -d '{"messages": [{"role": "user", "content": "Which train goes to the yard?"}], "max_tokens": 8, "stream": true, "stream_options": {"include_usage": true}}'
+echo "-- GET $url/metrics (excerpt)"
+curl -sS "$url/metrics" | grep -E '^vllm:(prompt_tokens_total|generation_tokens_total|request_success_total)' || true

@@ -22,13 +22,14 @@ struct Row {
 
 // The first row for a code is its default; later rows for the same code are chosen with
 // WithHttpStatus. Client errors stay 4xx so that SDK retries (on >= 500) do not multiply them.
-constexpr std::array<Row, 16> kTable = {{
+constexpr std::array<Row, 18> kTable = {{
     {absl::StatusCode::kInvalidArgument, 400, "BadRequestError"},
     {absl::StatusCode::kOutOfRange, 400, "BadRequestError"},
     {absl::StatusCode::kFailedPrecondition, 400, "BadRequestError"},
     {absl::StatusCode::kUnauthenticated, 401, "AuthenticationError"},
     {absl::StatusCode::kPermissionDenied, 403, "PermissionDeniedError"},
     {absl::StatusCode::kNotFound, 404, "NotFoundError"},
+    {absl::StatusCode::kFailedPrecondition, 405, "MethodNotAllowedError"},
     {absl::StatusCode::kAlreadyExists, 409, "ConflictError"},
     {absl::StatusCode::kAborted, 409, "ConflictError"},
     {absl::StatusCode::kResourceExhausted, 429, "RateLimitError"},
@@ -39,6 +40,7 @@ constexpr std::array<Row, 16> kTable = {{
     {absl::StatusCode::kUnimplemented, 501, "NotImplementedError"},
     {absl::StatusCode::kUnavailable, 503, "ServiceUnavailableError"},
     {absl::StatusCode::kDeadlineExceeded, 504, "GatewayTimeoutError"},
+    {absl::StatusCode::kDeadlineExceeded, 408, "RequestTimeoutError"},
 }};
 
 constexpr HttpError kInternal = {500, "InternalServerError"};
@@ -69,6 +71,23 @@ absl::Status PayloadTooLarge(std::string message) {
 
 absl::Status HeadersTooLarge(std::string message) {
   return WithHttpStatus(absl::ResourceExhaustedError(std::move(message)), 431);
+}
+
+absl::Status MethodNotAllowed(std::string message) {
+  return WithHttpStatus(absl::FailedPreconditionError(std::move(message)), 405);
+}
+
+absl::Status TransportError(int http_status, std::string message) {
+  switch (http_status) {
+    case 408:
+      return WithHttpStatus(absl::DeadlineExceededError(std::move(message)), 408);
+    case 413:
+      return PayloadTooLarge(std::move(message));
+    case 431:
+      return HeadersTooLarge(std::move(message));
+    default:
+      return absl::InvalidArgumentError(std::move(message));
+  }
 }
 
 absl::Status ModelNotFound(std::string_view model_name) {

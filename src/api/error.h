@@ -34,6 +34,10 @@ absl::Status WithHttpStatus(absl::Status status, int http_status);
 // Convenience constructors for the transport limits (decided before parsing the body).
 absl::Status PayloadTooLarge(std::string message);
 absl::Status HeadersTooLarge(std::string message);
+absl::Status MethodNotAllowed(std::string message);
+// The status of an error the HTTP server decided before any route ran: 408 (timeout), 413,
+// 431; anything else is a 400.
+absl::Status TransportError(int http_status, std::string message);
 absl::Status ModelNotFound(std::string_view model_name);
 
 // REQUIRES: !status.ok(). Unknown codes map to 500 InternalServerError.

@@ -3,6 +3,7 @@
 // prebuilt absl::Mutex gives TSan false races). Thread-safe; not recursive.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 
@@ -46,6 +47,15 @@ class CondVar {
     std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
     cv_.wait(lock, pred);
     lock.release();
+  }
+  // As Wait, but gives up at `deadline`. Returns pred() (false: timed out).
+  template <typename Clock, typename Duration, typename Pred>
+  bool WaitUntil(Mutex* mu, std::chrono::time_point<Clock, Duration> deadline, Pred pred)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    std::unique_lock<std::mutex> lock(mu->mu_, std::adopt_lock);
+    const bool ok = cv_.wait_until(lock, deadline, pred);
+    lock.release();
+    return ok;
   }
   void NotifyOne() { cv_.notify_one(); }
   void NotifyAll() { cv_.notify_all(); }

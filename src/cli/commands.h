@@ -15,6 +15,8 @@ void RegisterTokenizeCommand(CLI::App& app, int* exit_code);
 void RegisterChatTemplateCommand(CLI::App& app, int* exit_code);
 // switchyard generate --model PATH --prompt TEXT -n N
 void RegisterGenerateCommand(CLI::App& app, int* exit_code);
+// switchyard engine --model PATH [--port P ...]
+void RegisterEngineCommand(CLI::App& app, int* exit_code);
 // switchyard kv-events-demo --endpoint E [--replay-endpoint R] [--count N]
 void RegisterKvEventsDemoCommand(CLI::App& app, int* exit_code);
 

@@ -27,9 +27,9 @@
 #include "base/status_macros.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
-#include "model/gguf_tokenizer.h"
 #include "model/llama_model.h"
 #include "model/model_files.h"
+#include "model/model_text.h"
 #include "runtime/cpu/cpu_backend.h"
 #include "text/chat_template.h"
 #include "text/incremental_detokenizer.h"
@@ -50,6 +50,7 @@ struct GenerateOptions {
   int64_t prefill_chunk = 512;
   int64_t batch = 1;
   std::string dtype = "auto";
+  std::string kv_dtype = "auto";
   bool ignore_eos = false;
   bool json = false;
   int64_t dump_logits = 0;
@@ -61,15 +62,6 @@ double MsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-absl::StatusOr<std::unique_ptr<text::Tokenizer>> LoadModelTokenizer(const model::ModelFiles& f) {
-  if (f.gguf() != nullptr)
-    return model::LoadTokenizerFromGguf(*f.gguf());
-  if (f.tokenizer_json_path().empty()) {
-    return absl::NotFoundError(fmt::format("{}: no tokenizer.json", f.path()));
-  }
-  return text::Tokenizer::FromJsonFile(f.tokenizer_json_path());
-}
-
 // The prompt as the model sees it: the raw text, or with --chat one user turn rendered by
 // the model's chat template (tokenized without adding special tokens, as transformers'
 // apply_chat_template does).
@@ -77,17 +69,7 @@ absl::StatusOr<std::vector<int32_t>> PromptIds(const GenerateOptions& o, const m
                                                const text::Tokenizer& tokenizer) {
   if (!o.chat)
     return tokenizer.Encode(o.prompt, true);
-  text::ModelChatTemplate tmpl;
-  if (f.gguf() != nullptr) {
-    SY_ASSIGN_OR_RETURN(std::string_view source, f.gguf()->GetString("tokenizer.chat_template"));
-    tmpl.source = std::string(source);
-    if (tokenizer.bos_id().has_value())
-      tmpl.bos_token = std::string(tokenizer.IdToToken(*tokenizer.bos_id()));
-    if (tokenizer.eos_id().has_value())
-      tmpl.eos_token = std::string(tokenizer.IdToToken(*tokenizer.eos_id()));
-  } else {
-    SY_ASSIGN_OR_RETURN(tmpl, text::LoadModelChatTemplate(f.path()));
-  }
+  SY_ASSIGN_OR_RETURN(text::ModelChatTemplate tmpl, model::LoadModelChatTemplate(f, tokenizer));
   SY_ASSIGN_OR_RETURN(std::unique_ptr<text::ChatTemplate> compiled,
                       text::ChatTemplate::Compile(tmpl.source));
   text::ChatTemplateInputs inputs;
@@ -190,8 +172,19 @@ absl::Status Generate(const GenerateOptions& o) {
     return absl::InvalidArgumentError(
         fmt::format("--dtype must be auto, f32 or bf16, got '{}'", o.dtype));
   }
+  if (o.kv_dtype == "f32") {
+    model_options.kv_dtype = runtime::DType::kF32;
+  } else if (o.kv_dtype == "f16") {
+    model_options.kv_dtype = runtime::DType::kF16;
+  } else if (o.kv_dtype == "bf16") {
+    model_options.kv_dtype = runtime::DType::kBF16;
+  } else if (o.kv_dtype != "auto") {
+    return absl::InvalidArgumentError(
+        fmt::format("--kv-dtype must be auto, f32, f16 or bf16, got '{}'", o.kv_dtype));
+  }
   SY_ASSIGN_OR_RETURN(std::unique_ptr<model::ModelFiles> files, model::ModelFiles::Open(o.model));
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer, LoadModelTokenizer(*files));
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer,
+                      model::LoadModelTokenizer(*files));
   SY_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, PromptIds(o, *files, *tokenizer));
   if (prompt.empty())
     return absl::InvalidArgumentError("the prompt encodes to no tokens");
@@ -398,6 +391,9 @@ void RegisterGenerateCommand(CLI::App& app, int* exit_code) {
                   "sequence 0's text is printed")
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype, "weight dtype on the device: auto (as stored), f32, bf16")
+      ->capture_default_str();
+  cmd->add_option("--kv-dtype", o->kv_dtype,
+                  "KV cache dtype: auto (f32 for f32 weights, else f16), f32, f16, bf16")
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-sequence tokens");
   cmd->add_flag("--json", o->json, "print one JSON object (ids, text, logits) instead of text");

@@ -9,7 +9,7 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"Switchyard: an LLM serving stack (engine and router)", "switchyard"};
-  app.set_version_flag("--version", "switchyard 0.1.0");
+  app.set_version_flag("--version", "switchyard " SWITCHYARD_VERSION);
   app.require_subcommand(1);
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   switchyard::cli::RegisterTokenizeCommand(app, &exit_code);
   switchyard::cli::RegisterChatTemplateCommand(app, &exit_code);
   switchyard::cli::RegisterGenerateCommand(app, &exit_code);
+  switchyard::cli::RegisterEngineCommand(app, &exit_code);
   switchyard::cli::RegisterKvEventsDemoCommand(app, &exit_code);
 
   app.parse_complete_callback([&] {

@@ -97,9 +97,11 @@ Sampler::Sampler(int64_t vocab_size)
       candidates_(static_cast<size_t>(vocab_size)) {}
 
 void Sampler::Sample(std::span<const float> logits, const SamplingParams& params,
-                     SequenceSamplingState* state, SampleResult* result) {
+                     SequenceSamplingState* state, SampleResult* result,
+                     std::span<const int32_t> banned) {
   result->top_logprobs.clear();
   std::copy(logits.begin(), logits.end(), work_.begin());
+  ApplyLogitsProcessors(params, banned);
   ApplyPenalties(params, *state, work_);
   if (params.greedy()) {
     result->token = Argmax(work_);
@@ -108,6 +110,30 @@ void Sampler::Sample(std::span<const float> logits, const SamplingParams& params
   }
   if (params.logprobs.has_value())
     ComputeLogprobs(logits, *params.logprobs, result);
+}
+
+void Sampler::ApplyLogitsProcessors(const SamplingParams& params, std::span<const int32_t> banned) {
+  auto in_vocab = [this](int32_t id) { return id >= 0 && id < vocab_size_; };
+  if (!params.allowed_token_ids.empty()) {
+    // Keep the allowed logits aside, mask everything, put them back.
+    allowed_values_.clear();
+    for (int32_t id : params.allowed_token_ids)
+      allowed_values_.push_back(in_vocab(id) ? work_[static_cast<size_t>(id)] : kNegInf);
+    std::fill(work_.begin(), work_.end(), kNegInf);
+    for (size_t i = 0; i < allowed_values_.size(); ++i) {
+      const int32_t id = params.allowed_token_ids[i];
+      if (in_vocab(id))
+        work_[static_cast<size_t>(id)] = allowed_values_[i];
+    }
+  }
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (in_vocab(id))
+      work_[static_cast<size_t>(id)] += bias;
+  }
+  for (int32_t id : banned) {
+    if (in_vocab(id))
+      work_[static_cast<size_t>(id)] = kNegInf;
+  }
 }
 
 int32_t Sampler::Draw(const SamplingParams& params, std::mt19937_64* rng) {

@@ -80,18 +80,23 @@ class Sampler {
   // in `state`: call state->AppendOutput once the token is accepted.
   // REQUIRES: ValidateSamplingParams(params).ok(); logits.size() == vocab_size; state made
   // with the same vocab_size.
+  // `banned` ids are masked before sampling (EOS and stop tokens under min_tokens).
   void Sample(std::span<const float> logits, const SamplingParams& params,
-              SequenceSamplingState* state, SampleResult* result);
+              SequenceSamplingState* state, SampleResult* result,
+              std::span<const int32_t> banned = {});
 
   int64_t vocab_size() const { return vocab_size_; }
 
  private:
+  // logit_bias, allowed_token_ids and `banned`, on work_.
+  void ApplyLogitsProcessors(const SamplingParams& params, std::span<const int32_t> banned);
   void ComputeLogprobs(std::span<const float> logits, int32_t top_n, SampleResult* result);
   int32_t Draw(const SamplingParams& params, std::mt19937_64* rng);
 
   int64_t vocab_size_;
   std::vector<float> work_;
   std::vector<int32_t> candidates_;
+  std::vector<float> allowed_values_;
 };
 
 }  // namespace switchyard::engine

@@ -36,6 +36,12 @@ absl::Status ValidateSamplingParams(const SamplingParams& params) {
   if (!std::isfinite(params.frequency_penalty) || std::abs(params.frequency_penalty) > 2) {
     return Invalid("frequency_penalty", "in [-2, 2]", params.frequency_penalty);
   }
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (!std::isfinite(bias)) {
+      return absl::InvalidArgumentError(
+          fmt::format("logit_bias must be finite, got {} for token {}", bias, id));
+    }
+  }
   if (params.logprobs.has_value() && (*params.logprobs < 0 || *params.logprobs > kMaxLogprobs)) {
     return absl::InvalidArgumentError(
         fmt::format("logprobs must be in [0, {}], got {}", kMaxLogprobs, *params.logprobs));

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -31,6 +33,12 @@ struct SamplingParams {
   // sampled token's). Raw logprobs: log_softmax of the model's logits before penalties and
   // temperature, as vLLM reports them by default.
   std::optional<int32_t> logprobs;
+  // Added to the logits before penalties and sampling, not to the reported logprobs
+  // (vLLM's logit_bias). Ids outside the vocabulary are ignored by the sampler; callers
+  // reject them.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  // When non-empty, every other id is masked before sampling (vLLM's allowed_token_ids).
+  std::vector<int32_t> allowed_token_ids;
 
   bool greedy() const { return temperature < kGreedyTemperature; }
 };

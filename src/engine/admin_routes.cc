@@ -1,0 +1,127 @@
+#include "engine/admin_routes.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fmt/format.h"
+
+#include "api/chat_request.h"
+#include "api/error.h"
+#include "api/response_writer.h"
+#include "base/json.h"
+#include "base/status_macros.h"
+#include "engine/chat_prompt.h"
+#include "engine/generation_handler.h"
+
+namespace switchyard::engine {
+namespace {
+
+constexpr std::string_view kJson = "application/json";
+
+// True when the body is a JSON object with a "messages" key (vLLM's chat form of
+// /tokenize); parse errors are left to the parsers, which report them properly.
+bool HasMessages(std::string_view body) {
+  absl::StatusOr<std::unique_ptr<base::JsonDocument>> doc =
+      base::JsonDocument::Parse(body, "request");
+  if (!doc.ok())
+    return false;
+  simdjson::dom::object root;
+  if ((*doc)->root().get_object().get(root) != simdjson::SUCCESS)
+    return false;
+  simdjson::dom::element messages;
+  return root["messages"].get(messages) == simdjson::SUCCESS;
+}
+
+absl::StatusOr<std::vector<int32_t>> TokenizeChat(const ServingContext& ctx,
+                                                  std::string_view body) {
+  SY_ASSIGN_OR_RETURN(api::ChatRequest req, api::ParseChatRequest(body, ctx.limits));
+  SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
+  SY_ASSIGN_OR_RETURN(std::string prompt,
+                      RenderChatPrompt(req, ctx.chat_template, ctx.chat_special_tokens));
+  return ctx.tokenizer->Encode(prompt, req.add_special_tokens);
+}
+
+absl::StatusOr<std::string> Tokenize(const ServingContext& ctx, std::string_view body) {
+  std::vector<int32_t> ids;
+  bool want_strs = false;
+  if (HasMessages(body)) {
+    SY_ASSIGN_OR_RETURN(ids, TokenizeChat(ctx, body));
+  } else {
+    SY_ASSIGN_OR_RETURN(api::TokenizeRequest req, api::ParseTokenizeRequest(body, ctx.limits));
+    SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
+    SY_ASSIGN_OR_RETURN(ids, ctx.tokenizer->Encode(req.prompt, req.add_special_tokens));
+    want_strs = req.return_token_strs;
+  }
+  std::vector<std::string> strs;
+  if (want_strs) {
+    for (int32_t id : ids)
+      strs.emplace_back(ctx.tokenizer->IdToToken(id));
+  }
+  return api::TokenizeResponse(ids, ctx.max_model_len, want_strs ? &strs : nullptr);
+}
+
+absl::StatusOr<std::string> Detokenize(const ServingContext& ctx, std::string_view body) {
+  SY_ASSIGN_OR_RETURN(api::DetokenizeRequest req, api::ParseDetokenizeRequest(body, ctx.limits));
+  SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
+  const auto vocab = static_cast<int64_t>(ctx.tokenizer->vocab_size());
+  for (size_t i = 0; i < req.tokens.size(); ++i) {
+    if (req.tokens[i] < 0 || req.tokens[i] >= vocab) {
+      return api::InvalidParam(
+          "tokens", fmt::format("token id {} at index {} is outside the vocabulary [0, {})",
+                                req.tokens[i], i, vocab));
+    }
+  }
+  return api::DetokenizeResponse(ctx.tokenizer->Decode(req.tokens, false));
+}
+
+void Answer(net::HttpResponder& responder, absl::StatusOr<std::string> body) {
+  if (!body.ok()) {
+    SendError(responder, body.status());
+    return;
+  }
+  responder.Send(200, kJson, *std::move(body));
+}
+
+}  // namespace
+
+void HandleModels(const ServingContext& ctx, const net::HttpRequest&,
+                  std::shared_ptr<net::HttpResponder> responder) {
+  api::ModelCard card;
+  card.id = ctx.served_model_name;
+  card.created = ctx.created;
+  card.root = ctx.model_root;
+  card.max_model_len = ctx.max_model_len;
+  responder->Send(200, kJson, api::ModelList({card}));
+}
+
+void HandleTokenize(const ServingContext& ctx, const net::HttpRequest& request,
+                    std::shared_ptr<net::HttpResponder> responder) {
+  Answer(*responder, Tokenize(ctx, request.body));
+}
+
+void HandleDetokenize(const ServingContext& ctx, const net::HttpRequest& request,
+                      std::shared_ptr<net::HttpResponder> responder) {
+  Answer(*responder, Detokenize(ctx, request.body));
+}
+
+void HandleHealth(const ServingContext&, const net::HttpRequest&,
+                  std::shared_ptr<net::HttpResponder> responder) {
+  responder->Send(200, kJson, "");
+}
+
+void HandleVersion(const ServingContext& ctx, const net::HttpRequest&,
+                   std::shared_ptr<net::HttpResponder> responder) {
+  std::string body = "{\"version\":";
+  base::AppendJsonString(ctx.version, false, &body);
+  body.push_back('}');
+  responder->Send(200, kJson, std::move(body));
+}
+
+void HandleMetrics(const ServingContext& ctx, const net::HttpRequest&,
+                   std::shared_ptr<net::HttpResponder> responder) {
+  responder->Send(200, "text/plain; version=0.0.4; charset=utf-8",
+                  ctx.metrics != nullptr ? ctx.metrics->Serialize() : std::string());
+}
+
+}  // namespace switchyard::engine

@@ -1,0 +1,51 @@
+// ApiServer: the engine's HTTP front, vLLM's OpenAI-compatible server surface on
+// net::HttpServer:
+//
+//   POST /v1/completions, /v1/chat/completions   generation (generation_handler.h)
+//   GET  /v1/models                              the served model
+//   POST /tokenize, /detokenize                  vLLM's tokenizer routes
+//   GET  /health, /version, /metrics             liveness, build, Prometheus text
+//
+// With an API key, every route but /health wants `Authorization: Bearer <key>` (compared
+// in constant time) and answers 401 otherwise. Unknown paths get 404 and known paths with
+// another method 405, all with OpenAI-shaped error bodies, as are the transport errors the
+// HTTP server decides (400, 408, 413, 431).
+//
+// Threads: routes run on the HTTP loops; see HttpServer. Borrows the serving context.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+#include "engine/serving_context.h"
+#include "net/http_server.h"
+
+namespace switchyard::engine {
+
+struct ApiServerOptions {
+  net::HttpServerOptions http;
+  std::string api_key;  // empty: no authentication
+};
+
+class ApiServer {
+ public:
+  // REQUIRES: `ctx` outlives the server.
+  static absl::StatusOr<std::unique_ptr<ApiServer>> Start(const ApiServerOptions& options,
+                                                          const ServingContext* ctx);
+  int port() const { return http_->port(); }
+  void Stop() { http_->Stop(); }
+
+ private:
+  ApiServer(const ApiServerOptions& options, const ServingContext* ctx)
+      : options_(options), ctx_(ctx) {}
+  void Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder);
+  bool Authorized(const net::HttpRequest& request) const;
+
+  const ApiServerOptions options_;
+  const ServingContext* ctx_;
+  std::unique_ptr<net::HttpServer> http_;
+};
+
+}  // namespace switchyard::engine

@@ -1,0 +1,532 @@
+#include "engine/engine_core.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "engine/step_apply.h"
+
+namespace switchyard::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+double UnixSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+struct EngineCore::RequestState {
+  EngineRequest request;
+  UpdateCallback callback;
+  std::vector<SeqId> seqs;  // by sequence index
+  int32_t num_unfinished = 0;
+  int64_t num_cached_tokens = 0;
+  int64_t num_generated = 0;
+  std::optional<Clock::time_point> first_scheduled;
+  std::optional<Clock::time_point> first_token;
+  Clock::time_point last_token;
+  // The update being built for the next Report; `touched` while it holds news.
+  RequestUpdate pending;
+  bool touched = false;
+  // Sequences whose update entry is pending.sequences[slot]; -1 when none.
+  std::vector<int32_t> pending_slot;
+  FinishReason last_finish = FinishReason::kStop;
+};
+
+struct EngineCore::SeqState {
+  SeqState(RequestState* req, int32_t idx, int64_t vocab, std::optional<uint64_t> seed,
+           const text::Tokenizer* tokenizer, std::optional<int32_t> eos,
+           std::span<const int32_t> extra_eos)
+      : request(req),
+        index(idx),
+        sampling(vocab, req->request.prompt_tokens, seed),
+        output(tokenizer, req->request, eos, extra_eos) {}
+
+  RequestState* request;
+  int32_t index;
+  SequenceSamplingState sampling;
+  SequenceOutput output;
+  int64_t num_generated = 0;
+  std::optional<Clock::time_point> last_token;
+  bool finished = false;
+};
+
+absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOptions& options,
+                                                              std::unique_ptr<ModelRunner> runner,
+                                                              const text::Tokenizer* tokenizer) {
+  const RunnerLimits& limits = runner->limits();
+  const SchedulerBudget& budget = options.budget;
+  if (budget.max_num_seqs <= 0 || budget.max_num_batched_tokens <= 0 ||
+      budget.max_num_seqs > limits.max_logit_rows ||
+      budget.max_num_batched_tokens > limits.max_num_batched_tokens) {
+    return absl::InvalidArgumentError(fmt::format(
+        "max_num_seqs ({}) and max_num_batched_tokens ({}) must be positive and within the "
+        "runner's limits ({} logit rows, {} tokens per step)",
+        budget.max_num_seqs, budget.max_num_batched_tokens, limits.max_logit_rows,
+        limits.max_num_batched_tokens));
+  }
+  if (options.max_model_len <= 0 ||
+      (options.max_model_len + limits.block_size - 1) / limits.block_size > limits.num_kv_blocks) {
+    return absl::InvalidArgumentError(fmt::format(
+        "max_model_len {} needs more KV blocks than the cache holds ({} blocks of {} tokens); "
+        "lower --max-model-len or give the KV cache more memory",
+        options.max_model_len, limits.num_kv_blocks, limits.block_size));
+  }
+  KvCacheOptions kv_options;
+  kv_options.num_blocks = limits.num_kv_blocks;
+  kv_options.block_size = limits.block_size;
+  kv_options.enable_prefix_caching = options.enable_prefix_caching;
+  kv_options.hash_seed = options.hash_seed;
+  kv_options.enable_events = options.kv_events != nullptr;
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<KvCacheManager> kv, KvCacheManager::Create(kv_options));
+  std::unique_ptr<EngineCore> core(
+      new EngineCore(options, std::move(runner), tokenizer, std::move(kv)));
+  core->thread_ = std::thread([c = core.get()] {
+    pthread_setname_np(pthread_self(), "sy-engine");
+    c->Run();
+  });
+  return core;
+}
+
+EngineCore::EngineCore(const EngineCoreOptions& options, std::unique_ptr<ModelRunner> runner,
+                       const text::Tokenizer* tokenizer, std::unique_ptr<KvCacheManager> kv)
+    : options_(options),
+      runner_(std::move(runner)),
+      tokenizer_(tokenizer),
+      kv_(std::move(kv)),
+      sampler_(runner_->limits().vocab_size),
+      logits_(
+          static_cast<size_t>(runner_->limits().max_logit_rows * runner_->limits().vocab_size)) {
+  base::MutexLock lock(&mu_);
+  snapshot_.num_blocks = runner_->limits().num_kv_blocks;
+  snapshot_.num_free_blocks = kv_->pool().num_free_blocks();
+}
+
+EngineCore::~EngineCore() {
+  Stop();
+}
+
+void EngineCore::Stop() {
+  {
+    base::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  cv_.NotifyAll();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+absl::Status EngineCore::Validate(const EngineRequest& r) const {
+  const int64_t vocab = runner_->limits().vocab_size;
+  auto in_vocab = [vocab](int32_t id) { return id >= 0 && id < vocab; };
+  if (r.prompt_tokens.empty())
+    return absl::InvalidArgumentError("the prompt is empty");
+  if (r.n < 1)
+    return absl::InvalidArgumentError(fmt::format("n must be >= 1, got {}", r.n));
+  for (int32_t id : r.prompt_tokens) {
+    if (!in_vocab(id)) {
+      return absl::InvalidArgumentError(
+          fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, vocab));
+    }
+  }
+  for (const auto& ids : {r.sampling.allowed_token_ids, r.stop.stop_token_ids}) {
+    for (int32_t id : ids) {
+      if (!in_vocab(id)) {
+        return absl::InvalidArgumentError(
+            fmt::format("token id {} is outside the vocabulary [0, {})", id, vocab));
+      }
+    }
+  }
+  for (const auto& [id, bias] : r.sampling.logit_bias) {
+    if (!in_vocab(id)) {
+      return absl::InvalidArgumentError(
+          fmt::format("logit_bias token id {} is outside the vocabulary [0, {})", id, vocab));
+    }
+  }
+  const auto prompt_len = static_cast<int64_t>(r.prompt_tokens.size());
+  if (r.stop.max_tokens < 1 || prompt_len + r.stop.max_tokens > options_.max_model_len) {
+    return absl::InvalidArgumentError(
+        fmt::format("prompt ({} tokens) + max_tokens ({}) must fit the context of {} tokens (and "
+                    "max_tokens >= 1)",
+                    prompt_len, r.stop.max_tokens, options_.max_model_len));
+  }
+  if (r.stop.min_tokens < 0 || r.stop.min_tokens > r.stop.max_tokens) {
+    return absl::InvalidArgumentError(
+        fmt::format("min_tokens must be in [0, max_tokens], got {}", r.stop.min_tokens));
+  }
+  return ValidateSamplingParams(r.sampling);
+}
+
+absl::Status EngineCore::Submit(EngineRequest request, UpdateCallback callback) {
+  SY_RETURN_IF_ERROR(Validate(request));
+  {
+    base::MutexLock lock(&mu_);
+    if (stopping_)
+      return absl::UnavailableError("the engine is stopping");
+    if (!in_flight_.insert(request.request_id).second) {
+      return absl::AlreadyExistsError(
+          fmt::format("request id '{}' is already in flight", request.request_id));
+    }
+    intake_.push_back({std::move(request), std::move(callback)});
+  }
+  cv_.NotifyOne();
+  return absl::OkStatus();
+}
+
+void EngineCore::Abort(std::string request_id) {
+  {
+    base::MutexLock lock(&mu_);
+    if (!in_flight_.contains(request_id))
+      return;
+    aborts_.push_back(std::move(request_id));
+  }
+  cv_.NotifyOne();
+}
+
+EngineSnapshot EngineCore::snapshot() const {
+  base::MutexLock lock(&mu_);
+  return snapshot_;
+}
+
+void EngineCore::Run() {
+  std::deque<Intake> intake;
+  std::vector<std::string> aborts;
+  for (;;) {
+    bool stopping = false;
+    {
+      base::MutexLock lock(&mu_);
+      if (table_.size() == 0) {
+        cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || !intake_.empty() || !aborts_.empty();
+        });
+      }
+      intake.swap(intake_);
+      aborts.swap(aborts_);
+      stopping = stopping_;
+    }
+    for (Intake& in : intake)
+      Admit(std::move(in));
+    intake.clear();
+    for (const std::string& id : aborts)
+      AbortRequest(id, FinishReason::kAbort, absl::OkStatus());
+    aborts.clear();
+    if (stopping) {
+      std::vector<std::string> ids;
+      for (const auto& [id, state] : requests_)
+        ids.push_back(id);
+      for (const std::string& id : ids)
+        AbortRequest(id, FinishReason::kAbort, absl::OkStatus());
+      Report();
+      PublishEvents();
+      return;
+    }
+    if (table_.size() > 0) {
+      absl::Status status = Step();
+      if (!status.ok()) {
+        SY_LOG_ERROR("engine step failed: {}", std::string(status.message()));
+        std::vector<std::string> ids;
+        for (const auto& [id, state] : requests_)
+          ids.push_back(id);
+        for (const std::string& id : ids)
+          AbortRequest(id, FinishReason::kError, status);
+      }
+    }
+    // Gauges first, so that a client who got its last update sees its blocks freed.
+    UpdateGauges();
+    PublishEvents();
+    Report();
+  }
+}
+
+void EngineCore::Admit(Intake in) {
+  auto state = std::make_unique<RequestState>();
+  RequestState* req = state.get();
+  req->request = std::move(in.request);
+  req->callback = std::move(in.callback);
+  req->pending.num_prompt_tokens = static_cast<int64_t>(req->request.prompt_tokens.size());
+  const int32_t n = req->request.n;
+  req->pending_slot.assign(static_cast<size_t>(n), -1);
+  const int64_t vocab = runner_->limits().vocab_size;
+  for (int32_t i = 0; i < n; ++i) {
+    const SeqId id = next_seq_id_++;
+    std::optional<uint64_t> seed = req->request.sampling.seed;
+    if (seed.has_value())
+      *seed += static_cast<uint64_t>(i);
+    seqs_.emplace(id, std::make_unique<SeqState>(req, i, vocab, seed, tokenizer_,
+                                                 options_.eos_token_id, options_.extra_eos_ids));
+    Sequence seq;
+    seq.id = id;
+    seq.priority = req->request.priority;
+    seq.tokens = req->request.prompt_tokens;
+    seq.num_prompt_tokens = static_cast<int32_t>(seq.tokens.size());
+    seq.extras = req->request.hash_extras;
+    absl::Status added = table_.Add(std::move(seq));
+    SY_CHECK(added.ok());  // ids are ours and the prompt was validated
+    req->seqs.push_back(id);
+  }
+  req->num_unfinished = n;
+  requests_.emplace(req->request.request_id, std::move(state));
+}
+
+void EngineCore::AbortRequest(const std::string& request_id, FinishReason reason,
+                              absl::Status error) {
+  auto it = requests_.find(request_id);
+  if (it == requests_.end())
+    return;
+  RequestState* req = it->second.get();
+  req->pending.error = std::move(error);
+  for (SeqId id : req->seqs) {
+    SeqState& seq = *seqs_.at(id);
+    if (seq.finished)
+      continue;
+    std::string ignored;
+    seq.output.Finish(&ignored);
+    req->last_finish = reason;
+    // Report the finish on this sequence's entry.
+    int32_t& slot = req->pending_slot[static_cast<size_t>(seq.index)];
+    if (slot < 0) {
+      slot = static_cast<int32_t>(req->pending.sequences.size());
+      req->pending.sequences.push_back({});
+      req->pending.sequences.back().index = seq.index;
+    }
+    req->pending.sequences[static_cast<size_t>(slot)].finish_reason = reason;
+    if (!req->touched) {
+      req->touched = true;
+      touched_.push_back(req);
+    }
+    FinishSequence(seq);
+  }
+}
+
+void EngineCore::FinishSequence(SeqState& seq) {
+  seq.finished = true;
+  absl::Status freed = table_.Finish(seq.request->seqs[static_cast<size_t>(seq.index)], kv_.get());
+  SY_CHECK(freed.ok());
+  --seq.request->num_unfinished;
+}
+
+absl::Status EngineCore::Step() {
+  KvCacheOracle oracle(*kv_);
+  const StepPlan plan = Schedule(table_.View(oracle), options_.budget);
+  if (plan.scheduled.empty()) {
+    // Nothing runs and the head of the queue cannot start: it can never fit (Start checked
+    // that a full-length sequence fits an empty cache, so this is a bug guard, not a path).
+    if (table_.running().empty() && !table_.waiting().empty()) {
+      const SeqId head = table_.waiting().front();
+      AbortRequest(seqs_.at(head)->request->request.request_id, FinishReason::kError,
+                   absl::ResourceExhaustedError("the request does not fit the KV cache"));
+    }
+    return absl::OkStatus();
+  }
+  SY_ASSIGN_OR_RETURN(std::vector<ScheduledSeq> committed, ApplyPlan(plan, &table_, kv_.get()));
+  if (options_.metrics != nullptr) {
+    options_.metrics->AddPreemptions(static_cast<int64_t>(plan.preempted.size()));
+    options_.metrics->ObserveIterationTokens(plan.num_scheduled_tokens);
+  }
+
+  const int32_t block_size = kv_->block_size();
+  batch_tokens_.clear();
+  batch_positions_.clear();
+  batch_slots_.clear();
+  batch_sequences_.clear();
+  batch_logit_rows_.clear();
+  sampled_.clear();
+  const Clock::time_point now = Clock::now();
+  for (const ScheduledSeq& s : committed) {
+    if (s.num_new_tokens == 0)
+      continue;
+    const Sequence* seq = table_.Find(s.id);
+    SeqState& state = *seqs_.at(s.id);
+    RequestState* req = state.request;
+    if (!req->first_scheduled.has_value())
+      req->first_scheduled = now;
+    if (s.admitted && state.index == 0 && state.num_generated == 0)
+      req->num_cached_tokens = s.prefix_hit_tokens;
+    const std::span<const BlockId> blocks = kv_->block_table(s.id);
+    const auto row = static_cast<int64_t>(batch_tokens_.size());
+    for (int32_t p = s.num_computed_tokens; p < s.context_len(); ++p) {
+      batch_tokens_.push_back(seq->tokens[static_cast<size_t>(p)]);
+      batch_positions_.push_back(p);
+      batch_slots_.push_back(blocks[static_cast<size_t>(p / block_size)] * block_size +
+                             p % block_size);
+    }
+    batch_sequences_.push_back({row, s.num_new_tokens, s.context_len(), blocks});
+    if (s.samples) {
+      batch_logit_rows_.push_back(static_cast<int32_t>(batch_tokens_.size() - 1));
+      sampled_.push_back(s.id);
+    }
+  }
+  const model::ForwardBatch batch{batch_tokens_, batch_positions_, batch_slots_, batch_sequences_,
+                                  batch_logit_rows_};
+  const auto vocab = static_cast<size_t>(runner_->limits().vocab_size);
+  std::span<float> logits = std::span<float>(logits_).first(sampled_.size() * vocab);
+  SY_RETURN_IF_ERROR(runner_->Execute(batch, logits));
+  ProcessSamples(sampled_, logits);
+  {
+    base::MutexLock lock(&mu_);
+    ++snapshot_.num_steps;
+  }
+  return absl::OkStatus();
+}
+
+void EngineCore::ProcessSamples(std::span<const SeqId> sampled, std::span<float> logits) {
+  const auto vocab = static_cast<size_t>(runner_->limits().vocab_size);
+  const Clock::time_point now = Clock::now();
+  SampleResult result;
+  int64_t generated = 0;
+  for (size_t row = 0; row < sampled.size(); ++row) {
+    const SeqId id = sampled[row];
+    SeqState& seq = *seqs_.at(id);
+    RequestState* req = seq.request;
+    const EngineRequest& r = req->request;
+    banned_.clear();
+    if (seq.num_generated < r.stop.min_tokens) {
+      if (options_.eos_token_id.has_value())
+        banned_.push_back(*options_.eos_token_id);
+      banned_.insert(banned_.end(), options_.extra_eos_ids.begin(), options_.extra_eos_ids.end());
+      banned_.insert(banned_.end(), r.stop.stop_token_ids.begin(), r.stop.stop_token_ids.end());
+    }
+    sampler_.Sample(logits.subspan(row * vocab, vocab), r.sampling, &seq.sampling, &result,
+                    banned_);
+    seq.sampling.AppendOutput(result.token);
+    absl::Status appended = table_.AppendToken(id, result.token);
+    SY_CHECK(appended.ok());
+    ++seq.num_generated;
+    ++req->num_generated;
+    ++generated;
+
+    if (options_.metrics != nullptr) {
+      if (!req->first_token.has_value()) {
+        options_.metrics->ObserveTimeToFirstToken(Seconds(now - r.arrival_time));
+        options_.metrics->AddPromptTokens(static_cast<int64_t>(r.prompt_tokens.size()),
+                                          req->num_cached_tokens);
+      } else if (seq.last_token.has_value()) {
+        options_.metrics->ObserveInterTokenLatency(Seconds(now - *seq.last_token));
+      }
+    }
+    if (!req->first_token.has_value())
+      req->first_token = now;
+    req->last_token = now;
+    seq.last_token = now;
+
+    int32_t& slot = req->pending_slot[static_cast<size_t>(seq.index)];
+    if (slot < 0) {
+      slot = static_cast<int32_t>(req->pending.sequences.size());
+      req->pending.sequences.push_back({});
+      req->pending.sequences.back().index = seq.index;
+    }
+    SequenceUpdate& update = req->pending.sequences[static_cast<size_t>(slot)];
+    update.token_ids.push_back(result.token);
+    if (r.sampling.logprobs.has_value())
+      update.logprobs.push_back(result);
+    const bool context_full = table_.Find(id)->num_tokens() >= options_.max_model_len;
+    SequenceStep step =
+        seq.output.Append(result.token, seq.num_generated, context_full, &update.text);
+    if (!req->touched) {
+      req->touched = true;
+      touched_.push_back(req);
+    }
+    if (step.finish_reason.has_value()) {
+      update.finish_reason = step.finish_reason;
+      update.stop_reason = std::move(step.stop_reason);
+      req->last_finish = *step.finish_reason;
+      FinishSequence(seq);
+    }
+  }
+  if (options_.metrics != nullptr)
+    options_.metrics->AddGenerationTokens(generated);
+}
+
+void EngineCore::Report() {
+  std::vector<std::string> done;
+  for (RequestState* req : touched_) {
+    RequestUpdate update = std::move(req->pending);
+    req->pending = RequestUpdate{};
+    req->pending.num_prompt_tokens = update.num_prompt_tokens;
+    std::fill(req->pending_slot.begin(), req->pending_slot.end(), -1);
+    req->touched = false;
+    update.num_cached_tokens = req->num_cached_tokens;
+    update.finished = req->num_unfinished == 0;
+    if (update.finished) {
+      done.push_back(req->request.request_id);
+      // The id is free again once its client has the last update.
+      base::MutexLock lock(&mu_);
+      in_flight_.erase(req->request.request_id);
+    }
+    req->callback(std::move(update));
+  }
+  touched_.clear();
+  const Clock::time_point now = Clock::now();
+  for (const std::string& id : done) {
+    auto it = requests_.find(id);
+    RequestState* req = it->second.get();
+    if (options_.metrics != nullptr) {
+      const EngineRequest& r = req->request;
+      FinishedRequestStats stats;
+      stats.finish_reason = req->last_finish;
+      stats.e2e_latency_s = Seconds(now - r.arrival_time);
+      if (req->first_scheduled.has_value()) {
+        stats.queued_time_s = Seconds(*req->first_scheduled - r.arrival_time);
+        stats.inference_time_s = Seconds(req->last_token - *req->first_scheduled);
+        if (req->first_token.has_value())
+          stats.prefill_time_s = Seconds(*req->first_token - *req->first_scheduled);
+      }
+      if (req->first_token.has_value()) {
+        stats.decode_time_s = Seconds(req->last_token - *req->first_token);
+        if (req->num_generated > 1) {
+          stats.mean_time_per_output_token_s =
+              stats.decode_time_s / static_cast<double>(req->num_generated - 1);
+        }
+      }
+      stats.num_prompt_tokens = static_cast<int64_t>(r.prompt_tokens.size());
+      stats.num_generation_tokens = req->num_generated;
+      stats.max_tokens_param = r.stop.max_tokens;
+      stats.n_param = r.n;
+      options_.metrics->RecordFinishedRequest(stats);
+    }
+    for (SeqId seq : req->seqs)
+      seqs_.erase(seq);
+    requests_.erase(it);
+  }
+}
+
+void EngineCore::PublishEvents() {
+  std::vector<kvx::KvCacheEvent> events = kv_->TakeEvents();
+  if (options_.kv_events == nullptr || events.empty())
+    return;
+  kvx::KvEventBatch batch;
+  batch.ts = UnixSeconds();
+  batch.events = std::move(events);
+  options_.kv_events->Publish(std::move(batch));
+}
+
+void EngineCore::UpdateGauges() {
+  const PrefixCacheStats& stats = kv_->prefix_cache_stats();
+  if (options_.metrics != nullptr) {
+    options_.metrics->SetSchedulerState(static_cast<int64_t>(table_.running().size()),
+                                        static_cast<int64_t>(table_.waiting().size()),
+                                        kv_->usage());
+    options_.metrics->AddPrefixCache(stats.queries - reported_prefix_stats_.queries,
+                                     stats.hits - reported_prefix_stats_.hits);
+  }
+  reported_prefix_stats_ = stats;
+  base::MutexLock lock(&mu_);
+  snapshot_.num_running = static_cast<int64_t>(table_.running().size());
+  snapshot_.num_waiting = static_cast<int64_t>(table_.waiting().size());
+  snapshot_.num_requests = static_cast<int64_t>(requests_.size());
+  snapshot_.num_free_blocks = kv_->pool().num_free_blocks();
+}
+
+}  // namespace switchyard::engine

@@ -1,0 +1,161 @@
+// EngineCore: the engine loop. One owned thread ("sy-engine") owns the scheduler state,
+// the KV cache manager, every sequence and the model runner, and repeats
+//
+//   take new requests and aborts -> Schedule -> ApplyPlan -> build the ForwardBatch ->
+//   runner.Execute -> sample -> detokenize and check stops -> report -> free finished
+//
+// until stopped; it sleeps only while it has no sequence. Requests arrive from any thread
+// (the HTTP front) through Submit and Abort, which only queue; results leave through each
+// request's callback, called on the loop thread after every step that touched it.
+//
+// A request's n sequences are queued together; the first one's full prompt blocks are
+// published as soon as its step commits, so the others start from them (prefix caching).
+// Aborted requests (a client that went away) free their blocks at the top of the next
+// step. KV events are drained after every step and handed to the publisher.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "base/mutex.h"
+#include "engine/engine_request.h"
+#include "engine/kv_cache_manager.h"
+#include "engine/metrics.h"
+#include "engine/model_runner.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "engine/sequence_output.h"
+#include "engine/sequence_table.h"
+#include "kvx/kv_event_publisher.h"
+#include "text/tokenizer.h"
+
+namespace switchyard::engine {
+
+struct EngineCoreOptions {
+  SchedulerBudget budget;
+  int64_t max_model_len = 2048;
+  bool enable_prefix_caching = true;
+  // PYTHONHASHSEED-style seed of the block hashes (see BlockHasher).
+  std::optional<std::string> hash_seed;
+  // The tokenizer's EOS and the model's other EOS ids (generation_config / config.json).
+  std::optional<int32_t> eos_token_id;
+  std::vector<int32_t> extra_eos_ids;
+  // Borrowed, optional; must outlive the core.
+  EngineMetrics* metrics = nullptr;
+  kvx::KvEventPublisher* kv_events = nullptr;
+};
+
+// Counts for /health, /debug and tests; read without stopping the loop.
+struct EngineSnapshot {
+  int64_t num_running = 0;
+  int64_t num_waiting = 0;
+  int64_t num_requests = 0;
+  int32_t num_free_blocks = 0;
+  int32_t num_blocks = 0;
+  int64_t num_steps = 0;
+};
+
+class EngineCore {
+ public:
+  using UpdateCallback = std::function<void(RequestUpdate update)>;
+
+  // Starts the loop thread. Errors: budgets beyond the runner's limits, a max_model_len
+  // whose blocks exceed the runner's KV cache.
+  static absl::StatusOr<std::unique_ptr<EngineCore>> Start(const EngineCoreOptions& options,
+                                                           std::unique_ptr<ModelRunner> runner,
+                                                           const text::Tokenizer* tokenizer);
+  ~EngineCore();
+  EngineCore(const EngineCore&) = delete;
+  EngineCore& operator=(const EngineCore&) = delete;
+
+  // Queues a request; any thread. Errors, with nothing queued: InvalidArgument (empty
+  // prompt, token ids outside the vocabulary, n < 1, prompt + max_tokens beyond
+  // max_model_len, bad sampling parameters), AlreadyExists (the id is in flight),
+  // Unavailable (stopping). On OK, `callback` receives updates on the loop thread, the last
+  // one with finished = true.
+  absl::Status Submit(EngineRequest request, UpdateCallback callback);
+
+  // The checks Submit makes, for a caller that wants them before it commits to an answer
+  // (a stream's head). Any thread.
+  absl::Status Validate(const EngineRequest& request) const;
+
+  // Ends the request with FinishReason::kAbort if it is still in flight; any thread.
+  void Abort(std::string request_id);
+
+  // Aborts everything in flight (callbacks run) and joins the loop. Idempotent.
+  void Stop();
+
+  EngineSnapshot snapshot() const;
+  const RunnerLimits& runner_limits() const { return runner_->limits(); }
+  const EngineCoreOptions& options() const { return options_; }
+
+ private:
+  struct RequestState;
+  struct SeqState;
+  struct Intake {
+    EngineRequest request;
+    UpdateCallback callback;
+  };
+
+  EngineCore(const EngineCoreOptions& options, std::unique_ptr<ModelRunner> runner,
+             const text::Tokenizer* tokenizer, std::unique_ptr<KvCacheManager> kv);
+
+  void Run();
+  void Admit(Intake intake);
+  void AbortRequest(const std::string& request_id, FinishReason reason, absl::Status error);
+  absl::Status Step();
+  // Samples the logit rows of `sampled` and reports; finishes sequences that stop.
+  void ProcessSamples(std::span<const SeqId> sampled, std::span<float> logits);
+  void FinishSequence(SeqState& seq);
+  void Report();
+  void PublishEvents();
+  void UpdateGauges();
+
+  const EngineCoreOptions options_;
+  std::unique_ptr<ModelRunner> runner_;
+  const text::Tokenizer* tokenizer_;
+
+  // Loop thread only.
+  std::unique_ptr<KvCacheManager> kv_;
+  SequenceTable table_;
+  Sampler sampler_;
+  absl::flat_hash_map<std::string, std::unique_ptr<RequestState>> requests_;
+  absl::flat_hash_map<SeqId, std::unique_ptr<SeqState>> seqs_;
+  SeqId next_seq_id_ = 1;
+  // Step scratch, reused.
+  std::vector<int32_t> batch_tokens_;
+  std::vector<int32_t> batch_positions_;
+  std::vector<int32_t> batch_slots_;
+  std::vector<runtime::AttentionSequence> batch_sequences_;
+  std::vector<int32_t> batch_logit_rows_;
+  std::vector<SeqId> sampled_;
+  std::vector<float> logits_;
+  std::vector<int32_t> banned_;
+  // Requests with news since the last Report, in first-touched order.
+  std::vector<RequestState*> touched_;
+  PrefixCacheStats reported_prefix_stats_;
+
+  mutable base::Mutex mu_;
+  base::CondVar cv_;
+  std::deque<Intake> intake_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> aborts_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  EngineSnapshot snapshot_ ABSL_GUARDED_BY(mu_);
+
+  std::thread thread_;
+};
+
+}  // namespace switchyard::engine

@@ -1,0 +1,115 @@
+#include "engine/engine_server.h"
+
+#include <chrono>
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "base/logging.h"
+#include "base/status_macros.h"
+#include "model/model_text.h"
+
+namespace switchyard::engine {
+
+absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOptions o) {
+  if (!o.make_runner)
+    return absl::InvalidArgumentError("no model runner factory");
+  std::unique_ptr<EngineServer> s(new EngineServer());
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<model::ModelFiles> files, model::ModelFiles::Open(o.model));
+  const model::ModelConfig config = files->config();
+  SY_ASSIGN_OR_RETURN(s->tokenizer_, model::LoadModelTokenizer(*files));
+  absl::StatusOr<text::ModelChatTemplate> tmpl =
+      model::LoadModelChatTemplate(*files, *s->tokenizer_);
+  if (tmpl.ok()) {
+    SY_ASSIGN_OR_RETURN(s->chat_template_, text::ChatTemplate::Compile(tmpl->source));
+    s->ctx_.chat_special_tokens = *tmpl;
+  } else if (!absl::IsNotFound(tmpl.status())) {
+    return tmpl.status();
+  }
+  GenerationDefaults defaults;
+  if (o.use_generation_config) {
+    SY_ASSIGN_OR_RETURN(defaults, LoadGenerationDefaults(files->generation_config_path()));
+  }
+  const std::string model_root = files->path();
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<ModelRunner> runner,
+                      o.make_runner(std::move(files), *s->tokenizer_));
+  const RunnerLimits limits = runner->limits();
+  const std::string backend = runner->backend_name();
+
+  const int64_t max_model_len =
+      o.max_model_len > 0 ? o.max_model_len : config.max_position_embeddings;
+  if (max_model_len > config.max_position_embeddings) {
+    return absl::InvalidArgumentError(
+        fmt::format("--max-model-len {} exceeds the model's max_position_embeddings {}",
+                    max_model_len, config.max_position_embeddings));
+  }
+  const std::string name = o.served_model_name.empty() ? o.model : o.served_model_name;
+
+  EngineMetricsOptions metrics_options;
+  metrics_options.model_name = name;
+  metrics_options.max_model_len = max_model_len;
+  metrics_options.block_size = limits.block_size;
+  metrics_options.num_gpu_blocks = limits.num_kv_blocks;
+  metrics_options.enable_prefix_caching = o.enable_prefix_caching;
+  metrics_options.cache_dtype = o.cache_dtype;
+  s->metrics_ = std::make_unique<EngineMetrics>(metrics_options);
+
+  if (o.kv_events.has_value()) {
+    SY_ASSIGN_OR_RETURN(s->publisher_, kvx::KvEventPublisher::Start(*o.kv_events));
+  }
+
+  EngineCoreOptions core;
+  core.budget = o.budget;
+  core.max_model_len = max_model_len;
+  core.enable_prefix_caching = o.enable_prefix_caching;
+  core.hash_seed = o.hash_seed;
+  core.eos_token_id = s->tokenizer_->eos_id();
+  for (int64_t id : config.eos_token_ids)
+    core.extra_eos_ids.push_back(static_cast<int32_t>(id));
+  core.metrics = s->metrics_.get();
+  core.kv_events = s->publisher_.get();
+  SY_ASSIGN_OR_RETURN(s->core_, EngineCore::Start(core, std::move(runner), s->tokenizer_.get()));
+
+  ServingContext& ctx = s->ctx_;
+  ctx.engine = s->core_.get();
+  ctx.tokenizer = s->tokenizer_.get();
+  ctx.chat_template = s->chat_template_.get();
+  ctx.metrics = s->metrics_.get();
+  ctx.served_model_name = name;
+  ctx.model_root = model_root;
+  ctx.max_model_len = max_model_len;
+  ctx.created = std::chrono::duration_cast<std::chrono::seconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  ctx.limits = o.limits;
+  ctx.defaults = defaults;
+  ctx.priority_scheduling = o.budget.policy == SchedulingPolicy::kPriority;
+  ctx.version = o.version;
+  SY_ASSIGN_OR_RETURN(s->api_, ApiServer::Start(o.api, &s->ctx_));
+  SY_LOG_INFO("engine: serving {} on port {} ({} backend, {} KV blocks of {} tokens)", name,
+              s->api_->port(), backend, limits.num_kv_blocks, limits.block_size);
+  return s;
+}
+
+EngineServer::~EngineServer() {
+  Stop();
+}
+
+void EngineServer::Stop() {
+  if (api_ != nullptr)
+    api_->Stop();
+  if (core_ != nullptr)
+    core_->Stop();
+  if (publisher_ != nullptr)
+    publisher_->Stop();
+}
+
+std::string EngineServer::kv_events_endpoint() const {
+  return publisher_ != nullptr ? publisher_->endpoint() : std::string();
+}
+
+std::string EngineServer::kv_events_replay_endpoint() const {
+  return publisher_ != nullptr ? publisher_->replay_endpoint() : std::string();
+}
+
+}  // namespace switchyard::engine

@@ -1,0 +1,78 @@
+// EngineServer: one complete model server, assembled: checkpoint files, tokenizer and chat
+// template, the model runner (real or simulated, from a factory), metrics, the KV event
+// publisher, the engine loop and the HTTP front. `switchyard engine` is a thin flag parser
+// over it; tests start it in-process.
+//
+// Threads: Start and Stop from one controlling thread. Owns everything it starts; Stop
+// stops the HTTP front first (no new requests), then the engine loop (aborting what is in
+// flight), then the publisher.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+#include "engine/api_server.h"
+#include "engine/engine_core.h"
+#include "engine/metrics.h"
+#include "engine/model_runner.h"
+#include "engine/serving_context.h"
+#include "kvx/kv_event_publisher.h"
+#include "model/model_files.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace switchyard::engine {
+
+// Makes the runner from the opened checkpoint (it may keep the files: weights map them).
+using RunnerFactory = std::function<absl::StatusOr<std::unique_ptr<ModelRunner>>(
+    std::unique_ptr<model::ModelFiles> files, const text::Tokenizer& tokenizer)>;
+
+struct EngineServerOptions {
+  std::string model;              // HF directory or .gguf file
+  std::string served_model_name;  // empty: `model`
+  int64_t max_model_len = 0;      // 0: the model's max_position_embeddings
+  SchedulerBudget budget;
+  bool enable_prefix_caching = true;
+  std::optional<std::string> hash_seed;
+  // Unset: no KV events.
+  std::optional<kvx::KvEventPublisherOptions> kv_events;
+  ApiServerOptions api;
+  api::RequestLimits limits;
+  bool use_generation_config = true;  // vLLM's --generation-config auto
+  std::string version;
+  RunnerFactory make_runner;
+  // vllm:cache_config_info's cache_dtype label.
+  std::string cache_dtype = "auto";
+};
+
+class EngineServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<EngineServer>> Start(EngineServerOptions options);
+  ~EngineServer();
+
+  int port() const { return api_->port(); }
+  // The KV event endpoints as bound ("" without events).
+  std::string kv_events_endpoint() const;
+  std::string kv_events_replay_endpoint() const;
+  EngineCore& core() { return *core_; }
+  const ServingContext& context() const { return ctx_; }
+
+  void Stop();
+
+ private:
+  EngineServer() = default;
+
+  std::unique_ptr<text::Tokenizer> tokenizer_;
+  std::unique_ptr<text::ChatTemplate> chat_template_;
+  std::unique_ptr<EngineMetrics> metrics_;
+  std::unique_ptr<kvx::KvEventPublisher> publisher_;
+  std::unique_ptr<EngineCore> core_;
+  ServingContext ctx_;
+  std::unique_ptr<ApiServer> api_;
+};
+
+}  // namespace switchyard::engine

@@ -1,0 +1,244 @@
+#include "engine/generation_handler.h"
+
+#include <chrono>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fmt/format.h"
+
+#include "api/chat_request.h"
+#include "api/completion_request.h"
+#include "api/error.h"
+#include "base/status_macros.h"
+#include "engine/chat_prompt.h"
+#include "engine/internal/generation_stream.h"
+
+namespace switchyard::engine {
+namespace {
+
+// OpenAI's (and vLLM's) default max_tokens for /v1/completions.
+constexpr int64_t kCompletionDefaultMaxTokens = 16;
+
+std::pair<uint64_t, uint64_t> Random128() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return {rng(), rng()};
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// What every prompt of one HTTP request shares.
+struct Submission {
+  std::vector<EngineRequest> requests;
+  internal::GenerationStreamOptions stream;
+};
+
+// The unsupported request features, refused rather than ignored.
+absl::Status CheckSupported(const ServingContext& ctx, const api::SamplingRequest& s) {
+  if (s.prompt_logprobs.has_value())
+    return absl::UnimplementedError("prompt_logprobs is not supported yet.");
+  if (s.response_format.has_value() && s.response_format->type != "text") {
+    return absl::UnimplementedError(
+        fmt::format("response_format type '{}' (structured output) is not supported yet.",
+                    s.response_format->type));
+  }
+  if (s.priority != 0 && !ctx.priority_scheduling) {
+    return api::InvalidParam("priority",
+                             "Priority scheduling is not enabled (start the engine with "
+                             "--scheduling-policy priority).");
+  }
+  return absl::OkStatus();
+}
+
+// The engine request of one tokenized prompt. `prompt_param` names the field errors point at.
+absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
+                                                const api::SamplingRequest& s,
+                                                std::vector<int32_t> prompt,
+                                                std::optional<int> logprobs,
+                                                std::optional<int64_t> default_max_tokens,
+                                                std::string_view prompt_param) {
+  if (s.truncate_prompt_tokens.has_value() && *s.truncate_prompt_tokens >= 0 &&
+      static_cast<size_t>(*s.truncate_prompt_tokens) < prompt.size()) {
+    prompt.erase(prompt.begin(),
+                 prompt.end() - static_cast<std::ptrdiff_t>(*s.truncate_prompt_tokens));
+  }
+  if (prompt.empty())
+    return api::InvalidParam(prompt_param, "The prompt must not be empty.");
+  api::SamplingRequest resolved = s;
+  if (!resolved.max_tokens.has_value() && default_max_tokens.has_value()) {
+    resolved.max_tokens = std::min<int64_t>(
+        *default_max_tokens, ctx.max_model_len - static_cast<int64_t>(prompt.size()));
+  }
+  SY_ASSIGN_OR_RETURN(const int64_t max_tokens,
+                      api::ResolveMaxTokens(resolved, static_cast<int64_t>(prompt.size()),
+                                            ctx.max_model_len, prompt_param));
+  EngineRequest r;
+  r.prompt_tokens = std::move(prompt);
+  r.n = s.n;
+  SamplingParams& p = r.sampling;
+  const GenerationDefaults& d = ctx.defaults;
+  p.temperature = s.temperature.value_or(d.temperature.value_or(1.0));
+  p.top_p = s.top_p.value_or(d.top_p.value_or(1.0));
+  p.top_k = s.top_k.value_or(d.top_k.value_or(-1));
+  if (p.top_k == 0)
+    p.top_k = -1;
+  p.min_p = s.min_p.value_or(d.min_p.value_or(0.0));
+  p.repetition_penalty = s.repetition_penalty.value_or(d.repetition_penalty.value_or(1.0));
+  p.presence_penalty = s.presence_penalty;
+  p.frequency_penalty = s.frequency_penalty;
+  if (s.seed.has_value())
+    p.seed = static_cast<uint64_t>(*s.seed);
+  if (logprobs.has_value())
+    p.logprobs = *logprobs;
+  for (const auto& [id, bias] : s.logit_bias)
+    p.logit_bias.emplace_back(id, static_cast<float>(bias));
+  p.allowed_token_ids = s.allowed_token_ids;
+  r.stop.max_tokens = max_tokens;
+  r.stop.min_tokens = std::min<int32_t>(s.min_tokens, static_cast<int32_t>(max_tokens));
+  r.stop.stop_strings = s.stop;
+  r.stop.stop_token_ids = s.stop_token_ids;
+  r.stop.ignore_eos = s.ignore_eos;
+  r.stop.include_stop_str_in_output = s.include_stop_str_in_output;
+  r.skip_special_tokens = s.skip_special_tokens;
+  r.priority = s.priority;
+  r.hash_extras.cache_salt = s.cache_salt;
+  SY_RETURN_IF_ERROR(ctx.engine->Validate(r));
+  return r;
+}
+
+// Submits every request; on a failure aborts those already in and answers the error.
+void SubmitAll(const ServingContext& ctx, Submission sub,
+               std::shared_ptr<net::HttpResponder> responder) {
+  const auto [hi, lo] = Random128();
+  const bool chat = sub.stream.chat;
+  sub.stream.header.id = chat ? api::ChatCompletionId(hi, lo) : api::CompletionId(hi, lo);
+  sub.stream.header.created = UnixNow();
+  sub.stream.header.model = ctx.served_model_name;
+  sub.stream.extra_headers.emplace_back("x-request-id", sub.stream.header.id);
+  const std::string base_id = sub.stream.header.id;
+  auto stream =
+      std::make_shared<internal::GenerationStream>(std::move(sub.stream), ctx.tokenizer, responder);
+  std::vector<std::string> ids;
+  for (size_t i = 0; i < sub.requests.size(); ++i)
+    ids.push_back(fmt::format("{}-{}", base_id, i));
+  // A client that leaves (in the queue or mid-stream) aborts everything at once.
+  EngineCore* engine = ctx.engine;
+  responder->OnClose([engine, ids] {
+    for (const std::string& id : ids)
+      engine->Abort(id);
+  });
+  stream->Start();
+  for (size_t i = 0; i < sub.requests.size(); ++i) {
+    EngineRequest& r = sub.requests[i];
+    r.request_id = ids[i];
+    absl::Status submitted = engine->Submit(
+        std::move(r), [stream, i](RequestUpdate u) { stream->OnUpdate(i, std::move(u)); });
+    if (!submitted.ok()) {
+      for (size_t j = 0; j < i; ++j)
+        engine->Abort(ids[j]);
+      stream->Fail(submitted);
+      return;
+    }
+  }
+  // The client may have left before the requests were in; OnClose's aborts missed them.
+  if (responder->closed()) {
+    for (const std::string& id : ids)
+      engine->Abort(id);
+  }
+}
+
+internal::GenerationStreamOptions StreamOptions(const api::SamplingRequest& s, bool chat,
+                                                bool logprobs) {
+  internal::GenerationStreamOptions o;
+  o.chat = chat;
+  o.stream = s.stream;
+  o.include_usage = s.include_usage_in_stream();
+  o.n = s.n;
+  o.logprobs = logprobs;
+  return o;
+}
+
+absl::StatusOr<Submission> PrepareCompletion(const ServingContext& ctx,
+                                             const net::HttpRequest& http) {
+  SY_ASSIGN_OR_RETURN(api::CompletionRequest req,
+                      api::ParseCompletionRequest(http.body, ctx.limits));
+  SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
+  SY_RETURN_IF_ERROR(CheckSupported(ctx, req.sampling));
+  Submission sub;
+  sub.stream = StreamOptions(req.sampling, false, req.logprobs.has_value());
+  for (api::Prompt& prompt : req.prompts) {
+    std::vector<int32_t> ids;
+    if (prompt.is_tokens) {
+      ids = std::move(prompt.token_ids);
+    } else {
+      SY_ASSIGN_OR_RETURN(ids, ctx.tokenizer->Encode(prompt.text, req.add_special_tokens));
+    }
+    std::string echo;
+    if (req.echo)
+      echo = prompt.is_tokens ? ctx.tokenizer->Decode(ids, false) : prompt.text;
+    SY_ASSIGN_OR_RETURN(EngineRequest r,
+                        MakeEngineRequest(ctx, req.sampling, std::move(ids), req.logprobs,
+                                          kCompletionDefaultMaxTokens, "prompt"));
+    sub.stream.prompt_tokens.push_back(static_cast<int64_t>(r.prompt_tokens.size()));
+    sub.stream.echo_prefix.push_back(std::move(echo));
+    sub.requests.push_back(std::move(r));
+  }
+  return sub;
+}
+
+absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::HttpRequest& http) {
+  SY_ASSIGN_OR_RETURN(api::ChatRequest req, api::ParseChatRequest(http.body, ctx.limits));
+  SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
+  SY_RETURN_IF_ERROR(CheckSupported(ctx, req.sampling));
+  SY_ASSIGN_OR_RETURN(std::string prompt_text,
+                      RenderChatPrompt(req, ctx.chat_template, ctx.chat_special_tokens));
+  SY_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+                      ctx.tokenizer->Encode(prompt_text, req.add_special_tokens));
+  std::optional<int> logprobs;
+  if (req.logprobs)
+    logprobs = req.top_logprobs;
+  Submission sub;
+  sub.stream = StreamOptions(req.sampling, true, req.logprobs);
+  SY_ASSIGN_OR_RETURN(EngineRequest r, MakeEngineRequest(ctx, req.sampling, std::move(ids),
+                                                         logprobs, std::nullopt, "messages"));
+  sub.stream.prompt_tokens.push_back(static_cast<int64_t>(r.prompt_tokens.size()));
+  std::string echo;
+  if (req.echo && !req.messages.empty() && req.messages.back().role == "assistant")
+    echo = req.messages.back().content;
+  sub.stream.echo_prefix.push_back(std::move(echo));
+  sub.requests.push_back(std::move(r));
+  return sub;
+}
+
+}  // namespace
+
+void SendError(net::HttpResponder& responder, const absl::Status& status) {
+  responder.Send(api::HttpErrorFor(status).http_status, "application/json", api::ErrorBody(status));
+}
+
+void HandleCompletion(const ServingContext& ctx, const net::HttpRequest& request,
+                      std::shared_ptr<net::HttpResponder> responder) {
+  absl::StatusOr<Submission> sub = PrepareCompletion(ctx, request);
+  if (!sub.ok()) {
+    SendError(*responder, sub.status());
+    return;
+  }
+  SubmitAll(ctx, *std::move(sub), std::move(responder));
+}
+
+void HandleChatCompletion(const ServingContext& ctx, const net::HttpRequest& request,
+                          std::shared_ptr<net::HttpResponder> responder) {
+  absl::StatusOr<Submission> sub = PrepareChat(ctx, request);
+  if (!sub.ok()) {
+    SendError(*responder, sub.status());
+    return;
+  }
+  SubmitAll(ctx, *std::move(sub), std::move(responder));
+}
+
+}  // namespace switchyard::engine

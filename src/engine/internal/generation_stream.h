@@ -1,0 +1,78 @@
+// GenerationStream: one HTTP generation request's answer, assembled from the engine
+// updates of its prompts (a batched completion has several; each has n choices, choice
+// index = prompt * n + sequence). Streaming requests get one SSE chunk per choice per
+// update; others get the whole response once every choice has finished.
+//
+// Threads: OnUpdate runs on the engine loop thread; Start on the HTTP thread before any
+// request is submitted. A mutex orders them (and a failure path that answers early).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/response_writer.h"
+#include "base/mutex.h"
+#include "engine/engine_request.h"
+#include "net/http_server.h"
+#include "text/tokenizer.h"
+
+namespace switchyard::engine::internal {
+
+struct GenerationStreamOptions {
+  bool chat = false;
+  bool stream = false;
+  bool include_usage = false;
+  bool continuous_usage = false;
+  int32_t n = 1;
+  bool logprobs = false;  // the request asked for logprobs
+  // Per prompt: text put before each choice's output (echo), and the prompt's length.
+  std::vector<std::string> echo_prefix;
+  std::vector<int64_t> prompt_tokens;
+  api::ResponseHeader header;
+  // Sent on every response (x-request-id and the like).
+  net::HeaderList extra_headers;
+};
+
+class GenerationStream {
+ public:
+  GenerationStream(GenerationStreamOptions options, const text::Tokenizer* tokenizer,
+                   std::shared_ptr<net::HttpResponder> responder);
+
+  // Sends the response head of a streaming request. Call before submitting.
+  void Start();
+  // An engine update for prompt `prompt`.
+  void OnUpdate(size_t prompt, RequestUpdate update);
+  // Answers with an error unless the response has begun (then an SSE error event ends it).
+  void Fail(const absl::Status& status);
+
+ private:
+  struct Choice {
+    std::string text;  // non-streaming: everything so far
+    std::vector<api::TokenLogprob> logprobs;
+    size_t text_bytes = 0;  // text sent or kept so far (logprob text offsets)
+    bool sent_role = false;
+    std::string finish_reason;
+    std::string stop_reason;
+    int64_t num_tokens = 0;
+  };
+
+  api::TokenLogprob ToApiLogprob(const SampleResult& sample) const;
+  void StreamChoice(int index, const SequenceUpdate& update, std::vector<api::TokenLogprob> lps)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Finish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  api::Usage TotalUsage() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const GenerationStreamOptions options_;
+  const text::Tokenizer* tokenizer_;
+  const std::shared_ptr<net::HttpResponder> responder_;
+
+  base::Mutex mu_;
+  std::vector<Choice> choices_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> cached_tokens_ ABSL_GUARDED_BY(mu_);
+  size_t prompts_finished_ ABSL_GUARDED_BY(mu_) = 0;
+  bool answered_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace switchyard::engine::internal

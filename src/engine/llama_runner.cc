@@ -1,0 +1,82 @@
+#include "engine/llama_runner.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "base/status_macros.h"
+#include "runtime/cpu/cpu_backend.h"
+#include "runtime/dtype.h"
+
+namespace switchyard::engine {
+
+absl::StatusOr<std::unique_ptr<LlamaRunner>> LlamaRunner::Create(
+    std::unique_ptr<model::ModelFiles> files, const LlamaRunnerOptions& options) {
+  if (options.block_size <= 0 || options.max_num_batched_tokens <= 0 ||
+      options.max_logit_rows <= 0 || options.num_kv_blocks < 0) {
+    return absl::InvalidArgumentError(
+        "block size, tokens per step and logit rows must be positive");
+  }
+  std::unique_ptr<LlamaRunner> runner(new LlamaRunner());
+  runner->files_ = std::move(files);
+  runtime::CpuBackendOptions backend_options;
+  backend_options.num_threads = options.num_threads;
+  SY_ASSIGN_OR_RETURN(runner->backend_, runtime::CreateCpuBackend(backend_options));
+  model::LlamaModelOptions model_options;
+  model_options.max_num_batched_tokens = options.max_num_batched_tokens;
+  model_options.max_logit_rows = options.max_logit_rows;
+  model_options.weight_dtype = options.weight_dtype;
+  SY_ASSIGN_OR_RETURN(runner->model_, model::LlamaModel::Create(
+                                          *runner->files_, runner->backend_.get(), model_options));
+  int64_t num_blocks = options.num_kv_blocks;
+  if (num_blocks == 0) {
+    const model::KvCacheShape one = runner->model_->KvShape(1, options.block_size);
+    // K and V of every layer.
+    const size_t block_bytes = runtime::RowBytes(
+        one.dtype, 2 * one.num_layers * one.block_size * one.kv_heads * one.head_dim);
+    num_blocks = static_cast<int64_t>(options.kv_cache_memory_bytes / block_bytes);
+    if (num_blocks < 1) {
+      return absl::InvalidArgumentError(
+          fmt::format("the KV cache memory ({} bytes) is smaller than one block ({} bytes)",
+                      options.kv_cache_memory_bytes, block_bytes));
+    }
+    num_blocks = std::min<int64_t>(num_blocks, 1 << 24);
+  }
+  SY_ASSIGN_OR_RETURN(runner->kv_, model::KvCacheStorage::Create(
+                                       runner->backend_.get(),
+                                       runner->model_->KvShape(num_blocks, options.block_size)));
+  runner->limits_.vocab_size = runner->model_->config().vocab_size;
+  runner->limits_.max_num_batched_tokens = options.max_num_batched_tokens;
+  runner->limits_.max_logit_rows = options.max_logit_rows;
+  runner->limits_.num_kv_blocks = static_cast<int32_t>(num_blocks);
+  runner->limits_.block_size = options.block_size;
+  return runner;
+}
+
+absl::Status LlamaRunner::Execute(const model::ForwardBatch& batch, std::span<float> logits) {
+  return model_->Forward(batch, *kv_, logits);
+}
+
+absl::Status LlamaRunner::CopyBlocks(std::span<const BlockCopy> copies) {
+  const model::KvCacheShape& shape = kv_->shape();
+  for (const BlockCopy& copy : copies) {
+    if (copy.src < 0 || copy.dst < 0 || copy.src >= shape.num_blocks ||
+        copy.dst >= shape.num_blocks) {
+      return absl::InvalidArgumentError(
+          fmt::format("block copy {} -> {} outside the cache", copy.src, copy.dst));
+    }
+    for (int64_t layer = 0; layer < shape.num_layers; ++layer) {
+      for (const runtime::Tensor* pool : {&kv_->k_pool(layer), &kv_->v_pool(layer)}) {
+        SY_RETURN_IF_ERROR(backend_->Copy(pool->Slice(copy.src, 1), pool->Slice(copy.dst, 1)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string LlamaRunner::backend_name() const {
+  return std::string(backend_->name());
+}
+
+}  // namespace switchyard::engine

@@ -1,0 +1,459 @@
+#include "engine/metrics.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
+#include "prometheus/registry.h"
+
+namespace switchyard::engine {
+namespace {
+
+using prometheus::Histogram;
+using prometheus::Labels;
+using prometheus::Registry;
+
+constexpr int kNumFinishReasons = 4;
+
+// vLLM's bucket lists (vllm/v1/metrics/loggers.py).
+const Histogram::BucketBoundaries& TtftBuckets() {
+  static const auto* buckets = new Histogram::BucketBoundaries{
+      0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+      1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
+  return *buckets;
+}
+
+// Inter-token latency and per-request mean time per output token share this list.
+const Histogram::BucketBoundaries& PerTokenBuckets() {
+  static const auto* buckets =
+      new Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
+                                      0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
+  return *buckets;
+}
+
+const Histogram::BucketBoundaries& RequestLatencyBuckets() {
+  static const auto* buckets = new Histogram::BucketBoundaries{
+      0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+      30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+  return *buckets;
+}
+
+const Histogram::BucketBoundaries& IterationTokenBuckets() {
+  static const auto* buckets = new Histogram::BucketBoundaries{
+      1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+  return *buckets;
+}
+
+const Histogram::BucketBoundaries& ParamsNBuckets() {
+  static const auto* buckets = new Histogram::BucketBoundaries{1, 2, 5, 10, 20};
+  return *buckets;
+}
+
+// vLLM's build_1_2_5_buckets: 1, 2, 5, 10, 20, 50, ... while <= max_value.
+Histogram::BucketBoundaries Build125Buckets(int64_t max_value) {
+  Histogram::BucketBoundaries buckets;
+  for (int64_t power = 1;; power *= 10) {
+    for (int64_t mantissa : {1, 2, 5}) {
+      if (mantissa * power > max_value)
+        return buckets;
+      buckets.push_back(static_cast<double>(mantissa * power));
+    }
+  }
+}
+
+// Python's repr(float) (shortest round trip; exponent form below 1e-4 and from 1e16),
+// which prometheus_client then rewrites Go-style from 1e6 up (floatToGoString).
+std::string FormatValue(double value) {
+  if (std::isnan(value))
+    return "NaN";
+  if (std::isinf(value))
+    return value > 0 ? "+Inf" : "-Inf";
+  char buf[64];
+  // Shortest digits as d.ddde[+-]xx; the mantissa digits and exponent are what repr uses.
+  auto [end, ec] =
+      std::to_chars(buf, buf + sizeof(buf), std::fabs(value), std::chars_format::scientific);
+  std::string sci(buf, end);
+  size_t e_pos = sci.find('e');
+  std::string digits = sci.substr(0, e_pos);
+  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
+  int exponent = std::atoi(sci.c_str() + e_pos + 1);
+  std::string out = value < 0 ? "-" : "";
+  if (value == 0)
+    return out + "0.0";
+  if (exponent < -4 || exponent >= 16) {
+    out += digits.substr(0, 1);
+    if (digits.size() > 1)
+      out += "." + digits.substr(1);
+    out += exponent < 0 ? "e-" : "e+";
+    std::string exp_digits = std::to_string(std::abs(exponent));
+    if (exp_digits.size() < 2)
+      exp_digits = "0" + exp_digits;
+    return out + exp_digits;
+  }
+  if (value > 0 && exponent >= 6) {
+    std::string mantissa = digits.substr(0, 1) + "." + digits.substr(1);
+    while (!mantissa.empty() && (mantissa.back() == '0' || mantissa.back() == '.')) {
+      mantissa.pop_back();
+    }
+    return mantissa + "e+0" + std::to_string(exponent);
+  }
+  if (exponent < 0)
+    return out + "0." + std::string(-exponent - 1, '0') + digits;
+  std::string int_part = digits.substr(0, std::min<size_t>(digits.size(), exponent + 1));
+  int_part.append(exponent + 1 - int_part.size(), '0');
+  std::string frac = digits.size() > static_cast<size_t>(exponent + 1) ? digits.substr(exponent + 1)
+                                                                       : std::string("0");
+  return out + int_part + "." + frac;
+}
+
+void AppendEscaped(std::string* out, std::string_view text, bool escape_quotes) {
+  for (char c : text) {
+    if (c == '\\') {
+      *out += "\\\\";
+    } else if (c == '\n') {
+      *out += "\\n";
+    } else if (c == '"' && escape_quotes) {
+      *out += "\\\"";
+    } else {
+      *out += c;
+    }
+  }
+}
+
+// One sample line: name{labels[,le="x"]} value.
+void AppendSample(std::string* out, std::string_view name,
+                  const std::vector<prometheus::ClientMetric::Label>& labels, const char* le,
+                  double value) {
+  *out += name;
+  if (!labels.empty() || le != nullptr) {
+    *out += '{';
+    bool first = true;
+    for (const auto& label : labels) {
+      if (!first)
+        *out += ',';
+      first = false;
+      *out += label.name;
+      *out += "=\"";
+      AppendEscaped(out, label.value, /*escape_quotes=*/true);
+      *out += '"';
+    }
+    if (le != nullptr) {
+      if (!first)
+        *out += ',';
+      *out += "le=\"";
+      *out += le;
+      *out += '"';
+    }
+    *out += '}';
+  }
+  *out += ' ';
+  *out += FormatValue(value);
+  *out += '\n';
+}
+
+// prometheus-cpp 1.0's TextSerializer writes counters under their bare name; vLLM's
+// prometheus_client writes `# TYPE x counter` with samples named x_total, and scrapers
+// query x_total. So the text is ours, written from the registry's snapshot. (No
+// x_created series: nothing we know of reads them.)
+std::string WriteText(const std::vector<prometheus::MetricFamily>& families) {
+  std::string out;
+  for (const auto& family : families) {
+    const char* type = "untyped";
+    switch (family.type) {
+      case prometheus::MetricType::Counter:
+        type = "counter";
+        break;
+      case prometheus::MetricType::Gauge:
+        type = "gauge";
+        break;
+      case prometheus::MetricType::Histogram:
+        type = "histogram";
+        break;
+      default:
+        break;  // We register nothing else.
+    }
+    out += "# HELP " + family.name + " ";
+    AppendEscaped(&out, family.help, /*escape_quotes=*/false);
+    out += "\n# TYPE " + family.name + " " + type + "\n";
+    for (const auto& metric : family.metric) {
+      switch (family.type) {
+        case prometheus::MetricType::Counter:
+          AppendSample(&out, family.name + "_total", metric.label, nullptr, metric.counter.value);
+          break;
+        case prometheus::MetricType::Gauge:
+          AppendSample(&out, family.name, metric.label, nullptr, metric.gauge.value);
+          break;
+        case prometheus::MetricType::Histogram:
+          for (const auto& bucket : metric.histogram.bucket) {
+            AppendSample(&out, family.name + "_bucket", metric.label,
+                         FormatValue(bucket.upper_bound).c_str(),
+                         static_cast<double>(bucket.cumulative_count));
+          }
+          AppendSample(&out, family.name + "_count", metric.label, nullptr,
+                       static_cast<double>(metric.histogram.sample_count));
+          AppendSample(&out, family.name + "_sum", metric.label, nullptr,
+                       metric.histogram.sample_sum);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return out;
+}
+
+int ReasonIndex(FinishReason reason) {
+  return static_cast<int>(reason);
+}
+
+}  // namespace
+
+std::string_view FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kAbort:
+      return "abort";
+    case FinishReason::kError:
+      return "error";
+  }
+  return "error";
+}
+
+// Every metric is created here, once, under constant names and label names, so
+// prometheus-cpp's std::invalid_argument for a malformed name cannot fire (every unit test
+// constructs one). The pointers stay valid for the registry's life.
+struct EngineMetrics::Impl {
+  explicit Impl(const EngineMetricsOptions& options);
+
+  Labels With(const char* name, std::string value) const {
+    Labels l = labels;
+    l[name] = std::move(value);
+    return l;
+  }
+  prometheus::Gauge* AddGauge(const std::string& name, const std::string& help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(labels);
+  }
+  prometheus::Counter* AddCounter(const std::string& name, const std::string& help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add(labels);
+  }
+  Histogram* AddHistogram(const std::string& name, const std::string& help,
+                          const Histogram::BucketBoundaries& buckets) {
+    return &prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add(labels,
+                                                                                      buckets);
+  }
+
+  Registry registry;
+  const Labels labels;
+
+  prometheus::Gauge* num_requests_running;
+  prometheus::Gauge* num_requests_waiting;
+  prometheus::Gauge* kv_cache_usage_perc;
+  prometheus::Counter* prefix_cache_queries;
+  prometheus::Counter* prefix_cache_hits;
+  prometheus::Counter* num_preemptions;
+  prometheus::Counter* prompt_tokens;
+  prometheus::Counter* prompt_tokens_local_compute;
+  prometheus::Counter* prompt_tokens_local_cache_hit;
+  prometheus::Counter* prompt_tokens_cached;
+  prometheus::Counter* generation_tokens;
+  std::array<prometheus::Counter*, kNumFinishReasons> request_success;
+  Histogram* request_prompt_tokens;
+  Histogram* request_generation_tokens;
+  Histogram* iteration_tokens;
+  Histogram* request_max_num_generation_tokens;
+  Histogram* request_params_n;
+  Histogram* request_params_max_tokens;
+  Histogram* time_to_first_token;
+  Histogram* inter_token_latency;
+  Histogram* request_time_per_output_token;
+  Histogram* e2e_request_latency;
+  Histogram* request_queue_time;
+  Histogram* request_inference_time;
+  Histogram* request_prefill_time;
+  Histogram* request_decode_time;
+  Histogram* request_prefill_kv_computed_tokens;
+};
+
+// prometheus-cpp collects counters, then gauges, then histograms, each in registration
+// order; scrapers do not care about order.
+EngineMetrics::Impl::Impl(const EngineMetricsOptions& o)
+    : labels{{"model_name", o.model_name}, {"engine", o.engine_index}} {
+  num_requests_running =
+      AddGauge("vllm:num_requests_running", "Number of requests in model execution batches.");
+  num_requests_waiting =
+      AddGauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.");
+  kv_cache_usage_perc =
+      AddGauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.");
+  prefix_cache_queries = AddCounter("vllm:prefix_cache_queries",
+                                    "Prefix cache queries, in terms of number of queried tokens.");
+  prefix_cache_hits = AddCounter("vllm:prefix_cache_hits",
+                                 "Prefix cache hits, in terms of number of cached tokens.");
+  num_preemptions =
+      AddCounter("vllm:num_preemptions", "Cumulative number of preemption from the engine.");
+  prompt_tokens = AddCounter("vllm:prompt_tokens", "Number of prefill tokens processed.");
+  auto& by_source = prometheus::BuildCounter()
+                        .Name("vllm:prompt_tokens_by_source")
+                        .Help("Number of prompt tokens by source.")
+                        .Register(registry);
+  prompt_tokens_local_compute = &by_source.Add(With("source", "local_compute"));
+  prompt_tokens_local_cache_hit = &by_source.Add(With("source", "local_cache_hit"));
+  by_source.Add(With("source", "external_kv_transfer"));  // No KV transfer yet: stays 0.
+  prompt_tokens_cached =
+      AddCounter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).");
+  generation_tokens =
+      AddCounter("vllm:generation_tokens", "Number of generation tokens processed.");
+  auto& success = prometheus::BuildCounter()
+                      .Name("vllm:request_success")
+                      .Help("Count of successfully processed requests.")
+                      .Register(registry);
+  for (int i = 0; i < kNumFinishReasons; ++i) {
+    request_success[i] = &success.Add(
+        With("finished_reason", std::string(FinishReasonName(static_cast<FinishReason>(i)))));
+  }
+
+  const Histogram::BucketBoundaries token_buckets = Build125Buckets(o.max_model_len);
+  request_prompt_tokens = AddHistogram("vllm:request_prompt_tokens",
+                                       "Number of prefill tokens processed.", token_buckets);
+  request_generation_tokens = AddHistogram("vllm:request_generation_tokens",
+                                           "Number of generation tokens processed.", token_buckets);
+  iteration_tokens =
+      AddHistogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
+                   IterationTokenBuckets());
+  request_max_num_generation_tokens =
+      AddHistogram("vllm:request_max_num_generation_tokens",
+                   "Histogram of maximum number of requested generation tokens.", token_buckets);
+  request_params_n = AddHistogram("vllm:request_params_n", "Histogram of the n request parameter.",
+                                  ParamsNBuckets());
+  request_params_max_tokens =
+      AddHistogram("vllm:request_params_max_tokens",
+                   "Histogram of the max_tokens request parameter.", token_buckets);
+  time_to_first_token = AddHistogram("vllm:time_to_first_token_seconds",
+                                     "Histogram of time to first token in seconds.", TtftBuckets());
+  inter_token_latency =
+      AddHistogram("vllm:inter_token_latency_seconds",
+                   "Histogram of inter-token latency in seconds.", PerTokenBuckets());
+  request_time_per_output_token =
+      AddHistogram("vllm:request_time_per_output_token_seconds",
+                   "Histogram of time_per_output_token_seconds per request.", PerTokenBuckets());
+  e2e_request_latency =
+      AddHistogram("vllm:e2e_request_latency_seconds",
+                   "Histogram of e2e request latency in seconds.", RequestLatencyBuckets());
+  request_queue_time = AddHistogram("vllm:request_queue_time_seconds",
+                                    "Histogram of time spent in WAITING phase for request.",
+                                    RequestLatencyBuckets());
+  request_inference_time = AddHistogram("vllm:request_inference_time_seconds",
+                                        "Histogram of time spent in RUNNING phase for request.",
+                                        RequestLatencyBuckets());
+  request_prefill_time = AddHistogram("vllm:request_prefill_time_seconds",
+                                      "Histogram of time spent in PREFILL phase for request.",
+                                      RequestLatencyBuckets());
+  request_decode_time =
+      AddHistogram("vllm:request_decode_time_seconds",
+                   "Histogram of time spent in DECODE phase for request.", RequestLatencyBuckets());
+  request_prefill_kv_computed_tokens =
+      AddHistogram("vllm:request_prefill_kv_computed_tokens",
+                   "Histogram of new KV tokens computed during prefill (excluding cached tokens).",
+                   token_buckets);
+
+  // An info metric: a gauge fixed at 1 whose labels carry the values, as Python's str()
+  // writes them.
+  Labels info = labels;
+  info["block_size"] = std::to_string(o.block_size);
+  info["num_gpu_blocks"] = std::to_string(o.num_gpu_blocks);
+  info["enable_prefix_caching"] = o.enable_prefix_caching ? "True" : "False";
+  info["cache_dtype"] = o.cache_dtype;
+  info["prefix_caching_hash_algo"] = o.prefix_caching_hash_algo;
+  prometheus::BuildGauge()
+      .Name("vllm:cache_config_info")
+      .Help("Information of the LLMEngine CacheConfig")
+      .Register(registry)
+      .Add(info)
+      .Set(1);
+}
+
+EngineMetrics::EngineMetrics(const EngineMetricsOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {}
+
+EngineMetrics::~EngineMetrics() = default;
+
+void EngineMetrics::SetSchedulerState(int64_t num_running, int64_t num_waiting,
+                                      double kv_cache_usage) {
+  impl_->num_requests_running->Set(static_cast<double>(num_running));
+  impl_->num_requests_waiting->Set(static_cast<double>(num_waiting));
+  impl_->kv_cache_usage_perc->Set(kv_cache_usage);
+}
+
+void EngineMetrics::AddPrefixCache(int64_t queries, int64_t hits) {
+  impl_->prefix_cache_queries->Increment(static_cast<double>(queries));
+  impl_->prefix_cache_hits->Increment(static_cast<double>(hits));
+}
+
+void EngineMetrics::AddPreemptions(int64_t count) {
+  impl_->num_preemptions->Increment(static_cast<double>(count));
+}
+
+void EngineMetrics::AddPromptTokens(int64_t prompt_tokens, int64_t cached_tokens) {
+  cached_tokens = std::max<int64_t>(0, std::min(cached_tokens, prompt_tokens));
+  impl_->prompt_tokens->Increment(static_cast<double>(prompt_tokens));
+  impl_->prompt_tokens_cached->Increment(static_cast<double>(cached_tokens));
+  impl_->prompt_tokens_local_cache_hit->Increment(static_cast<double>(cached_tokens));
+  impl_->prompt_tokens_local_compute->Increment(static_cast<double>(prompt_tokens - cached_tokens));
+}
+
+void EngineMetrics::AddGenerationTokens(int64_t count) {
+  impl_->generation_tokens->Increment(static_cast<double>(count));
+}
+
+void EngineMetrics::ObserveIterationTokens(int64_t count) {
+  impl_->iteration_tokens->Observe(static_cast<double>(count));
+}
+
+void EngineMetrics::ObserveTimeToFirstToken(double seconds) {
+  impl_->time_to_first_token->Observe(seconds);
+}
+
+void EngineMetrics::ObserveInterTokenLatency(double seconds) {
+  impl_->inter_token_latency->Observe(seconds);
+}
+
+void EngineMetrics::RecordFinishedRequest(const FinishedRequestStats& stats) {
+  Impl& m = *impl_;
+  m.request_success[ReasonIndex(stats.finish_reason)]->Increment();
+  m.e2e_request_latency->Observe(stats.e2e_latency_s);
+  m.request_queue_time->Observe(stats.queued_time_s);
+  m.request_prefill_time->Observe(stats.prefill_time_s);
+  m.request_inference_time->Observe(stats.inference_time_s);
+  m.request_decode_time->Observe(stats.decode_time_s);
+  m.request_prefill_kv_computed_tokens->Observe(
+      static_cast<double>(stats.num_prompt_tokens - std::max<int64_t>(stats.num_cached_tokens, 0)));
+  m.request_prompt_tokens->Observe(static_cast<double>(stats.num_prompt_tokens));
+  m.request_generation_tokens->Observe(static_cast<double>(stats.num_generation_tokens));
+  m.request_max_num_generation_tokens->Observe(
+      static_cast<double>(stats.max_num_generation_tokens >= 0 ? stats.max_num_generation_tokens
+                                                               : stats.num_generation_tokens));
+  m.request_params_n->Observe(static_cast<double>(stats.n_param));
+  if (stats.mean_time_per_output_token_s >= 0) {
+    m.request_time_per_output_token->Observe(stats.mean_time_per_output_token_s);
+  }
+  // vLLM skips a zero max_tokens (unset).
+  if (stats.max_tokens_param != 0) {
+    m.request_params_max_tokens->Observe(static_cast<double>(stats.max_tokens_param));
+  }
+}
+
+std::string EngineMetrics::Serialize() const {
+  return WriteText(impl_->registry.Collect());
+}
+
+}  // namespace switchyard::engine

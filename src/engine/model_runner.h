@@ -1,0 +1,55 @@
+// ModelRunner: what the engine loop needs from whatever computes a step. The real runner
+// (llama_runner.h) runs the model on a device backend against its paged KV cache; the
+// simulated one (sim/sim_runner.h) charges a latency model and makes deterministic logits,
+// so the same scheduler, KV cache manager, sampler, metrics, events and API run on top of
+// either.
+//
+// Threads: the engine loop thread alone calls a runner, one call at a time. The runner
+// owns its KV memory; the engine's KvCacheManager decides which block ids each sequence
+// uses (ForwardBatch block tables and slot ids).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+
+#include "engine/kv_cache_manager.h"
+#include "model/forward_batch.h"
+
+namespace switchyard::engine {
+
+// Sizes the engine plans with; fixed for the runner's life.
+struct RunnerLimits {
+  int64_t vocab_size = 0;
+  // Most tokens (rows) one Execute may carry.
+  int64_t max_num_batched_tokens = 0;
+  // Most logit rows one Execute may ask for.
+  int64_t max_logit_rows = 0;
+  // KV blocks the runner allocated, and their size in tokens.
+  int32_t num_kv_blocks = 0;
+  int32_t block_size = 16;
+};
+
+class ModelRunner {
+ public:
+  virtual ~ModelRunner() = default;
+
+  virtual const RunnerLimits& limits() const = 0;
+
+  // Runs one step: writes the K/V of batch.tokens at batch.slot_ids and the logits of
+  // batch.logit_rows, row after row, into `logits` (vocab_size floats each).
+  // REQUIRES: tokens <= max_num_batched_tokens, logit rows <= max_logit_rows,
+  // logits.size() == logit rows * vocab_size, block ids < num_kv_blocks.
+  // Errors are the runner's (a device failure, a malformed batch: a bug in the caller).
+  virtual absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) = 0;
+
+  // Copies whole KV blocks (all layers), src to dst, before the next Execute reads dst.
+  virtual absl::Status CopyBlocks(std::span<const BlockCopy> copies) = 0;
+
+  // Short name for logs and /version ("cpu", "sim").
+  virtual std::string backend_name() const = 0;
+};
+
+}  // namespace switchyard::engine

@@ -1,0 +1,59 @@
+// ServingContext: what the OpenAI routes of one engine need to turn HTTP requests into
+// EngineRequests and results back into responses: the engine core, the tokenizer and chat
+// template of the served checkpoint, its name and context length, the request limits and
+// the model's default sampling settings (generation_config.json, as vLLM's
+// --generation-config auto applies them).
+//
+// Immutable after construction; shared read-only by every HTTP loop thread. Borrows
+// everything it points to.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+#include "api/sampling_request.h"
+#include "engine/engine_core.h"
+#include "engine/metrics.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace switchyard::engine {
+
+// Defaults from generation_config.json; unset fields fall back to vLLM's (temperature 1,
+// top_p 1, top_k off, min_p 0, repetition_penalty 1).
+struct GenerationDefaults {
+  std::optional<double> temperature;
+  std::optional<double> top_p;
+  std::optional<int32_t> top_k;
+  std::optional<double> min_p;
+  std::optional<double> repetition_penalty;
+};
+
+// Reads the sampling fields of a generation_config.json; an empty path gives no defaults.
+absl::StatusOr<GenerationDefaults> LoadGenerationDefaults(const std::string& path);
+
+struct ServingContext {
+  EngineCore* engine = nullptr;
+  const text::Tokenizer* tokenizer = nullptr;
+  // Null when the checkpoint has no chat template (chat requests then get a 400).
+  const text::ChatTemplate* chat_template = nullptr;
+  text::ModelChatTemplate chat_special_tokens;
+  EngineMetrics* metrics = nullptr;
+  std::string served_model_name;
+  std::string model_root;  // where the weights came from (/v1/models "root")
+  int64_t max_model_len = 0;
+  int64_t created = 0;  // Unix seconds the server started (/v1/models "created")
+  api::RequestLimits limits;
+  GenerationDefaults defaults;
+  bool priority_scheduling = false;
+  std::string version;  // GET /version
+};
+
+// NotFound (vLLM's message) unless `model` is empty or the served model's name.
+absl::Status CheckServedModel(const ServingContext& ctx, const std::string& model);
+
+}  // namespace switchyard::engine

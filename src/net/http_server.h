@@ -1,0 +1,128 @@
+// HttpServer: an HTTP/1.1 server on Boost.Beast for the engine's and the router's fronts.
+//
+// Threads: `num_threads` event loops, one io_context each, every one owned, named
+// ("sy-http-N") and joined by Stop(). A connection lives on one loop for its whole life;
+// the acceptor hands new connections out round-robin. The handler runs on the
+// connection's loop and must not block: long work (an engine request) is handed to
+// another thread, which answers later through the thread-safe HttpResponder.
+//
+// Limits, decided before the bytes are buffered (each answered with the error body that
+// `options.error_body` formats, then the connection is closed):
+//   - request line + headers over max_header_bytes          -> 431
+//   - Content-Length over max_body_bytes (or a chunked body
+//     growing past it)                                       -> 413
+//   - malformed request line / headers / chunk framing       -> 400
+//   - headers not complete within header_timeout (slowloris) -> 408
+//   - body stalled for body_idle_timeout                     -> 408
+//   - more than max_connections open: the new one is closed at once.
+// Keep-alive connections idle for keep_alive_timeout are closed. A response whose unsent
+// bytes exceed max_pending_write_bytes (a client that stopped reading), or whose writes
+// make no progress for write_timeout, closes the connection; the responder then reports
+// closed.
+//
+// Disconnects: while a request's response is not finished, the connection keeps a read
+// pending, so a client that closes or resets the socket is noticed at once (in the queue
+// or mid-stream) and the responder's close callback runs. Pipelined requests are read
+// one at a time after the current response ends.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace switchyard::net {
+
+// Header names are lower-cased on receipt; values are as sent (surrounding spaces trimmed).
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", ... as sent
+  std::string target;  // "/v1/completions?x=1"
+  std::string path;    // target without the query
+  std::string query;   // after '?', empty when none
+  HeaderList headers;
+  std::string body;
+  std::string remote_address;  // "127.0.0.1:53211"
+
+  // The first header with this (lower-case) name.
+  std::optional<std::string_view> Header(std::string_view lower_name) const;
+};
+
+// Answers one request. Exactly one of Send or StartStream..End makes the response.
+// Thread-safe: any thread may call any method (work is posted to the connection's loop);
+// calls after the connection closed are dropped. Shared by the handler and whoever
+// answers later; the connection keeps its own reference until the response is done.
+class HttpResponder {
+ public:
+  virtual ~HttpResponder() = default;
+
+  // A complete response with Content-Length.
+  virtual void Send(int status, std::string_view content_type, std::string body,
+                    HeaderList extra_headers = {}) = 0;
+
+  // A streamed response (Transfer-Encoding: chunked): the headers go out now, then each
+  // Write as one chunk, in call order; End sends the last chunk. For SSE, content_type is
+  // "text/event-stream" and the server adds Cache-Control: no-cache.
+  virtual void StartStream(int status, std::string_view content_type,
+                           HeaderList extra_headers = {}) = 0;
+  // Returns false once the connection is closed (the data is dropped).
+  virtual bool Write(std::string data) = 0;
+  virtual void End() = 0;
+
+  // Registers the callback run once, on the connection's loop, when the connection closes
+  // before the response finished (client gone, reset, timeout, server stopping). When the
+  // connection is already closed, runs it at once on the calling thread. One callback;
+  // a second call replaces the first.
+  virtual void OnClose(std::function<void()> callback) = 0;
+  virtual bool closed() const = 0;
+  // Bytes queued and not yet written to the socket.
+  virtual size_t pending_write_bytes() const = 0;
+};
+
+using HttpHandler =
+    std::function<void(HttpRequest request, std::shared_ptr<HttpResponder> responder)>;
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0 picks a free port; see HttpServer::port().
+  int num_threads = 1;
+  size_t max_header_bytes = 16 << 10;
+  size_t max_body_bytes = 4 << 20;
+  size_t max_connections = 4096;
+  size_t max_pending_write_bytes = 16 << 20;
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds body_idle_timeout{30'000};
+  std::chrono::milliseconds keep_alive_timeout{60'000};
+  std::chrono::milliseconds write_timeout{60'000};
+  // Formats the body of the transport errors above (400, 408, 413, 431). Returns
+  // (content_type, body). Default: {"error": {"message", "type", "code"}} JSON.
+  std::function<std::pair<std::string, std::string>(int http_status, std::string_view message)>
+      error_body;
+  // Value of the Server header; empty omits it.
+  std::string server_name = "switchyard";
+};
+
+class HttpServer {
+ public:
+  // Binds, listens and starts the loops. Errors: the address cannot be bound (in use,
+  // bad host), invalid options (num_threads < 1).
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                           HttpHandler handler);
+  virtual ~HttpServer() = default;
+
+  // The bound port (useful with port 0).
+  virtual int port() const = 0;
+  // Stops accepting, closes every connection (their OnClose callbacks run) and joins the
+  // loops. Idempotent; the destructor calls it. Must not be called from a loop thread.
+  virtual void Stop() = 0;
+};
+
+}  // namespace switchyard::net

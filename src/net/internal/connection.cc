@@ -1,0 +1,328 @@
+#include "net/internal/connection.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "base/logging.h"
+#include "net/internal/responder.h"
+
+namespace switchyard::net::internal {
+namespace {
+
+// How long a connection that is being closed after its last response keeps reading (and
+// discarding) what the client still sends, so that the close does not reset the
+// connection before the client has read that response.
+constexpr std::chrono::milliseconds kDrainTimeout{1'000};
+
+std::string ToString(beast::string_view s) {
+  return std::string(s.data(), s.size());
+}
+
+std::string_view Trim(std::string_view s) {
+  const size_t begin = s.find_first_not_of(" \t");
+  if (begin == std::string_view::npos)
+    return {};
+  return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
+}
+
+std::string FormatEndpoint(const tcp::endpoint& endpoint) {
+  const asio::ip::address address = endpoint.address();
+  return address.is_v6() ? fmt::format("[{}]:{}", address.to_string(), endpoint.port())
+                         : fmt::format("{}:{}", address.to_string(), endpoint.port());
+}
+
+}  // namespace
+
+void ConnectionRegistry::Add(std::shared_ptr<HttpConnection> connection) {
+  HttpConnection* key = connection.get();
+  connections_.emplace(key, std::move(connection));
+}
+
+void ConnectionRegistry::Remove(HttpConnection* connection) {
+  connections_.erase(connection);
+}
+
+void ConnectionRegistry::CloseAll() {
+  // Close removes from the map, so walk a copy.
+  std::vector<std::shared_ptr<HttpConnection>> connections;
+  connections.reserve(connections_.size());
+  for (const auto& [key, connection] : connections_)
+    connections.push_back(connection);
+  for (const auto& connection : connections)
+    connection->Close();
+}
+
+HttpConnection::HttpConnection(tcp::socket socket, ServerContext* server,
+                               ConnectionRegistry* registry, std::shared_ptr<LoopPoster> poster)
+    : server_(server),
+      registry_(registry),
+      poster_(std::move(poster)),
+      status_(std::make_shared<ConnectionStatus>()),
+      socket_(std::move(socket)),
+      read_deadline_(socket_.get_executor()),
+      write_deadline_(socket_.get_executor()) {}
+
+void HttpConnection::Start() {
+  ErrorCode ec;
+  const tcp::endpoint remote = socket_.remote_endpoint(ec);
+  if (!ec)
+    remote_address_ = FormatEndpoint(remote);
+  // Small writes (SSE events) go out at once instead of waiting for an ACK.
+  socket_.set_option(tcp::no_delay(true), ec);
+  phase_ = Phase::kHeader;
+  NewParser();
+  ArmReadTimer(server_->options.header_timeout);
+  Read();
+}
+
+void HttpConnection::Close() {
+  if (closed_)
+    return;
+  // The registry may hold the last reference.
+  const std::shared_ptr<HttpConnection> self = shared_from_this();
+  closed_ = true;
+  status_->closed = true;
+  read_deadline_.Cancel();
+  write_deadline_.Cancel();
+  ErrorCode ec;
+  socket_.close(ec);
+  size_t unsent = 0;
+  for (const std::string& bytes : out_)
+    unsent += bytes.size();
+  status_->pending_write_bytes -= unsent - out_offset_;
+  out_.clear();
+  out_offset_ = 0;
+  parser_.reset();
+  registry_->Remove(this);
+  --server_->num_connections;
+  // Set only while a response is not fully written: tell whoever makes it.
+  std::function<void()> callback = std::move(close_callback_);
+  close_callback_ = nullptr;
+  responder_.reset();
+  if (callback)
+    callback();
+}
+
+void HttpConnection::NewParser() {
+  parser_.emplace();
+  parser_->header_limit(static_cast<uint32_t>(
+      std::min<size_t>(server_->options.max_header_bytes, std::numeric_limits<uint32_t>::max())));
+  parser_->body_limit(server_->options.max_body_bytes);
+}
+
+void HttpConnection::Read() {
+  if (reading_ || closed_)
+    return;
+  reading_ = true;
+  socket_.async_read_some(
+      asio::buffer(read_chunk_),
+      [self = shared_from_this()](const ErrorCode& ec, size_t bytes) { self->OnRead(ec, bytes); });
+}
+
+void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
+  reading_ = false;
+  if (closed_)
+    return;
+  if (ec) {
+    // End of stream, reset or any other failure: the client is gone (or, when draining,
+    // has read everything and closed its side).
+    SY_LOG_DEBUG("http: connection {} closed by peer: {}", remote_address_, ec.message());
+    Close();
+    return;
+  }
+  const auto append = [&] {
+    const auto space = in_.prepare(bytes);
+    std::memcpy(space.data(), read_chunk_.data(), bytes);
+    in_.commit(bytes);
+  };
+  switch (phase_) {
+    case Phase::kDraining:
+      Read();
+      return;
+    case Phase::kHandling:
+      // A pipelined request: kept for after the response, up to one header's worth; then
+      // reading stops until the response is done.
+      append();
+      if (in_.size() < server_->options.max_header_bytes)
+        Read();
+      return;
+    case Phase::kIdle:
+      phase_ = Phase::kHeader;
+      ArmReadTimer(server_->options.header_timeout);
+      break;
+    case Phase::kBody:
+      ArmReadTimer(server_->options.body_idle_timeout);
+      break;
+    case Phase::kHeader:
+      break;
+  }
+  append();
+  Parse();
+}
+
+void HttpConnection::Parse() {
+  while (true) {
+    if (in_.size() == 0) {
+      Read();
+      return;
+    }
+    ErrorCode ec;
+    in_.consume(parser_->put(in_.data(), ec));
+    if (ec == http::error::need_more) {
+      Read();
+      return;
+    }
+    if (ec == http::error::header_limit) {
+      Reject(431, "request line and headers are too large");
+      return;
+    }
+    if (ec == http::error::body_limit) {
+      Reject(413, "request body is too large");
+      return;
+    }
+    if (ec) {
+      Reject(400, fmt::format("malformed request: {}", ec.message()));
+      return;
+    }
+    if (phase_ == Phase::kHeader && parser_->is_header_done()) {
+      phase_ = Phase::kBody;
+      ArmReadTimer(server_->options.body_idle_timeout);
+      MaybeSendContinue();
+    }
+    if (parser_->is_done()) {
+      Dispatch();
+      return;
+    }
+  }
+}
+
+void HttpConnection::MaybeSendContinue() {
+  const auto& message = parser_->get();
+  if (parser_->is_done() || message.version() < 11)
+    return;
+  const auto expect = message.find(http::field::expect);
+  if (expect != message.end() && beast::iequals(expect->value(), "100-continue")) {
+    Enqueue(std::string(kContinue));
+    Flush();
+  }
+}
+
+void HttpConnection::Dispatch() {
+  read_deadline_.Cancel();
+  phase_ = Phase::kHandling;
+  const auto& message = parser_->get();
+  keep_alive_ = message.keep_alive();
+  http11_ = message.version() >= 11;
+  head_only_ = message.method() == http::verb::head;
+  HttpRequest request = TakeRequest();
+  ++seq_;
+  response_ = Response::kAwaiting;
+  close_callback_ = nullptr;
+  auto responder = std::make_shared<HttpResponderImpl>(poster_, weak_from_this(), status_, seq_);
+  responder_ = responder;
+  // Keep a read outstanding so that a client going away is noticed while the handler works.
+  if (in_.size() < server_->options.max_header_bytes)
+    Read();
+  server_->handler(std::move(request), std::move(responder));
+}
+
+HttpRequest HttpConnection::TakeRequest() {
+  http::request<http::string_body> message = parser_->release();
+  parser_.reset();
+  HttpRequest request;
+  request.method = ToString(message.method_string());
+  request.target = ToString(message.target());
+  const size_t question = request.target.find('?');
+  request.path = request.target.substr(0, question);
+  if (question != std::string::npos)
+    request.query = request.target.substr(question + 1);
+  for (const auto& field : message) {
+    std::string name = ToString(field.name_string());
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const beast::string_view value = field.value();
+    request.headers.emplace_back(std::move(name),
+                                 std::string(Trim(std::string_view(value.data(), value.size()))));
+  }
+  request.body = std::move(message.body());
+  request.remote_address = remote_address_;
+  return request;
+}
+
+void HttpConnection::Reject(int status, std::string_view message) {
+  SY_LOG_DEBUG("http: {} from {}: {}", status, remote_address_, message);
+  read_deadline_.Cancel();
+  phase_ = Phase::kDraining;
+  parser_.reset();
+  in_.clear();
+  auto [content_type, body] = server_->options.error_body(status, message);
+  ResponseHead head;
+  head.status = status;
+  head.content_type = content_type;
+  head.content_length = body.size();
+  head.persistence = Persistence::kClose;
+  head.server_name = server_->options.server_name;
+  Enqueue(EncodeHead(head));
+  Enqueue(std::move(body));
+  Flush();
+  Read();
+}
+
+void HttpConnection::FinishResponse() {
+  responder_.reset();
+  close_callback_ = nullptr;
+  response_ = Response::kNone;
+  if (close_after_) {
+    phase_ = Phase::kDraining;
+    StartDraining();
+    return;
+  }
+  NewParser();
+  if (in_.size() > 0) {
+    phase_ = Phase::kHeader;
+    ArmReadTimer(server_->options.header_timeout);
+    Parse();
+  } else {
+    phase_ = Phase::kIdle;
+    ArmReadTimer(server_->options.keep_alive_timeout);
+    Read();
+  }
+}
+
+void HttpConnection::StartDraining() {
+  // Our side is done: the client reads to the end, then closes its side (or the drain
+  // timeout closes ours).
+  ErrorCode ec;
+  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  in_.clear();
+  ArmReadTimer(kDrainTimeout);
+  Read();
+}
+
+void HttpConnection::ArmReadTimer(std::chrono::milliseconds timeout) {
+  read_deadline_.Arm(timeout, [self = shared_from_this()] { self->OnReadTimeout(); });
+}
+
+void HttpConnection::OnReadTimeout() {
+  switch (phase_) {
+    case Phase::kHeader:
+      Reject(408, "request headers not received in time");
+      return;
+    case Phase::kBody:
+      Reject(408, "request body stalled");
+      return;
+    case Phase::kIdle:
+    case Phase::kDraining:
+      Close();
+      return;
+    case Phase::kHandling:
+      return;
+  }
+}
+
+}  // namespace switchyard::net::internal

@@ -1,0 +1,58 @@
+#include "net/internal/event_loop.h"
+
+#include <pthread.h>
+
+#include <string>
+#include <utility>
+
+#include "base/logging.h"
+
+namespace switchyard::net::internal {
+
+EventLoop::EventLoop(int index)
+    : work_(asio::make_work_guard(context_)),
+      poster_(std::make_shared<LoopPoster>(&context_)),
+      thread_([this] {
+        // Handlers report failures through error codes; run() only throws what a user
+        // handler throws, and that is a bug to crash on.
+        context_.run();
+      }) {
+  // Linux limits thread names to 15 bytes.
+  const std::string name = ("sy-http-" + std::to_string(index)).substr(0, 15);
+  pthread_setname_np(thread_.native_handle(), name.c_str());
+}
+
+EventLoop::~EventLoop() {
+  Stop();
+}
+
+void EventLoop::RunAndWait(std::function<void()> fn) {
+  SY_CHECK(std::this_thread::get_id() != thread_.get_id());
+  base::Mutex mu;
+  base::CondVar cv;
+  bool done = false;
+  const bool posted = poster_->Post([&] {
+    fn();
+    base::MutexLock lock(&mu);
+    done = true;
+    cv.NotifyAll();
+  });
+  if (!posted)
+    return;
+  base::MutexLock lock(&mu);
+  cv.Wait(&mu, [&] { return done; });
+}
+
+void EventLoop::Stop() {
+  if (!thread_.joinable())
+    return;
+  SY_CHECK(std::this_thread::get_id() != thread_.get_id());
+  poster_->Close();
+  // Posted last, so every handler posted through the poster before Close() runs first;
+  // completions still queued behind it are destroyed with the io_context.
+  asio::post(context_, [this] { context_.stop(); });
+  work_.reset();
+  thread_.join();
+}
+
+}  // namespace switchyard::net::internal

@@ -1,0 +1,99 @@
+#include "net/internal/listener.h"
+
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "base/logging.h"
+
+namespace switchyard::net::internal {
+namespace {
+
+// A failed accept (EMFILE, ENFILE, ENOBUFS) usually fails again at once; retrying after a
+// pause keeps the loop from spinning while descriptors are short.
+constexpr std::chrono::milliseconds kAcceptRetryDelay{50};
+
+}  // namespace
+
+Listener::Listener(std::vector<EventLoop*> loops, ServerContext* server, AcceptCallback on_accept)
+    : loops_(std::move(loops)),
+      server_(server),
+      on_accept_(std::move(on_accept)),
+      acceptor_(loops_.front()->context()),
+      retry_timer_(loops_.front()->context()) {}
+
+absl::Status Listener::Listen(const std::string& host, int port) {
+  ErrorCode ec;
+  tcp::resolver resolver(loops_.front()->context());
+  const auto results = resolver.resolve(
+      host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  if (ec || results.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("http: cannot resolve host '{}': {}", host, ec.message()));
+  }
+  const tcp::endpoint endpoint = results.begin()->endpoint();
+  const auto fail = [&](std::string_view step) {
+    return absl::UnavailableError(
+        fmt::format("http: cannot {} {}:{}: {}", step, host, port, ec.message()));
+  };
+  if (acceptor_.open(endpoint.protocol(), ec); ec)
+    return fail("open a socket for");
+  if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec); ec)
+    return fail("set SO_REUSEADDR on");
+  if (acceptor_.bind(endpoint, ec); ec)
+    return fail("bind");
+  if (acceptor_.listen(asio::socket_base::max_listen_connections, ec); ec)
+    return fail("listen on");
+  const tcp::endpoint local = acceptor_.local_endpoint(ec);
+  if (ec)
+    return fail("read the port of");
+  port_ = local.port();
+  return absl::OkStatus();
+}
+
+void Listener::Start() {
+  loops_.front()->poster()->Post([this] { Accept(); });
+}
+
+void Listener::Close() {
+  closed_ = true;
+  ErrorCode ec;
+  acceptor_.close(ec);
+  retry_timer_.cancel();
+}
+
+void Listener::Accept() {
+  if (closed_)
+    return;
+  const size_t loop_index = next_loop_;
+  next_loop_ = (next_loop_ + 1) % loops_.size();
+  acceptor_.async_accept(loops_[loop_index]->context(),
+                         [this, loop_index](const ErrorCode& ec, tcp::socket socket) {
+                           OnAccept(ec, std::move(socket), loop_index);
+                         });
+}
+
+void Listener::OnAccept(const ErrorCode& ec, tcp::socket socket, size_t loop_index) {
+  if (closed_)
+    return;
+  if (ec) {
+    SY_LOG_WARN("http: accept failed: {}", ec.message());
+    retry_timer_.expires_after(kAcceptRetryDelay);
+    retry_timer_.async_wait([this](const ErrorCode& wait_ec) {
+      if (!wait_ec)
+        Accept();
+    });
+    return;
+  }
+  if (server_->num_connections >= server_->options.max_connections) {
+    SY_LOG_DEBUG("http: refusing a connection: {} open", server_->num_connections.load());
+    ErrorCode close_ec;
+    socket.close(close_ec);
+  } else {
+    ++server_->num_connections;
+    on_accept_(loop_index, std::move(socket));
+  }
+  Accept();
+}
+
+}  // namespace switchyard::net::internal

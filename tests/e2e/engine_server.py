@@ -1,0 +1,143 @@
+"""Starts `switchyard engine` subprocesses for the end-to-end tests and reads their metrics.
+
+An EngineServer runs the binary with `--host 127.0.0.1 --port 0` plus the given flags, waits
+for the ready line ("switchyard engine: serving NAME on http://HOST:PORT", and the KV events
+line when events are on), and on stop sends SIGTERM and requires exit code 0 within a
+timeout: a crash, a sanitizer report (ASan aborts) or a hang fails the test that owns it."""
+import os
+import pathlib
+import re
+import signal
+import subprocess
+import tempfile
+import time
+
+import requests
+
+from conftest import MODELS_DIR, switchyard_bin
+
+TINY_MODEL = MODELS_DIR / "tiny-llama3"
+MODEL_NAME = "tiny"
+
+_READY = re.compile(r"switchyard engine: serving (\S+) on (http://\S+):(\d+)")
+_KV = re.compile(r"switchyard engine: KV events on (\S+) \(replay (\S+)\)")
+
+
+class EngineServer:
+    def __init__(self, *flags, model=TINY_MODEL, name=MODEL_NAME, env=None, kv_events=False,
+                 start_timeout=120):
+        self.flags = [str(f) for f in flags]
+        self.model = pathlib.Path(model)
+        self.name = name
+        self.env = {**os.environ, **(env or {})}
+        self.kv_events = kv_events
+        self.start_timeout = start_timeout
+        self.proc = None
+        self.port = None
+        self.url = None
+        self.kv_endpoint = None
+        self.kv_replay_endpoint = None
+
+    @property
+    def base_url(self):
+        """The OpenAI client's base_url."""
+        return f"{self.url}/v1"
+
+    def start(self):
+        binary = switchyard_bin()
+        if not binary.exists():
+            raise AssertionError(f"switchyard binary not found at {binary}; set SWITCHYARD_BIN")
+        self._out = tempfile.TemporaryFile(mode="w+")
+        self._err = tempfile.TemporaryFile(mode="w+")
+        args = [str(binary), "engine", "--model", str(self.model), "--served-model-name",
+                self.name, "--host", "127.0.0.1", "--port", "0", *self.flags]
+        self.proc = subprocess.Popen(args, stdout=self._out, stderr=self._err, env=self.env)
+        deadline = time.monotonic() + self.start_timeout
+        while True:
+            self._out.seek(0)
+            text = self._out.read()
+            ready = _READY.search(text)
+            kv = _KV.search(text)
+            if ready and (kv or not self.kv_events):
+                break
+            if self.proc.poll() is not None:
+                raise AssertionError(f"engine exited {self.proc.returncode} before it was ready: "
+                                     f"{self.stderr_tail()}")
+            if time.monotonic() > deadline:
+                self.proc.kill()
+                self.proc.wait()
+                raise AssertionError(f"engine not ready in {self.start_timeout} s: "
+                                     f"{self.stderr_tail()}")
+            time.sleep(0.02)
+        assert ready.group(1) == self.name, text
+        self.port = int(ready.group(3))
+        self.url = f"http://127.0.0.1:{self.port}"
+        if kv:
+            self.kv_endpoint = kv.group(1)
+            self.kv_replay_endpoint = None if kv.group(2) == "off" else kv.group(2)
+        return self
+
+    def stderr_tail(self, chars=4000):
+        self._err.seek(0)
+        return self._err.read()[-chars:]
+
+    def stop(self, timeout=30):
+        """SIGTERM, then requires a clean exit (code 0) within `timeout` seconds."""
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError(f"engine did not exit within {timeout} s of SIGTERM: "
+                                 f"{self.stderr_tail()}")
+        assert code == 0, f"engine exited {code} after SIGTERM: {self.stderr_tail()}"
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb):
+        self.stop()
+
+    # --- helpers over HTTP -------------------------------------------------------------------
+
+    def metrics(self):
+        """The engine's Prometheus samples as {name: value}, labels dropped (one engine, one
+        model: the gauges and counters read here have one series each)."""
+        response = requests.get(f"{self.url}/metrics", timeout=10)
+        response.raise_for_status()
+        return parse_metrics(response.text)
+
+    def wait_idle(self, timeout=15):
+        """Waits until nothing runs or waits and no KV block is held; returns the metrics.
+        Freeing after a disconnect happens on the engine loop, so it is polled for."""
+        deadline = time.monotonic() + timeout
+        while True:
+            m = self.metrics()
+            if idle(m):
+                return m
+            if time.monotonic() > deadline:
+                raise AssertionError(f"engine not idle after {timeout} s: "
+                                     f"{ {k: v for k, v in m.items() if k in IDLE_GAUGES} }")
+            time.sleep(0.05)
+
+
+IDLE_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting",
+               "vllm:kv_cache_usage_perc")
+
+
+def idle(m):
+    return all(m[name] == 0 for name in IDLE_GAUGES)
+
+
+def parse_metrics(text):
+    samples = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_labels, _, value = line.rpartition(" ")
+        name = name_labels.split("{", 1)[0]
+        samples.setdefault(name, float(value))
+    return samples

@@ -1,0 +1,277 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "base/mutex.h"
+
+namespace switchyard::engine {
+namespace {
+
+// "a".."h" (0..7) and the EOS (8).
+constexpr int32_t kVocab = 9;
+constexpr int32_t kEos = 8;
+
+std::unique_ptr<text::Tokenizer> MakeTokenizer() {
+  text::VocabSpec spec;
+  spec.kind = text::VocabSpec::Kind::kByteLevelBpe;
+  spec.tokens = {"a", "b", "c", "d", "e", "f", "g", "h", "<eos>"};
+  spec.token_types = {1, 1, 1, 1, 1, 1, 1, 1, 3};
+  spec.eos_id = kEos;
+  auto tok = text::Tokenizer::FromVocab(spec);
+  EXPECT_TRUE(tok.ok()) << tok.status();
+  return *std::move(tok);
+}
+
+// Greedy picks (token + 1) % 8 after each logit row's token: outputs depend on the last
+// token only, so they are the same however requests are batched, cached or preempted.
+class FakeRunner final : public ModelRunner {
+ public:
+  FakeRunner(int32_t num_blocks, int32_t block_size) {
+    limits_.vocab_size = kVocab;
+    limits_.max_num_batched_tokens = 64;
+    limits_.max_logit_rows = 8;
+    limits_.num_kv_blocks = num_blocks;
+    limits_.block_size = block_size;
+  }
+  const RunnerLimits& limits() const override { return limits_; }
+  absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) override {
+    {
+      // Holds the loop inside a step while the test has closed the gate.
+      base::MutexLock lock(&gate_->mu);
+      gate_->cv.Wait(&gate_->mu, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(gate_->mu) {
+        return gate_->open || gate_->steps_allowed > 0;
+      });
+      if (!gate_->open)
+        --gate_->steps_allowed;
+    }
+    std::fill(logits.begin(), logits.end(), 0.0f);
+    for (size_t i = 0; i < batch.logit_rows.size(); ++i) {
+      const int32_t token = batch.tokens[static_cast<size_t>(batch.logit_rows[i])];
+      logits[i * kVocab + static_cast<size_t>((token + 1) % 8)] = 10.0f;
+    }
+    tokens_computed_->fetch_add(static_cast<int64_t>(batch.tokens.size()));
+    return absl::OkStatus();
+  }
+  absl::Status CopyBlocks(std::span<const BlockCopy>) override { return absl::OkStatus(); }
+  std::string backend_name() const override { return "fake"; }
+
+  struct Gate {
+    base::Mutex mu;
+    base::CondVar cv;
+    bool open ABSL_GUARDED_BY(mu) = true;
+    int steps_allowed ABSL_GUARDED_BY(mu) = 0;
+  };
+  std::shared_ptr<std::atomic<int64_t>> tokens_computed_ =
+      std::make_shared<std::atomic<int64_t>>(0);
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+
+ private:
+  RunnerLimits limits_;
+};
+
+// Collects a request's updates; Wait returns once the last one arrived.
+class Collector {
+ public:
+  EngineCore::UpdateCallback Callback() {
+    return [this](RequestUpdate u) {
+      base::MutexLock lock(&mu_);
+      for (SequenceUpdate& s : u.sequences) {
+        if (texts_.size() <= static_cast<size_t>(s.index)) {
+          texts_.resize(static_cast<size_t>(s.index) + 1);
+          reasons_.resize(static_cast<size_t>(s.index) + 1);
+        }
+        texts_[static_cast<size_t>(s.index)] += s.text;
+        if (s.finish_reason.has_value())
+          reasons_[static_cast<size_t>(s.index)] = *s.finish_reason;
+      }
+      cached_ = u.num_cached_tokens;
+      ++updates_;
+      if (u.finished)
+        done_ = true;
+      cv_.NotifyAll();
+    };
+  }
+  bool WaitDone() {
+    base::MutexLock lock(&mu_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    return cv_.WaitUntil(&mu_, deadline,
+                         [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_; });
+  }
+  bool WaitUpdates(int n) {
+    base::MutexLock lock(&mu_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    return cv_.WaitUntil(&mu_, deadline,
+                         [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return updates_ >= n; });
+  }
+  std::vector<std::string> texts() {
+    base::MutexLock lock(&mu_);
+    return texts_;
+  }
+  std::vector<FinishReason> reasons() {
+    base::MutexLock lock(&mu_);
+    return reasons_;
+  }
+  int64_t cached() {
+    base::MutexLock lock(&mu_);
+    return cached_;
+  }
+
+ private:
+  base::Mutex mu_;
+  base::CondVar cv_;
+  std::vector<std::string> texts_ ABSL_GUARDED_BY(mu_);
+  std::vector<FinishReason> reasons_ ABSL_GUARDED_BY(mu_);
+  int64_t cached_ ABSL_GUARDED_BY(mu_) = 0;
+  int updates_ ABSL_GUARDED_BY(mu_) = 0;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+class EngineCoreTest : public ::testing::Test {
+ protected:
+  void StartCore(int32_t num_blocks = 64, int32_t block_size = 4, int32_t max_num_seqs = 8) {
+    auto runner = std::make_unique<FakeRunner>(num_blocks, block_size);
+    tokens_computed_ = runner->tokens_computed_;
+    gate_ = runner->gate_;
+    EngineCoreOptions options;
+    options.budget.max_num_seqs = max_num_seqs;
+    options.budget.max_num_batched_tokens = 64;
+    options.max_model_len = std::min(64, num_blocks * block_size);
+    options.eos_token_id = kEos;
+    auto core = EngineCore::Start(options, std::move(runner), tokenizer_.get());
+    ASSERT_TRUE(core.ok()) << core.status();
+    core_ = *std::move(core);
+  }
+
+  EngineRequest Request(std::string id, std::vector<int32_t> prompt, int64_t max_tokens,
+                        int32_t n = 1) {
+    EngineRequest r;
+    r.request_id = std::move(id);
+    r.prompt_tokens = std::move(prompt);
+    r.stop.max_tokens = max_tokens;
+    r.n = n;
+    r.sampling.temperature = 0;
+    return r;
+  }
+
+  std::unique_ptr<text::Tokenizer> tokenizer_ = MakeTokenizer();
+  std::shared_ptr<std::atomic<int64_t>> tokens_computed_;
+  std::shared_ptr<FakeRunner::Gate> gate_;
+  std::unique_ptr<EngineCore> core_;
+};
+
+TEST_F(EngineCoreTest, GeneratesUntilMaxTokens) {
+  StartCore();
+  Collector c;
+  ASSERT_TRUE(core_->Submit(Request("r1", {0, 1, 2}, 5), c.Callback()).ok());
+  ASSERT_TRUE(c.WaitDone());
+  EXPECT_EQ(c.texts(), std::vector<std::string>{"defgh"});
+  EXPECT_EQ(c.reasons()[0], FinishReason::kLength);
+  EXPECT_EQ(core_->snapshot().num_free_blocks, 64);
+}
+
+TEST_F(EngineCoreTest, RejectsInvalidRequests) {
+  StartCore();
+  Collector c;
+  EXPECT_EQ(core_->Submit(Request("e", {}, 5), c.Callback()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core_->Submit(Request("v", {0, 99}, 5), c.Callback()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core_->Submit(Request("l", {0, 1}, 63), c.Callback()).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(core_->Submit(Request("n", {0}, 5, 0), c.Callback()).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(EngineCoreTest, SecondRequestHitsThePrefixCache) {
+  StartCore();
+  std::vector<int32_t> prompt(21);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int32_t>(i % 8);
+  Collector first;
+  ASSERT_TRUE(core_->Submit(Request("p1", prompt, 2), first.Callback()).ok());
+  ASSERT_TRUE(first.WaitDone());
+  EXPECT_EQ(first.cached(), 0);
+  Collector second;
+  ASSERT_TRUE(core_->Submit(Request("p2", prompt, 2), second.Callback()).ok());
+  ASSERT_TRUE(second.WaitDone());
+  EXPECT_EQ(second.cached(), 20);  // five full blocks of 4; never the last prompt token
+  EXPECT_EQ(first.texts(), second.texts());
+}
+
+TEST_F(EngineCoreTest, NSequencesShareThePromptBlocks) {
+  StartCore();
+  std::vector<int32_t> prompt(40, 3);
+  Collector c;
+  ASSERT_TRUE(core_->Submit(Request("n3", prompt, 1, 3), c.Callback()).ok());
+  ASSERT_TRUE(c.WaitDone());
+  EXPECT_EQ(c.texts(), (std::vector<std::string>{"e", "e", "e"}));
+  // The first sequence computes the prompt; the others only what follows its 9 cached
+  // full blocks (36 tokens).
+  EXPECT_EQ(tokens_computed_->load(), 40 + 4 + 4);
+}
+
+TEST_F(EngineCoreTest, AbortFreesBlocksAndReportsAbort) {
+  StartCore();
+  {
+    base::MutexLock lock(&gate_->mu);
+    gate_->open = false;
+    gate_->steps_allowed = 1;
+  }
+  Collector c;
+  ASSERT_TRUE(core_->Submit(Request("long", {0, 1, 2, 3, 4}, 58), c.Callback()).ok());
+  ASSERT_TRUE(c.WaitUpdates(1));
+  core_->Abort("long");
+  {
+    base::MutexLock lock(&gate_->mu);
+    gate_->open = true;
+  }
+  gate_->cv.NotifyAll();
+  ASSERT_TRUE(c.WaitDone());
+  EXPECT_EQ(c.reasons()[0], FinishReason::kAbort);
+  EXPECT_EQ(core_->snapshot().num_free_blocks, 64);
+  // The id is free again.
+  Collector again;
+  ASSERT_TRUE(core_->Submit(Request("long", {0}, 1), again.Callback()).ok());
+  ASSERT_TRUE(again.WaitDone());
+}
+
+TEST_F(EngineCoreTest, PreemptionUnderAFullCacheKeepsOutputs) {
+  // 12 blocks of 4 tokens: four sequences of up to 20 tokens cannot all stay resident.
+  StartCore(/*num_blocks=*/12, /*block_size=*/4);
+  std::vector<std::unique_ptr<Collector>> collectors;
+  for (int i = 0; i < 4; ++i) {
+    collectors.push_back(std::make_unique<Collector>());
+    ASSERT_TRUE(core_
+                    ->Submit(Request("q" + std::to_string(i), {i, i, i, i}, 16),
+                             collectors.back()->Callback())
+                    .ok());
+  }
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(collectors[static_cast<size_t>(i)]->WaitDone());
+    std::string want;
+    for (int k = 1; k <= 16; ++k)
+      want.push_back(static_cast<char>('a' + (i + k) % 8));
+    EXPECT_EQ(collectors[static_cast<size_t>(i)]->texts()[0], want) << i;
+  }
+  EXPECT_EQ(core_->snapshot().num_free_blocks, 12);
+}
+
+TEST_F(EngineCoreTest, StopAbortsWhatIsInFlight) {
+  StartCore();
+  Collector c;
+  ASSERT_TRUE(core_->Submit(Request("s", {0}, 60), c.Callback()).ok());
+  core_->Stop();
+  ASSERT_TRUE(c.WaitDone());
+  EXPECT_EQ(core_->Submit(Request("t", {0}, 1), c.Callback()).code(),
+            absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace switchyard::engine

@@ -1,0 +1,73 @@
+#include "net/internal/wire.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace switchyard::net::internal {
+namespace {
+
+TEST(WireTest, HeadWithContentLength) {
+  const HeaderList extra = {{"X-Id", "7"}};
+  ResponseHead head;
+  head.status = 404;
+  head.content_type = "application/json";
+  head.extra_headers = &extra;
+  head.content_length = 12;
+  head.server_name = "switchyard";
+  EXPECT_EQ(EncodeHead(head),
+            "HTTP/1.1 404 Not Found\r\nServer: switchyard\r\nContent-Type: application/json\r\n"
+            "Content-Length: 12\r\nX-Id: 7\r\n\r\n");
+}
+
+TEST(WireTest, ChunkedEventStreamAndConnectionHeaders) {
+  ResponseHead head;
+  head.content_type = "text/event-stream";
+  head.chunked = true;
+  head.persistence = Persistence::kKeepAlive;
+  EXPECT_EQ(EncodeHead(head),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+            "Connection: keep-alive\r\nCache-Control: no-cache\r\nX-Accel-Buffering: no\r\n\r\n");
+  const HeaderList own_cache = {{"cache-control", "no-store"}};
+  head.extra_headers = &own_cache;
+  head.persistence = Persistence::kClose;
+  EXPECT_EQ(EncodeHead(head),
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+            "Connection: close\r\nX-Accel-Buffering: no\r\ncache-control: no-store\r\n\r\n");
+}
+
+TEST(WireTest, FramingAndUnsafeExtraHeadersAreDropped) {
+  const HeaderList extra = {{"Content-Length", "1"},   {"transfer-encoding", "gzip"},
+                            {"Connection", "upgrade"}, {"X-Evil", "a\r\nSet-Cookie: b"},
+                            {"Bad Name", "v"},         {"", "v"},
+                            {"X-Fine", "ok"}};
+  ResponseHead head;
+  head.status = 299;
+  head.extra_headers = &extra;
+  head.content_length = 0;
+  EXPECT_EQ(EncodeHead(head), "HTTP/1.1 299 Unknown\r\nContent-Length: 0\r\nX-Fine: ok\r\n\r\n");
+  head.status = 7;
+  head.extra_headers = nullptr;
+  EXPECT_EQ(EncodeHead(head).substr(0, 30), "HTTP/1.1 500 Internal Server E");
+}
+
+TEST(WireTest, ChunkPrefixIsHex) {
+  EXPECT_EQ(ChunkPrefix(1), "1\r\n");
+  EXPECT_EQ(ChunkPrefix(255), "ff\r\n");
+  EXPECT_EQ(ChunkPrefix(65536), "10000\r\n");
+}
+
+TEST(WireTest, DefaultErrorBodyIsOpenAiShaped) {
+  const auto [content_type, body] = DefaultErrorBody(431, "too \"big\"");
+  EXPECT_EQ(content_type, "application/json");
+  EXPECT_EQ(body,
+            "{\"error\":{\"message\":\"too \\\"big\\\"\",\"type\":"
+            "\"RequestHeaderFieldsTooLargeError\",\"param\":null,\"code\":431}}");
+  EXPECT_NE(DefaultErrorBody(400, "x").second.find("\"BadRequestError\""), std::string::npos);
+  EXPECT_NE(DefaultErrorBody(408, "x").second.find("\"RequestTimeoutError\""), std::string::npos);
+  EXPECT_NE(DefaultErrorBody(413, "x").second.find("\"RequestEntityTooLargeError\""),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace switchyard::net::internal
