@@ -6,6 +6,7 @@
 // thread, which then stops the server in order (HTTP, engine loop, publisher).
 #include <signal.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -43,6 +44,9 @@ struct EngineFlags {
   std::string dtype = "auto";
   size_t threads = 0;
   int http_threads = 2;
+  double timeout_keep_alive_s = 5;  // uvicorn's default, as vLLM serves
+  double header_timeout_s = 10;
+  int64_t max_request_body_bytes = 4 << 20;
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;
   int32_t num_gpu_blocks_override = 0;
   int max_logprobs = 20;
@@ -129,6 +133,17 @@ absl::Status RunEngine(const EngineFlags& f) {
   o.api.http.host = f.host;
   o.api.http.port = f.port;
   o.api.http.num_threads = f.http_threads;
+  if (f.timeout_keep_alive_s <= 0 || f.header_timeout_s <= 0 || f.max_request_body_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        "--timeout-keep-alive, --http-header-timeout and --max-request-body-bytes must be "
+        "positive");
+  }
+  auto ms = [](double s) { return std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  o.api.http.keep_alive_timeout = ms(f.timeout_keep_alive_s);
+  o.api.http.header_timeout = ms(f.header_timeout_s);
+  o.api.http.body_idle_timeout = ms(f.header_timeout_s);
+  o.api.http.max_body_bytes = static_cast<size_t>(f.max_request_body_bytes);
+  o.limits.max_body_bytes = static_cast<size_t>(f.max_request_body_bytes);
   o.api.api_key = f.api_key;
   if (o.api.api_key.empty()) {
     if (const char* key = std::getenv("VLLM_API_KEY"); key != nullptr)
@@ -194,6 +209,16 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--threads", f->threads, "compute threads; 0 = one per core")
       ->capture_default_str();
   cmd->add_option("--http-threads", f->http_threads, "HTTP event loops")->capture_default_str();
+  cmd->add_option("--timeout-keep-alive", f->timeout_keep_alive_s,
+                  "seconds an idle keep-alive connection stays open")
+      ->capture_default_str();
+  cmd->add_option("--http-header-timeout", f->header_timeout_s,
+                  "seconds a client may take to send the headers (and between body bytes); "
+                  "slower clients get 408")
+      ->capture_default_str();
+  cmd->add_option("--max-request-body-bytes", f->max_request_body_bytes,
+                  "larger request bodies get 413")
+      ->capture_default_str();
   cmd->add_option("--kv-cache-memory-bytes", f->kv_cache_memory_bytes,
                   "KV cache size when --num-gpu-blocks-override is 0")
       ->capture_default_str();

@@ -1,0 +1,45 @@
+// Endpoint: what the router believes about one model server at the moment it schedules a
+// request: where it is, its labels (role, hardware, engine kind), its last scraped metrics
+// and the requests the router itself has in flight to it.
+//
+// Scheduling reads immutable snapshots (a vector of Endpoints swapped by pointer by the
+// endpoint table's owner), so plain values; any thread may read a snapshot.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace switchyard::router {
+
+// The llm-d role label and its values (llm-d.ai/role).
+inline constexpr char kRoleLabel[] = "llm-d.ai/role";
+
+struct EndpointMetrics {
+  int64_t waiting_requests = 0;  // vllm:num_requests_waiting and its SGLang/llama.cpp peers
+  int64_t running_requests = 0;  // vllm:num_requests_running
+  double kv_cache_usage = 0;     // vllm:kv_cache_usage_perc, 0..1
+  int32_t block_size = 0;        // vllm:cache_config_info, 0 when unknown
+  int64_t num_gpu_blocks = 0;
+  // False when the last scrape is older than the staleness bound (scores then treat the
+  // endpoint as unknown rather than idle).
+  bool fresh = true;
+};
+
+struct Endpoint {
+  std::string name;     // unique in the pool, e.g. "10.0.0.7:8000"
+  std::string address;  // host:port to connect to
+  std::map<std::string, std::string> labels;
+  EndpointMetrics metrics;
+  int64_t active_requests = 0;  // router-tracked in-flight requests
+
+  std::optional<std::string> Label(const std::string& key) const {
+    auto it = labels.find(key);
+    if (it == labels.end())
+      return std::nullopt;
+    return it->second;
+  }
+};
+
+}  // namespace switchyard::router

@@ -1,0 +1,259 @@
+#include "router/scheduling/picker_config.h"
+
+#include <functional>
+#include <utility>
+
+#include "fmt/format.h"
+#include "yaml-cpp/yaml.h"
+
+#include "base/config.h"
+#include "base/status_macros.h"
+#include "router/scheduling/label_filters.h"
+#include "router/scheduling/load_scorers.h"
+#include "router/scheduling/pickers.h"
+
+namespace switchyard::router {
+namespace {
+
+struct Built {
+  std::unique_ptr<Filter> filter;
+  std::unique_ptr<Scorer> scorer;
+  std::unique_ptr<Picker> picker;
+};
+
+using Factory = std::function<absl::StatusOr<Built>(const YAML::Node& params, const std::string&)>;
+
+absl::StatusOr<int> MaxEndpoints(const YAML::Node& params, const std::string& where) {
+  SY_ASSIGN_OR_RETURN(int n, base::YamlField<int>(params, "maxNumOfEndpoints", 1));
+  if (n < 1)
+    return absl::InvalidArgumentError(fmt::format("{}: maxNumOfEndpoints must be >= 1", where));
+  return n;
+}
+
+absl::StatusOr<LabelSelector> ParseSelector(const YAML::Node& params, const std::string& where) {
+  LabelSelector selector;
+  const YAML::Node labels = params["matchLabels"];
+  if (labels && !labels.IsMap())
+    return absl::InvalidArgumentError(fmt::format("{}: matchLabels must be a map", where));
+  if (labels) {
+    for (const auto& kv : labels)
+      selector.match_labels[kv.first.Scalar()] = kv.second.Scalar();
+  }
+  const YAML::Node exprs = params["matchExpressions"];
+  if (exprs && !exprs.IsSequence())
+    return absl::InvalidArgumentError(fmt::format("{}: matchExpressions must be a list", where));
+  if (exprs) {
+    for (const YAML::Node& e : exprs) {
+      LabelExpression expr;
+      SY_ASSIGN_OR_RETURN(expr.key, base::YamlField<std::string>(e, "key", ""));
+      SY_ASSIGN_OR_RETURN(std::string op, base::YamlField<std::string>(e, "operator", ""));
+      if (op == "In") {
+        expr.op = LabelExpression::Op::kIn;
+      } else if (op == "NotIn") {
+        expr.op = LabelExpression::Op::kNotIn;
+      } else if (op == "Exists") {
+        expr.op = LabelExpression::Op::kExists;
+      } else if (op == "DoesNotExist") {
+        expr.op = LabelExpression::Op::kDoesNotExist;
+      } else {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: operator must be In, NotIn, Exists or DoesNotExist, got '{}'", where, op));
+      }
+      if (expr.key.empty())
+        return absl::InvalidArgumentError(fmt::format("{}: a matchExpression needs a key", where));
+      if (const YAML::Node values = e["values"]; values && values.IsSequence()) {
+        for (const YAML::Node& v : values)
+          expr.values.insert(v.Scalar());
+      }
+      selector.match_expressions.push_back(std::move(expr));
+    }
+  }
+  return selector;
+}
+
+const std::map<std::string, Factory>& Registry() {
+  static const auto* registry = new std::map<std::string, Factory>{
+      {"queue-scorer",
+       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+         return Built{nullptr, std::make_unique<QueueScorer>(), nullptr};
+       }},
+      {"kv-cache-utilization-scorer",
+       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+         return Built{nullptr, std::make_unique<KvCacheUtilizationScorer>(), nullptr};
+       }},
+      {"running-requests-size-scorer",
+       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+         return Built{nullptr, std::make_unique<RunningRequestsSizeScorer>(), nullptr};
+       }},
+      {"active-request-scorer",
+       [](const YAML::Node& p, const std::string&) -> absl::StatusOr<Built> {
+         SY_ASSIGN_OR_RETURN(int64_t idle, base::YamlField<int64_t>(p, "idleThreshold", 0));
+         SY_ASSIGN_OR_RETURN(double busy, base::YamlField<double>(p, "maxBusyScore", 1.0));
+         return Built{nullptr, std::make_unique<ActiveRequestScorer>(idle, busy), nullptr};
+       }},
+      {"max-score-picker",
+       [](const YAML::Node& p, const std::string& where) -> absl::StatusOr<Built> {
+         SY_ASSIGN_OR_RETURN(int n, MaxEndpoints(p, where));
+         return Built{nullptr, nullptr, std::make_unique<MaxScorePicker>(n)};
+       }},
+      {"random-picker",
+       [](const YAML::Node& p, const std::string& where) -> absl::StatusOr<Built> {
+         SY_ASSIGN_OR_RETURN(int n, MaxEndpoints(p, where));
+         return Built{nullptr, nullptr, std::make_unique<RandomPicker>(n)};
+       }},
+      {"weighted-random-picker",
+       [](const YAML::Node& p, const std::string& where) -> absl::StatusOr<Built> {
+         SY_ASSIGN_OR_RETURN(int n, MaxEndpoints(p, where));
+         return Built{nullptr, nullptr, std::make_unique<WeightedRandomPicker>(n)};
+       }},
+      {"label-selector-filter",
+       [](const YAML::Node& p, const std::string& where) -> absl::StatusOr<Built> {
+         SY_ASSIGN_OR_RETURN(LabelSelector selector, ParseSelector(p, where));
+         return Built{std::make_unique<LabelSelectorFilter>(std::move(selector)), nullptr, nullptr};
+       }},
+      {"decode-filter",
+       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+         return Built{std::make_unique<RoleFilter>(RoleFilter::Decode()), nullptr, nullptr};
+       }},
+      {"prefill-filter",
+       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+         return Built{std::make_unique<RoleFilter>(RoleFilter::Prefill()), nullptr, nullptr};
+       }},
+  };
+  return *registry;
+}
+
+}  // namespace
+
+std::vector<std::string> PluginSet::KnownTypes() {
+  std::vector<std::string> out;
+  for (const auto& [type, factory] : Registry())
+    out.push_back(type);
+  return out;
+}
+
+const SchedulingProfile* PluginSet::profile(const std::string& name) const {
+  for (const auto& p : profiles_) {
+    if (p->name() == name)
+      return p.get();
+  }
+  return nullptr;
+}
+
+absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::FromYaml(std::string_view yaml,
+                                                               std::string_view source) {
+  SY_ASSIGN_OR_RETURN(YAML::Node root, base::ParseYaml(yaml, source));
+  // yaml-cpp throws on some shape mismatches (indexing a scalar, converting a map); the
+  // checks below return errors first, and this turns whatever slips past into one too.
+  try {
+    return Build(root, source);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", source, e.what()));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& root,
+                                                            std::string_view source) {
+  if (!root.IsMap())
+    return absl::InvalidArgumentError(fmt::format("{}: not a YAML map", source));
+  SY_ASSIGN_OR_RETURN(std::string kind,
+                      base::YamlField<std::string>(root, "kind", "EndpointPickerConfig"));
+  if (kind != "EndpointPickerConfig") {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: kind must be EndpointPickerConfig, got '{}'", source, kind));
+  }
+  std::unique_ptr<PluginSet> set(new PluginSet());
+  std::vector<std::string> order;  // plugin names in config order
+  const YAML::Node plugins = root["plugins"];
+  if (!plugins || !plugins.IsSequence() || plugins.size() == 0)
+    return absl::InvalidArgumentError(fmt::format("{}: plugins must be a non-empty list", source));
+  for (size_t i = 0; i < plugins.size(); ++i) {
+    const YAML::Node& p = plugins[i];
+    const std::string where = fmt::format("{}: plugins[{}]", source, i);
+    SY_ASSIGN_OR_RETURN(std::string type, base::YamlField<std::string>(p, "type", ""));
+    SY_ASSIGN_OR_RETURN(std::string name, base::YamlField<std::string>(p, "name", type));
+    auto factory = Registry().find(type);
+    if (factory == Registry().end()) {
+      return absl::InvalidArgumentError(fmt::format("{}: unknown plugin type '{}'", where, type));
+    }
+    if (set->plugins_.contains(name))
+      return absl::InvalidArgumentError(fmt::format("{}: duplicate plugin name '{}'", where, name));
+    const YAML::Node params = p["parameters"] ? p["parameters"] : YAML::Node(YAML::NodeType::Map);
+    if (!params.IsMap())
+      return absl::InvalidArgumentError(fmt::format("{}: parameters must be a map", where));
+    SY_ASSIGN_OR_RETURN(Built built, factory->second(params, where));
+    set->plugins_[name] =
+        Owned{type, std::move(built.filter), std::move(built.scorer), std::move(built.picker)};
+    order.push_back(name);
+  }
+
+  // (profile name, [(pluginRef, weight)])
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, double>>>> specs;
+  const YAML::Node profiles = root["schedulingProfiles"];
+  if (!profiles || profiles.size() == 0) {
+    std::vector<std::pair<std::string, double>> all;
+    for (const std::string& name : order)
+      all.emplace_back(name, 1.0);
+    specs.emplace_back("default", std::move(all));
+  } else {
+    for (size_t i = 0; i < profiles.size(); ++i) {
+      const std::string where = fmt::format("{}: schedulingProfiles[{}]", source, i);
+      SY_ASSIGN_OR_RETURN(std::string name, base::YamlField<std::string>(profiles[i], "name", ""));
+      if (name.empty())
+        return absl::InvalidArgumentError(fmt::format("{}: a profile needs a name", where));
+      std::vector<std::pair<std::string, double>> refs;
+      const YAML::Node refs_node = profiles[i]["plugins"];
+      for (size_t j = 0; refs_node && j < refs_node.size(); ++j) {
+        SY_ASSIGN_OR_RETURN(std::string ref,
+                            base::YamlField<std::string>(refs_node[j], "pluginRef", ""));
+        SY_ASSIGN_OR_RETURN(double weight, base::YamlField<double>(refs_node[j], "weight", 1.0));
+        if (!set->plugins_.contains(ref)) {
+          return absl::InvalidArgumentError(
+              fmt::format("{}.plugins[{}]: no plugin named '{}'", where, j, ref));
+        }
+        if (!(weight >= 0)) {
+          return absl::InvalidArgumentError(
+              fmt::format("{}.plugins[{}]: weight must be >= 0", where, j));
+        }
+        refs.emplace_back(ref, weight);
+      }
+      specs.emplace_back(name, std::move(refs));
+    }
+  }
+
+  for (auto& [name, refs] : specs) {
+    if (set->profile(name) != nullptr) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: duplicate profile name '{}'", source, name));
+    }
+    std::vector<Filter*> filters;
+    std::vector<WeightedScorer> scorers;
+    Picker* picker = nullptr;
+    for (const auto& [ref, weight] : refs) {
+      Owned& plugin = set->plugins_.at(ref);
+      if (plugin.filter != nullptr)
+        filters.push_back(plugin.filter.get());
+      if (plugin.scorer != nullptr)
+        scorers.push_back({ref, plugin.scorer.get(), weight});
+      if (plugin.picker != nullptr) {
+        if (picker != nullptr) {
+          return absl::InvalidArgumentError(
+              fmt::format("{}: profile '{}' has more than one picker", source, name));
+        }
+        picker = plugin.picker.get();
+      }
+    }
+    if (picker == nullptr) {
+      // llm-d's default: max-score-picker, owned under a profile-private name.
+      const std::string default_name = fmt::format("{}/max-score-picker", name);
+      set->plugins_[default_name] =
+          Owned{"max-score-picker", nullptr, nullptr, std::make_unique<MaxScorePicker>(1)};
+      picker = set->plugins_.at(default_name).picker.get();
+    }
+    set->profiles_.push_back(
+        std::make_unique<SchedulingProfile>(name, std::move(filters), std::move(scorers), picker));
+  }
+  return set;
+}
+
+}  // namespace switchyard::router

@@ -1,0 +1,59 @@
+// EndpointPickerConfig: the router's scheduling configuration, in llm-d's YAML shape
+// (apiVersion llm-d.ai/v1alpha1, kind EndpointPickerConfig):
+//
+//   plugins:            [{type, name?, parameters?}]      name defaults to type
+//   schedulingProfiles: [{name, plugins: [{pluginRef, weight?}]}]
+//
+// with llm-d's loader defaults: no profiles -> one "default" profile holding every
+// configured plugin; a profile without a picker gets max-score-picker; a scorer's weight
+// defaults to 1. Errors name the offending entry (unknown type, duplicate name, dangling
+// pluginRef, a weight on a non-scorer, bad parameters, two pickers in one profile).
+//
+// The built PluginSet owns the plugins and profiles; immutable after Build, shared by every
+// request thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "router/scheduling/plugin.h"
+#include "router/scheduling/profile.h"
+
+namespace YAML {
+class Node;
+}  // namespace YAML
+
+namespace switchyard::router {
+
+class PluginSet {
+ public:
+  // Parses and builds from YAML text; `source` names it in errors.
+  static absl::StatusOr<std::unique_ptr<PluginSet>> FromYaml(std::string_view yaml,
+                                                             std::string_view source);
+  // The plugin types this build knows.
+  static std::vector<std::string> KnownTypes();
+
+  const SchedulingProfile* profile(const std::string& name) const;
+  const std::vector<std::unique_ptr<SchedulingProfile>>& profiles() const { return profiles_; }
+
+ private:
+  struct Owned {
+    std::string type;
+    std::unique_ptr<Filter> filter;
+    std::unique_ptr<Scorer> scorer;
+    std::unique_ptr<Picker> picker;
+  };
+
+  static absl::StatusOr<std::unique_ptr<PluginSet>> Build(const YAML::Node& root,
+                                                          std::string_view source);
+
+  std::map<std::string, Owned> plugins_;  // by name
+  std::vector<std::unique_ptr<SchedulingProfile>> profiles_;
+};
+
+}  // namespace switchyard::router

@@ -1,0 +1,68 @@
+#include "router/scheduling/pickers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace switchyard::router {
+namespace {
+
+// The first `k` candidates by descending key, ties in the order given.
+Candidates TopByKey(const Candidates& candidates, const std::vector<double>& keys,
+                    std::vector<size_t> order, int k) {
+  std::stable_sort(order.begin(), order.end(),
+                   [&keys](size_t a, size_t b) { return keys[a] > keys[b]; });
+  Candidates out;
+  const size_t n = std::min(order.size(), static_cast<size_t>(std::max(k, 1)));
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(candidates[order[i]]);
+  return out;
+}
+
+std::vector<size_t> ShuffledOrder(size_t n, std::mt19937_64& rng) {
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::shuffle(order.begin(), order.end(), rng);
+  return order;
+}
+
+}  // namespace
+
+Candidates MaxScorePicker::Pick(const Candidates& candidates, std::span<const double> scores,
+                                std::mt19937_64& rng) {
+  // Shuffle, then a stable sort: equal totals end up in random order.
+  std::vector<double> keys(scores.begin(), scores.end());
+  return TopByKey(candidates, keys, ShuffledOrder(candidates.size(), rng), max_endpoints_);
+}
+
+Candidates RandomPicker::Pick(const Candidates& candidates, std::span<const double>,
+                              std::mt19937_64& rng) {
+  std::vector<size_t> order = ShuffledOrder(candidates.size(), rng);
+  Candidates out;
+  const size_t n = std::min(order.size(), static_cast<size_t>(std::max(max_endpoints_, 1)));
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(candidates[order[i]]);
+  return out;
+}
+
+Candidates WeightedRandomPicker::Pick(const Candidates& candidates, std::span<const double> scores,
+                                      std::mt19937_64& rng) {
+  const bool any_positive =
+      std::any_of(scores.begin(), scores.end(), [](double s) { return s > 0; });
+  if (!any_positive)
+    return RandomPicker(max_endpoints_).Pick(candidates, scores, rng);
+  // A-Res (Efraimidis-Spirakis): key = U^(1/w); the k largest keys are a weighted sample
+  // without replacement. Non-positive weights never win over positive ones.
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::vector<double> keys(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const double u = uniform(rng);
+    keys[i] = scores[i] > 0 ? std::pow(u, 1.0 / scores[i]) : -1.0;
+  }
+  std::vector<size_t> order(candidates.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  return TopByKey(candidates, keys, std::move(order), max_endpoints_);
+}
+
+}  // namespace switchyard::router

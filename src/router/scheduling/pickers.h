@@ -1,0 +1,44 @@
+// The pickers of llm-d's scheduling framework:
+//   max-score-picker        highest total first; ties broken at random (so that equal
+//                           endpoints share a burst); maxNumOfEndpoints (1) picks
+//   random-picker           uniform, maxNumOfEndpoints picks
+//   weighted-random-picker  A-Res sampling (key = U^(1/score)); uniform when every score
+//                           is <= 0
+// Stateless; any thread (randomness comes from the caller's generator).
+#pragma once
+
+#include "router/scheduling/plugin.h"
+
+namespace switchyard::router {
+
+class MaxScorePicker final : public Picker {
+ public:
+  explicit MaxScorePicker(int max_endpoints = 1) : max_endpoints_(max_endpoints) {}
+  Candidates Pick(const Candidates& candidates, std::span<const double> scores,
+                  std::mt19937_64& rng) override;
+
+ private:
+  int max_endpoints_;
+};
+
+class RandomPicker final : public Picker {
+ public:
+  explicit RandomPicker(int max_endpoints = 1) : max_endpoints_(max_endpoints) {}
+  Candidates Pick(const Candidates& candidates, std::span<const double> scores,
+                  std::mt19937_64& rng) override;
+
+ private:
+  int max_endpoints_;
+};
+
+class WeightedRandomPicker final : public Picker {
+ public:
+  explicit WeightedRandomPicker(int max_endpoints = 1) : max_endpoints_(max_endpoints) {}
+  Candidates Pick(const Candidates& candidates, std::span<const double> scores,
+                  std::mt19937_64& rng) override;
+
+ private:
+  int max_endpoints_;
+};
+
+}  // namespace switchyard::router

@@ -1,0 +1,57 @@
+// The scheduling framework's plugin kinds, in llm-d's shape (EndpointPickerConfig):
+// filters narrow the candidate endpoints, scorers give each candidate a score that the
+// profile clamps to [0, 1] and weights, and a picker chooses from the weighted sums.
+//
+// Plugins are built once from the config and then called concurrently by every request
+// thread: Filter/Score/Pick must be safe to call from many threads at once (stateless, or
+// internally synchronized). Candidates are borrowed from the caller's endpoint snapshot
+// for the duration of the call.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "router/endpoint.h"
+
+namespace switchyard::router {
+
+// What the scheduler knows about one request.
+struct SchedulingRequest {
+  std::string request_id;
+  std::string model;
+  // The prompt as the engines will see it (chat template applied), when tokenized.
+  std::span<const int32_t> prompt_tokens;
+  std::string cache_salt;
+};
+
+using Candidates = std::vector<const Endpoint*>;
+
+class Filter {
+ public:
+  virtual ~Filter() = default;
+  // Returns the candidates to keep, in their given order (possibly none).
+  virtual Candidates Apply(const SchedulingRequest& request, const Candidates& candidates) = 0;
+};
+
+class Scorer {
+ public:
+  virtual ~Scorer() = default;
+  // Writes one score per candidate; the profile clamps them to [0, 1].
+  // REQUIRES: scores.size() == candidates.size().
+  virtual void Score(const SchedulingRequest& request, const Candidates& candidates,
+                     std::span<double> scores) = 0;
+};
+
+class Picker {
+ public:
+  virtual ~Picker() = default;
+  // Chooses endpoints from non-empty candidates by total score: the first is the target,
+  // the rest fallbacks in order. `rng` belongs to the calling thread.
+  virtual Candidates Pick(const Candidates& candidates, std::span<const double> scores,
+                          std::mt19937_64& rng) = 0;
+};
+
+}  // namespace switchyard::router

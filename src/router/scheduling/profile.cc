@@ -1,0 +1,35 @@
+#include "router/scheduling/profile.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace switchyard::router {
+
+ProfileResult SchedulingProfile::Run(const SchedulingRequest& request, const Candidates& endpoints,
+                                     std::mt19937_64& rng) const {
+  ProfileResult result;
+  Candidates candidates = endpoints;
+  for (Filter* filter : filters_) {
+    if (candidates.empty())
+      break;
+    candidates = filter->Apply(request, candidates);
+  }
+  if (candidates.empty())
+    return result;
+  result.totals.assign(candidates.size(), 0.0);
+  std::vector<double> scores(candidates.size());
+  for (const WeightedScorer& s : scorers_) {
+    std::fill(scores.begin(), scores.end(), 0.0);
+    s.scorer->Score(request, candidates, scores);
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      // NaN counts as 0: a broken scorer must not poison the sum.
+      const double clamped = std::isnan(scores[i]) ? 0.0 : std::clamp(scores[i], 0.0, 1.0);
+      result.totals[i] += s.weight * clamped;
+    }
+  }
+  result.picked = picker_->Pick(candidates, result.totals, rng);
+  result.scored = std::move(candidates);
+  return result;
+}
+
+}  // namespace switchyard::router

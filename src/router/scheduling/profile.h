@@ -1,0 +1,53 @@
+// SchedulingProfile: one named pipeline of an EndpointPickerConfig: filters in order, then
+// every scorer (score clamped to [0, 1], times its weight, summed per endpoint), then the
+// picker. An empty candidate list after the filters means no endpoint can serve the request
+// (llm-d answers 429).
+//
+// Immutable after construction; Run may be called from many threads at once. Borrows its
+// plugins (the PluginSet owns them).
+#pragma once
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "router/scheduling/plugin.h"
+
+namespace switchyard::router {
+
+struct WeightedScorer {
+  std::string name;
+  Scorer* scorer = nullptr;
+  double weight = 1.0;
+};
+
+struct ProfileResult {
+  Candidates picked;  // empty: nothing passed the filters
+  // Every candidate that reached the scorers, with its total, in candidate order (for
+  // /debug and metrics).
+  Candidates scored;
+  std::vector<double> totals;
+};
+
+class SchedulingProfile {
+ public:
+  SchedulingProfile(std::string name, std::vector<Filter*> filters,
+                    std::vector<WeightedScorer> scorers, Picker* picker)
+      : name_(std::move(name)),
+        filters_(std::move(filters)),
+        scorers_(std::move(scorers)),
+        picker_(picker) {}
+
+  const std::string& name() const { return name_; }
+
+  ProfileResult Run(const SchedulingRequest& request, const Candidates& endpoints,
+                    std::mt19937_64& rng) const;
+
+ private:
+  std::string name_;
+  std::vector<Filter*> filters_;
+  std::vector<WeightedScorer> scorers_;
+  Picker* picker_;
+};
+
+}  // namespace switchyard::router

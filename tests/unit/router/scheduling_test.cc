@@ -1,0 +1,202 @@
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "router/scheduling/label_filters.h"
+#include "router/scheduling/load_scorers.h"
+#include "router/scheduling/picker_config.h"
+#include "router/scheduling/pickers.h"
+
+namespace switchyard::router {
+namespace {
+
+Endpoint MakeEndpoint(std::string name, int64_t waiting, double kv, std::string role = "") {
+  Endpoint e;
+  e.name = name;
+  e.address = name;
+  e.metrics.waiting_requests = waiting;
+  e.metrics.kv_cache_usage = kv;
+  if (!role.empty())
+    e.labels[kRoleLabel] = role;
+  return e;
+}
+
+Candidates Ptrs(const std::vector<Endpoint>& endpoints) {
+  Candidates out;
+  for (const Endpoint& e : endpoints)
+    out.push_back(&e);
+  return out;
+}
+
+TEST(LoadScorersTest, QueueScorerIsMinMaxOverTheCandidates) {
+  std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 5, 0),
+                               MakeEndpoint("c", 10, 0)};
+  std::vector<double> scores(3);
+  QueueScorer().Score({}, Ptrs(eps), scores);
+  EXPECT_DOUBLE_EQ(scores[0], 1.0);
+  EXPECT_DOUBLE_EQ(scores[1], 0.5);
+  EXPECT_DOUBLE_EQ(scores[2], 0.0);
+
+  std::vector<Endpoint> equal = {MakeEndpoint("a", 3, 0), MakeEndpoint("b", 3, 0)};
+  std::vector<double> s2(2);
+  QueueScorer().Score({}, Ptrs(equal), s2);
+  EXPECT_EQ(s2, (std::vector<double>{1.0, 1.0}));
+}
+
+TEST(LoadScorersTest, StaleMetricsScoreZero) {
+  std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0.2), MakeEndpoint("b", 0, 0.2)};
+  eps[1].metrics.fresh = false;
+  std::vector<double> scores(2);
+  KvCacheUtilizationScorer().Score({}, Ptrs(eps), scores);
+  EXPECT_DOUBLE_EQ(scores[0], 0.8);
+  EXPECT_DOUBLE_EQ(scores[1], 0.0);
+  QueueScorer().Score({}, Ptrs(eps), scores);
+  EXPECT_DOUBLE_EQ(scores[0], 1.0);
+  EXPECT_DOUBLE_EQ(scores[1], 0.0);
+}
+
+TEST(LoadScorersTest, ActiveRequestScorer) {
+  std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
+                               MakeEndpoint("c", 0, 0)};
+  eps[1].active_requests = 1;
+  eps[2].active_requests = 3;
+  std::vector<double> scores(3);
+  ActiveRequestScorer().Score({}, Ptrs(eps), scores);
+  EXPECT_DOUBLE_EQ(scores[0], 1.0);
+  EXPECT_DOUBLE_EQ(scores[1], 0.75);
+  EXPECT_DOUBLE_EQ(scores[2], 0.25);
+}
+
+TEST(LabelFiltersTest, RoleFiltersFollowLlmD) {
+  std::vector<Endpoint> eps = {MakeEndpoint("p", 0, 0, "prefill"),
+                               MakeEndpoint("d", 0, 0, "decode"),
+                               MakeEndpoint("both", 0, 0, "both"), MakeEndpoint("none", 0, 0)};
+  auto names = [](const Candidates& c) {
+    std::vector<std::string> out;
+    for (const Endpoint* e : c)
+      out.push_back(e->name);
+    return out;
+  };
+  EXPECT_EQ(names(RoleFilter::Decode().Apply({}, Ptrs(eps))),
+            (std::vector<std::string>{"d", "both", "none"}));
+  EXPECT_EQ(names(RoleFilter::Prefill().Apply({}, Ptrs(eps))),
+            (std::vector<std::string>{"p", "both"}));
+}
+
+TEST(LabelFiltersTest, SelectorExpressions) {
+  std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
+                               MakeEndpoint("c", 0, 0)};
+  eps[0].labels["hw"] = "h100";
+  eps[1].labels["hw"] = "cpu";
+  LabelSelector sel;
+  sel.match_expressions.push_back({"hw", LabelExpression::Op::kNotIn, {"cpu"}});
+  Candidates kept = LabelSelectorFilter(sel).Apply({}, Ptrs(eps));
+  ASSERT_EQ(kept.size(), 2u);  // NotIn keeps the unlabeled one
+  EXPECT_EQ(kept[0]->name, "a");
+  EXPECT_EQ(kept[1]->name, "c");
+  LabelSelector exists;
+  exists.match_expressions.push_back({"hw", LabelExpression::Op::kExists, {}});
+  EXPECT_EQ(LabelSelectorFilter(exists).Apply({}, Ptrs(eps)).size(), 2u);
+}
+
+TEST(PickersTest, MaxScoreBreaksTiesAtRandom) {
+  std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
+                               MakeEndpoint("c", 0, 0)};
+  std::vector<double> scores = {1.0, 1.0, 0.5};
+  std::mt19937_64 rng(7);
+  int picked_a = 0;
+  for (int i = 0; i < 200; ++i) {
+    Candidates c = MaxScorePicker().Pick(Ptrs(eps), scores, rng);
+    ASSERT_EQ(c.size(), 1u);
+    ASSERT_NE(c[0]->name, "c");
+    picked_a += c[0]->name == "a";
+  }
+  EXPECT_GT(picked_a, 50);
+  EXPECT_LT(picked_a, 150);
+  Candidates two = MaxScorePicker(2).Pick(Ptrs(eps), scores, rng);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_NE(two[0]->name, "c");
+  EXPECT_NE(two[1]->name, "c");
+}
+
+TEST(PickersTest, WeightedRandomFollowsTheWeights) {
+  std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
+                               MakeEndpoint("zero", 0, 0)};
+  std::vector<double> scores = {3.0, 1.0, 0.0};
+  std::mt19937_64 rng(11);
+  int a = 0;
+  for (int i = 0; i < 4000; ++i) {
+    Candidates c = WeightedRandomPicker().Pick(Ptrs(eps), scores, rng);
+    ASSERT_NE(c[0]->name, "zero");
+    a += c[0]->name == "a";
+  }
+  EXPECT_NEAR(a / 4000.0, 0.75, 0.04);
+}
+
+constexpr char kConfig[] = R"(
+apiVersion: llm-d.ai/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: queue-scorer
+- type: kv-cache-utilization-scorer
+- type: decode-filter
+- name: picker
+  type: max-score-picker
+schedulingProfiles:
+- name: decode
+  plugins:
+  - pluginRef: decode-filter
+  - pluginRef: queue-scorer
+    weight: 2
+  - pluginRef: kv-cache-utilization-scorer
+  - pluginRef: picker
+)";
+
+TEST(PickerConfigTest, ProfileFiltersScoresAndPicks) {
+  auto set = PluginSet::FromYaml(kConfig, "test");
+  ASSERT_TRUE(set.ok()) << set.status();
+  const SchedulingProfile* decode = (*set)->profile("decode");
+  ASSERT_NE(decode, nullptr);
+  std::vector<Endpoint> eps = {MakeEndpoint("p", 0, 0.0, "prefill"),
+                               MakeEndpoint("busy", 10, 0.0, "decode"),
+                               MakeEndpoint("idle", 0, 0.5, "decode")};
+  std::mt19937_64 rng(1);
+  ProfileResult r = decode->Run({}, Ptrs(eps), rng);
+  ASSERT_EQ(r.picked.size(), 1u);
+  EXPECT_EQ(r.picked[0]->name, "idle");
+  ASSERT_EQ(r.scored.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.totals[0], 0 * 2 + 1.0);    // busy: queue 0, kv 1
+  EXPECT_DOUBLE_EQ(r.totals[1], 1.0 * 2 + 0.5);  // idle
+}
+
+TEST(PickerConfigTest, DefaultsAndErrors) {
+  auto set = PluginSet::FromYaml("plugins:\n- type: queue-scorer\n", "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_NE((*set)->profile("default"), nullptr);
+
+  auto expect_error = [](std::string yaml, std::string needle) {
+    auto s = PluginSet::FromYaml(yaml, "t");
+    ASSERT_FALSE(s.ok()) << yaml;
+    EXPECT_NE(std::string(s.status().message()).find(needle), std::string::npos)
+        << s.status().message();
+  };
+  expect_error("plugins:\n- type: nope\n", "unknown plugin type 'nope'");
+  expect_error("plugins:\n- type: queue-scorer\n- type: queue-scorer\n", "duplicate plugin name");
+  expect_error(
+      "plugins:\n- type: queue-scorer\nschedulingProfiles:\n- name: x\n  plugins:\n"
+      "  - pluginRef: missing\n",
+      "no plugin named 'missing'");
+  expect_error("plugins:\n- type: max-score-picker\n  parameters: {maxNumOfEndpoints: 0}\n",
+               "maxNumOfEndpoints");
+  expect_error("kind: Other\nplugins:\n- type: queue-scorer\n", "kind must be");
+  expect_error("plugins: [\n", "t");
+  expect_error("plugins:\n- type: queue-scorer\n  parameters: 3\n", "parameters must be a map");
+  expect_error("plugins: 7\n", "plugins must be a non-empty list");
+  expect_error("plugins:\n- type: label-selector-filter\n  parameters:\n    matchLabels: [a]\n",
+               "matchLabels must be a map");
+}
+
+}  // namespace
+}  // namespace switchyard::router
