@@ -1,0 +1,34 @@
+// Endpoint load from an engine's /metrics, per engine kind (llm-d's core-metrics-extractor
+// mappings, shared/reference/llm-d.md §6):
+//   vllm (and our engine)  vllm:num_requests_waiting, vllm:num_requests_running,
+//                          vllm:kv_cache_usage_perc (older: vllm:gpu_cache_usage_perc),
+//                          vllm:cache_config_info{block_size, num_gpu_blocks}
+//   sglang                 sglang:num_queue_reqs, sglang:num_running_reqs,
+//                          sglang:token_usage, sglang:cache_config_info{page_size, num_pages}
+//   llamacpp               llamacpp:requests_deferred, llamacpp:requests_processing,
+//                          llamacpp:kv_cache_usage_ratio (older builds only; else 0)
+// Several series of one gauge (data-parallel engines, label `engine`) add up; KV usage
+// takes the largest. Stateless; any thread.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "router/endpoint.h"
+#include "router/prometheus_text.h"
+
+namespace switchyard::router {
+
+enum class EngineKind { kVllm, kSglang, kLlamaCpp };
+
+// "vllm" (also "switchyard"), "sglang", "llamacpp" / "llama.cpp"; InvalidArgument otherwise.
+absl::StatusOr<EngineKind> ParseEngineKind(std::string_view name);
+
+// NotFound naming the metric when the queue or running gauge is missing (the endpoint is
+// not the kind it was labelled as); the result has fresh = true.
+absl::StatusOr<EndpointMetrics> ExtractEndpointMetrics(EngineKind kind,
+                                                       const std::vector<PromSample>& samples);
+
+}  // namespace switchyard::router

@@ -1,0 +1,87 @@
+#include "router/engine_metrics.h"
+
+#include <cmath>
+#include <string>
+
+#include "gtest/gtest.h"
+
+#include "router/prometheus_text.h"
+
+namespace switchyard::router {
+namespace {
+
+TEST(PrometheusTextTest, ParsesSamplesLabelsEscapesAndSpecialValues) {
+  auto samples = ParsePrometheusText(
+      "# HELP x help\n# TYPE x gauge\n"
+      "x 1\n"
+      "y{a=\"1\",b=\"q\\\"uote\\\\n\\n\"} 2.5e3 1700000000000\n"
+      "z{} NaN\n"
+      "w +Inf\r\n"
+      "\n   \n");
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 4u);
+  EXPECT_EQ((*samples)[0].name, "x");
+  EXPECT_EQ((*samples)[0].value, 1);
+  EXPECT_EQ((*samples)[1].Label("a"), "1");
+  EXPECT_EQ((*samples)[1].Label("b"), "q\"uote\\n\n");
+  EXPECT_EQ((*samples)[1].value, 2500);
+  EXPECT_TRUE(std::isnan((*samples)[2].value));
+  EXPECT_TRUE(std::isinf((*samples)[3].value));
+}
+
+TEST(PrometheusTextTest, MalformedLinesNameTheLine) {
+  for (const char* bad : {"x", "x{a=1} 2", "x{a=\"1\" 2", "x 1 2 3", "1x 2", "x{a=\"\\q\"} 1",
+                          "x abc", "x{=\"1\"} 1"}) {
+    auto s = ParsePrometheusText(std::string("ok 1\n") + bad + "\n");
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_NE(std::string(s.status().message()).find("line 2"), std::string::npos)
+        << s.status().message();
+  }
+  auto many = ParsePrometheusText("a 1\nb 2\nc 3\n", 2);
+  EXPECT_EQ(many.status().code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(EngineMetricsTest, VllmNamesAndDataParallelSeries) {
+  auto samples = ParsePrometheusText(
+      "vllm:num_requests_waiting{engine=\"0\"} 3\n"
+      "vllm:num_requests_waiting{engine=\"1\"} 2\n"
+      "vllm:num_requests_running{engine=\"0\"} 7\n"
+      "vllm:kv_cache_usage_perc{engine=\"0\"} 0.25\n"
+      "vllm:kv_cache_usage_perc{engine=\"1\"} 0.5\n"
+      "vllm:gpu_cache_usage_perc 0.9\n"
+      "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"4096\"} 1\n");
+  ASSERT_TRUE(samples.ok());
+  auto m = ExtractEndpointMetrics(EngineKind::kVllm, *samples);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->waiting_requests, 5);
+  EXPECT_EQ(m->running_requests, 7);
+  EXPECT_DOUBLE_EQ(m->kv_cache_usage, 0.5);
+  EXPECT_EQ(m->block_size, 16);
+  EXPECT_EQ(m->num_gpu_blocks, 4096);
+}
+
+TEST(EngineMetricsTest, OtherEnginesAndMissingGauges) {
+  auto sglang = ParsePrometheusText(
+      "sglang:num_queue_reqs 4\nsglang:num_running_reqs 1\nsglang:token_usage 0.3\n"
+      "sglang:cache_config_info{page_size=\"1\",num_pages=\"100\"} 1\n");
+  auto m = ExtractEndpointMetrics(EngineKind::kSglang, *sglang);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->waiting_requests, 4);
+  EXPECT_DOUBLE_EQ(m->kv_cache_usage, 0.3);
+  EXPECT_EQ(m->num_gpu_blocks, 100);
+
+  auto llama =
+      ParsePrometheusText("llamacpp:requests_deferred 2\nllamacpp:requests_processing 1\n");
+  auto l = ExtractEndpointMetrics(EngineKind::kLlamaCpp, *llama);
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->waiting_requests, 2);
+  EXPECT_EQ(l->running_requests, 1);
+  EXPECT_DOUBLE_EQ(l->kv_cache_usage, 0.0);
+
+  auto wrong = ExtractEndpointMetrics(EngineKind::kVllm, *llama);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(ParseEngineKind("tgi").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace switchyard::router
