@@ -10,6 +10,7 @@ find_package(Threads REQUIRED)
 find_package(Boost 1.74 REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_package(OpenSSL REQUIRED)
 # KV events (kvx/): ZeroMQ through cppzmq, msgpack-cxx (which brings Boost headers).
 find_package(cppzmq CONFIG REQUIRED)

@@ -11,6 +11,7 @@
 #include "router/scheduling/label_filters.h"
 #include "router/scheduling/load_scorers.h"
 #include "router/scheduling/pickers.h"
+#include "router/scheduling/prefix_scorer.h"
 
 namespace switchyard::router {
 namespace {
@@ -19,9 +20,17 @@ struct Built {
   std::unique_ptr<Filter> filter;
   std::unique_ptr<Scorer> scorer;
   std::unique_ptr<Picker> picker;
+  PreRequest* pre_request = nullptr;
 };
 
-using Factory = std::function<absl::StatusOr<Built>(const YAML::Node& params, const std::string&)>;
+// State the plugins of one PluginSet share, created on first use.
+struct Shared {
+  std::unique_ptr<PrefixIndex>* approx_index;
+  std::unique_ptr<PrefixIndex>* precise_index;
+};
+
+using Factory = std::function<absl::StatusOr<Built>(const YAML::Node& params,
+                                                    const std::string& where, Shared shared)>;
 
 absl::StatusOr<int> MaxEndpoints(const YAML::Node& params, const std::string& where) {
   SY_ASSIGN_OR_RETURN(int n, base::YamlField<int>(params, "maxNumOfEndpoints", 1));
@@ -71,52 +80,85 @@ absl::StatusOr<LabelSelector> ParseSelector(const YAML::Node& params, const std:
   return selector;
 }
 
+absl::StatusOr<Built> MakePrefixScorer(const YAML::Node& p, const std::string& where,
+                                       Shared shared) {
+  PrefixScorerOptions o;
+  SY_ASSIGN_OR_RETURN(std::string mode, base::YamlField<std::string>(p, "mode", "approximate"));
+  if (mode != "approximate" && mode != "precise") {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: mode must be approximate or precise, got '{}'", where, mode));
+  }
+  o.precise = mode == "precise";
+  SY_ASSIGN_OR_RETURN(o.block_size, base::YamlField<int32_t>(p, "blockSizeTokens", 16));
+  SY_ASSIGN_OR_RETURN(int64_t max_blocks,
+                      base::YamlField<int64_t>(p, "maxPrefixBlocksToMatch", 8192));
+  SY_ASSIGN_OR_RETURN(int64_t capacity, base::YamlField<int64_t>(p, "lruCapacityPerServer", 31250));
+  SY_ASSIGN_OR_RETURN(o.match_length_weight, base::YamlField<double>(p, "matchLengthWeight", 0));
+  SY_ASSIGN_OR_RETURN(o.match_length_scale_tokens,
+                      base::YamlField<double>(p, "matchLengthScaleTokens", 8192));
+  if (o.block_size <= 0 || max_blocks <= 0 || capacity <= 0 || o.match_length_weight < 0 ||
+      o.match_length_weight > 1 || !(o.match_length_scale_tokens > 0)) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: blockSizeTokens, maxPrefixBlocksToMatch, lruCapacityPerServer and "
+                    "matchLengthScaleTokens must be positive, matchLengthWeight in [0, 1]",
+                    where));
+  }
+  o.max_blocks = static_cast<size_t>(max_blocks);
+  std::unique_ptr<PrefixIndex>& index = o.precise ? *shared.precise_index : *shared.approx_index;
+  if (index == nullptr)
+    index = std::make_unique<PrefixIndex>(static_cast<size_t>(capacity));
+  auto scorer = std::make_unique<PrefixCacheScorer>(index.get(), o);
+  PreRequest* pre = scorer.get();
+  return Built{nullptr, std::move(scorer), nullptr, pre};
+}
+
 const std::map<std::string, Factory>& Registry() {
   static const auto* registry = new std::map<std::string, Factory>{
       {"queue-scorer",
-       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+       [](const YAML::Node&, const std::string&, Shared) -> absl::StatusOr<Built> {
          return Built{nullptr, std::make_unique<QueueScorer>(), nullptr};
        }},
       {"kv-cache-utilization-scorer",
-       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+       [](const YAML::Node&, const std::string&, Shared) -> absl::StatusOr<Built> {
          return Built{nullptr, std::make_unique<KvCacheUtilizationScorer>(), nullptr};
        }},
       {"running-requests-size-scorer",
-       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+       [](const YAML::Node&, const std::string&, Shared) -> absl::StatusOr<Built> {
          return Built{nullptr, std::make_unique<RunningRequestsSizeScorer>(), nullptr};
        }},
       {"active-request-scorer",
-       [](const YAML::Node& p, const std::string&) -> absl::StatusOr<Built> {
+       [](const YAML::Node& p, const std::string&, Shared) -> absl::StatusOr<Built> {
          SY_ASSIGN_OR_RETURN(int64_t idle, base::YamlField<int64_t>(p, "idleThreshold", 0));
          SY_ASSIGN_OR_RETURN(double busy, base::YamlField<double>(p, "maxBusyScore", 1.0));
          return Built{nullptr, std::make_unique<ActiveRequestScorer>(idle, busy), nullptr};
        }},
       {"max-score-picker",
-       [](const YAML::Node& p, const std::string& where) -> absl::StatusOr<Built> {
+       [](const YAML::Node& p, const std::string& where, Shared) -> absl::StatusOr<Built> {
          SY_ASSIGN_OR_RETURN(int n, MaxEndpoints(p, where));
          return Built{nullptr, nullptr, std::make_unique<MaxScorePicker>(n)};
        }},
       {"random-picker",
-       [](const YAML::Node& p, const std::string& where) -> absl::StatusOr<Built> {
+       [](const YAML::Node& p, const std::string& where, Shared) -> absl::StatusOr<Built> {
          SY_ASSIGN_OR_RETURN(int n, MaxEndpoints(p, where));
          return Built{nullptr, nullptr, std::make_unique<RandomPicker>(n)};
        }},
       {"weighted-random-picker",
-       [](const YAML::Node& p, const std::string& where) -> absl::StatusOr<Built> {
+       [](const YAML::Node& p, const std::string& where, Shared) -> absl::StatusOr<Built> {
          SY_ASSIGN_OR_RETURN(int n, MaxEndpoints(p, where));
          return Built{nullptr, nullptr, std::make_unique<WeightedRandomPicker>(n)};
        }},
       {"label-selector-filter",
-       [](const YAML::Node& p, const std::string& where) -> absl::StatusOr<Built> {
+       [](const YAML::Node& p, const std::string& where, Shared) -> absl::StatusOr<Built> {
          SY_ASSIGN_OR_RETURN(LabelSelector selector, ParseSelector(p, where));
          return Built{std::make_unique<LabelSelectorFilter>(std::move(selector)), nullptr, nullptr};
        }},
+      {"prefix-cache-scorer", &MakePrefixScorer},
       {"decode-filter",
-       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+       [](const YAML::Node&, const std::string&, Shared) -> absl::StatusOr<Built> {
          return Built{std::make_unique<RoleFilter>(RoleFilter::Decode()), nullptr, nullptr};
        }},
       {"prefill-filter",
-       [](const YAML::Node&, const std::string&) -> absl::StatusOr<Built> {
+       [](const YAML::Node&, const std::string&, Shared) -> absl::StatusOr<Built> {
          return Built{std::make_unique<RoleFilter>(RoleFilter::Prefill()), nullptr, nullptr};
        }},
   };
@@ -181,9 +223,10 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     const YAML::Node params = p["parameters"] ? p["parameters"] : YAML::Node(YAML::NodeType::Map);
     if (!params.IsMap())
       return absl::InvalidArgumentError(fmt::format("{}: parameters must be a map", where));
-    SY_ASSIGN_OR_RETURN(Built built, factory->second(params, where));
-    set->plugins_[name] =
-        Owned{type, std::move(built.filter), std::move(built.scorer), std::move(built.picker)};
+    SY_ASSIGN_OR_RETURN(
+        Built built, factory->second(params, where, {&set->approx_index_, &set->precise_index_}));
+    set->plugins_[name] = Owned{type, std::move(built.filter), std::move(built.scorer),
+                                std::move(built.picker), built.pre_request};
     order.push_back(name);
   }
 
@@ -228,6 +271,7 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     }
     std::vector<Filter*> filters;
     std::vector<WeightedScorer> scorers;
+    std::vector<PreRequest*> pre_requests;
     Picker* picker = nullptr;
     for (const auto& [ref, weight] : refs) {
       Owned& plugin = set->plugins_.at(ref);
@@ -235,6 +279,8 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
         filters.push_back(plugin.filter.get());
       if (plugin.scorer != nullptr)
         scorers.push_back({ref, plugin.scorer.get(), weight});
+      if (plugin.pre_request != nullptr)
+        pre_requests.push_back(plugin.pre_request);
       if (plugin.picker != nullptr) {
         if (picker != nullptr) {
           return absl::InvalidArgumentError(
@@ -247,11 +293,11 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
       // llm-d's default: max-score-picker, owned under a profile-private name.
       const std::string default_name = fmt::format("{}/max-score-picker", name);
       set->plugins_[default_name] =
-          Owned{"max-score-picker", nullptr, nullptr, std::make_unique<MaxScorePicker>(1)};
+          Owned{"max-score-picker", nullptr, nullptr, std::make_unique<MaxScorePicker>(1), nullptr};
       picker = set->plugins_.at(default_name).picker.get();
     }
-    set->profiles_.push_back(
-        std::make_unique<SchedulingProfile>(name, std::move(filters), std::move(scorers), picker));
+    set->profiles_.push_back(std::make_unique<SchedulingProfile>(
+        name, std::move(filters), std::move(scorers), picker, std::move(pre_requests)));
   }
   return set;
 }

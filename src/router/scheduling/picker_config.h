@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "router/prefix/prefix_index.h"
 #include "router/scheduling/plugin.h"
 #include "router/scheduling/profile.h"
 
@@ -39,6 +40,9 @@ class PluginSet {
   static std::vector<std::string> KnownTypes();
 
   const SchedulingProfile* profile(const std::string& name) const;
+  // The index the engines' KV events feed (KvEventIndexer), when a prefix-cache-scorer runs
+  // in precise mode; null otherwise.
+  PrefixIndex* precise_index() const { return precise_index_.get(); }
   const std::vector<std::unique_ptr<SchedulingProfile>>& profiles() const { return profiles_; }
 
  private:
@@ -47,12 +51,16 @@ class PluginSet {
     std::unique_ptr<Filter> filter;
     std::unique_ptr<Scorer> scorer;
     std::unique_ptr<Picker> picker;
+    PreRequest* pre_request = nullptr;  // points into one of the above
   };
 
   static absl::StatusOr<std::unique_ptr<PluginSet>> Build(const YAML::Node& root,
                                                           std::string_view source);
 
   std::map<std::string, Owned> plugins_;  // by name
+  // Shared by the prefix scorers of each mode.
+  std::unique_ptr<PrefixIndex> approx_index_;
+  std::unique_ptr<PrefixIndex> precise_index_;
   std::vector<std::unique_ptr<SchedulingProfile>> profiles_;
 };
 

@@ -54,4 +54,12 @@ class Picker {
                           std::mt19937_64& rng) = 0;
 };
 
+// Runs after the profile picked, before the request is sent (llm-d's PreRequest): plugins
+// that learn from routing decisions (the approximate prefix index) record them here.
+class PreRequest {
+ public:
+  virtual ~PreRequest() = default;
+  virtual void OnPicked(const SchedulingRequest& request, const Endpoint& picked) = 0;
+};
+
 }  // namespace switchyard::router

@@ -32,4 +32,10 @@ ProfileResult SchedulingProfile::Run(const SchedulingRequest& request, const Can
   return result;
 }
 
+void SchedulingProfile::NotifyPicked(const SchedulingRequest& request,
+                                     const Endpoint& picked) const {
+  for (PreRequest* p : pre_requests_)
+    p->OnPicked(request, picked);
+}
+
 }  // namespace switchyard::router

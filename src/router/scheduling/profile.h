@@ -32,22 +32,27 @@ struct ProfileResult {
 class SchedulingProfile {
  public:
   SchedulingProfile(std::string name, std::vector<Filter*> filters,
-                    std::vector<WeightedScorer> scorers, Picker* picker)
+                    std::vector<WeightedScorer> scorers, Picker* picker,
+                    std::vector<PreRequest*> pre_requests = {})
       : name_(std::move(name)),
         filters_(std::move(filters)),
         scorers_(std::move(scorers)),
-        picker_(picker) {}
+        picker_(picker),
+        pre_requests_(std::move(pre_requests)) {}
 
   const std::string& name() const { return name_; }
 
   ProfileResult Run(const SchedulingRequest& request, const Candidates& endpoints,
                     std::mt19937_64& rng) const;
+  // Tells the profile's PreRequest plugins where the request goes.
+  void NotifyPicked(const SchedulingRequest& request, const Endpoint& picked) const;
 
  private:
   std::string name_;
   std::vector<Filter*> filters_;
   std::vector<WeightedScorer> scorers_;
   Picker* picker_;
+  std::vector<PreRequest*> pre_requests_;
 };
 
 }  // namespace switchyard::router

@@ -1,0 +1,166 @@
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "kvx/kv_events.h"
+#include "router/prefix/block_keys.h"
+#include "router/prefix/kv_event_indexer.h"
+#include "router/prefix/prefix_index.h"
+#include "router/scheduling/picker_config.h"
+#include "router/scheduling/prefix_scorer.h"
+
+namespace switchyard::router {
+namespace {
+
+std::vector<int32_t> Tokens(int n, int offset = 0) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    t[static_cast<size_t>(i)] = i + offset;
+  return t;
+}
+
+TEST(BlockKeysTest, ChainNamesTheWholePrefix) {
+  const uint64_t seed = PrefixSeed("m", "");
+  std::vector<int32_t> a = Tokens(40);
+  std::vector<int32_t> b = a;
+  b[5] = 999;  // differs in block 0
+  auto ka = BlockKeys(seed, a, 16, false, 100);
+  auto kb = BlockKeys(seed, b, 16, false, 100);
+  ASSERT_EQ(ka.size(), 2u);
+  EXPECT_NE(ka[0], kb[0]);
+  EXPECT_NE(ka[1], kb[1]);  // same tokens in block 1, different prefix
+  EXPECT_EQ(BlockKeys(seed, a, 16, true, 100).size(), 3u);
+  EXPECT_EQ(BlockKeys(seed, a, 16, true, 2).size(), 2u);
+  EXPECT_NE(BlockKeys(PrefixSeed("m", "salt"), a, 16, false, 100)[0], ka[0]);
+  EXPECT_EQ(NextBlockKey(seed, std::span<const int32_t>(a).first(16)), ka[0]);
+}
+
+TEST(PrefixIndexTest, MatchIsTheLongestLeadingRunPerEndpoint) {
+  PrefixIndex index(100);
+  index.Add("e1", std::vector<uint64_t>{1, 2, 3});
+  index.Add("e2", std::vector<uint64_t>{1, 2});
+  index.Add("e3", std::vector<uint64_t>{2, 3});  // no block 0: never matches
+  auto m = index.Match(std::vector<uint64_t>{1, 2, 3, 4});
+  ASSERT_EQ(m.size(), 2u);
+  for (const auto& e : m) {
+    if (e.endpoint == "e1")
+      EXPECT_EQ(e.blocks, 3u);
+    if (e.endpoint == "e2")
+      EXPECT_EQ(e.blocks, 2u);
+  }
+  index.Remove("e1", std::vector<uint64_t>{2});
+  for (const auto& e : index.Match(std::vector<uint64_t>{1, 2, 3}))
+    EXPECT_EQ(e.blocks, e.endpoint == "e1" ? 1u : 2u);
+  index.RemoveEndpoint("e2");
+  EXPECT_EQ(index.Match(std::vector<uint64_t>{1}).size(), 1u);
+}
+
+TEST(PrefixIndexTest, LruEvictsLeastRecentlyUsedKeys) {
+  PrefixIndex index(3);
+  index.Add("e", std::vector<uint64_t>{1, 2, 3});
+  index.Add("e", std::vector<uint64_t>{1});  // refresh 1
+  index.Add("e", std::vector<uint64_t>{4});  // evicts 2
+  EXPECT_EQ(index.num_keys("e"), 3u);
+  auto m = index.Match(std::vector<uint64_t>{1, 2});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].blocks, 1u);
+  index.SetCapacity("e", 1);
+  EXPECT_EQ(index.num_keys("e"), 1u);
+}
+
+kvx::BlockStored Stored(std::vector<uint64_t> hashes, std::optional<uint64_t> parent,
+                        std::vector<int32_t> tokens) {
+  kvx::BlockStored s;
+  for (uint64_t h : hashes)
+    s.block_hashes.push_back(kvx::EventHash::FromInt(h));
+  if (parent.has_value())
+    s.parent_block_hash = kvx::EventHash::FromInt(*parent);
+  s.token_ids = std::move(tokens);
+  s.block_size = 4;
+  return s;
+}
+
+TEST(KvEventIndexerTest, EventsKeyBlocksLikeRequests) {
+  PrefixIndex index(1000);
+  const uint64_t seed = PrefixSeed("m", "");
+  KvEventIndexer indexer(&index, seed);
+  const std::vector<int32_t> prompt = Tokens(12);
+  kvx::KvEventBatch batch;
+  // Two events: blocks 0-1, then block 2 chained by the engine's parent hash.
+  batch.events.push_back(Stored({100, 101}, std::nullopt, Tokens(8)));
+  batch.events.push_back(Stored({102}, 101, Tokens(4, 8)));
+  indexer.Apply("e1", batch);
+  auto keys = BlockKeys(seed, prompt, 4, false, 100);
+  auto m = index.Match(keys);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].blocks, 3u);
+
+  kvx::KvEventBatch removed;
+  removed.events.push_back(kvx::BlockRemoved{{kvx::EventHash::FromInt(101)}, {}, {}});
+  indexer.Apply("e1", removed);
+  EXPECT_EQ(index.Match(keys)[0].blocks, 1u);
+
+  // Unknown parent: skipped, not guessed.
+  kvx::KvEventBatch orphan;
+  orphan.events.push_back(Stored({200}, 555, Tokens(4)));
+  indexer.Apply("e1", orphan);
+  EXPECT_EQ(indexer.num_skipped(), 1);
+
+  kvx::KvEventBatch cleared;
+  cleared.events.push_back(kvx::AllBlocksCleared{});
+  indexer.Apply("e1", cleared);
+  EXPECT_TRUE(index.Match(keys).empty());
+}
+
+TEST(PrefixScorerTest, ApproximateModeLearnsFromPicks) {
+  auto set = PluginSet::FromYaml(
+      "plugins:\n- type: prefix-cache-scorer\n  parameters: {blockSizeTokens: 4}\n", "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  const SchedulingProfile* profile = (*set)->profile("default");
+  std::vector<Endpoint> eps(2);
+  eps[0].name = "a";
+  eps[1].name = "b";
+  Candidates c = {&eps[0], &eps[1]};
+  const std::vector<int32_t> prompt = Tokens(10);
+  SchedulingRequest req;
+  req.model = "m";
+  req.prompt_tokens = prompt;
+  std::mt19937_64 rng(3);
+  ProfileResult first = profile->Run(req, c, rng);
+  EXPECT_EQ(first.totals, (std::vector<double>{0, 0}));
+  profile->NotifyPicked(req, eps[1]);
+  ProfileResult second = profile->Run(req, c, rng);
+  EXPECT_EQ(second.totals, (std::vector<double>{0, 1}));
+  EXPECT_EQ(second.picked[0]->name, "b");
+  // Another tenant's salt does not see b's entries.
+  req.cache_salt = "other";
+  EXPECT_EQ(profile->Run(req, c, rng).totals, (std::vector<double>{0, 0}));
+  EXPECT_EQ((*set)->precise_index(), nullptr);
+}
+
+TEST(PrefixScorerTest, PreciseModeReadsTheEventIndex) {
+  auto set = PluginSet::FromYaml(
+      "plugins:\n- type: prefix-cache-scorer\n  parameters: {mode: precise, blockSizeTokens: 4}\n",
+      "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  ASSERT_NE((*set)->precise_index(), nullptr);
+  KvEventIndexer indexer((*set)->precise_index(), PrefixSeed("m", ""));
+  kvx::KvEventBatch batch;
+  batch.events.push_back(Stored({1, 2}, std::nullopt, Tokens(8)));
+  indexer.Apply("a", batch);
+  std::vector<Endpoint> eps(2);
+  eps[0].name = "a";
+  eps[1].name = "b";
+  const std::vector<int32_t> prompt = Tokens(16);
+  SchedulingRequest req;
+  req.model = "m";
+  req.prompt_tokens = prompt;
+  std::mt19937_64 rng(3);
+  ProfileResult r = (*set)->profile("default")->Run(req, {&eps[0], &eps[1]}, rng);
+  EXPECT_EQ(r.totals, (std::vector<double>{0.5, 0}));
+}
+
+}  // namespace
+}  // namespace switchyard::router
