@@ -1,6 +1,7 @@
 #include "router/scheduling/picker_config.h"
 
 #include <functional>
+#include <random>
 #include <utility>
 
 #include "fmt/format.h"
@@ -27,7 +28,29 @@ struct Built {
 struct Shared {
   std::unique_ptr<PrefixIndex>* approx_index;
   std::unique_ptr<PrefixIndex>* precise_index;
+  const SessionTokenCodec* session_codec;
 };
+
+absl::StatusOr<Built> MakeSessionAffinity(const YAML::Node& p, const std::string& where,
+                                          Shared shared, bool filter) {
+  SY_ASSIGN_OR_RETURN(std::string strategy,
+                      base::YamlField<std::string>(p, "strategy", "encoded_endpoint_header"));
+  SY_ASSIGN_OR_RETURN(int64_t ttl, base::YamlField<int64_t>(p, "evictionTtlSeconds", 300));
+  if (strategy != "encoded_endpoint_header" && strategy != "session_id") {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: strategy must be encoded_endpoint_header or session_id, got '{}'", where, strategy));
+  }
+  if (ttl <= 0)
+    return absl::InvalidArgumentError(fmt::format("{}: evictionTtlSeconds must be > 0", where));
+  auto plugin = std::make_unique<SessionAffinity>(strategy == "session_id"
+                                                      ? SessionAffinity::Strategy::kSessionId
+                                                      : SessionAffinity::Strategy::kToken,
+                                                  shared.session_codec, std::chrono::seconds(ttl));
+  PreRequest* pre = plugin.get();
+  if (filter)
+    return Built{std::move(plugin), nullptr, nullptr, pre};
+  return Built{nullptr, std::move(plugin), nullptr, pre};
+}
 
 using Factory = std::function<absl::StatusOr<Built>(const YAML::Node& params,
                                                     const std::string& where, Shared shared)>;
@@ -153,6 +176,14 @@ const std::map<std::string, Factory>& Registry() {
          return Built{std::make_unique<LabelSelectorFilter>(std::move(selector)), nullptr, nullptr};
        }},
       {"prefix-cache-scorer", &MakePrefixScorer},
+      {"session-affinity-scorer",
+       [](const YAML::Node& p, const std::string& where, Shared shared) {
+         return MakeSessionAffinity(p, where, shared, false);
+       }},
+      {"session-affinity-filter",
+       [](const YAML::Node& p, const std::string& where, Shared shared) {
+         return MakeSessionAffinity(p, where, shared, true);
+       }},
       {"decode-filter",
        [](const YAML::Node&, const std::string&, Shared) -> absl::StatusOr<Built> {
          return Built{std::make_unique<RoleFilter>(RoleFilter::Decode()), nullptr, nullptr};
@@ -183,19 +214,21 @@ const SchedulingProfile* PluginSet::profile(const std::string& name) const {
 }
 
 absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::FromYaml(std::string_view yaml,
-                                                               std::string_view source) {
+                                                               std::string_view source,
+                                                               const PluginSetOptions& options) {
   SY_ASSIGN_OR_RETURN(YAML::Node root, base::ParseYaml(yaml, source));
   // yaml-cpp throws on some shape mismatches (indexing a scalar, converting a map); the
   // checks below return errors first, and this turns whatever slips past into one too.
   try {
-    return Build(root, source);
+    return Build(root, source, options);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(fmt::format("{}: {}", source, e.what()));
   }
 }
 
 absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& root,
-                                                            std::string_view source) {
+                                                            std::string_view source,
+                                                            const PluginSetOptions& options) {
   if (!root.IsMap())
     return absl::InvalidArgumentError(fmt::format("{}: not a YAML map", source));
   SY_ASSIGN_OR_RETURN(std::string kind,
@@ -205,6 +238,14 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
         fmt::format("{}: kind must be EndpointPickerConfig, got '{}'", source, kind));
   }
   std::unique_ptr<PluginSet> set(new PluginSet());
+  std::string secret = options.session_token_secret;
+  if (secret.empty()) {
+    secret.resize(32);
+    std::random_device rd;
+    for (char& c : secret)
+      c = static_cast<char>(rd());
+  }
+  set->session_codec_ = std::make_unique<SessionTokenCodec>(std::move(secret));
   std::vector<std::string> order;  // plugin names in config order
   const YAML::Node plugins = root["plugins"];
   if (!plugins || !plugins.IsSequence() || plugins.size() == 0)
@@ -223,8 +264,9 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     const YAML::Node params = p["parameters"] ? p["parameters"] : YAML::Node(YAML::NodeType::Map);
     if (!params.IsMap())
       return absl::InvalidArgumentError(fmt::format("{}: parameters must be a map", where));
-    SY_ASSIGN_OR_RETURN(
-        Built built, factory->second(params, where, {&set->approx_index_, &set->precise_index_}));
+    SY_ASSIGN_OR_RETURN(Built built, factory->second(params, where,
+                                                     {&set->approx_index_, &set->precise_index_,
+                                                      set->session_codec_.get()}));
     set->plugins_[name] = Owned{type, std::move(built.filter), std::move(built.scorer),
                                 std::move(built.picker), built.pre_request};
     order.push_back(name);

@@ -24,6 +24,7 @@
 #include "router/prefix/prefix_index.h"
 #include "router/scheduling/plugin.h"
 #include "router/scheduling/profile.h"
+#include "router/scheduling/session_affinity.h"
 
 namespace YAML {
 class Node;
@@ -31,11 +32,18 @@ class Node;
 
 namespace switchyard::router {
 
+struct PluginSetOptions {
+  // Key of the x-session-token HMAC; empty: 32 random bytes (tokens then do not survive a
+  // router restart nor work across replicas — give every replica the same secret).
+  std::string session_token_secret;
+};
+
 class PluginSet {
  public:
   // Parses and builds from YAML text; `source` names it in errors.
   static absl::StatusOr<std::unique_ptr<PluginSet>> FromYaml(std::string_view yaml,
-                                                             std::string_view source);
+                                                             std::string_view source,
+                                                             const PluginSetOptions& options = {});
   // The plugin types this build knows.
   static std::vector<std::string> KnownTypes();
 
@@ -43,6 +51,8 @@ class PluginSet {
   // The index the engines' KV events feed (KvEventIndexer), when a prefix-cache-scorer runs
   // in precise mode; null otherwise.
   PrefixIndex* precise_index() const { return precise_index_.get(); }
+  // Issues the x-session-token the router returns with each response.
+  const SessionTokenCodec& session_codec() const { return *session_codec_; }
   const std::vector<std::unique_ptr<SchedulingProfile>>& profiles() const { return profiles_; }
 
  private:
@@ -55,12 +65,14 @@ class PluginSet {
   };
 
   static absl::StatusOr<std::unique_ptr<PluginSet>> Build(const YAML::Node& root,
-                                                          std::string_view source);
+                                                          std::string_view source,
+                                                          const PluginSetOptions& options);
 
   std::map<std::string, Owned> plugins_;  // by name
   // Shared by the prefix scorers of each mode.
   std::unique_ptr<PrefixIndex> approx_index_;
   std::unique_ptr<PrefixIndex> precise_index_;
+  std::unique_ptr<SessionTokenCodec> session_codec_;
   std::vector<std::unique_ptr<SchedulingProfile>> profiles_;
 };
 

@@ -25,6 +25,10 @@ struct SchedulingRequest {
   // The prompt as the engines will see it (chat template applied), when tokenized.
   std::span<const int32_t> prompt_tokens;
   std::string cache_salt;
+  // Session headers as the client sent them (x-session-token, x-session-id); the session
+  // plugins verify them, never trust them.
+  std::string session_token;
+  std::string session_id;
 };
 
 using Candidates = std::vector<const Endpoint*>;
