@@ -33,6 +33,9 @@ struct Endpoint {
   std::map<std::string, std::string> labels;
   EndpointMetrics metrics;
   int64_t active_requests = 0;  // router-tracked in-flight requests
+  // Router-tracked prompt tokens of those requests not yet past their first token (the
+  // prefill work queued on the endpoint, for TTFT estimates).
+  int64_t inflight_prompt_tokens = 0;
 
   std::optional<std::string> Label(const std::string& key) const {
     auto it = labels.find(key);

@@ -12,7 +12,7 @@
 #include "router/scheduling/label_filters.h"
 #include "router/scheduling/load_scorers.h"
 #include "router/scheduling/pickers.h"
-#include "router/scheduling/prefix_scorer.h"
+#include "router/scheduling/prefix_plugins.h"
 
 namespace switchyard::router {
 namespace {
@@ -103,9 +103,10 @@ absl::StatusOr<LabelSelector> ParseSelector(const YAML::Node& params, const std:
   return selector;
 }
 
-absl::StatusOr<Built> MakePrefixScorer(const YAML::Node& p, const std::string& where,
-                                       Shared shared) {
-  PrefixScorerOptions o;
+// The parameters every prefix plugin shares, and its index (one per mode per PluginSet).
+absl::StatusOr<PrefixMatcher> MakePrefixMatcher(const YAML::Node& p, const std::string& where,
+                                                Shared shared) {
+  PrefixMatchOptions o;
   SY_ASSIGN_OR_RETURN(std::string mode, base::YamlField<std::string>(p, "mode", "approximate"));
   if (mode != "approximate" && mode != "precise") {
     return absl::InvalidArgumentError(
@@ -116,21 +117,66 @@ absl::StatusOr<Built> MakePrefixScorer(const YAML::Node& p, const std::string& w
   SY_ASSIGN_OR_RETURN(int64_t max_blocks,
                       base::YamlField<int64_t>(p, "maxPrefixBlocksToMatch", 8192));
   SY_ASSIGN_OR_RETURN(int64_t capacity, base::YamlField<int64_t>(p, "lruCapacityPerServer", 31250));
-  SY_ASSIGN_OR_RETURN(o.match_length_weight, base::YamlField<double>(p, "matchLengthWeight", 0));
-  SY_ASSIGN_OR_RETURN(o.match_length_scale_tokens,
-                      base::YamlField<double>(p, "matchLengthScaleTokens", 8192));
-  if (o.block_size <= 0 || max_blocks <= 0 || capacity <= 0 || o.match_length_weight < 0 ||
-      o.match_length_weight > 1 || !(o.match_length_scale_tokens > 0)) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: blockSizeTokens, maxPrefixBlocksToMatch, lruCapacityPerServer and "
-                    "matchLengthScaleTokens must be positive, matchLengthWeight in [0, 1]",
-                    where));
+  if (o.block_size <= 0 || max_blocks <= 0 || capacity <= 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: blockSizeTokens, maxPrefixBlocksToMatch and lruCapacityPerServer must be positive",
+        where));
   }
   o.max_blocks = static_cast<size_t>(max_blocks);
   std::unique_ptr<PrefixIndex>& index = o.precise ? *shared.precise_index : *shared.approx_index;
   if (index == nullptr)
     index = std::make_unique<PrefixIndex>(static_cast<size_t>(capacity));
-  auto scorer = std::make_unique<PrefixCacheScorer>(index.get(), o);
+  return PrefixMatcher(index.get(), o);
+}
+
+absl::StatusOr<Built> MakePrefixScorer(const YAML::Node& p, const std::string& where,
+                                       Shared shared) {
+  SY_ASSIGN_OR_RETURN(PrefixMatcher matcher, MakePrefixMatcher(p, where, shared));
+  PrefixScorerOptions o;
+  SY_ASSIGN_OR_RETURN(o.match_length_weight, base::YamlField<double>(p, "matchLengthWeight", 0));
+  SY_ASSIGN_OR_RETURN(o.match_length_scale_tokens,
+                      base::YamlField<double>(p, "matchLengthScaleTokens", 8192));
+  if (o.match_length_weight < 0 || o.match_length_weight > 1 ||
+      !(o.match_length_scale_tokens > 0)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: matchLengthWeight must be in [0, 1] and matchLengthScaleTokens positive", where));
+  }
+  auto scorer = std::make_unique<PrefixCacheScorer>(std::move(matcher), o);
+  PreRequest* pre = scorer.get();
+  return Built{nullptr, std::move(scorer), nullptr, pre};
+}
+
+absl::StatusOr<Built> MakePrefixAffinityFilter(const YAML::Node& p, const std::string& where,
+                                               Shared shared) {
+  SY_ASSIGN_OR_RETURN(PrefixMatcher matcher, MakePrefixMatcher(p, where, shared));
+  PrefixAffinityOptions o;
+  SY_ASSIGN_OR_RETURN(o.affinity_threshold, base::YamlField<double>(p, "affinityThreshold", 0.80));
+  SY_ASSIGN_OR_RETURN(o.exploration_probability,
+                      base::YamlField<double>(p, "explorationProbability", 0));
+  SY_ASSIGN_OR_RETURN(o.max_ttft_penalty_ms,
+                      base::YamlField<double>(p, "maxTTFTPenaltyMs", 18'000));
+  SY_ASSIGN_OR_RETURN(o.peak_prefill_tokens_per_s,
+                      base::YamlField<double>(p, "peakPrefillThroughput", 15'928));
+  if (!(o.affinity_threshold >= 0 && o.affinity_threshold <= 1) ||
+      !(o.exploration_probability >= 0 && o.exploration_probability <= 1) ||
+      !(o.max_ttft_penalty_ms >= 0) || !(o.peak_prefill_tokens_per_s > 0)) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: affinityThreshold and explorationProbability must be in [0, 1], "
+                    "maxTTFTPenaltyMs >= 0, peakPrefillThroughput > 0",
+                    where));
+  }
+  return Built{
+      std::make_unique<PrefixCacheAffinityFilter>(std::move(matcher), o, std::random_device{}()),
+      nullptr, nullptr, nullptr};
+}
+
+absl::StatusOr<Built> MakeNoHitLruScorer(const YAML::Node& p, const std::string& where,
+                                         Shared shared) {
+  SY_ASSIGN_OR_RETURN(PrefixMatcher matcher, MakePrefixMatcher(p, where, shared));
+  SY_ASSIGN_OR_RETURN(int64_t lru_size, base::YamlField<int64_t>(p, "lruSize", 1024));
+  if (lru_size <= 0)
+    return absl::InvalidArgumentError(fmt::format("{}: lruSize must be positive", where));
+  auto scorer = std::make_unique<NoHitLruScorer>(std::move(matcher), static_cast<size_t>(lru_size));
   PreRequest* pre = scorer.get();
   return Built{nullptr, std::move(scorer), nullptr, pre};
 }
@@ -176,6 +222,8 @@ const std::map<std::string, Factory>& Registry() {
          return Built{std::make_unique<LabelSelectorFilter>(std::move(selector)), nullptr, nullptr};
        }},
       {"prefix-cache-scorer", &MakePrefixScorer},
+      {"prefix-cache-affinity-filter", &MakePrefixAffinityFilter},
+      {"no-hit-lru-scorer", &MakeNoHitLruScorer},
       {"session-affinity-scorer",
        [](const YAML::Node& p, const std::string& where, Shared shared) {
          return MakeSessionAffinity(p, where, shared, false);

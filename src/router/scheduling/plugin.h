@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -29,6 +30,9 @@ struct SchedulingRequest {
   // plugins verify them, never trust them.
   std::string session_token;
   std::string session_id;
+  // Scheduling-cycle state plugins leave for their own PreRequest step (llm-d's
+  // CycleState): whether no endpoint had any prefix of this request (no-hit-lru-scorer).
+  mutable std::optional<bool> cold_prefix;
 };
 
 using Candidates = std::vector<const Endpoint*>;

@@ -9,7 +9,7 @@
 #include "router/prefix/kv_event_indexer.h"
 #include "router/prefix/prefix_index.h"
 #include "router/scheduling/picker_config.h"
-#include "router/scheduling/prefix_scorer.h"
+#include "router/scheduling/prefix_plugins.h"
 
 namespace switchyard::router {
 namespace {
@@ -160,6 +160,105 @@ TEST(PrefixScorerTest, PreciseModeReadsTheEventIndex) {
   std::mt19937_64 rng(3);
   ProfileResult r = (*set)->profile("default")->Run(req, {&eps[0], &eps[1]}, rng);
   EXPECT_EQ(r.totals, (std::vector<double>{0.5, 0}));
+}
+
+}  // namespace
+}  // namespace switchyard::router
+
+namespace switchyard::router {
+namespace {
+
+class PrefixPluginsTest : public ::testing::Test {
+ protected:
+  PrefixPluginsTest() : eps_(3), index_(1000) {
+    for (int i = 0; i < 3; ++i)
+      eps_[static_cast<size_t>(i)].name = "e" + std::to_string(i);
+    for (const Endpoint& e : eps_)
+      candidates_.push_back(&e);
+    prompt_ = Tokens(64);
+    req_.model = "m";
+    req_.prompt_tokens = prompt_;
+  }
+  PrefixMatcher Matcher() {
+    PrefixMatchOptions o;
+    o.block_size = 16;
+    return PrefixMatcher(&index_, o);
+  }
+  std::vector<std::string> Names(const Candidates& c) {
+    std::vector<std::string> out;
+    for (const Endpoint* e : c)
+      out.push_back(e->name);
+    return out;
+  }
+
+  std::vector<Endpoint> eps_;
+  Candidates candidates_;
+  PrefixIndex index_;
+  std::vector<int32_t> prompt_;
+  SchedulingRequest req_;
+};
+
+TEST_F(PrefixPluginsTest, AffinityFilterKeepsStickyEndpointsUntilTheLoadGate) {
+  PrefixMatcher m = Matcher();
+  m.Record(req_, eps_[1]);  // e1 holds the whole prompt
+  PrefixAffinityOptions o;
+  o.max_ttft_penalty_ms = 1000;
+  o.peak_prefill_tokens_per_s = 1000;  // 1 token = 1 ms
+  PrefixCacheAffinityFilter filter(Matcher(), o, 1);
+  EXPECT_EQ(Names(filter.Apply(req_, candidates_)), std::vector<std::string>{"e1"});
+  // e1 has 1500 ms of queued prefill more than e0: stickiness breaks.
+  eps_[1].inflight_prompt_tokens = 1600;
+  eps_[0].inflight_prompt_tokens = 100;
+  EXPECT_EQ(filter.Apply(req_, candidates_).size(), 3u);
+  // A short shared prefix (below the threshold) is not sticky.
+  std::vector<int32_t> other = Tokens(64);
+  for (size_t i = 16; i < other.size(); ++i)
+    other[i] = 7;
+  SchedulingRequest r2 = req_;
+  r2.prompt_tokens = other;
+  eps_[1].inflight_prompt_tokens = 0;
+  EXPECT_EQ(filter.Apply(r2, candidates_).size(), 3u);
+}
+
+TEST_F(PrefixPluginsTest, NoHitLruSpreadsColdRequests) {
+  NoHitLruScorer scorer(Matcher(), 16);
+  std::vector<double> scores(3);
+  scorer.Score(req_, candidates_, scores);
+  EXPECT_EQ(scores, (std::vector<double>{1, 1, 1}));
+  ASSERT_TRUE(req_.cold_prefix.value_or(false));
+  scorer.OnPicked(req_, eps_[0]);
+  // Another cold request: e0 was used last, so it ranks below the never-used ones.
+  std::vector<int32_t> other = Tokens(64, 1000);
+  SchedulingRequest r2 = req_;
+  r2.prompt_tokens = other;
+  scorer.Score(r2, candidates_, scores);
+  EXPECT_LT(scores[0], scores[1]);
+  EXPECT_EQ(scores[1], 1.0);
+  // A warm request scores 0.5 everywhere and does not touch the LRU.
+  Matcher().Record(req_, eps_[2]);
+  scorer.Score(req_, candidates_, scores);
+  EXPECT_EQ(scores, (std::vector<double>{0.5, 0.5, 0.5}));
+  EXPECT_FALSE(req_.cold_prefix.value_or(true));
+}
+
+TEST_F(PrefixPluginsTest, ConfiguredTokenAwareProfile) {
+  // llm-d's mid-2026 default shape for prefill-bound traffic.
+  auto set = PluginSet::FromYaml(
+      "plugins:\n"
+      "- type: prefix-cache-affinity-filter\n"
+      "- type: prefix-cache-scorer\n"
+      "- type: no-hit-lru-scorer\n"
+      "- type: active-request-scorer\n",
+      "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  std::mt19937_64 rng(9);
+  const SchedulingProfile* p = (*set)->profile("default");
+  ProfileResult first = p->Run(req_, candidates_, rng);
+  ASSERT_EQ(first.picked.size(), 1u);
+  p->NotifyPicked(req_, *first.picked[0]);
+  // The same prompt again sticks to the same endpoint.
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(p->Run(req_, candidates_, rng).picked[0], first.picked[0]);
 }
 
 }  // namespace

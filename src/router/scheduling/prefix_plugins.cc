@@ -1,0 +1,135 @@
+#include "router/scheduling/prefix_plugins.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "router/prefix/block_keys.h"
+
+namespace switchyard::router {
+
+std::vector<uint64_t> PrefixMatcher::Keys(const SchedulingRequest& request) const {
+  // Precise keys must equal the ones KvEventIndexer derives from events, which carry no
+  // cache_salt: the salt stays out of them (engines still isolate salted blocks).
+  return BlockKeys(PrefixSeed(request.model, options_.precise ? "" : request.cache_salt),
+                   request.prompt_tokens, options_.block_size, !options_.precise,
+                   options_.max_blocks);
+}
+
+std::vector<size_t> PrefixMatcher::MatchedBlocks(std::span<const uint64_t> keys,
+                                                 const Candidates& candidates) const {
+  std::vector<size_t> out(candidates.size(), 0);
+  if (keys.empty())
+    return out;
+  absl::flat_hash_map<std::string_view, size_t> slot;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    slot[candidates[i]->name] = i;
+  for (const PrefixIndex::EndpointMatch& m : index_->Match(keys)) {
+    auto it = slot.find(m.endpoint);
+    if (it != slot.end())
+      out[it->second] = m.blocks;
+  }
+  return out;
+}
+
+void PrefixMatcher::Record(const SchedulingRequest& request, const Endpoint& picked) {
+  if (!options_.precise)
+    index_->Add(picked.name, Keys(request));
+}
+
+void PrefixCacheScorer::Score(const SchedulingRequest& request, const Candidates& candidates,
+                              std::span<double> scores) {
+  std::fill(scores.begin(), scores.end(), 0.0);
+  const std::vector<uint64_t> keys = matcher_.Keys(request);
+  if (keys.empty())
+    return;
+  const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
+  const double w = options_.match_length_weight;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const double ratio = static_cast<double>(matched[i]) / static_cast<double>(keys.size());
+    const double tokens = static_cast<double>(matched[i]) * matcher_.options().block_size;
+    const double length = std::min(1.0, tokens / options_.match_length_scale_tokens);
+    scores[i] = w * length * length + (1 - w) * ratio;
+  }
+}
+
+double PrefixCacheAffinityFilter::TtftMs(const Endpoint& e) const {
+  return static_cast<double>(e.inflight_prompt_tokens) / options_.peak_prefill_tokens_per_s *
+         1000.0;
+}
+
+Candidates PrefixCacheAffinityFilter::Apply(const SchedulingRequest& request,
+                                            const Candidates& candidates) {
+  if (options_.exploration_probability > 0) {
+    base::MutexLock lock(&mu_);
+    if (std::uniform_real_distribution<double>(0, 1)(rng_) < options_.exploration_probability)
+      return candidates;
+  }
+  const std::vector<uint64_t> keys = matcher_.Keys(request);
+  if (keys.empty())
+    return candidates;
+  const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
+  Candidates sticky;
+  double best_sticky = std::numeric_limits<double>::infinity();
+  double best_other = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const double ratio = static_cast<double>(matched[i]) / static_cast<double>(keys.size());
+    const double ttft = TtftMs(*candidates[i]);
+    if (ratio >= options_.affinity_threshold) {
+      sticky.push_back(candidates[i]);
+      best_sticky = std::min(best_sticky, ttft);
+    } else {
+      best_other = std::min(best_other, ttft);
+    }
+  }
+  if (sticky.empty())
+    return candidates;
+  // The load gate: stickiness is worth a bounded wait.
+  if (options_.max_ttft_penalty_ms > 0 && best_other < std::numeric_limits<double>::infinity() &&
+      best_sticky - best_other > options_.max_ttft_penalty_ms) {
+    return candidates;
+  }
+  return sticky;
+}
+
+void NoHitLruScorer::Score(const SchedulingRequest& request, const Candidates& candidates,
+                           std::span<double> scores) {
+  const std::vector<uint64_t> keys = matcher_.Keys(request);
+  const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
+  const bool cold = std::all_of(matched.begin(), matched.end(), [](size_t m) { return m == 0; });
+  request.cold_prefix = cold;
+  if (!cold) {
+    std::fill(scores.begin(), scores.end(), 0.5);
+    return;
+  }
+  base::MutexLock lock(&mu_);
+  // Rank among the candidates by recency: never used first (1), then least recent.
+  const double n = static_cast<double>(lru_.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto it = where_.find(candidates[i]->name);
+    if (it == where_.end()) {
+      scores[i] = 1.0;
+      continue;
+    }
+    const auto rank = static_cast<double>(std::distance(lru_.begin(), it->second));
+    scores[i] = n > 0 ? 1.0 - (rank + 1) / (n + 1) : 1.0;
+  }
+}
+
+void NoHitLruScorer::OnPicked(const SchedulingRequest& request, const Endpoint& picked) {
+  if (!request.cold_prefix.value_or(false))
+    return;
+  base::MutexLock lock(&mu_);
+  auto it = where_.find(picked.name);
+  if (it != where_.end()) {
+    lru_.splice(lru_.end(), lru_, it->second);
+    return;
+  }
+  lru_.push_back(picked.name);
+  where_[picked.name] = std::prev(lru_.end());
+  while (lru_.size() > lru_size_) {
+    where_.erase(lru_.front());
+    lru_.pop_front();
+  }
+}
+
+}  // namespace switchyard::router
