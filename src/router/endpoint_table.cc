@@ -1,0 +1,147 @@
+#include "router/endpoint_table.h"
+
+#include <set>
+
+#include "fmt/format.h"
+
+#include "base/json.h"
+
+namespace switchyard::router {
+
+void EndpointTable::SetPoolMembers(const std::string& pool,
+                                   const std::vector<EndpointSpec>& specs) {
+  base::MutexLock lock(&mu_);
+  std::set<std::string> keep;
+  for (const EndpointSpec& spec : specs) {
+    keep.insert(spec.name);
+    State& s = endpoints_[spec.name];
+    s.spec = spec;
+    s.spec.pool = pool;
+  }
+  for (auto it = endpoints_.begin(); it != endpoints_.end();) {
+    if (it->second.spec.pool == pool && !keep.contains(it->first))
+      it = endpoints_.erase(it);
+    else
+      ++it;
+  }
+}
+
+void EndpointTable::ReportMetrics(const std::string& name, const EndpointMetrics& metrics,
+                                  Clock::time_point at) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it == endpoints_.end())
+    return;
+  it->second.metrics = metrics;
+  it->second.has_metrics = true;
+  it->second.metrics_at = at;
+  it->second.healthy = true;
+}
+
+void EndpointTable::ReportHealth(const std::string& name, bool healthy) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it != endpoints_.end())
+    it->second.healthy = healthy;
+}
+
+void EndpointTable::RequestStarted(const std::string& name, int64_t prompt_tokens) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it == endpoints_.end())
+    return;
+  ++it->second.active_requests;
+  it->second.inflight_prompt_tokens += prompt_tokens;
+}
+
+void EndpointTable::PrefillDone(const std::string& name, int64_t prompt_tokens) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it == endpoints_.end())
+    return;
+  it->second.inflight_prompt_tokens =
+      std::max<int64_t>(0, it->second.inflight_prompt_tokens - prompt_tokens);
+}
+
+void EndpointTable::RequestEnded(const std::string& name, int64_t prompt_tokens,
+                                 bool prefill_pending) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it == endpoints_.end())
+    return;
+  it->second.active_requests = std::max<int64_t>(0, it->second.active_requests - 1);
+  if (prefill_pending) {
+    it->second.inflight_prompt_tokens =
+        std::max<int64_t>(0, it->second.inflight_prompt_tokens - prompt_tokens);
+  }
+}
+
+Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const {
+  Endpoint e;
+  e.name = s.spec.name;
+  e.address = s.spec.address;
+  e.labels = s.spec.labels;
+  e.metrics = s.metrics;
+  e.metrics.fresh = s.has_metrics && now - s.metrics_at <= staleness_;
+  e.active_requests = s.active_requests;
+  e.inflight_prompt_tokens = s.inflight_prompt_tokens;
+  return e;
+}
+
+std::vector<Endpoint> EndpointTable::Snapshot(Clock::time_point now) const {
+  base::MutexLock lock(&mu_);
+  std::vector<Endpoint> out;
+  out.reserve(endpoints_.size());
+  for (const auto& [name, s] : endpoints_) {
+    if (s.healthy)
+      out.push_back(ToEndpoint(s, now));
+  }
+  return out;
+}
+
+std::vector<EndpointSpec> EndpointTable::Members() const {
+  base::MutexLock lock(&mu_);
+  std::vector<EndpointSpec> out;
+  for (const auto& [name, s] : endpoints_)
+    out.push_back(s.spec);
+  return out;
+}
+
+std::string EndpointTable::DebugJson(Clock::time_point now) const {
+  base::MutexLock lock(&mu_);
+  std::string out = "{\"endpoints\":[";
+  bool first = true;
+  for (const auto& [name, s] : endpoints_) {
+    const Endpoint e = ToEndpoint(s, now);
+    out.append(first ? "{" : ",{");
+    first = false;
+    out.append("\"name\":");
+    base::AppendJsonString(e.name, false, &out);
+    out.append(",\"address\":");
+    base::AppendJsonString(e.address, false, &out);
+    out.append(",\"pool\":");
+    base::AppendJsonString(s.spec.pool, false, &out);
+    out.append(",\"labels\":{");
+    bool first_label = true;
+    for (const auto& [k, v] : e.labels) {
+      out.append(first_label ? "" : ",");
+      first_label = false;
+      base::AppendJsonString(k, false, &out);
+      out.push_back(':');
+      base::AppendJsonString(v, false, &out);
+    }
+    const double age_s =
+        s.has_metrics ? std::chrono::duration<double>(now - s.metrics_at).count() : -1.0;
+    out.append(fmt::format(
+        "}},\"healthy\":{},\"metrics\":{{\"fresh\":{},\"age_s\":{:.3f},\"waiting_requests\":{},"
+        "\"running_requests\":{},\"kv_cache_usage\":{:.4f},\"block_size\":{},"
+        "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"inflight_prompt_tokens\":{}}}",
+        s.healthy, e.metrics.fresh, age_s, e.metrics.waiting_requests, e.metrics.running_requests,
+        e.metrics.kv_cache_usage, e.metrics.block_size, e.metrics.num_gpu_blocks, e.active_requests,
+        e.inflight_prompt_tokens));
+  }
+  out.append("]}");
+  return out;
+}
+
+}  // namespace switchyard::router

@@ -1,0 +1,73 @@
+// EndpointTable: the router's view of its endpoints: membership (from static config and DNS
+// re-resolution), health, the last scraped metrics and when they came, and the requests
+// the router itself has in flight to each. Scheduling takes a Snapshot per request: a copy
+// of every healthy endpoint with `fresh` computed against the staleness bound, so plugins
+// read plain values while scrapes and requests go on.
+//
+// Thread-safe: one mutex; Snapshot copies (tens of microseconds for a hundred endpoints).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/mutex.h"
+#include "router/endpoint.h"
+#include "router/engine_metrics.h"
+
+namespace switchyard::router {
+
+struct EndpointSpec {
+  std::string name;     // unique; usually the address
+  std::string address;  // host:port
+  std::map<std::string, std::string> labels;
+  EngineKind engine = EngineKind::kVllm;
+  std::string pool;
+};
+
+class EndpointTable {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit EndpointTable(std::chrono::milliseconds staleness) : staleness_(staleness) {}
+
+  // Replaces the membership of `pool`: new names are added (healthy until a check says
+  // otherwise, metrics unknown), missing ones removed, survivors keep their state.
+  void SetPoolMembers(const std::string& pool, const std::vector<EndpointSpec>& specs);
+  void ReportMetrics(const std::string& name, const EndpointMetrics& metrics, Clock::time_point at);
+  // A failed scrape or health check; `healthy` false takes the endpoint out of snapshots.
+  void ReportHealth(const std::string& name, bool healthy);
+
+  // In-flight accounting for the router's own requests.
+  void RequestStarted(const std::string& name, int64_t prompt_tokens);
+  // The request's first token arrived (its prefill is done).
+  void PrefillDone(const std::string& name, int64_t prompt_tokens);
+  // The request ended; `prefill_pending` when PrefillDone was never called for it.
+  void RequestEnded(const std::string& name, int64_t prompt_tokens, bool prefill_pending);
+
+  // Healthy endpoints, in name order.
+  std::vector<Endpoint> Snapshot(Clock::time_point now) const;
+  std::vector<EndpointSpec> Members() const;
+  // What the router believes about each endpoint (GET /debug/endpoints).
+  std::string DebugJson(Clock::time_point now) const;
+
+ private:
+  struct State {
+    EndpointSpec spec;
+    bool healthy = true;
+    EndpointMetrics metrics;
+    bool has_metrics = false;
+    Clock::time_point metrics_at;
+    int64_t active_requests = 0;
+    int64_t inflight_prompt_tokens = 0;
+  };
+  Endpoint ToEndpoint(const State& s, Clock::time_point now) const;
+
+  const std::chrono::milliseconds staleness_;
+  mutable base::Mutex mu_;
+  std::map<std::string, State> endpoints_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace switchyard::router
