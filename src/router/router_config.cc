@@ -1,0 +1,190 @@
+#include "router/router_config.h"
+
+#include <filesystem>
+
+#include "fmt/format.h"
+#include "yaml-cpp/yaml.h"
+
+#include "base/config.h"
+#include "base/file.h"
+#include "base/status_macros.h"
+
+namespace switchyard::router {
+namespace {
+
+absl::Status Bad(std::string_view where, std::string_view what) {
+  return absl::InvalidArgumentError(fmt::format("{}: {}", where, what));
+}
+
+absl::StatusOr<std::map<std::string, std::string>> ReadLabels(const YAML::Node& node,
+                                                              const std::string& where) {
+  std::map<std::string, std::string> labels;
+  const YAML::Node l = node["labels"];
+  if (!l)
+    return labels;
+  if (!l.IsMap())
+    return Bad(where, "labels must be a map of strings");
+  for (const auto& kv : l) {
+    if (!kv.second.IsScalar())
+      return Bad(where, "labels must be a map of strings");
+    labels[kv.first.Scalar()] = kv.second.Scalar();
+  }
+  return labels;
+}
+
+absl::StatusOr<EngineKind> ReadEngine(const YAML::Node& node, const std::string& where) {
+  SY_ASSIGN_OR_RETURN(std::string engine, base::YamlField<std::string>(node, "engine", "vllm"));
+  absl::StatusOr<EngineKind> kind = ParseEngineKind(engine);
+  if (!kind.ok())
+    return Bad(where, std::string(kind.status().message()));
+  return kind;
+}
+
+absl::Status ReadPositive(const YAML::Node& node, const std::string& key, const std::string& where,
+                          int* out) {
+  SY_ASSIGN_OR_RETURN(*out, base::YamlField<int>(node, key, *out));
+  if (*out <= 0)
+    return Bad(where, fmt::format("{} must be positive", key));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view source,
+                                   const std::string& base_dir) {
+  if (!root.IsMap())
+    return Bad(source, "not a YAML map");
+  RouterConfig c;
+  const std::string src(source);
+  if (const YAML::Node listen = root["listen"]) {
+    SY_ASSIGN_OR_RETURN(c.host, base::YamlField<std::string>(listen, "host", c.host));
+    SY_ASSIGN_OR_RETURN(c.port, base::YamlField<int>(listen, "port", c.port));
+    SY_RETURN_IF_ERROR(ReadPositive(listen, "threads", src + ": listen", &c.threads));
+    if (c.port < 0 || c.port > 65535)
+      return Bad(src + ": listen", "port must be in [0, 65535]");
+  }
+  SY_ASSIGN_OR_RETURN(c.model, base::YamlField<std::string>(root, "model", ""));
+  if (c.model.empty())
+    return Bad(source, "model (the served model name) is required");
+  SY_ASSIGN_OR_RETURN(c.tokenizer, base::YamlField<std::string>(root, "tokenizer", ""));
+  const YAML::Node pools = root["pools"];
+  if (!pools || !pools.IsSequence() || pools.size() == 0)
+    return Bad(source, "pools must be a non-empty list");
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const std::string where = fmt::format("{}: pools[{}]", source, i);
+    PoolConfig pool;
+    SY_ASSIGN_OR_RETURN(pool.name, base::YamlField<std::string>(pools[i], "name", "default"));
+    const YAML::Node eps = pools[i]["endpoints"];
+    for (size_t j = 0; eps && j < eps.size(); ++j) {
+      const std::string ew = fmt::format("{}.endpoints[{}]", where, j);
+      StaticEndpointConfig e;
+      SY_ASSIGN_OR_RETURN(e.spec.address, base::YamlField<std::string>(eps[j], "address", ""));
+      if (e.spec.address.empty() || e.spec.address.find(':') == std::string::npos)
+        return Bad(ew, "address must be host:port");
+      SY_ASSIGN_OR_RETURN(e.spec.name,
+                          base::YamlField<std::string>(eps[j], "name", e.spec.address));
+      SY_ASSIGN_OR_RETURN(e.spec.engine, ReadEngine(eps[j], ew));
+      SY_ASSIGN_OR_RETURN(e.spec.labels, ReadLabels(eps[j], ew));
+      e.spec.pool = pool.name;
+      if (const YAML::Node kv = eps[j]["kvEvents"]) {
+        KvEventsSourceConfig k;
+        SY_ASSIGN_OR_RETURN(k.endpoint, base::YamlField<std::string>(kv, "endpoint", ""));
+        SY_ASSIGN_OR_RETURN(k.replay_endpoint,
+                            base::YamlField<std::string>(kv, "replayEndpoint", ""));
+        SY_ASSIGN_OR_RETURN(k.topic, base::YamlField<std::string>(kv, "topic", ""));
+        if (k.endpoint.empty())
+          return Bad(ew, "kvEvents.endpoint is required");
+        e.kv_events = std::move(k);
+      }
+      pool.endpoints.push_back(std::move(e));
+    }
+    const YAML::Node dns = pools[i]["dns"];
+    for (size_t j = 0; dns && j < dns.size(); ++j) {
+      const std::string dw = fmt::format("{}.dns[{}]", where, j);
+      DnsMembersConfig d;
+      SY_ASSIGN_OR_RETURN(d.name, base::YamlField<std::string>(dns[j], "name", ""));
+      if (d.name.empty())
+        return Bad(dw, "name is required");
+      SY_RETURN_IF_ERROR(ReadPositive(dns[j], "port", dw, &d.port));
+      SY_RETURN_IF_ERROR(ReadPositive(dns[j], "refreshSeconds", dw, &d.refresh_seconds));
+      SY_ASSIGN_OR_RETURN(d.engine, ReadEngine(dns[j], dw));
+      SY_ASSIGN_OR_RETURN(d.labels, ReadLabels(dns[j], dw));
+      pool.dns.push_back(std::move(d));
+    }
+    if (pool.endpoints.empty() && pool.dns.empty())
+      return Bad(where, "a pool needs endpoints or dns");
+    c.pools.push_back(std::move(pool));
+  }
+  if (const YAML::Node s = root["scraping"]) {
+    SY_RETURN_IF_ERROR(ReadPositive(s, "intervalMs", src + ": scraping", &c.scrape_interval_ms));
+    SY_RETURN_IF_ERROR(ReadPositive(s, "stalenessMs", src + ": scraping", &c.staleness_ms));
+    SY_RETURN_IF_ERROR(ReadPositive(s, "timeoutMs", src + ": scraping", &c.scrape_timeout_ms));
+  }
+  if (const YAML::Node p = root["proxy"]) {
+    SY_RETURN_IF_ERROR(ReadPositive(p, "connectTimeoutMs", src + ": proxy", &c.connect_timeout_ms));
+    SY_RETURN_IF_ERROR(
+        ReadPositive(p, "firstByteTimeoutMs", src + ": proxy", &c.first_byte_timeout_ms));
+    SY_RETURN_IF_ERROR(ReadPositive(p, "idleTimeoutMs", src + ": proxy", &c.idle_timeout_ms));
+    SY_ASSIGN_OR_RETURN(c.max_retries, base::YamlField<int>(p, "maxRetries", c.max_retries));
+    if (c.max_retries < 0 || c.max_retries > 16)
+      return Bad(src + ": proxy", "maxRetries must be in [0, 16]");
+  }
+  SY_ASSIGN_OR_RETURN(c.session_token_secret_env,
+                      base::YamlField<std::string>(root, "sessionTokenSecretEnv", ""));
+  const YAML::Node scheduling = root["scheduling"];
+  SY_ASSIGN_OR_RETURN(std::string file,
+                      base::YamlField<std::string>(root, "schedulingConfigFile", ""));
+  if (scheduling && !file.empty())
+    return Bad(source, "give scheduling or schedulingConfigFile, not both");
+  if (scheduling) {
+    YAML::Emitter out;
+    out << scheduling;
+    c.scheduling_yaml = out.c_str();
+  } else if (!file.empty()) {
+    std::filesystem::path path(file);
+    if (path.is_relative())
+      path = std::filesystem::path(base_dir) / path;
+    SY_ASSIGN_OR_RETURN(c.scheduling_yaml, base::ReadFile(path.string()));
+  } else {
+    c.scheduling_yaml = DefaultSchedulingYaml();
+  }
+  return c;
+}
+
+}  // namespace
+
+std::string DefaultSchedulingYaml() {
+  return R"(apiVersion: llm-d.ai/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: prefix-cache-scorer
+- type: queue-scorer
+- type: kv-cache-utilization-scorer
+- type: max-score-picker
+schedulingProfiles:
+- name: default
+  plugins:
+  - pluginRef: prefix-cache-scorer
+    weight: 3
+  - pluginRef: queue-scorer
+    weight: 2
+  - pluginRef: kv-cache-utilization-scorer
+    weight: 2
+  - pluginRef: max-score-picker
+)";
+}
+
+absl::StatusOr<RouterConfig> ParseRouterConfig(std::string_view yaml, std::string_view source,
+                                               const std::string& base_dir) {
+  SY_ASSIGN_OR_RETURN(YAML::Node root, base::ParseYaml(yaml, source));
+  try {
+    return Parse(root, source, base_dir);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(fmt::format("{}: {}", source, e.what()));
+  }
+}
+
+absl::StatusOr<RouterConfig> LoadRouterConfig(const std::string& path) {
+  SY_ASSIGN_OR_RETURN(std::string text, base::ReadFile(path));
+  return ParseRouterConfig(text, path, std::filesystem::path(path).parent_path().string());
+}
+
+}  // namespace switchyard::router

@@ -1,0 +1,93 @@
+// RouterConfig: `switchyard router --config router.yaml`. Everything but the scheduling
+// section is ours; the scheduling section is an llm-d EndpointPickerConfig (inline under
+// `scheduling:` or in the file `schedulingConfigFile:` names), so llm-d configs carry over.
+//
+//   listen: {host: 0.0.0.0, port: 8080, threads: 2}
+//   model: NAME                  # served model name clients use; keys the prefix index
+//   tokenizer: PATH              # HF dir or .gguf whose tokenizer and chat template the
+//                                # engines use (omit: route without tokens)
+//   pools:
+//   - name: default
+//     endpoints:                 # static members
+//     - address: 127.0.0.1:8001
+//       engine: switchyard       # vllm | switchyard | sglang | llamacpp
+//       labels: {llm-d.ai/role: decode}
+//       kvEvents: {endpoint: tcp://127.0.0.1:5557, replayEndpoint: ..., topic: kv-events}
+//     dns:                       # members from DNS A/AAAA records, re-resolved
+//     - {name: engines.svc, port: 8000, engine: vllm, labels: {}, refreshSeconds: 10}
+//   scraping: {intervalMs: 50, stalenessMs: 2000, timeoutMs: 1000}
+//   proxy: {connectTimeoutMs: 2000, firstByteTimeoutMs: 60000, idleTimeoutMs: 60000,
+//           maxRetries: 2}
+//   sessionTokenSecretEnv: SWITCHYARD_SESSION_SECRET
+//
+// Plain values; errors name the offending key.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "router/endpoint_table.h"
+#include "router/engine_metrics.h"
+
+namespace switchyard::router {
+
+struct KvEventsSourceConfig {
+  std::string endpoint;
+  std::string replay_endpoint;
+  std::string topic;
+};
+
+struct StaticEndpointConfig {
+  EndpointSpec spec;
+  std::optional<KvEventsSourceConfig> kv_events;
+};
+
+struct DnsMembersConfig {
+  std::string name;
+  int port = 8000;
+  EngineKind engine = EngineKind::kVllm;
+  std::map<std::string, std::string> labels;
+  int refresh_seconds = 10;
+};
+
+struct PoolConfig {
+  std::string name;
+  std::vector<StaticEndpointConfig> endpoints;
+  std::vector<DnsMembersConfig> dns;
+};
+
+struct RouterConfig {
+  std::string host = "0.0.0.0";
+  int port = 8080;
+  int threads = 2;
+  std::string model;
+  std::string tokenizer;
+  std::vector<PoolConfig> pools;
+  int scrape_interval_ms = 50;
+  int staleness_ms = 2000;
+  int scrape_timeout_ms = 1000;
+  int connect_timeout_ms = 2000;
+  int first_byte_timeout_ms = 60'000;
+  int idle_timeout_ms = 60'000;
+  int max_retries = 2;
+  std::string session_token_secret_env;
+  // The EndpointPickerConfig YAML text (from `scheduling:` or schedulingConfigFile).
+  std::string scheduling_yaml;
+};
+
+// Parses YAML text; `base_dir` resolves a relative schedulingConfigFile.
+absl::StatusOr<RouterConfig> ParseRouterConfig(std::string_view yaml, std::string_view source,
+                                               const std::string& base_dir);
+absl::StatusOr<RouterConfig> LoadRouterConfig(const std::string& path);
+
+// The scheduling config used when a router config has none: llm-d's Helm default profile
+// (prefix 3, queue 2, kv-cache utilization 2) with max-score-picker.
+std::string DefaultSchedulingYaml();
+
+}  // namespace switchyard::router

@@ -1,0 +1,95 @@
+#include "router/router_config.h"
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gtest/gtest.h"
+
+#include "router/scheduling/picker_config.h"
+
+namespace switchyard::router {
+namespace {
+
+constexpr char kConfig[] = R"(
+listen: {host: 127.0.0.1, port: 0, threads: 4}
+model: tiny
+tokenizer: models/tiny-llama3
+pools:
+- name: engines
+  endpoints:
+  - address: 127.0.0.1:8001
+    engine: switchyard
+    labels: {llm-d.ai/role: decode, hw: cpu}
+    kvEvents: {endpoint: "tcp://127.0.0.1:5557", replayEndpoint: "tcp://127.0.0.1:5558"}
+  - address: 127.0.0.1:8002
+    engine: llamacpp
+  dns:
+  - {name: engines.svc, port: 8000, refreshSeconds: 5}
+scraping: {intervalMs: 100}
+proxy: {maxRetries: 1}
+scheduling:
+  plugins:
+  - type: queue-scorer
+)";
+
+TEST(RouterConfigTest, ParsesEverySection) {
+  auto c = ParseRouterConfig(kConfig, "router.yaml", ".");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->host, "127.0.0.1");
+  EXPECT_EQ(c->threads, 4);
+  EXPECT_EQ(c->model, "tiny");
+  ASSERT_EQ(c->pools.size(), 1u);
+  const PoolConfig& p = c->pools[0];
+  ASSERT_EQ(p.endpoints.size(), 2u);
+  EXPECT_EQ(p.endpoints[0].spec.name, "127.0.0.1:8001");
+  EXPECT_EQ(p.endpoints[0].spec.labels.at("hw"), "cpu");
+  EXPECT_EQ(p.endpoints[0].spec.pool, "engines");
+  ASSERT_TRUE(p.endpoints[0].kv_events.has_value());
+  EXPECT_EQ(p.endpoints[0].kv_events->replay_endpoint, "tcp://127.0.0.1:5558");
+  EXPECT_EQ(p.endpoints[1].spec.engine, EngineKind::kLlamaCpp);
+  ASSERT_EQ(p.dns.size(), 1u);
+  EXPECT_EQ(p.dns[0].refresh_seconds, 5);
+  EXPECT_EQ(c->scrape_interval_ms, 100);
+  EXPECT_EQ(c->max_retries, 1);
+  auto set = PluginSet::FromYaml(c->scheduling_yaml, "scheduling");
+  ASSERT_TRUE(set.ok()) << set.status();
+}
+
+TEST(RouterConfigTest, DefaultSchedulingAndFileReference) {
+  auto c = ParseRouterConfig("model: m\npools:\n- endpoints: [{address: 'h:1'}]\n", "r", ".");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(PluginSet::FromYaml(c->scheduling_yaml, "default").ok());
+
+  const auto dir = std::filesystem::temp_directory_path() / "sy_router_config_test";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "epp.yaml") << "plugins:\n- type: kv-cache-utilization-scorer\n";
+  std::ofstream(dir / "router.yaml")
+      << "model: m\npools:\n- endpoints: [{address: 'h:1'}]\nschedulingConfigFile: epp.yaml\n";
+  auto f = LoadRouterConfig((dir / "router.yaml").string());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_NE(f->scheduling_yaml.find("kv-cache-utilization-scorer"), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RouterConfigTest, ErrorsNameTheKey) {
+  auto expect_error = [](std::string yaml, std::string needle) {
+    auto c = ParseRouterConfig(yaml, "r", ".");
+    ASSERT_FALSE(c.ok()) << yaml;
+    EXPECT_NE(std::string(c.status().message()).find(needle), std::string::npos)
+        << c.status().message();
+  };
+  expect_error("pools:\n- endpoints: [{address: 'h:1'}]\n", "model");
+  expect_error("model: m\n", "pools must be a non-empty list");
+  expect_error("model: m\npools:\n- endpoints: [{address: nohost}]\n", "pools[0].endpoints[0]");
+  expect_error("model: m\npools:\n- endpoints: [{address: 'h:1', engine: tgi}]\n", "tgi");
+  expect_error("model: m\npools:\n- name: x\n", "needs endpoints or dns");
+  expect_error("model: m\npools:\n- endpoints: [{address: 'h:1'}]\nscraping: {intervalMs: 0}\n",
+               "intervalMs must be positive");
+  expect_error("model: m\npools:\n- endpoints: [{address: 'h:1', labels: [a]}]\n", "labels");
+  expect_error("model: m\nlisten: {port: 70000}\npools:\n- endpoints: [{address: 'h:1'}]\n",
+               "port");
+}
+
+}  // namespace
+}  // namespace switchyard::router
