@@ -11,7 +11,7 @@
 #include "api/response_writer.h"
 #include "base/json.h"
 #include "base/status_macros.h"
-#include "engine/chat_prompt.h"
+#include "text/chat_prompt.h"
 #include "engine/generation_handler.h"
 
 namespace switchyard::engine {
@@ -38,7 +38,7 @@ absl::StatusOr<std::vector<int32_t>> TokenizeChat(const ServingContext& ctx,
   SY_ASSIGN_OR_RETURN(api::ChatRequest req, api::ParseChatRequest(body, ctx.limits));
   SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
   SY_ASSIGN_OR_RETURN(std::string prompt,
-                      RenderChatPrompt(req, ctx.chat_template, ctx.chat_special_tokens));
+                      text::RenderChatPrompt(req, ctx.chat_template, ctx.chat_special_tokens));
   return ctx.tokenizer->Encode(prompt, req.add_special_tokens);
 }
 

@@ -492,6 +492,11 @@ void EngineCore::Report() {
       }
       stats.num_prompt_tokens = static_cast<int64_t>(r.prompt_tokens.size());
       stats.num_generation_tokens = req->num_generated;
+      stats.num_cached_tokens = req->num_cached_tokens;
+      for (SeqId seq : req->seqs) {
+        stats.max_num_generation_tokens =
+            std::max(stats.max_num_generation_tokens, seqs_.at(seq)->num_generated);
+      }
       stats.max_tokens_param = r.stop.max_tokens;
       stats.n_param = r.n;
       options_.metrics->RecordFinishedRequest(stats);

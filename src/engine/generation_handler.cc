@@ -12,7 +12,7 @@
 #include "api/completion_request.h"
 #include "api/error.h"
 #include "base/status_macros.h"
-#include "engine/chat_prompt.h"
+#include "text/chat_prompt.h"
 #include "engine/internal/generation_stream.h"
 
 namespace switchyard::engine {
@@ -196,7 +196,7 @@ absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::Htt
   SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
   SY_RETURN_IF_ERROR(CheckSupported(ctx, req.sampling));
   SY_ASSIGN_OR_RETURN(std::string prompt_text,
-                      RenderChatPrompt(req, ctx.chat_template, ctx.chat_special_tokens));
+                      text::RenderChatPrompt(req, ctx.chat_template, ctx.chat_special_tokens));
   SY_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
                       ctx.tokenizer->Encode(prompt_text, req.add_special_tokens));
   std::optional<int> logprobs;

@@ -62,8 +62,9 @@ Histogram::BucketBoundaries Build125Buckets(int64_t max_value) {
   Histogram::BucketBoundaries buckets;
   for (int64_t power = 1;; power *= 10) {
     for (int64_t mantissa : {1, 2, 5}) {
-      if (mantissa * power > max_value)
+      if (mantissa * power > max_value) {
         return buckets;
+      }
       buckets.push_back(static_cast<double>(mantissa * power));
     }
   }
@@ -72,30 +73,35 @@ Histogram::BucketBoundaries Build125Buckets(int64_t max_value) {
 // Python's repr(float) (shortest round trip; exponent form below 1e-4 and from 1e16),
 // which prometheus_client then rewrites Go-style from 1e6 up (floatToGoString).
 std::string FormatValue(double value) {
-  if (std::isnan(value))
+  if (std::isnan(value)) {
     return "NaN";
-  if (std::isinf(value))
+  }
+  if (std::isinf(value)) {
     return value > 0 ? "+Inf" : "-Inf";
+  }
   char buf[64];
   // Shortest digits as d.ddde[+-]xx; the mantissa digits and exponent are what repr uses.
-  auto [end, ec] =
+  const std::to_chars_result result =
       std::to_chars(buf, buf + sizeof(buf), std::fabs(value), std::chars_format::scientific);
-  std::string sci(buf, end);
+  const std::string sci(buf, result.ptr);
   size_t e_pos = sci.find('e');
   std::string digits = sci.substr(0, e_pos);
   digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
   int exponent = std::atoi(sci.c_str() + e_pos + 1);
   std::string out = value < 0 ? "-" : "";
-  if (value == 0)
+  if (value == 0) {
     return out + "0.0";
+  }
   if (exponent < -4 || exponent >= 16) {
     out += digits.substr(0, 1);
-    if (digits.size() > 1)
+    if (digits.size() > 1) {
       out += "." + digits.substr(1);
+    }
     out += exponent < 0 ? "e-" : "e+";
     std::string exp_digits = std::to_string(std::abs(exponent));
-    if (exp_digits.size() < 2)
+    if (exp_digits.size() < 2) {
       exp_digits = "0" + exp_digits;
+    }
     return out + exp_digits;
   }
   if (value > 0 && exponent >= 6) {
@@ -105,12 +111,13 @@ std::string FormatValue(double value) {
     }
     return mantissa + "e+0" + std::to_string(exponent);
   }
-  if (exponent < 0)
+  if (exponent < 0) {
     return out + "0." + std::string(-exponent - 1, '0') + digits;
-  std::string int_part = digits.substr(0, std::min<size_t>(digits.size(), exponent + 1));
-  int_part.append(exponent + 1 - int_part.size(), '0');
-  std::string frac = digits.size() > static_cast<size_t>(exponent + 1) ? digits.substr(exponent + 1)
-                                                                       : std::string("0");
+  }
+  const auto int_len = static_cast<size_t>(exponent) + 1;
+  std::string int_part = digits.substr(0, std::min(digits.size(), int_len));
+  int_part.append(int_len - int_part.size(), '0');
+  const std::string frac = digits.size() > int_len ? digits.substr(int_len) : "0";
   return out + int_part + "." + frac;
 }
 
@@ -137,8 +144,9 @@ void AppendSample(std::string* out, std::string_view name,
     *out += '{';
     bool first = true;
     for (const auto& label : labels) {
-      if (!first)
+      if (!first) {
         *out += ',';
+      }
       first = false;
       *out += label.name;
       *out += "=\"";
@@ -146,8 +154,9 @@ void AppendSample(std::string* out, std::string_view name,
       *out += '"';
     }
     if (le != nullptr) {
-      if (!first)
+      if (!first) {
         *out += ',';
+      }
       *out += "le=\"";
       *out += le;
       *out += '"';
@@ -267,7 +276,7 @@ struct EngineMetrics::Impl {
   prometheus::Counter* prompt_tokens_local_cache_hit;
   prometheus::Counter* prompt_tokens_cached;
   prometheus::Counter* generation_tokens;
-  std::array<prometheus::Counter*, kNumFinishReasons> request_success;
+  std::array<prometheus::Counter*, kNumFinishReasons> request_success{};
   Histogram* request_prompt_tokens;
   Histogram* request_generation_tokens;
   Histogram* iteration_tokens;

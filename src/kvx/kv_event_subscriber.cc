@@ -53,6 +53,9 @@ struct Held {
 
 // One source's sockets and stream position. Subscriber thread only.
 struct SourceState {
+  SourceState(KvEventSource src, zmq::socket_t socket)
+      : source(std::move(src)), sub(std::move(socket)) {}
+
   KvEventSource source;
   zmq::socket_t sub;
   std::optional<zmq::socket_t> dealer;
@@ -235,7 +238,7 @@ void KvEventSubscriber::Run() {
           continue;
         }
         auto s = std::make_unique<SourceState>(
-            SourceState{c.source, zmq::socket_t(context, zmq::socket_type::sub), std::nullopt});
+            c.source, zmq::socket_t(context, zmq::socket_type::sub));
         s->sub.set(zmq::sockopt::linger, 0);
         s->sub.set(zmq::sockopt::subscribe, c.source.topic);
         try {

@@ -4,6 +4,9 @@
 #include <utility>
 #include <vector>
 
+#include "fmt/format.h"
+
+#include "base/logging.h"
 #include "base/mutex.h"
 #include "base/status_macros.h"
 #include "net/internal/beast.h"
@@ -36,13 +39,17 @@ class HttpServerImpl final : public HttpServer {
  public:
   HttpServerImpl(const HttpServerOptions& options, HttpHandler handler)
       : registries_(static_cast<size_t>(options.num_threads)) {
+    // spdlog creates its registry on first use, inside the uninstrumented libspdlog, so TSan
+    // cannot see that creation synchronised; making the first use here, before the loops
+    // start, keeps it off them.
+    spdlog::default_logger_raw();
     context_.options = options;
     if (!context_.options.error_body)
       context_.options.error_body = internal::DefaultErrorBody;
     context_.handler = std::move(handler);
     std::vector<EventLoop*> loops;
     for (int i = 0; i < options.num_threads; ++i) {
-      loops_.push_back(std::make_unique<EventLoop>(i));
+      loops_.push_back(std::make_unique<EventLoop>(fmt::format("sy-http-{}", i)));
       loops.push_back(loops_.back().get());
     }
     listener_ = std::make_unique<Listener>(

@@ -23,8 +23,9 @@ constexpr std::array<Field, 4> kFields = {{
 
 std::string KnownKeys() {
   std::string keys;
-  for (const Field& f : kFields)
+  for (const Field& f : kFields) {
     keys += fmt::format("{}{}", keys.empty() ? "" : ", ", f.key);
+  }
   return keys;
 }
 
@@ -41,8 +42,9 @@ absl::StatusOr<LatencyParams> ParseLatencyParams(std::string_view spec) {
   size_t pos = 0;
   while (pos <= spec.size() && !spec.empty()) {
     size_t comma = spec.find(',', pos);
-    if (comma == std::string_view::npos)
+    if (comma == std::string_view::npos) {
       comma = spec.size();
+    }
     const std::string_view item = spec.substr(pos, comma - pos);
     pos = comma + 1;
     if (item == "zero") {
@@ -50,25 +52,30 @@ absl::StatusOr<LatencyParams> ParseLatencyParams(std::string_view spec) {
       continue;
     }
     const size_t eq = item.find('=');
-    if (eq == std::string_view::npos)
+    if (eq == std::string_view::npos) {
       return BadItem(item, "expected key=value");
+    }
     const std::string_view key = item.substr(0, eq);
     const std::string_view text = item.substr(eq + 1);
     size_t index = 0;
-    while (index < kFields.size() && kFields[index].key != key)
+    while (index < kFields.size() && kFields[index].key != key) {
       ++index;
-    if (index == kFields.size())
+    }
+    if (index == kFields.size()) {
       return BadItem(item, "unknown key");
-    if (seen[index])
+    }
+    if (seen[index]) {
       return BadItem(item, "key given twice");
+    }
     seen[index] = true;
     double value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
       return BadItem(item, "not a number");
     }
-    if (!std::isfinite(value) || value < 0)
+    if (!std::isfinite(value) || value < 0) {
       return BadItem(item, "must be finite and >= 0");
+    }
     params.*kFields[index].member = value;
   }
   return params;

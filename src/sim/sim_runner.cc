@@ -46,16 +46,18 @@ absl::StatusOr<std::unique_ptr<SimRunner>> SimRunner::Create(const engine::Runne
         "vocabulary, tokens per step, logit rows, KV blocks and block size must be "
         "positive");
   }
-  if (emit_tokens.empty())
+  if (emit_tokens.empty()) {
     return Invalid("no tokens to emit");
+  }
   for (int32_t token : emit_tokens) {
     if (token < 0 || token >= limits.vocab_size) {
       return Invalid(
           fmt::format("emit token {} outside the vocabulary [0, {})", token, limits.vocab_size));
     }
   }
-  if (clock == nullptr)
+  if (clock == nullptr) {
     return Invalid("no clock");
+  }
   return std::unique_ptr<SimRunner>(
       new SimRunner(limits, latency, std::move(emit_tokens), std::move(clock)));
 }

@@ -1,7 +1,6 @@
 #include "net/internal/connection.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -21,13 +20,6 @@ constexpr std::chrono::milliseconds kDrainTimeout{1'000};
 
 std::string ToString(beast::string_view s) {
   return std::string(s.data(), s.size());
-}
-
-std::string_view Trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos)
-    return {};
-  return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
 }
 
 std::string FormatEndpoint(const tcp::endpoint& endpoint) {
@@ -241,14 +233,7 @@ HttpRequest HttpConnection::TakeRequest() {
   request.path = request.target.substr(0, question);
   if (question != std::string::npos)
     request.query = request.target.substr(question + 1);
-  for (const auto& field : message) {
-    std::string name = ToString(field.name_string());
-    std::transform(name.begin(), name.end(), name.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    const beast::string_view value = field.value();
-    request.headers.emplace_back(std::move(name),
-                                 std::string(Trim(std::string_view(value.data(), value.size()))));
-  }
+  request.headers = ToHeaderList(message);
   request.body = std::move(message.body());
   request.remote_address = remote_address_;
   return request;

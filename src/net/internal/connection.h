@@ -74,9 +74,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // request, calls out of order (Write before StartStream, a second Send) and calls after
   // Close are dropped. Send and Write first take the bytes the responder counted off
   // ConnectionStatus::pending_write_bytes.
-  void Send(uint64_t seq, int status, std::string content_type, std::string body,
-            HeaderList extra_headers);
-  void StartStream(uint64_t seq, int status, std::string content_type, HeaderList extra_headers);
+  void Send(uint64_t seq, int status, const std::string& content_type, std::string body,
+            const HeaderList& extra_headers);
+  void StartStream(uint64_t seq, int status, const std::string& content_type,
+                   const HeaderList& extra_headers);
   void Write(uint64_t seq, std::string data);
   void End(uint64_t seq);
   // Runs callback now when closed; keeps it when `seq`'s response is still being made;
@@ -126,7 +127,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // and consumed while the disconnect-detecting read is outstanding.
   Phase phase_ = Phase::kHeader;
   bool reading_ = false;
-  std::array<char, 16 << 10> read_chunk_;
+  std::array<char, 16 << 10> read_chunk_{};
   beast::flat_buffer in_;
   std::optional<http::request_parser<http::string_body>> parser_;
   Deadline read_deadline_;  // header, body idle, keep-alive or drain timeout, by phase_

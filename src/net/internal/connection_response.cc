@@ -18,8 +18,8 @@ Persistence HttpConnection::PersistenceFor(bool close) const {
   return http11_ ? Persistence::kKeepAliveImplied : Persistence::kKeepAlive;
 }
 
-void HttpConnection::Send(uint64_t seq, int status, std::string content_type, std::string body,
-                          HeaderList extra_headers) {
+void HttpConnection::Send(uint64_t seq, int status, const std::string& content_type,
+                          std::string body, const HeaderList& extra_headers) {
   status_->pending_write_bytes -= body.size();
   if (closed_ || seq != seq_ || response_ != Response::kAwaiting)
     return;
@@ -41,8 +41,8 @@ void HttpConnection::Send(uint64_t seq, int status, std::string content_type, st
   Flush();
 }
 
-void HttpConnection::StartStream(uint64_t seq, int status, std::string content_type,
-                                 HeaderList extra_headers) {
+void HttpConnection::StartStream(uint64_t seq, int status, const std::string& content_type,
+                                 const HeaderList& extra_headers) {
   if (closed_ || seq != seq_ || response_ != Response::kAwaiting)
     return;
   response_ = Response::kStreaming;

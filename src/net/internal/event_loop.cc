@@ -9,7 +9,7 @@
 
 namespace switchyard::net::internal {
 
-EventLoop::EventLoop(int index)
+EventLoop::EventLoop(const std::string& thread_name)
     : work_(asio::make_work_guard(context_)),
       poster_(std::make_shared<LoopPoster>(&context_)),
       thread_([this] {
@@ -18,8 +18,7 @@ EventLoop::EventLoop(int index)
         context_.run();
       }) {
   // Linux limits thread names to 15 bytes.
-  const std::string name = ("sy-http-" + std::to_string(index)).substr(0, 15);
-  pthread_setname_np(thread_.native_handle(), name.c_str());
+  pthread_setname_np(thread_.native_handle(), thread_name.substr(0, 15).c_str());
 }
 
 EventLoop::~EventLoop() {

@@ -1,6 +1,6 @@
-// EventLoop: one io_context run by one owned thread, named "sy-http-N". Connections,
-// timers and the acceptor live on a loop; other threads reach them only through its
-// LoopPoster.
+// EventLoop: one io_context run by one owned, named thread (the server's "sy-http-N", the
+// client's "sy-httpc-N"). Connections, timers and the acceptor live on a loop; other threads
+// reach them only through its LoopPoster.
 //
 // LoopPoster is the loop's shared, thread-safe doorway: responders keep it (not the
 // io_context) so that a responder outliving the server posts nothing once the loop is
@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <thread>
 
 #include "base/mutex.h"
@@ -44,8 +45,8 @@ class LoopPoster {
 
 class EventLoop {
  public:
-  // Starts the thread, named "sy-http-<index>".
-  explicit EventLoop(int index);
+  // Starts the thread, named `thread_name` (cut to Linux's 15 bytes).
+  explicit EventLoop(const std::string& thread_name);
   // Stops the loop if Stop() was not called.
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;

@@ -35,8 +35,7 @@ void HttpResponderImpl::Send(int status, std::string_view content_type, std::str
   PostToConnection(
       size, [seq = seq_, status, content_type = std::string(content_type), body = std::move(body),
              extra_headers = std::move(extra_headers)](HttpConnection& connection) mutable {
-        connection.Send(seq, status, std::move(content_type), std::move(body),
-                        std::move(extra_headers));
+        connection.Send(seq, status, content_type, std::move(body), extra_headers);
       });
 }
 
@@ -44,11 +43,10 @@ void HttpResponderImpl::StartStream(int status, std::string_view content_type,
                                     HeaderList extra_headers) {
   if (closed())
     return;
-  PostToConnection(
-      0, [seq = seq_, status, content_type = std::string(content_type),
-          extra_headers = std::move(extra_headers)](HttpConnection& connection) mutable {
-        connection.StartStream(seq, status, std::move(content_type), std::move(extra_headers));
-      });
+  PostToConnection(0, [seq = seq_, status, content_type = std::string(content_type),
+                       extra_headers = std::move(extra_headers)](HttpConnection& connection) {
+    connection.StartStream(seq, status, content_type, extra_headers);
+  });
 }
 
 bool HttpResponderImpl::Write(std::string data) {

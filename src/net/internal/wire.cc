@@ -6,7 +6,6 @@
 #include "fmt/format.h"
 
 #include "base/json.h"
-#include "net/internal/beast.h"
 
 namespace switchyard::net::internal {
 namespace {
@@ -18,14 +17,26 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
          });
 }
 
-bool IsAllowedExtraHeader(const std::pair<std::string, std::string>& header) {
-  const auto& [name, value] = header;
-  if (name.empty() || name.find_first_of("\r\n: ") != std::string::npos ||
-      value.find_first_of("\r\n") != std::string::npos) {
-    return false;
-  }
-  return !EqualsIgnoreCase(name, "content-length") &&
-         !EqualsIgnoreCase(name, "transfer-encoding") && !EqualsIgnoreCase(name, "connection");
+// RFC 9110's token: what a method or a header name may be made of.
+bool IsToken(std::string_view s) {
+  constexpr std::string_view kTokenPunctuation = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           kTokenPunctuation.find(c) != std::string_view::npos;
+  });
+}
+
+// A header that cannot end the line or the head early.
+bool IsSafeHeader(const std::pair<std::string, std::string>& header) {
+  return IsToken(header.first) &&
+         header.second.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos;
+}
+
+// The headers that say where the message ends and what happens to the connection after it:
+// always written by us, never taken from a caller.
+bool IsFramingHeader(std::string_view name) {
+  return EqualsIgnoreCase(name, "content-length") || EqualsIgnoreCase(name, "transfer-encoding") ||
+         EqualsIgnoreCase(name, "connection");
 }
 
 bool HasHeader(const HeaderList* headers, std::string_view name) {
@@ -33,6 +44,13 @@ bool HasHeader(const HeaderList* headers, std::string_view name) {
     return false;
   return std::any_of(headers->begin(), headers->end(),
                      [&](const auto& header) { return EqualsIgnoreCase(header.first, name); });
+}
+
+std::string_view Trim(std::string_view s) {
+  const size_t begin = s.find_first_not_of(" \t");
+  if (begin == std::string_view::npos)
+    return {};
+  return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
 }
 
 void AppendHeader(std::string_view name, std::string_view value, std::string* out) {
@@ -73,12 +91,52 @@ std::string EncodeHead(const ResponseHead& head) {
   }
   if (head.extra_headers != nullptr) {
     for (const auto& header : *head.extra_headers) {
-      if (IsAllowedExtraHeader(header))
+      if (IsSafeHeader(header) && !IsFramingHeader(header.first))
         AppendHeader(header.first, header.second, &out);
     }
   }
   out.append("\r\n");
   return out;
+}
+
+absl::StatusOr<std::string> EncodeRequestHead(const RequestHead& head) {
+  if (!IsToken(head.method))
+    return absl::InvalidArgumentError(fmt::format("http: bad request method '{}'", head.method));
+  // The target must be visible ASCII: anything else would split the request line.
+  const bool target_ok =
+      !head.target.empty() && std::all_of(head.target.begin(), head.target.end(),
+                                          [](char c) { return c > ' ' && c < 0x7f; });
+  if (!target_ok)
+    return absl::InvalidArgumentError(fmt::format("http: bad request target '{}'", head.target));
+  std::string out = fmt::format("{} {} HTTP/1.1\r\n", head.method, head.target);
+  AppendHeader("Host", head.host, &out);
+  if (head.headers != nullptr) {
+    for (const auto& header : *head.headers) {
+      if (!IsSafeHeader(header))
+        return absl::InvalidArgumentError(fmt::format("http: bad header '{}'", header.first));
+      if (!IsFramingHeader(header.first) && !EqualsIgnoreCase(header.first, "host"))
+        AppendHeader(header.first, header.second, &out);
+    }
+  }
+  if (head.content_length.has_value())
+    AppendHeader("Content-Length", fmt::format("{}", *head.content_length), &out);
+  AppendHeader("Connection", "keep-alive", &out);
+  out.append("\r\n");
+  return out;
+}
+
+HeaderList ToHeaderList(const http::fields& fields) {
+  HeaderList headers;
+  for (const auto& field : fields) {
+    const beast::string_view name = field.name_string();
+    const beast::string_view value = field.value();
+    std::string lower(name.size(), '\0');
+    std::transform(name.begin(), name.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    headers.emplace_back(std::move(lower),
+                         std::string(Trim(std::string_view(value.data(), value.size()))));
+  }
+  return headers;
 }
 
 std::string ChunkPrefix(size_t data_size) {

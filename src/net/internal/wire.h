@@ -1,5 +1,6 @@
-// The bytes of HTTP/1.1 responses: status line and headers, chunk framing, and the default
-// body of the transport errors. Stateless; any thread may call these.
+// The bytes of HTTP/1.1 messages: the server's status line and headers, chunk framing and
+// the default body of its transport errors; the client's request line and headers; and
+// received header fields as a HeaderList. Stateless; any thread may call these.
 #pragma once
 
 #include <cstddef>
@@ -8,7 +9,10 @@
 #include <string_view>
 #include <utility>
 
+#include "absl/status/statusor.h"
+
 #include "net/http_server.h"
+#include "net/internal/beast.h"
 
 namespace switchyard::net::internal {
 
@@ -46,5 +50,25 @@ std::string ChunkPrefix(size_t data_size);
 // The default HttpServerOptions::error_body: application/json,
 // {"error": {"message", "type", "param": null, "code": <status>}} as api/error.h writes it.
 std::pair<std::string, std::string> DefaultErrorBody(int http_status, std::string_view message);
+
+struct RequestHead {
+  std::string_view method;  // a token: "GET", "POST"
+  std::string_view target;  // "/v1/completions?x=1"
+  std::string_view host;    // the Host header: "127.0.0.1:8000"
+  const HeaderList* headers = nullptr;
+  // Set: Content-Length. A request with no body and no Content-Length has no body.
+  std::optional<size_t> content_length;
+};
+
+// The request line and headers, ending with the blank line, for a keep-alive request
+// ("Connection: keep-alive"). The headers that carry the framing (Host, Content-Length,
+// Transfer-Encoding, Connection) are the client's: given ones are left out. InvalidArgument
+// when the method, the target or a header would break the framing (CR, LF, spaces,
+// controls, an empty name).
+absl::StatusOr<std::string> EncodeRequestHead(const RequestHead& head);
+
+// Received header fields as a HeaderList: names lower-cased, values with surrounding
+// spaces and tabs trimmed.
+HeaderList ToHeaderList(const http::fields& fields);
 
 }  // namespace switchyard::net::internal

@@ -36,8 +36,9 @@ struct Exposition {
     while (pos < text.size()) {
       size_t eol = text.find('\n', pos);
       EXPECT_NE(eol, std::string::npos) << "text must end with a newline";
-      if (eol == std::string::npos)
+      if (eol == std::string::npos) {
         eol = text.size();
+      }
       Parse(text.substr(pos, eol - pos));
       pos = eol + 1;
     }
@@ -49,12 +50,14 @@ struct Exposition {
       types[line.substr(7, space - 7)] = line.substr(space + 1);
       return;
     }
-    if (line.rfind("# HELP ", 0) == 0)
+    if (line.rfind("# HELP ", 0) == 0) {
       return;
+    }
     Sample s;
     size_t i = 0;
-    while (i < line.size() && line[i] != '{' && line[i] != ' ')
+    while (i < line.size() && line[i] != '{' && line[i] != ' ') {
       s.name += line[i++];
+    }
     if (i < line.size() && line[i] == '{') {
       ++i;
       while (line[i] != '}') {
@@ -73,16 +76,18 @@ struct Exposition {
         }
         s.labels[key] = value;
         ++i;  // past the closing quote
-        if (line[i] == ',')
+        if (line[i] == ',') {
           ++i;
+        }
       }
       ++i;
     }
     EXPECT_EQ(line[i], ' ') << line;
     s.value_text = line.substr(i + 1);
     s.value = std::strtod(s.value_text.c_str(), nullptr);
-    if (s.value_text == "+Inf")
+    if (s.value_text == "+Inf") {
       s.value = HUGE_VAL;
+    }
     samples.push_back(std::move(s));
   }
 
@@ -91,15 +96,17 @@ struct Exposition {
                                   const std::map<std::string, std::string>& labels = {}) const {
     std::vector<const Sample*> found;
     for (const Sample& s : samples) {
-      if (s.name != name)
+      if (s.name != name) {
         continue;
+      }
       bool match = true;
       for (const auto& [k, v] : labels) {
         auto it = s.labels.find(k);
         match = match && it != s.labels.end() && it->second == v;
       }
-      if (match)
+      if (match) {
         found.push_back(&s);
+      }
     }
     return found;
   }
@@ -113,8 +120,9 @@ struct Exposition {
 
   std::vector<std::string> BucketBounds(const std::string& family) const {
     std::vector<std::string> bounds;
-    for (const Sample* s : Find(family + "_bucket"))
+    for (const Sample* s : Find(family + "_bucket")) {
       bounds.push_back(s->labels.at("le"));
+    }
     return bounds;
   }
 
@@ -140,8 +148,9 @@ TEST(EngineMetricsTest, EverySeriesCarriesModelAndEngine) {
   for (const Sample& s : text.samples) {
     EXPECT_EQ(s.labels.count("model_name"), 1u) << s.name;
     EXPECT_EQ(s.labels.count("engine"), 1u) << s.name;
-    if (s.labels.count("model_name") == 0 || s.labels.count("engine") == 0)
+    if (s.labels.count("model_name") == 0 || s.labels.count("engine") == 0) {
       continue;
+    }
     EXPECT_EQ(s.labels.at("model_name"), "tiny") << s.name;
     EXPECT_EQ(s.labels.at("engine"), "3") << s.name;
   }
@@ -188,10 +197,12 @@ TEST(EngineMetricsTest, TypesAndCounterTotalSuffix) {
   for (const Sample& s : text.samples) {
     bool typed = false;
     for (const auto& [family, type] : expected_types) {
-      if (type == "counter" && s.name == family + "_total")
+      if (type == "counter" && s.name == family + "_total") {
         typed = true;
-      if (type == "gauge" && s.name == family)
+      }
+      if (type == "gauge" && s.name == family) {
         typed = true;
+      }
       if (type == "histogram" && (s.name == family + "_bucket" || s.name == family + "_count" ||
                                   s.name == family + "_sum")) {
         typed = true;

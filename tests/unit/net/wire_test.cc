@@ -69,5 +69,62 @@ TEST(WireTest, DefaultErrorBodyIsOpenAiShaped) {
             std::string::npos);
 }
 
+TEST(WireTest, RequestHeadFramingIsTheClients) {
+  const HeaderList headers = {{"X-Request-Id", "r1"},
+                              {"content-length", "5"},
+                              {"Host", "evil"},
+                              {"Transfer-Encoding", "chunked"},
+                              {"connection", "close"}};
+  RequestHead head;
+  head.method = "POST";
+  head.target = "/v1/completions?stream=1";
+  head.host = "127.0.0.1:8000";
+  head.headers = &headers;
+  head.content_length = 12;
+  absl::StatusOr<std::string> bytes = EncodeRequestHead(head);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_EQ(*bytes,
+            "POST /v1/completions?stream=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
+            "X-Request-Id: r1\r\nContent-Length: 12\r\nConnection: keep-alive\r\n\r\n");
+  head.method = "GET";
+  head.headers = nullptr;
+  head.content_length.reset();
+  EXPECT_EQ(*EncodeRequestHead(head),
+            "GET /v1/completions?stream=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
+            "Connection: keep-alive\r\n\r\n");
+}
+
+TEST(WireTest, RequestHeadRejectsWhatWouldBreakTheFraming) {
+  RequestHead head;
+  head.method = "GET";
+  head.target = "/";
+  head.host = "h:1";
+  for (const std::string_view method : {"", "GE T", "GET\r\n"}) {
+    RequestHead bad = head;
+    bad.method = method;
+    EXPECT_EQ(EncodeRequestHead(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  for (const std::string_view target : {"", "/a b", "/a\r\nX: y", "/\x7f"}) {
+    RequestHead bad = head;
+    bad.target = target;
+    EXPECT_EQ(EncodeRequestHead(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  for (const HeaderList& headers : {HeaderList{{"X", "a\r\nY: b"}}, HeaderList{{"Bad Name", "v"}},
+                                    HeaderList{{"", "v"}}, HeaderList{{"X:", "v"}}}) {
+    RequestHead bad = head;
+    bad.headers = &headers;
+    EXPECT_EQ(EncodeRequestHead(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(WireTest, ReceivedFieldsAreLowerCasedAndTrimmed) {
+  http::fields fields;
+  fields.insert("Content-Type", "text/plain");
+  fields.insert("X-Padded", "  v  ");
+  fields.insert("x-empty", "");
+  const HeaderList expected = {{"content-type", "text/plain"}, {"x-padded", "v"}, {"x-empty", ""}};
+  EXPECT_EQ(ToHeaderList(fields), expected);
+}
+
 }  // namespace
 }  // namespace switchyard::net::internal

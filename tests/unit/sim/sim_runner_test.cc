@@ -47,8 +47,9 @@ engine::RunnerLimits Limits() {
 // The emittable ids: the odd ones, so a pick outside the list shows.
 std::vector<int32_t> EmitTokens() {
   std::vector<int32_t> ids;
-  for (int32_t t = 1; t < kVocab; t += 2)
+  for (int32_t t = 1; t < kVocab; t += 2) {
     ids.push_back(t);
+  }
   return ids;
 }
 
@@ -75,8 +76,9 @@ struct TestBatch {
       positions.push_back(static_cast<int32_t>(pos));
       slots.push_back(table[static_cast<size_t>(pos / kBlockSize)] * kBlockSize +
                       static_cast<int32_t>(pos % kBlockSize));
-      if (all_rows || i == q_len - 1)
+      if (all_rows || i == q_len - 1) {
         rows.push_back(static_cast<int32_t>(q_begin + i));
+      }
     }
     seqs.push_back({std::move(new_tokens), context_len, std::move(table)});
     attention.push_back({q_begin, q_len, context_len, {}});
@@ -84,8 +86,9 @@ struct TestBatch {
   }
 
   model::ForwardBatch View() {
-    for (size_t s = 0; s < seqs.size(); ++s)
+    for (size_t s = 0; s < seqs.size(); ++s) {
       attention[s].block_table = seqs[s].table;
+    }
     return {tokens, positions, slots, attention, rows};
   }
 };
@@ -128,18 +131,21 @@ TEST_F(SimRunnerTest, GreedyPicksTheChosenTokenOfEachRow) {
   EXPECT_EQ(picks[0], runner->ChosenToken(9, 4));
   EXPECT_EQ(picks[1], runner->ChosenToken(11, 8));
   const std::vector<int32_t> emit = EmitTokens();
-  for (int32_t pick : picks)
+  for (int32_t pick : picks) {
     EXPECT_NE(std::find(emit.begin(), emit.end(), pick), emit.end());
+  }
   EXPECT_EQ(runner->backend_name(), "sim");
 }
 
 TEST_F(SimRunnerTest, ChoiceDependsOnPositionAndToken) {
   auto runner = MakeRunner();
   std::set<int32_t> by_position, by_token;
-  for (int32_t p = 0; p < 64; ++p)
+  for (int32_t p = 0; p < 64; ++p) {
     by_position.insert(runner->ChosenToken(7, p));
-  for (int32_t t = 0; t < kVocab; ++t)
+  }
+  for (int32_t t = 0; t < kVocab; ++t) {
     by_token.insert(runner->ChosenToken(t, 7));
+  }
   // 32 emittable ids; 64 draws of a good mix cover many of them.
   EXPECT_GT(by_position.size(), 10u);
   EXPECT_GT(by_token.size(), 10u);
@@ -250,7 +256,8 @@ TEST_F(SimRunnerTest, CopyBlocksChecksIds) {
   const engine::BlockCopy ok[] = {{0, 1}, {kNumBlocks - 1, 3}};
   EXPECT_TRUE(runner->CopyBlocks(ok).ok());
   EXPECT_TRUE(runner->CopyBlocks({}).ok());
-  for (engine::BlockCopy bad : {engine::BlockCopy{-1, 0}, engine::BlockCopy{0, kNumBlocks}}) {
+  for (const engine::BlockCopy& bad :
+       {engine::BlockCopy{-1, 0}, engine::BlockCopy{0, kNumBlocks}}) {
     EXPECT_EQ(runner->CopyBlocks(std::span(&bad, 1)).code(), absl::StatusCode::kInvalidArgument);
   }
 }
@@ -267,7 +274,7 @@ TEST(SimRunnerCreateTest, RejectsBadArguments) {
   EXPECT_EQ(create(Limits(), {1, kVocab}), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(create(Limits(), {-1}), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(create(Limits(), {1}, /*clock=*/false), absl::StatusCode::kInvalidArgument);
-  for (auto breaks : std::vector<std::function<void(engine::RunnerLimits&)>>{
+  for (const auto& breaks : std::vector<std::function<void(engine::RunnerLimits&)>>{
            [](engine::RunnerLimits& l) { l.vocab_size = 0; },
            [](engine::RunnerLimits& l) { l.max_num_batched_tokens = 0; },
            [](engine::RunnerLimits& l) { l.max_logit_rows = 0; },

@@ -1,4 +1,4 @@
-#include "engine/chat_prompt.h"
+#include "text/chat_prompt.h"
 
 #include <memory>
 #include <string_view>
@@ -7,7 +7,7 @@
 #include "base/json.h"
 #include "base/status_macros.h"
 
-namespace switchyard::engine {
+namespace switchyard::text {
 namespace {
 
 void AppendKey(std::string_view key, std::string* out) {
@@ -52,7 +52,7 @@ std::string MessagesJson(const api::ChatRequest& request) {
 }
 
 std::string ExtraContextJson(const api::ChatRequest& request,
-                             const text::ModelChatTemplate& special) {
+                             const ModelChatTemplate& special) {
   std::string out = "{\"bos_token\":";
   base::AppendJsonString(special.bos_token, false, &out);
   AppendKey("eos_token", &out);
@@ -77,12 +77,12 @@ std::string ExtraContextJson(const api::ChatRequest& request,
 }  // namespace
 
 absl::StatusOr<std::string> RenderChatPrompt(const api::ChatRequest& request,
-                                             const text::ChatTemplate* model_template,
-                                             const text::ModelChatTemplate& special) {
-  std::unique_ptr<text::ChatTemplate> request_template;
-  const text::ChatTemplate* tmpl = model_template;
+                                             const ChatTemplate* model_template,
+                                             const ModelChatTemplate& special) {
+  std::unique_ptr<ChatTemplate> request_template;
+  const ChatTemplate* tmpl = model_template;
   if (!request.chat_template.empty()) {
-    SY_ASSIGN_OR_RETURN(request_template, text::ChatTemplate::Compile(request.chat_template));
+    SY_ASSIGN_OR_RETURN(request_template, ChatTemplate::Compile(request.chat_template));
     tmpl = request_template.get();
   }
   if (tmpl == nullptr) {
@@ -90,7 +90,7 @@ absl::StatusOr<std::string> RenderChatPrompt(const api::ChatRequest& request,
                              "The model has no chat template; pass chat_template in the request "
                              "or use /v1/completions.");
   }
-  text::ChatTemplateInputs inputs;
+  ChatTemplateInputs inputs;
   inputs.messages_json = MessagesJson(request);
   inputs.tools_json = request.tools;
   inputs.add_generation_prompt = request.add_generation_prompt;
@@ -112,4 +112,4 @@ absl::StatusOr<std::string> RenderChatPrompt(const api::ChatRequest& request,
   return rendered;
 }
 
-}  // namespace switchyard::engine
+}  // namespace switchyard::text

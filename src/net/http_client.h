@@ -1,0 +1,107 @@
+// HttpClient: an HTTP/1.1 client for the router's upstream traffic (proxying to engines,
+// scraping metrics, health checks), on its own event loops (owned, named "sy-httpc-N",
+// joined by Stop). Each loop keeps its own keep-alive connection pool per upstream
+// ("host:port"); a request runs entirely on one loop, chosen by the caller (a hint, so
+// that one downstream connection's upstream traffic stays on one loop) or round-robin.
+//
+// A request is one call with callbacks:
+//   on_head(status, headers)  once, when the response head arrived (time to first byte)
+//   on_body(chunk)            zero or more times, in order, as body bytes arrive (chunked
+//                             framing removed); returns false to pause reading until
+//                             Resume() (back-pressure from a slow downstream client);
+//                             on_done(OK) still follows at once when that chunk ended
+//                             the body
+//   on_done(status)           exactly once: OK after the whole body, or the error
+// Errors: Unavailable (name not resolved, connect refused, reset or closed before the first
+// response byte: nothing reached the client, safe to retry elsewhere; a pooled connection
+// found closed this way is first retried once, internally, on a fresh one),
+// DeadlineExceeded (connect, first-byte or idle timeout), Cancelled (Cancel() or Stop()),
+// InvalidArgument (bad upstream or request), Internal (malformed or truncated response,
+// including a reset or close after the first response byte; the connection is dropped).
+// A 502 or 503 is not an error: it is a head like any other.
+//
+// Threads: Start/Stop from one controlling thread; Send and every RequestHandle method from
+// any thread (work is posted to the request's loop); callbacks run on that loop and must
+// not block, except that a Send or Fetch after Stop reports Cancelled at once, on the
+// caller's thread. Responses over max_response_bytes (when not streaming) fail with
+// ResourceExhausted.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+#include "net/http_server.h"
+
+namespace switchyard::net {
+
+struct HttpClientRequest {
+  std::string method = "GET";
+  std::string upstream;  // "host:port"
+  std::string target;    // "/v1/completions"
+  HeaderList headers;    // Host and Content-Length are set by the client
+  std::string body;
+};
+
+struct HttpClientCallbacks {
+  std::function<void(int status, const HeaderList& headers)> on_head;
+  std::function<bool(std::string_view chunk)> on_body;
+  std::function<void(const absl::Status& status)> on_done;
+};
+
+struct HttpClientOptions {
+  int num_threads = 1;
+  std::chrono::milliseconds connect_timeout{2'000};  // name resolution and connect
+  // From the request starting to go out until the whole response head arrived.
+  std::chrono::milliseconds first_byte_timeout{60'000};
+  std::chrono::milliseconds idle_timeout{60'000};  // between body bytes (not while paused)
+  std::chrono::milliseconds pool_idle_timeout{30'000};
+  size_t max_idle_connections_per_upstream = 64;
+  size_t max_header_bytes = 64 << 10;    // response status line and headers
+  size_t max_response_bytes = 16 << 20;  // Fetch's body
+};
+
+// Cancels or resumes one request; harmless after it finished.
+class HttpRequestHandle {
+ public:
+  virtual ~HttpRequestHandle() = default;
+  // Stops the request; on_done(Cancelled) follows unless it already finished. Once Cancel
+  // returned, no on_head or on_body starts (one already running may finish). The
+  // connection is closed, not pooled (the upstream engine sees the disconnect and aborts).
+  virtual void Cancel() = 0;
+  // Resumes reading after on_body returned false.
+  virtual void Resume() = 0;
+};
+
+class HttpClient {
+ public:
+  static absl::StatusOr<std::unique_ptr<HttpClient>> Start(const HttpClientOptions& options);
+  virtual ~HttpClient() = default;
+
+  // Starts a request on loop `loop` (any value; taken modulo num_threads), or round-robin
+  // when unset.
+  virtual std::shared_ptr<HttpRequestHandle> Send(HttpClientRequest request,
+                                                  HttpClientCallbacks callbacks,
+                                                  std::optional<int> loop = std::nullopt) = 0;
+
+  // Convenience for small responses (metrics scrapes, health): the whole body, or the error.
+  struct Response {
+    int status = 0;
+    HeaderList headers;
+    std::string body;
+  };
+  virtual void Fetch(HttpClientRequest request,
+                     std::function<void(absl::StatusOr<Response>)> done) = 0;
+
+  // Cancels everything in flight (on_done(Cancelled)), closes pooled connections, joins.
+  virtual void Stop() = 0;
+};
+
+}  // namespace switchyard::net

@@ -1,0 +1,288 @@
+#include "net/internal/client_call.h"
+
+#include <array>
+#include <charconv>
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "net/internal/client_loop.h"
+#include "net/internal/wire.h"
+
+namespace switchyard::net::internal {
+namespace {
+
+// "host:port", "[v6]:port": the host as the resolver takes it and the port.
+absl::Status ParseUpstream(std::string_view upstream, std::string* host, uint16_t* port) {
+  const auto bad = [&] {
+    return absl::InvalidArgumentError(
+        fmt::format("httpc: bad upstream '{}': want host:port", upstream));
+  };
+  const size_t colon = upstream.rfind(':');
+  if (colon == std::string_view::npos || colon == 0)
+    return bad();
+  // It is also the Host header: visible ASCII, no path or user part.
+  for (const char c : upstream) {
+    if (c <= ' ' || c >= 0x7f || c == '/' || c == '@')
+      return bad();
+  }
+  std::string_view name = upstream.substr(0, colon);
+  if (name.front() == '[') {
+    if (name.size() < 3 || name.back() != ']')
+      return bad();
+    name = name.substr(1, name.size() - 2);
+  }
+  const std::string_view digits = upstream.substr(colon + 1);
+  unsigned value = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  if (error != std::errc() || end != digits.data() + digits.size() || value == 0 || value > 65535) {
+    return bad();
+  }
+  *host = std::string(name);
+  *port = static_cast<uint16_t>(value);
+  return absl::OkStatus();
+}
+
+// Methods whose requests carry a body, so that an empty one is still framed.
+bool SendsBody(std::string_view method) {
+  return method == "POST" || method == "PUT" || method == "PATCH";
+}
+
+}  // namespace
+
+void ClientCallHandle::Cancel() {
+  if (cancel_requested_.exchange(true, std::memory_order_acq_rel))
+    return;
+  poster_->Post([call = call_] {
+    if (const std::shared_ptr<ClientCall> locked = call.lock())
+      locked->Cancel("request cancelled");
+  });
+}
+
+void ClientCallHandle::Resume() {
+  poster_->Post([call = call_] {
+    if (const std::shared_ptr<ClientCall> locked = call.lock())
+      locked->Resume();
+  });
+}
+
+ClientCall::ClientCall(ClientLoop* loop, HttpClientRequest request, HttpClientCallbacks callbacks,
+                       std::shared_ptr<const ClientCallHandle> handle,
+                       std::optional<size_t> body_limit)
+    : loop_(loop),
+      options_(loop->options()),
+      request_(std::move(request)),
+      callbacks_(std::move(callbacks)),
+      handle_(std::move(handle)),
+      body_limit_(body_limit),
+      socket_(loop->context()),
+      deadline_(loop->context().get_executor()) {}
+
+void ClientCall::Start() {
+  if (loop_->stopping()) {
+    Finish(absl::CancelledError(fmt::format("{}: the client is stopping", Describe())));
+    return;
+  }
+  if (handle_->cancel_requested()) {
+    Finish(absl::CancelledError(fmt::format("{}: request cancelled", Describe())));
+    return;
+  }
+  loop_->Add(shared_from_this());
+  registered_ = true;
+  if (const absl::Status status = Prepare(); !status.ok()) {
+    Finish(status);
+    return;
+  }
+  if (std::optional<tcp::socket> pooled = loop_->pool().Acquire(request_.upstream)) {
+    socket_ = std::move(*pooled);
+    reused_ = true;
+    Write();
+    return;
+  }
+  Connect();
+}
+
+absl::Status ClientCall::Prepare() {
+  if (absl::Status status = ParseUpstream(request_.upstream, &host_, &port_); !status.ok())
+    return status;
+  RequestHead head;
+  head.method = request_.method;
+  head.target = request_.target;
+  head.host = request_.upstream;
+  head.headers = &request_.headers;
+  if (!request_.body.empty() || SendsBody(request_.method))
+    head.content_length = request_.body.size();
+  absl::StatusOr<std::string> bytes = EncodeRequestHead(head);
+  if (!bytes.ok())
+    return bytes.status();
+  head_bytes_ = std::move(*bytes);
+  return absl::OkStatus();
+}
+
+void ClientCall::Connect() {
+  stage_ = Stage::kConnecting;
+  ArmDeadline(options_.connect_timeout);
+  // An address needs no resolver (whose lookups run on a thread of Asio's).
+  ErrorCode ec;
+  const asio::ip::address address = asio::ip::make_address(host_, ec);
+  if (!ec) {
+    socket_.async_connect(tcp::endpoint(address, port_),
+                          [self = shared_from_this()](const ErrorCode& connect_ec) {
+                            self->OnConnected(connect_ec);
+                          });
+    return;
+  }
+  resolver_.emplace(socket_.get_executor());
+  resolver_->async_resolve(host_, std::to_string(port_), tcp::resolver::numeric_service,
+                           [self = shared_from_this()](const ErrorCode& resolve_ec,
+                                                       const tcp::resolver::results_type& results) {
+                             self->OnResolved(resolve_ec, results);
+                           });
+}
+
+void ClientCall::OnResolved(const ErrorCode& ec, const tcp::resolver::results_type& results) {
+  if (stage_ != Stage::kConnecting)
+    return;
+  if (ec) {
+    Finish(absl::UnavailableError(
+        fmt::format("{}: cannot resolve '{}': {}", Describe(), host_, ec.message())));
+    return;
+  }
+  asio::async_connect(
+      socket_, results,
+      [self = shared_from_this()](const ErrorCode& connect_ec, const tcp::endpoint& /*endpoint*/) {
+        self->OnConnected(connect_ec);
+      });
+}
+
+void ClientCall::OnConnected(const ErrorCode& ec) {
+  if (stage_ != Stage::kConnecting)
+    return;
+  if (ec) {
+    Finish(absl::UnavailableError(fmt::format("{}: cannot connect: {}", Describe(), ec.message())));
+    return;
+  }
+  // The request goes out in one write; later small writes on a reused connection should not
+  // wait for an ACK either.
+  ErrorCode option_ec;
+  socket_.set_option(tcp::no_delay(true), option_ec);
+  Write();
+}
+
+void ClientCall::Write() {
+  stage_ = Stage::kWriting;
+  // The first-byte timeout covers the write too: a server that stops reading the request
+  // has not answered it either.
+  ArmDeadline(options_.first_byte_timeout);
+  const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_bytes_),
+                                                     asio::buffer(request_.body)};
+  asio::async_write(
+      socket_, buffers,
+      [self = shared_from_this()](const ErrorCode& ec, size_t /*bytes*/) { self->OnWritten(ec); });
+}
+
+void ClientCall::OnWritten(const ErrorCode& ec) {
+  if (stage_ != Stage::kWriting)
+    return;
+  if (ec) {
+    FailBeforeResponse(ec, "write the request");
+    return;
+  }
+  stage_ = Stage::kHead;
+  NewParser();
+  Read();
+}
+
+void ClientCall::FailBeforeResponse(const ErrorCode& ec, std::string_view step) {
+  if (reused_) {
+    // Most likely the server closed the idle connection as we took it: nothing it
+    // processed, so the request goes again, once, on a connection of its own.
+    reused_ = false;
+    CloseSocket();
+    in_.clear();
+    Connect();
+    return;
+  }
+  Finish(absl::UnavailableError(
+      fmt::format("{}: cannot {}: {} (no response byte received)", Describe(), step,
+                  ec == asio::error::eof ? "connection closed" : ec.message())));
+}
+
+void ClientCall::ArmDeadline(std::chrono::milliseconds timeout) {
+  deadline_.Arm(timeout, [self = shared_from_this()] { self->OnDeadline(); });
+}
+
+void ClientCall::OnDeadline() {
+  switch (stage_) {
+    case Stage::kConnecting:
+      Finish(absl::DeadlineExceededError(fmt::format(
+          "{}: connect timed out after {} ms", Describe(), options_.connect_timeout.count())));
+      return;
+    case Stage::kWriting:
+    case Stage::kHead:
+      Finish(absl::DeadlineExceededError(fmt::format(
+          "{}: no response head within {} ms", Describe(), options_.first_byte_timeout.count())));
+      return;
+    case Stage::kBody: {
+      // A paused call is not idle: the upstream waits for us. Resume re-arms.
+      if (paused_)
+        return;
+      const auto idle = std::chrono::steady_clock::now() - last_read_;
+      if (idle < options_.idle_timeout) {
+        ArmDeadline(std::chrono::ceil<std::chrono::milliseconds>(options_.idle_timeout - idle));
+        return;
+      }
+      Finish(absl::DeadlineExceededError(
+          fmt::format("{}: no body bytes for {} ms", Describe(), options_.idle_timeout.count())));
+      return;
+    }
+    case Stage::kNew:
+    case Stage::kDone:
+      return;
+  }
+}
+
+void ClientCall::Cancel(std::string_view reason) {
+  if (stage_ == Stage::kDone)
+    return;
+  Finish(absl::CancelledError(fmt::format("{}: {}", Describe(), reason)));
+}
+
+void ClientCall::Abandon() {
+  // Not on the loop: nothing here touches the loop or its io_context.
+  stage_ = Stage::kDone;
+  HttpClientCallbacks callbacks = std::move(callbacks_);
+  if (callbacks.on_done)
+    callbacks.on_done(absl::CancelledError(fmt::format("{}: the client is stopped", Describe())));
+}
+
+void ClientCall::Finish(const absl::Status& status) {
+  if (stage_ == Stage::kDone)
+    return;
+  stage_ = Stage::kDone;
+  deadline_.Cancel();
+  if (resolver_.has_value())
+    resolver_->cancel();
+  CloseSocket();
+  // The loop may hold the last reference.
+  const std::shared_ptr<ClientCall> self = shared_from_this();
+  if (registered_)
+    loop_->Remove(this);
+  registered_ = false;
+  HttpClientCallbacks callbacks = std::move(callbacks_);
+  callbacks_ = {};
+  request_ = {};
+  if (callbacks.on_done)
+    callbacks.on_done(status);
+}
+
+void ClientCall::CloseSocket() {
+  ErrorCode ec;
+  socket_.close(ec);
+}
+
+std::string ClientCall::Describe() const {
+  return fmt::format("httpc: {} http://{}{}", request_.method, request_.upstream, request_.target);
+}
+
+}  // namespace switchyard::net::internal

@@ -1,0 +1,180 @@
+// ClientCall: one HttpClient request on one ClientLoop, from taking a pooled connection
+// (or resolving and connecting) through writing the request and reading the response
+// incrementally to on_done. client_call.cc has the connection side (connect, write,
+// retry, finish), client_call_response.cc the response side (read, parse, deliver,
+// back-pressure, idle timeout).
+//
+// Failures are classified by how far the response got: before its first byte the request
+// may be retried elsewhere (Unavailable), after it not (Internal). A pooled connection
+// that fails before the first byte is retried once on a fresh connection first: the
+// server most likely closed it while idle, before our request reached it.
+//
+// Threads: constructed on the caller's thread (by HttpClient::Send) and, if it could not be
+// posted, abandoned there; everything else runs on the loop's thread. The caller's
+// ClientCallHandle reaches the call only by posting to the loop.
+//
+// Ownership: the ClientLoop holds the call while it is in flight, and each pending socket
+// operation or timer holds it until it completes. The handle holds it weakly, so no call
+// (with its socket) outlives the loop's io_context.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+#include "net/http_client.h"
+#include "net/internal/beast.h"
+#include "net/internal/deadline.h"
+#include "net/internal/event_loop.h"
+
+namespace switchyard::net::internal {
+
+class ClientCall;
+class ClientLoop;
+
+// The HttpRequestHandle of one call. Cancel and Resume post to the call's loop; Cancel also
+// sets a flag the loop checks before every callback, so that once Cancel returned no
+// on_head or on_body starts and on_done reports Cancelled (unless it already started).
+class ClientCallHandle final : public HttpRequestHandle {
+ public:
+  explicit ClientCallHandle(std::shared_ptr<LoopPoster> poster) : poster_(std::move(poster)) {}
+
+  // Binds the call. REQUIRES: called once, before the handle is shared with other threads.
+  void Bind(std::weak_ptr<ClientCall> call) { call_ = std::move(call); }
+
+  void Cancel() override;
+  void Resume() override;
+  bool cancel_requested() const { return cancel_requested_.load(std::memory_order_acquire); }
+
+ private:
+  const std::shared_ptr<LoopPoster> poster_;
+  std::weak_ptr<ClientCall> call_;
+  std::atomic<bool> cancel_requested_{false};
+};
+
+// The response parser's Body: instead of storing the body, it points at each piece where
+// the parser found it in the read buffer, so that on_body gets the bytes without a copy.
+// The parser is not eager, so one put() yields at most one piece; a second one in the same
+// put() is refused (left unconsumed) until the first was delivered.
+struct BodyPieceBody {
+  // Beast's Body concept names these two.
+  struct value_type {  // NOLINT(readability-identifier-naming)
+    std::string_view* piece = nullptr;
+  };
+
+  class reader {  // NOLINT(readability-identifier-naming)
+   public:
+    template <bool kIsRequest, class Fields>
+    reader(http::header<kIsRequest, Fields>& /*header*/, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<uint64_t>& /*content_length*/, ErrorCode& ec) { ec = {}; }
+
+    template <class ConstBufferSequence>
+    size_t put(const ConstBufferSequence& buffers, ErrorCode& ec) {
+      ec = {};
+      if (!body_.piece->empty())
+        return 0;
+      const asio::const_buffer buffer = *asio::buffer_sequence_begin(buffers);
+      *body_.piece = std::string_view(static_cast<const char*>(buffer.data()), buffer.size());
+      return buffer.size();
+    }
+
+    void finish(ErrorCode& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
+class ClientCall final : public std::enable_shared_from_this<ClientCall> {
+ public:
+  // `body_limit`: the most body bytes accepted (more fails with ResourceExhausted); unset
+  // for no limit (a stream).
+  ClientCall(ClientLoop* loop, HttpClientRequest request, HttpClientCallbacks callbacks,
+             std::shared_ptr<const ClientCallHandle> handle, std::optional<size_t> body_limit);
+  ClientCall(const ClientCall&) = delete;
+  ClientCall& operator=(const ClientCall&) = delete;
+
+  // Loop thread: starts the request (or cancels it at once when the loop is stopping).
+  void Start();
+  // Loop thread: closes the connection and reports Cancelled, unless already done.
+  void Cancel(std::string_view reason);
+  // Loop thread: continues reading after on_body returned false.
+  void Resume();
+  // The caller's thread, instead of Start, when the call could not be posted to its loop
+  // (the client stopped): reports Cancelled there.
+  void Abandon();
+
+ private:
+  enum class Stage {
+    kNew,
+    kConnecting,  // resolving the name and connecting
+    kWriting,     // writing the request
+    kHead,        // reading the response head
+    kBody,        // reading the body
+    kDone,        // on_done was called (or is being called)
+  };
+
+  absl::Status Prepare();
+  void Connect();
+  void OnResolved(const ErrorCode& ec, const tcp::resolver::results_type& results);
+  void OnConnected(const ErrorCode& ec);
+  void Write();
+  void OnWritten(const ErrorCode& ec);
+  // A failure before the first response byte: a retry on a fresh connection when this one
+  // came from the pool, else Unavailable.
+  void FailBeforeResponse(const ErrorCode& ec, std::string_view step);
+  void ArmDeadline(std::chrono::milliseconds timeout);
+  void OnDeadline();
+  // Ends the call: closes the socket unless it went back to the pool, runs on_done.
+  void Finish(const absl::Status& status);
+  void CloseSocket();
+  std::string Describe() const;
+
+  // Response side (client_call_response.cc).
+  void NewParser();
+  void Read();
+  void OnRead(const ErrorCode& ec, size_t bytes);
+  void OnReadFailed(const ErrorCode& ec);
+  void Parse();
+  void OnHead();
+  void OnMessageDone();
+  absl::Status ParseError(const ErrorCode& ec) const;
+
+  ClientLoop* const loop_;
+  const HttpClientOptions& options_;
+  HttpClientRequest request_;
+  HttpClientCallbacks callbacks_;
+  const std::shared_ptr<const ClientCallHandle> handle_;
+  const std::optional<size_t> body_limit_;
+
+  Stage stage_ = Stage::kNew;
+  bool registered_ = false;  // in the loop's calls in flight
+  std::string host_;         // the upstream's host, without IPv6 brackets
+  uint16_t port_ = 0;
+  std::string head_bytes_;  // the encoded request line and headers
+  bool reused_ = false;     // the connection came from the pool
+  tcp::socket socket_;
+  std::optional<tcp::resolver> resolver_;
+  // Connect, first-byte or idle timeout, by stage_. The idle timeout is not re-armed per
+  // read: on expiry it re-arms itself for what is left since last_read_.
+  Deadline deadline_;
+  std::chrono::steady_clock::time_point last_read_;
+
+  // Response side. Reads append to in_; the parser consumes from it.
+  bool reading_ = false;
+  bool paused_ = false;  // on_body returned false; no reads until Resume
+  size_t received_bytes_ = 0;
+  beast::flat_buffer in_;
+  std::optional<http::response_parser<BodyPieceBody>> parser_;
+  std::string_view body_piece_;  // set by the parser's BodyPieceBody during put()
+};
+
+}  // namespace switchyard::net::internal

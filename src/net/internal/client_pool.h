@@ -1,0 +1,60 @@
+// ConnectionPool: the idle keep-alive connections of one HttpClient loop, per upstream
+// ("host:port"). Acquire hands out the most recently used live one (LIFO keeps the warm
+// ones warm and lets the cold ones age out); connections idle longer than the idle timeout
+// are closed by a sweep timer, and an upstream never keeps more than `max_idle` of them
+// (the oldest is closed to make room).
+//
+// Threads: the loop's thread only. Owned by ClientLoop, which keeps it until the loop's
+// thread was joined (the sweep timer's callback points at it).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "net/internal/beast.h"
+#include "net/internal/deadline.h"
+
+namespace switchyard::net::internal {
+
+class ConnectionPool {
+ public:
+  ConnectionPool(asio::io_context& context, size_t max_idle,
+                 std::chrono::milliseconds idle_timeout);
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
+
+  // An idle connection to `upstream` that the server has not closed (a connection with
+  // end-of-stream, an error or stray bytes waiting is closed and skipped); nullopt when
+  // there is none.
+  std::optional<tcp::socket> Acquire(const std::string& upstream);
+  // Keeps `socket`, which has just finished a response with nothing left unread, for the
+  // next request to `upstream`; closes it when the pool keeps nothing or is closed.
+  void Release(const std::string& upstream, tcp::socket socket);
+  // Closes every idle connection; later Releases close theirs. Idempotent.
+  void Close();
+
+  size_t idle_connections() const;
+
+ private:
+  struct Idle {
+    tcp::socket socket;
+    std::chrono::steady_clock::time_point since;
+  };
+
+  // Closes what has been idle for idle_timeout_, then arms the timer for the next expiry.
+  void Sweep();
+
+  const size_t max_idle_;
+  const std::chrono::milliseconds idle_timeout_;
+  // Per upstream, oldest first; an upstream with none is erased.
+  std::unordered_map<std::string, std::deque<Idle>> idle_;
+  Deadline sweep_deadline_;
+  bool sweep_armed_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace switchyard::net::internal

@@ -1,0 +1,161 @@
+// ConnectionPool on its own, on an io_context run by the test thread: LIFO reuse, the
+// per-upstream cap, skipping connections the server closed or wrote to, the idle sweep.
+#include "net/internal/client_pool.h"
+
+#include <poll.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace switchyard::net::internal {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Connected socket pairs on loopback: `client` goes into the pool, `server` is the peer.
+class PoolTest : public ::testing::Test {
+ protected:
+  struct Pair {
+    tcp::socket client;
+    tcp::socket server;
+  };
+
+  void SetUp() override {
+    ErrorCode ec;
+    acceptor_.open(tcp::v4(), ec);
+    ASSERT_FALSE(ec);
+    acceptor_.bind(tcp::endpoint(asio::ip::address_v4::loopback(), 0), ec);
+    ASSERT_FALSE(ec);
+    acceptor_.listen(16, ec);
+    ASSERT_FALSE(ec);
+  }
+
+  Pair Connect() {
+    Pair pair{tcp::socket(context_), tcp::socket(context_)};
+    ErrorCode ec;
+    pair.client.connect(acceptor_.local_endpoint(ec), ec);
+    EXPECT_FALSE(ec) << ec.message();
+    acceptor_.accept(pair.server, ec);
+    EXPECT_FALSE(ec) << ec.message();
+    return pair;
+  }
+
+  static uint16_t Port(const tcp::socket& socket) {
+    ErrorCode ec;
+    return socket.local_endpoint(ec).port();
+  }
+
+  // Waits until `fd` has something to read (bytes or end-of-stream); false after a while.
+  static bool Readable(int fd) {
+    pollfd p = {fd, POLLIN, 0};
+    return ::poll(&p, 1, 10'000) == 1;
+  }
+
+  // True when the peer of `server` closed it: a read returns end-of-stream or a reset.
+  static bool PeerClosed(tcp::socket& server) {
+    if (!Readable(server.native_handle()))
+      return false;
+    char byte;
+    ErrorCode ec;
+    server.read_some(asio::buffer(&byte, 1), ec);
+    return ec == asio::error::eof || ec == asio::error::connection_reset;
+  }
+
+  asio::io_context context_;
+  tcp::acceptor acceptor_{context_};
+};
+
+TEST_F(PoolTest, LastInFirstOutPerUpstream) {
+  ConnectionPool pool(context_, 8, milliseconds(60'000));
+  Pair a = Connect();
+  Pair b = Connect();
+  Pair other = Connect();
+  const uint16_t port_a = Port(a.client);
+  const uint16_t port_b = Port(b.client);
+  pool.Release("up:1", std::move(a.client));
+  pool.Release("up:1", std::move(b.client));
+  pool.Release("up:2", std::move(other.client));
+  EXPECT_EQ(pool.idle_connections(), 3u);
+  std::optional<tcp::socket> first = pool.Acquire("up:1");
+  std::optional<tcp::socket> second = pool.Acquire("up:1");
+  ASSERT_TRUE(first.has_value() && second.has_value());
+  EXPECT_EQ(Port(*first), port_b);
+  EXPECT_EQ(Port(*second), port_a);
+  EXPECT_FALSE(pool.Acquire("up:1").has_value());
+  EXPECT_FALSE(pool.Acquire("up:3").has_value());
+  EXPECT_EQ(pool.idle_connections(), 1u);
+}
+
+TEST_F(PoolTest, CapClosesTheOldest) {
+  ConnectionPool pool(context_, 2, milliseconds(60'000));
+  Pair a = Connect();
+  Pair b = Connect();
+  Pair c = Connect();
+  pool.Release("up:1", std::move(a.client));
+  pool.Release("up:1", std::move(b.client));
+  pool.Release("up:1", std::move(c.client));
+  EXPECT_EQ(pool.idle_connections(), 2u);
+  EXPECT_TRUE(PeerClosed(a.server));
+  ConnectionPool keeps_none(context_, 0, milliseconds(60'000));
+  Pair d = Connect();
+  keeps_none.Release("up:1", std::move(d.client));
+  EXPECT_EQ(keeps_none.idle_connections(), 0u);
+  EXPECT_TRUE(PeerClosed(d.server));
+}
+
+TEST_F(PoolTest, SkipsConnectionsClosedOrWrittenToWhileIdle) {
+  ConnectionPool pool(context_, 8, milliseconds(60'000));
+  Pair healthy = Connect();
+  Pair chatty = Connect();
+  Pair closed = Connect();
+  const uint16_t healthy_port = Port(healthy.client);
+  const int chatty_fd = chatty.client.native_handle();
+  const int closed_fd = closed.client.native_handle();
+  pool.Release("up:1", std::move(healthy.client));
+  pool.Release("up:1", std::move(chatty.client));
+  pool.Release("up:1", std::move(closed.client));
+  ErrorCode ec;
+  closed.server.close(ec);
+  asio::write(chatty.server, asio::buffer("HTTP/1.1 200 OK\r\n", 17), ec);
+  ASSERT_FALSE(ec);
+  ASSERT_TRUE(Readable(chatty_fd));
+  ASSERT_TRUE(Readable(closed_fd));
+  std::optional<tcp::socket> acquired = pool.Acquire("up:1");
+  ASSERT_TRUE(acquired.has_value());
+  EXPECT_EQ(Port(*acquired), healthy_port);
+  EXPECT_TRUE(PeerClosed(chatty.server));
+  EXPECT_EQ(pool.idle_connections(), 0u);
+}
+
+TEST_F(PoolTest, SweepClosesIdleConnections) {
+  ConnectionPool pool(context_, 8, milliseconds(20));
+  Pair a = Connect();
+  pool.Release("up:1", std::move(a.client));
+  // The sweep timer is the only work on the context: run it until it fired.
+  while (pool.idle_connections() > 0 && context_.run_one_for(std::chrono::seconds(10)) > 0) {
+  }
+  EXPECT_EQ(pool.idle_connections(), 0u);
+  EXPECT_TRUE(PeerClosed(a.server));
+}
+
+TEST_F(PoolTest, CloseEmptiesAndRefusesMore) {
+  ConnectionPool pool(context_, 8, milliseconds(60'000));
+  Pair a = Connect();
+  Pair b = Connect();
+  pool.Release("up:1", std::move(a.client));
+  pool.Close();
+  EXPECT_EQ(pool.idle_connections(), 0u);
+  EXPECT_TRUE(PeerClosed(a.server));
+  pool.Release("up:1", std::move(b.client));
+  EXPECT_EQ(pool.idle_connections(), 0u);
+  EXPECT_TRUE(PeerClosed(b.server));
+  pool.Close();
+}
+
+}  // namespace
+}  // namespace switchyard::net::internal
