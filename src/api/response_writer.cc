@@ -8,6 +8,7 @@
 #include "api/internal/json_fields.h"
 #include "base/json.h"
 #include "base/status_macros.h"
+#include "base/utf8.h"
 
 namespace switchyard::api {
 namespace {
@@ -66,7 +67,7 @@ void AppendCompletionLogprobs(const std::optional<std::vector<TokenLogprob>>& lo
   out->append("{\"text_offset\":[");
   for (size_t i = 0; i < logprobs->size(); ++i) {
     fmt::format_to(std::back_inserter(*out), "{}{}", i ? "," : "", offset);
-    offset += (*logprobs)[i].token.size();
+    offset += TextOffsetLength((*logprobs)[i].token);
   }
   out->append("],\"token_logprobs\":[");
   for (size_t i = 0; i < logprobs->size(); ++i) {
@@ -167,6 +168,15 @@ std::string Hex128(std::string_view prefix, uint64_t hi, uint64_t lo) {
 }
 
 }  // namespace
+
+size_t TextOffsetLength(std::string_view text) {
+  size_t length = 0;
+  while (!text.empty()) {
+    text.remove_prefix(base::DecodeUtf8(text).length);
+    ++length;
+  }
+  return length;
+}
 
 std::string CompletionId(uint64_t hi, uint64_t lo) {
   return Hex128("cmpl-", hi, lo);

@@ -22,6 +22,11 @@ namespace switchyard::api {
 std::string CompletionId(uint64_t hi, uint64_t lo);
 std::string ChatCompletionId(uint64_t hi, uint64_t lo);
 
+// The length of `text` as a completion's logprobs.text_offset counts it: in characters
+// (code points; an invalid byte sequence counts as the one U+FFFD it is written as), which is
+// what vLLM's Python len() counts, not bytes.
+size_t TextOffsetLength(std::string_view text);
+
 struct Usage {
   int64_t prompt_tokens = 0;
   int64_t completion_tokens = 0;
@@ -45,7 +50,7 @@ struct CompletionChoice {
   std::string text;
   // Completions format: tokens, token_logprobs, top_logprobs (dicts), text_offset.
   std::optional<std::vector<TokenLogprob>> logprobs;
-  size_t text_offset_base = 0;  // Offset of `text` in the full output (echo, streaming).
+  size_t text_offset_base = 0;  // Offset of `text` in the full output, in characters.
   std::string finish_reason;    // Empty: null (still generating).
   std::string stop_reason;      // Matched stop string; empty: null.
 };

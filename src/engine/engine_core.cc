@@ -514,6 +514,8 @@ void EngineCore::PublishEvents() {
   kvx::KvEventBatch batch;
   batch.ts = UnixSeconds();
   batch.events = std::move(events);
+  // vLLM's publisher stamps the data-parallel rank; one engine is rank 0.
+  batch.data_parallel_rank = 0;
   options_.kv_events->Publish(std::move(batch));
 }
 

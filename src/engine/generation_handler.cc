@@ -132,7 +132,6 @@ void SubmitAll(const ServingContext& ctx, Submission sub,
     for (const std::string& id : ids)
       engine->Abort(id);
   });
-  stream->Start();
   for (size_t i = 0; i < sub.requests.size(); ++i) {
     EngineRequest& r = sub.requests[i];
     r.request_id = ids[i];

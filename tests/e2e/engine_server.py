@@ -33,6 +33,8 @@ class EngineServer:
         self.kv_events = kv_events
         self.start_timeout = start_timeout
         self.proc = None
+        self._signalled = False
+        self._stopped = False
         self.port = None
         self.url = None
         self.kv_endpoint = None
@@ -44,6 +46,11 @@ class EngineServer:
         return f"{self.url}/v1"
 
     def start(self):
+        self.spawn()
+        return self.wait_ready()
+
+    def spawn(self):
+        """Starts the process without waiting for it (to start several at once)."""
         binary = switchyard_bin()
         if not binary.exists():
             raise AssertionError(f"switchyard binary not found at {binary}; set SWITCHYARD_BIN")
@@ -52,7 +59,11 @@ class EngineServer:
         args = [str(binary), "engine", "--model", str(self.model), "--served-model-name",
                 self.name, "--host", "127.0.0.1", "--port", "0", *self.flags]
         self.proc = subprocess.Popen(args, stdout=self._out, stderr=self._err, env=self.env)
-        deadline = time.monotonic() + self.start_timeout
+        self._deadline = time.monotonic() + self.start_timeout
+
+    def wait_ready(self):
+        """Waits for the ready line(s); returns self."""
+        deadline = self._deadline
         while True:
             self._out.seek(0)
             text = self._out.read()
@@ -81,11 +92,23 @@ class EngineServer:
         self._err.seek(0)
         return self._err.read()[-chars:]
 
+    def terminate(self):
+        """Sends SIGTERM without waiting (stop waits). An engine that exited by itself before
+        (a crash) fails here."""
+        if self.proc is None or self._signalled:
+            return
+        self._signalled = True
+        if self.proc.poll() is not None:
+            raise AssertionError(f"engine exited {self.proc.returncode} while serving: "
+                                 f"{self.stderr_tail()}")
+        self.proc.send_signal(signal.SIGTERM)
+
     def stop(self, timeout=30):
         """SIGTERM, then requires a clean exit (code 0) within `timeout` seconds."""
-        if self.proc is None or self.proc.returncode is not None:
+        if self.proc is None or self._stopped:
             return
-        self.proc.send_signal(signal.SIGTERM)
+        self._stopped = True
+        self.terminate()
         try:
             code = self.proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -99,13 +122,17 @@ class EngineServer:
         return self.start()
 
     def __exit__(self, exc_type, exc, tb):
-        self.stop()
+        try:
+            self.stop()
+        except AssertionError:
+            if exc_type is None:  # do not hide the error that ended the block
+                raise
 
     # --- helpers over HTTP -------------------------------------------------------------------
 
     def metrics(self):
-        """The engine's Prometheus samples as {name: value}, labels dropped (one engine, one
-        model: the gauges and counters read here have one series each)."""
+        """The engine's Prometheus samples as {name: value}: the first series of each name,
+        labels dropped (the gauges read here have one series each)."""
         response = requests.get(f"{self.url}/metrics", timeout=10)
         response.raise_for_status()
         return parse_metrics(response.text)

@@ -32,16 +32,15 @@ GenerationStream::GenerationStream(GenerationStreamOptions options,
   cached_tokens_.assign(num_prompts, 0);
   for (size_t i = 0; i < choices_.size(); ++i) {
     const std::string& prefix = options_.echo_prefix[i / static_cast<size_t>(options_.n)];
-    choices_[i].text_bytes = prefix.size();
+    choices_[i].text_chars = api::TextOffsetLength(prefix);
     if (!options_.stream)
       choices_[i].text = prefix;
   }
 }
 
-void GenerationStream::Start() {
-  if (!options_.stream)
+void GenerationStream::BeginStream() {
+  if (answered_)
     return;
-  base::MutexLock lock(&mu_);
   responder_->StartStream(200, "text/event-stream", options_.extra_headers);
   answered_ = true;
   // Echoed prompts go out first, one chunk per choice.
@@ -79,23 +78,14 @@ api::TokenLogprob GenerationStream::ToApiLogprob(const SampleResult& sample) con
 
 void GenerationStream::OnUpdate(size_t prompt, RequestUpdate update) {
   base::MutexLock lock(&mu_);
-  if (answered_ && !options_.stream)
-    return;  // failed early
+  if (prompts_finished_ > options_.prompt_tokens.size())
+    return;  // failed before
   if (!update.error.ok()) {
-    answered_ = true;
-    if (options_.stream) {
-      responder_->Write(api::SseError(update.error));
-      responder_->Write(std::string(api::kSseDone));
-      responder_->End();
-    } else {
-      responder_->Send(api::HttpErrorFor(update.error).http_status, kJson,
-                       api::ErrorBody(update.error), options_.extra_headers);
-    }
-    prompts_finished_ = options_.prompt_tokens.size() + 1;  // ignore what follows
+    FailLocked(update.error);
     return;
   }
-  if (prompts_finished_ > options_.prompt_tokens.size())
-    return;
+  if (options_.stream)
+    BeginStream();
   cached_tokens_[prompt] = update.num_cached_tokens;
   for (SequenceUpdate& seq : update.sequences) {
     const int index = static_cast<int>(prompt) * options_.n + seq.index;
@@ -127,9 +117,9 @@ void GenerationStream::StreamChoice(int index, const SequenceUpdate& update,
   const bool finishing = update.finish_reason.has_value();
   if (update.text.empty() && lps.empty() && !finishing && choice.sent_role)
     return;
-  const size_t offset = choice.text_bytes;
+  const size_t offset = choice.text_chars;
   for (const api::TokenLogprob& lp : lps)
-    choice.text_bytes += lp.token.size();
+    choice.text_chars += api::TextOffsetLength(lp.token);
   if (options_.chat) {
     api::ChatChoice c;
     c.index = index;
@@ -199,7 +189,8 @@ void GenerationStream::Finish() {
       out[i].text = std::move(choices_[i].text);
       if (options_.logprobs) {
         out[i].logprobs = std::move(choices_[i].logprobs);
-        out[i].text_offset_base = options_.echo_prefix[i / static_cast<size_t>(options_.n)].size();
+        out[i].text_offset_base =
+            api::TextOffsetLength(options_.echo_prefix[i / static_cast<size_t>(options_.n)]);
       }
       out[i].finish_reason = choices_[i].finish_reason;
       out[i].stop_reason = choices_[i].stop_reason;
@@ -211,6 +202,10 @@ void GenerationStream::Finish() {
 
 void GenerationStream::Fail(const absl::Status& status) {
   base::MutexLock lock(&mu_);
+  FailLocked(status);
+}
+
+void GenerationStream::FailLocked(const absl::Status& status) {
   if (options_.stream && answered_) {
     responder_->Write(api::SseError(status));
     responder_->Write(std::string(api::kSseDone));

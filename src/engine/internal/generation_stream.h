@@ -3,8 +3,11 @@
 // index = prompt * n + sequence). Streaming requests get one SSE chunk per choice per
 // update; others get the whole response once every choice has finished.
 //
-// Threads: OnUpdate runs on the engine loop thread; Start on the HTTP thread before any
-// request is submitted. A mutex orders them (and a failure path that answers early).
+// Threads: OnUpdate runs on the engine loop thread; Fail on either. A mutex orders them.
+// A streaming response's head goes out with its first chunk, from the engine thread, so
+// that every piece of the response is posted from one thread: HttpResponder keeps call
+// order only per calling thread (a head posted from the HTTP loop inside the handler can
+// reach the connection after chunks posted meanwhile by the engine thread).
 #pragma once
 
 #include <cstdint>
@@ -40,8 +43,6 @@ class GenerationStream {
   GenerationStream(GenerationStreamOptions options, const text::Tokenizer* tokenizer,
                    std::shared_ptr<net::HttpResponder> responder);
 
-  // Sends the response head of a streaming request. Call before submitting.
-  void Start();
   // An engine update for prompt `prompt`.
   void OnUpdate(size_t prompt, RequestUpdate update);
   // Answers with an error unless the response has begun (then an SSE error event ends it).
@@ -51,7 +52,7 @@ class GenerationStream {
   struct Choice {
     std::string text;  // non-streaming: everything so far
     std::vector<api::TokenLogprob> logprobs;
-    size_t text_bytes = 0;  // text sent or kept so far (logprob text offsets)
+    size_t text_chars = 0;  // text sent or kept so far, in characters (logprob text offsets)
     bool sent_role = false;
     std::string finish_reason;
     std::string stop_reason;
@@ -59,6 +60,9 @@ class GenerationStream {
   };
 
   api::TokenLogprob ToApiLogprob(const SampleResult& sample) const;
+  // Sends the SSE head and the echoed prompts, once.
+  void BeginStream() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FailLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void StreamChoice(int index, const SequenceUpdate& update, std::vector<api::TokenLogprob> lps)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

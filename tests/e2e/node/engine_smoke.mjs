@@ -13,7 +13,7 @@ const packageDir = path.dirname(require.resolve("openai"));
 const { default: OpenAI } = await import(pathToFileURL(path.join(packageDir, "index.mjs")).href);
 
 const [baseURL, model] = process.argv.slice(2);
-const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0 });
+const client = new OpenAI({ baseURL, apiKey: "unused", maxRetries: 0, timeout: 30_000 });
 
 const completion = await client.completions.create({
   model, prompt: "Hello from Node", max_tokens: 8, temperature: 0, ignore_eos: true,

@@ -44,6 +44,21 @@ TEST(ResponseWriterTest, CompletionLogprobsAndCachedTokensGolden) {
             R"("prompt_tokens_details":{"cached_tokens":3}},"kv_transfer_params":{"done":true}})");
 }
 
+// text_offset counts characters as vLLM's Python len() does, not bytes.
+TEST(ResponseWriterTest, TextOffsetsCountCharacters) {
+  EXPECT_EQ(TextOffsetLength(""), 0u);
+  EXPECT_EQ(TextOffsetLength("caf\xC3\xA9"), 4u);
+  EXPECT_EQ(TextOffsetLength("\xF0\x9F\x98\x80!"), 2u);
+  EXPECT_EQ(TextOffsetLength("\xFF\xFE"), 2u);  // each invalid byte is one U+FFFD
+  EXPECT_EQ(TextOffsetLength("\xE2\x82"), 1u);  // a cut sequence is one U+FFFD
+  CompletionChoice choice;
+  choice.text = "\xCF\x80x";
+  choice.text_offset_base = 3;
+  choice.logprobs = std::vector<TokenLogprob>{{"\xCF\x80", -0.5, {}}, {"x", -1.0, {}}};
+  const std::string body = CompletionResponse(kCmpl, {choice}, Usage{1, 2, std::nullopt});
+  EXPECT_NE(body.find(R"("text_offset":[3,4])"), std::string::npos) << body;
+}
+
 TEST(ResponseWriterTest, ChatGolden) {
   ChatChoice choice;
   choice.content = "caf\xC3\xA9 \xFF";  // Invalid byte from a model becomes U+FFFD.

@@ -65,6 +65,35 @@ TEST(HttpStreamingTest, HundredChunksInOrderThenKeepAlive) {
   EXPECT_EQ(held.request(1).path, "/second");
 }
 
+// The head is sent from inside the handler (on the loop) and the chunks from another
+// thread before the handler returns: asio runs posts made inside a handler after posts
+// from other threads, so only the responder's own FIFO keeps the head first.
+TEST(HttpStreamingTest, HeadFromTheHandlerStaysAheadOfChunksFromAnotherThread) {
+  std::thread writer;
+  Notification written;
+  std::unique_ptr<HttpServer> server =
+      StartOrDie({}, [&](HttpRequest, std::shared_ptr<HttpResponder> responder) {
+        responder->StartStream(200, "text/event-stream");
+        writer = std::thread([responder, &written] {
+          for (int i = 0; i < 20; ++i)
+            responder->Write(fmt::format("data: {}\n\n", i));
+          responder->End();
+          written.Notify();
+        });
+        // Hold the loop inside the handler until every chunk has been handed over.
+        written.WaitFor();
+      });
+  ASSERT_NE(server, nullptr);
+  TestClient client(server->port());
+  ASSERT_TRUE(client.Send(Get("/stream")));
+  std::optional<TestResponse> response = client.ReadResponse();
+  writer.join();
+  ASSERT_TRUE(response.has_value());
+  ASSERT_EQ(response->chunks.size(), 20u);
+  for (int i = 0; i < 20; ++i)
+    EXPECT_EQ(response->chunks[static_cast<size_t>(i)], fmt::format("data: {}\n\n", i));
+}
+
 TEST(HttpStreamingTest, Http10StreamRunsToTheClose) {
   HeldResponders held;
   std::unique_ptr<HttpServer> server = StartOrDie({}, held.Handler());

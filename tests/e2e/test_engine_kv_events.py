@@ -1,0 +1,190 @@
+"""KV events from a serving `switchyard engine` (--kv-events-config): subscribe with pyzmq,
+send completions, decode the three-frame messages with msgpack, check the BlockStored
+events of the prompt's full blocks (block hashes by vLLM's sha256_cbor rule, token ids,
+block size 16), the replay socket, and both event layouts (tagged map, vLLM's default, and
+the older array form)."""
+import hashlib
+import json
+
+import cbor2
+import msgpack
+import pytest
+import requests
+import zmq
+
+from engine_server import MODEL_NAME, EngineServer
+
+TOPIC = b"kv-events"
+END_SEQ = b"\xff" * 8
+BLOCK_SIZE = 16
+SEED = "0"  # PYTHONHASHSEED: vLLM's NONE_HASH is sha256_cbor(seed) when it is set
+
+MAP_FIELDS = {
+    "BlockStored": ["block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id",
+                    "medium", "lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind",
+                    "kv_cache_spec_sliding_window"],
+    "BlockRemoved": ["block_hashes", "medium", "group_idx"],
+    "AllBlocksCleared": [],
+}
+
+
+def sha256_cbor(value):
+    return hashlib.sha256(cbor2.dumps(value, canonical=True)).digest()
+
+
+def vllm_block_hashes(tokens, parent=None):
+    """vLLM's chained sha256_cbor hashes of the full blocks of `tokens`."""
+    parent = parent or sha256_cbor(SEED)
+    hashes = []
+    for start in range(0, len(tokens) - BLOCK_SIZE + 1, BLOCK_SIZE):
+        parent = sha256_cbor((parent, tuple(tokens[start:start + BLOCK_SIZE]), None))
+        hashes.append(parent)
+    return hashes
+
+
+def wire_hash(digest, form):
+    return int.from_bytes(digest, "big") & (2**64 - 1) if form == "int" else digest
+
+
+def as_dict(event, layout):
+    if layout == "map":
+        assert isinstance(event, dict), event
+        return event
+    assert isinstance(event, list), event
+    names = MAP_FIELDS[event[0]]
+    assert len(event) == len(names) + 1, event
+    return {"type": event[0], **dict(zip(names, event[1:]))}
+
+
+class Subscriber:
+    def __init__(self, context, engine):
+        self.engine = engine
+        self.sub = context.socket(zmq.SUB)
+        self.sub.setsockopt(zmq.SUBSCRIBE, TOPIC)
+        self.sub.connect(engine.kv_endpoint)
+        self.seqs = []
+
+    def recv(self, timeout_ms):
+        """One batch (seq, payload bytes), or None after the timeout."""
+        if not self.sub.poll(timeout_ms):
+            return None
+        topic, seq, payload = self.sub.recv_multipart()
+        assert topic == TOPIC
+        assert len(seq) == 8
+        self.seqs.append(int.from_bytes(seq, "big"))
+        return self.seqs[-1], payload
+
+    def join(self):
+        """PUB drops what it sends before a subscription arrives: completes distinct
+        prompts until their events start coming in, then drains."""
+        for probe in range(100):
+            complete(self.engine, [900 + probe] * (BLOCK_SIZE + 1))
+            if self.recv(100) is not None:
+                break
+        else:
+            pytest.fail("no KV event arrived")
+        while self.recv(200) is not None:
+            pass
+
+
+def complete(engine, prompt, max_tokens=1):
+    r = requests.post(f"{engine.url}/v1/completions",
+                      json={"model": MODEL_NAME, "prompt": prompt, "max_tokens": max_tokens,
+                            "temperature": 0}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+@pytest.fixture
+def context():
+    ctx = zmq.Context()
+    yield ctx
+    ctx.destroy(linger=0)
+
+
+def kv_engine(layout="map", hashes="int"):
+    config = {"enable_kv_cache_events": True, "endpoint": "tcp://127.0.0.1:*",
+              "replay_endpoint": "tcp://127.0.0.1:*", "topic": TOPIC.decode()}
+    if layout != "map":  # map is the default
+        config["event_layout"] = layout
+    if hashes != "int":
+        config["block_hash_format"] = hashes
+    return EngineServer("--kv-events-config", json.dumps(config), "--num-gpu-blocks-override",
+                        256, kv_events=True, env={"PYTHONHASHSEED": SEED})
+
+
+@pytest.mark.parametrize("layout,hashes", [("map", "int"), ("array", "bytes")])
+def test_engine_kv_events(context, layout, hashes):
+    with kv_engine(layout, hashes) as engine:
+        assert engine.kv_endpoint.startswith("tcp://127.0.0.1:")
+        assert engine.kv_replay_endpoint.startswith("tcp://127.0.0.1:")
+        sub = Subscriber(context, engine)
+        sub.join()
+
+        prompt = list(range(100, 140))  # 40 tokens: two full blocks and a partial one
+        first_seq = len(sub.seqs) and sub.seqs[-1] + 1
+        complete(engine, prompt)
+        live = []
+        while (got := sub.recv(500)) is not None:
+            live.append(got)
+        assert live, "no events for the completion"
+        assert [s for s, _ in live] == list(range(first_seq, first_seq + len(live)))
+        stored = []
+        for _, payload in live:
+            ts, events, dp_rank = msgpack.unpackb(payload)
+            assert isinstance(ts, float) and ts > 1.6e9
+            assert dp_rank in (0, None)  # see test_data_parallel_rank_is_zero
+            stored += [e for e in (as_dict(e, layout) for e in events)
+                       if e["type"] == "BlockStored"]
+        assert stored, live
+        expected = [wire_hash(h, hashes) for h in vllm_block_hashes(prompt)]
+        assert [h for e in stored for h in e["block_hashes"]] == expected
+        assert [t for e in stored for t in e["token_ids"]] == prompt[:2 * BLOCK_SIZE]
+        assert stored[0]["parent_block_hash"] is None
+        for e in stored:
+            assert e["block_size"] == BLOCK_SIZE
+            assert e["medium"] == "GPU"
+            assert e["lora_id"] is None and e.get("lora_name") is None
+
+        # The same prompt again is a cache hit: nothing new is stored for its blocks.
+        again = complete(engine, prompt)
+        assert again["usage"]["prompt_tokens_details"]["cached_tokens"] == 2 * BLOCK_SIZE
+        for _, payload in iter(lambda: sub.recv(300), None):
+            for e in msgpack.unpackb(payload)[1]:
+                e = as_dict(e, layout)
+                if e["type"] == "BlockStored":
+                    assert not set(e["block_hashes"]) & set(expected)
+
+        # Replay from the first live batch, as llm-d asks for it: a DEALER sends ["", seq].
+        dealer = context.socket(zmq.DEALER)
+        dealer.connect(engine.kv_replay_endpoint)
+        dealer.send_multipart([b"", first_seq.to_bytes(8, "big")])
+        replayed = []
+        while True:
+            assert dealer.poll(5000), "replay timed out"
+            empty, seq, payload = dealer.recv_multipart()
+            assert empty == b""
+            if seq == END_SEQ:
+                assert payload == b""
+                break
+            replayed.append((int.from_bytes(seq, "big"), payload))
+        assert replayed[:len(live)] == live
+        assert [s for s, _ in replayed] == list(range(first_seq, first_seq + len(replayed)))
+        # A REQ socket gets the same, from 0.
+        req = context.socket(zmq.REQ)
+        req.connect(engine.kv_replay_endpoint)
+        req.send((0).to_bytes(8, "big"))
+        assert req.poll(5000), "replay (REQ) timed out"
+        seq, payload = req.recv_multipart()
+        assert int.from_bytes(seq, "big") == 0 and payload
+        engine.wait_idle()
+
+
+def test_data_parallel_rank_is_zero(context):
+    with kv_engine() as engine:
+        sub = Subscriber(context, engine)
+        sub.join()
+        complete(engine, list(range(500, 540)))
+        got = sub.recv(5000)
+        assert got is not None
+        assert msgpack.unpackb(got[1])[2] == 0
