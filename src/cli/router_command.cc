@@ -1,0 +1,57 @@
+// switchyard router --config router.yaml: the fleet's OpenAI endpoint (router/). SIGINT and
+// SIGTERM are blocked before any thread starts and taken by sigwait on the main thread,
+// which then stops the router.
+#include <signal.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "cli/commands.h"
+
+#include "base/status_macros.h"
+#include "router/router_config.h"
+#include "router/router_server.h"
+
+namespace switchyard::cli {
+namespace {
+
+absl::Status RunRouter(const std::string& config_path, int port_override) {
+  SY_ASSIGN_OR_RETURN(router::RouterConfig config, router::LoadRouterConfig(config_path));
+  if (port_override >= 0)
+    config.port = port_override;
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<router::RouterServer> server,
+                      router::RouterServer::Start(config));
+  std::printf("switchyard router: serving %s on http://%s:%d\n", config.model.c_str(),
+              config.host.c_str(), server->port());
+  std::fflush(stdout);
+  int signal = 0;
+  sigwait(&signals, &signal);
+  server->Stop();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterRouterCommand(CLI::App& app, int* exit_code) {
+  auto config = std::make_shared<std::string>();
+  auto port = std::make_shared<int>(-1);
+  CLI::App* cmd = app.add_subcommand("router", "Route OpenAI requests across a fleet of engines");
+  cmd->add_option("--config", *config, "router.yaml")->required();
+  cmd->add_option("--port", *port, "overrides listen.port (0 picks a free port)");
+  cmd->callback([config, port, exit_code] {
+    absl::Status status = RunRouter(*config, *port);
+    if (!status.ok()) {
+      std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
+      *exit_code = status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
+    }
+  });
+}
+
+}  // namespace switchyard::cli

@@ -1,0 +1,353 @@
+#include "router/router_server.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "api/chat_request.h"
+#include "api/completion_request.h"
+#include "api/error.h"
+#include "api/response_writer.h"
+#include "base/logging.h"
+#include "base/mutex.h"
+#include "base/status_macros.h"
+#include "kvx/kv_event_subscriber.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "router/endpoint_table.h"
+#include "router/internal/proxy_call.h"
+#include "router/prefix/block_keys.h"
+#include "router/prefix/kv_event_indexer.h"
+#include "router/prometheus_text.h"
+#include "router/scheduling/picker_config.h"
+#include "text/chat_prompt.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace switchyard::router {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::string_view kJson = "application/json";
+
+// Request headers forwarded upstream; the rest (hop-by-hop, routing hints a client must
+// not set) stay here.
+bool ForwardRequestHeader(std::string_view name) {
+  return name == "content-type" || name == "authorization" || name == "x-request-id" ||
+         name == "accept" || name.starts_with("openai-");
+}
+
+class RouterServerImpl final : public RouterServer {
+ public:
+  explicit RouterServerImpl(RouterConfig config)
+      : config_(std::move(config)), table_(std::chrono::milliseconds(config_.staleness_ms)) {}
+  ~RouterServerImpl() override { Stop(); }
+
+  absl::Status Init();
+  int port() const override { return server_->port(); }
+  void Stop() override;
+
+ private:
+  void Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder);
+  void Generate(const net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder,
+                bool chat);
+  absl::StatusOr<std::vector<int32_t>> PromptTokens(const net::HttpRequest& request, bool chat,
+                                                    bool* stream, std::string* cache_salt);
+  void ScrapeLoop();
+  void ScrapeOnce();
+
+  const RouterConfig config_;
+  EndpointTable table_;
+  std::unique_ptr<PluginSet> plugins_;
+  const SchedulingProfile* profile_ = nullptr;
+  std::unique_ptr<text::Tokenizer> tokenizer_;
+  std::unique_ptr<text::ChatTemplate> chat_template_;
+  text::ModelChatTemplate special_;
+  std::unique_ptr<KvEventIndexer> indexer_;
+  std::unique_ptr<kvx::KvEventSubscriber> subscriber_;
+  std::unique_ptr<net::HttpClient> client_;
+  std::unique_ptr<net::HttpServer> server_;
+  std::atomic<int64_t> requests_{0};
+  std::atomic<int64_t> scheduling_ns_{0};
+
+  base::Mutex mu_;
+  base::CondVar cv_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread scraper_;
+};
+
+absl::Status RouterServerImpl::Init() {
+  PluginSetOptions plugin_options;
+  if (!config_.session_token_secret_env.empty()) {
+    if (const char* secret = std::getenv(config_.session_token_secret_env.c_str()))
+      plugin_options.session_token_secret = secret;
+  }
+  SY_ASSIGN_OR_RETURN(plugins_,
+                      PluginSet::FromYaml(config_.scheduling_yaml, "scheduling", plugin_options));
+  profile_ = plugins_->profiles().front().get();
+  if (!config_.tokenizer.empty()) {
+    const std::filesystem::path dir(config_.tokenizer);
+    SY_ASSIGN_OR_RETURN(tokenizer_,
+                        text::Tokenizer::FromJsonFile((dir / "tokenizer.json").string()));
+    absl::StatusOr<text::ModelChatTemplate> tmpl = text::LoadModelChatTemplate(dir.string());
+    if (tmpl.ok()) {
+      special_ = *tmpl;
+      SY_ASSIGN_OR_RETURN(chat_template_, text::ChatTemplate::Compile(tmpl->source));
+    }
+  }
+  for (const PoolConfig& pool : config_.pools) {
+    if (!pool.dns.empty())
+      return absl::UnimplementedError("pools[].dns is not implemented yet; list endpoints");
+    std::vector<EndpointSpec> specs;
+    for (const StaticEndpointConfig& e : pool.endpoints)
+      specs.push_back(e.spec);
+    table_.SetPoolMembers(pool.name, specs);
+  }
+  if (plugins_->precise_index() != nullptr) {
+    indexer_ =
+        std::make_unique<KvEventIndexer>(plugins_->precise_index(), PrefixSeed(config_.model, ""));
+    SY_ASSIGN_OR_RETURN(subscriber_,
+                        kvx::KvEventSubscriber::Start(
+                            [this](const std::string& source, const kvx::KvEventBatch& batch) {
+                              indexer_->Apply(source, batch);
+                            }));
+    for (const PoolConfig& pool : config_.pools) {
+      for (const StaticEndpointConfig& e : pool.endpoints) {
+        if (e.kv_events.has_value()) {
+          subscriber_->AddSource({e.spec.name, e.kv_events->endpoint, e.kv_events->replay_endpoint,
+                                  e.kv_events->topic});
+        }
+      }
+    }
+  }
+  net::HttpClientOptions client_options;
+  client_options.num_threads = config_.threads;
+  client_options.connect_timeout = std::chrono::milliseconds(config_.connect_timeout_ms);
+  client_options.first_byte_timeout = std::chrono::milliseconds(config_.first_byte_timeout_ms);
+  client_options.idle_timeout = std::chrono::milliseconds(config_.idle_timeout_ms);
+  SY_ASSIGN_OR_RETURN(client_, net::HttpClient::Start(client_options));
+  net::HttpServerOptions server_options;
+  server_options.host = config_.host;
+  server_options.port = config_.port;
+  server_options.num_threads = config_.threads;
+  server_options.error_body = [](int status, std::string_view message) {
+    return std::make_pair(std::string(kJson),
+                          api::ErrorBody(api::TransportError(status, std::string(message))));
+  };
+  SY_ASSIGN_OR_RETURN(server_, net::HttpServer::Start(
+                                   server_options, [this](net::HttpRequest request,
+                                                          std::shared_ptr<net::HttpResponder> r) {
+                                     Dispatch(std::move(request), std::move(r));
+                                   }));
+  scraper_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "sy-scrape");
+    ScrapeLoop();
+  });
+  return absl::OkStatus();
+}
+
+void RouterServerImpl::Stop() {
+  {
+    base::MutexLock lock(&mu_);
+    if (stopping_)
+      return;
+    stopping_ = true;
+  }
+  cv_.NotifyAll();
+  if (scraper_.joinable())
+    scraper_.join();
+  if (server_ != nullptr)
+    server_->Stop();
+  if (client_ != nullptr)
+    client_->Stop();
+  if (subscriber_ != nullptr)
+    subscriber_->Stop();
+}
+
+void RouterServerImpl::ScrapeOnce() {
+  for (const EndpointSpec& spec : table_.Members()) {
+    net::HttpClientRequest request;
+    request.upstream = spec.address;
+    request.target = "/metrics";
+    const std::string name = spec.name;
+    const EngineKind kind = spec.engine;
+    client_->Fetch(
+        std::move(request), [this, name, kind](absl::StatusOr<net::HttpClient::Response> response) {
+          if (!response.ok() || response->status != 200) {
+            table_.ReportHealth(name, false);
+            return;
+          }
+          absl::StatusOr<std::vector<PromSample>> samples = ParsePrometheusText(response->body);
+          absl::StatusOr<EndpointMetrics> metrics =
+              samples.ok() ? ExtractEndpointMetrics(kind, *samples)
+                           : absl::StatusOr<EndpointMetrics>(samples.status());
+          if (!metrics.ok()) {
+            SY_LOG_WARN("router: metrics of {}: {}", name, std::string(metrics.status().message()));
+            table_.ReportHealth(name, false);
+            return;
+          }
+          table_.ReportMetrics(name, *metrics, Clock::now());
+        });
+  }
+}
+
+void RouterServerImpl::ScrapeLoop() {
+  for (;;) {
+    ScrapeOnce();
+    base::MutexLock lock(&mu_);
+    // A timed wait, not a sleep: Stop wakes it at once.
+    cv_.WaitUntil(&mu_, Clock::now() + std::chrono::milliseconds(config_.scrape_interval_ms),
+                  [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; });
+    if (stopping_)
+      return;
+  }
+}
+
+absl::StatusOr<std::vector<int32_t>> RouterServerImpl::PromptTokens(const net::HttpRequest& request,
+                                                                    bool chat, bool* stream,
+                                                                    std::string* cache_salt) {
+  api::RequestLimits limits;
+  if (chat) {
+    SY_ASSIGN_OR_RETURN(api::ChatRequest req, api::ParseChatRequest(request.body, limits));
+    *stream = req.sampling.stream;
+    *cache_salt = req.sampling.cache_salt;
+    if (tokenizer_ == nullptr)
+      return std::vector<int32_t>{};
+    SY_ASSIGN_OR_RETURN(std::string prompt,
+                        text::RenderChatPrompt(req, chat_template_.get(), special_));
+    return tokenizer_->Encode(prompt, req.add_special_tokens);
+  }
+  SY_ASSIGN_OR_RETURN(api::CompletionRequest req,
+                      api::ParseCompletionRequest(request.body, limits));
+  *stream = req.sampling.stream;
+  *cache_salt = req.sampling.cache_salt;
+  // A batched prompt is scheduled by its first prompt.
+  if (req.prompts.empty())
+    return std::vector<int32_t>{};
+  if (req.prompts[0].is_tokens)
+    return req.prompts[0].token_ids;
+  if (tokenizer_ == nullptr)
+    return std::vector<int32_t>{};
+  return tokenizer_->Encode(req.prompts[0].text, req.add_special_tokens);
+}
+
+void RouterServerImpl::Generate(const net::HttpRequest& request,
+                                std::shared_ptr<net::HttpResponder> responder, bool chat) {
+  const Clock::time_point start = Clock::now();
+  bool stream = false;
+  std::string cache_salt;
+  absl::StatusOr<std::vector<int32_t>> tokens = PromptTokens(request, chat, &stream, &cache_salt);
+  if (!tokens.ok()) {
+    responder->Send(api::HttpErrorFor(tokens.status()).http_status, kJson,
+                    api::ErrorBody(tokens.status()));
+    return;
+  }
+  auto sched = std::make_shared<SchedulingRequest>();
+  auto prompt = std::make_shared<std::vector<int32_t>>(*std::move(tokens));
+  sched->model = config_.model;
+  sched->prompt_tokens = *prompt;
+  sched->cache_salt = cache_salt;
+  if (std::optional<std::string_view> t = request.Header("x-session-token"))
+    sched->session_token = std::string(*t);
+  if (std::optional<std::string_view> id = request.Header("x-session-id"))
+    sched->session_id = std::string(*id);
+
+  internal::ProxyRequest proxy;
+  proxy.method = request.method;
+  proxy.target = request.target;
+  for (const auto& [name, value] : request.headers) {
+    if (ForwardRequestHeader(name))
+      proxy.headers.emplace_back(name, value);
+  }
+  proxy.body = request.body;
+  proxy.prompt_tokens = static_cast<int64_t>(prompt->size());
+  proxy.stream = stream;
+
+  const SchedulingProfile* profile = profile_;
+  EndpointTable* table = &table_;
+  auto next_target =
+      [profile, table, sched,
+       prompt](const std::vector<std::string>& tried) -> std::optional<internal::ProxyTarget> {
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    const std::vector<Endpoint> snapshot = table->Snapshot(Clock::now());
+    Candidates candidates;
+    for (const Endpoint& e : snapshot) {
+      if (std::find(tried.begin(), tried.end(), e.name) == tried.end())
+        candidates.push_back(&e);
+    }
+    if (candidates.empty())
+      return std::nullopt;
+    ProfileResult result = profile->Run(*sched, candidates, rng);
+    if (result.picked.empty())
+      return std::nullopt;
+    return internal::ProxyTarget{result.picked[0]->name, result.picked[0]->address};
+  };
+  const PluginSet* plugins = plugins_.get();
+  auto issue_token = [plugins](const std::string& endpoint) {
+    return plugins->session_codec().Issue(endpoint);
+  };
+  auto on_picked = [profile, table, sched, prompt](const internal::ProxyTarget& target) {
+    for (const Endpoint& e : table->Snapshot(Clock::now())) {
+      if (e.name == target.name) {
+        profile->NotifyPicked(*sched, e);
+        return;
+      }
+    }
+  };
+  auto call = std::make_shared<internal::ProxyCall>(std::move(proxy), std::move(responder),
+                                                    client_.get(), &table_, config_.max_retries,
+                                                    next_target, issue_token, on_picked);
+  call->Start();
+  ++requests_;
+  scheduling_ns_ +=
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+}
+
+void RouterServerImpl::Dispatch(net::HttpRequest request,
+                                std::shared_ptr<net::HttpResponder> responder) {
+  const std::string& path = request.path;
+  const bool post = request.method == "POST";
+  const bool get = request.method == "GET";
+  if (path == "/v1/completions" && post) {
+    Generate(request, std::move(responder), false);
+  } else if (path == "/v1/chat/completions" && post) {
+    Generate(request, std::move(responder), true);
+  } else if (path == "/health" && get) {
+    responder->Send(200, kJson, "");
+  } else if (path == "/debug/endpoints" && get) {
+    responder->Send(200, kJson, table_.DebugJson(Clock::now()));
+  } else if (path == "/v1/models" && get) {
+    api::ModelCard card;
+    card.id = config_.model;
+    responder->Send(200, kJson, api::ModelList({card}));
+  } else if (path == "/metrics" && get) {
+    responder->Send(
+        200, "text/plain; version=0.0.4",
+        fmt::format("# TYPE switchyard_router_requests counter\n"
+                    "switchyard_router_requests_total {}\n"
+                    "# TYPE switchyard_router_scheduling_seconds counter\n"
+                    "switchyard_router_scheduling_seconds_total {:.9f}\n",
+                    requests_.load(), static_cast<double>(scheduling_ns_.load()) / 1e9));
+  } else {
+    const absl::Status status = absl::NotFoundError("Not Found");
+    responder->Send(404, kJson, api::ErrorBody(status));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterConfig& config) {
+  auto server = std::make_unique<RouterServerImpl>(config);
+  SY_RETURN_IF_ERROR(server->Init());
+  return server;
+}
+
+}  // namespace switchyard::router

@@ -1,0 +1,35 @@
+// RouterServer: the fleet's single OpenAI endpoint. For each generation request it
+// tokenizes the prompt (chat template applied) with the engines' tokenizer, takes a snapshot
+// of the endpoint table, runs the scheduling profile, and proxies the request to the
+// picked endpoint over keep-alive upstream connections, streaming the response through as
+// it arrives. A failure before the first response byte (refused, reset, 502, 503) is retried
+// on the next-best endpoint, up to proxy.maxRetries times; once bytes have gone to the client
+// a failure ends an SSE stream with an error event (never a fake normal finish). A client
+// that disconnects cancels the upstream request, which the engine sees as a disconnect.
+//
+// Also: GET /health, GET /v1/models (the configured model), GET /debug/endpoints (the
+// endpoint table as JSON), GET /metrics (router counters). Every proxied response carries
+// x-switchyard-endpoint and a signed x-session-token.
+//
+// Threads: HTTP server loops run the handlers; the HTTP client loops run upstream calls;
+// one owned scraper thread polls every endpoint's /metrics; a KV event subscriber thread
+// feeds the precise prefix index. Start/Stop from one controlling thread.
+#pragma once
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+
+#include "router/router_config.h"
+
+namespace switchyard::router {
+
+class RouterServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<RouterServer>> Start(const RouterConfig& config);
+  virtual ~RouterServer() = default;
+  virtual int port() const = 0;
+  virtual void Stop() = 0;
+};
+
+}  // namespace switchyard::router
