@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The main job, as it stands today: sets up, builds the release `switchyard` binary and runs
 # it on the bundled tiny model (inspect the model, tokenize, render its chat template, and
-# generate a streamed chat reply; then start the OpenAI-compatible engine and ask it for a
-# completion and a streamed chat reply over HTTP; the tiny model has random weights, so the
-# text is noise). It becomes `switchyard up` (a local fleet) once the router exists.
+# generate a streamed chat reply; then `switchyard up`: a local fleet of two engines behind
+# the router, asked for completions and a streamed chat reply over HTTP; the tiny model has
+# random weights, so the text is noise).
 # Usage: scripts/run.sh [MODEL_DIR]   (default models/tiny-llama3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,24 +39,32 @@ echo "== switchyard generate --model $model --chat --prompt 'Which train goes to
 "$bin" generate --model "$model" --chat --prompt "Which train goes to the yard?" -n 32
 echo
 
-echo "== switchyard engine --model $model --port 0 (OpenAI API over HTTP)"
-"$bin" engine --model "$model" --host 127.0.0.1 --port 0 >"$engine_log" 2>&1 &
+echo "== switchyard up: two engines on $model and a router in front (OpenAI API over HTTP)"
+"$bin" up --model "$model" --port 0 >"$engine_log" 2>&1 &
 engine_pid=$!
 url=""
-for _ in $(seq 1 100); do
-  url=$(grep -o 'http://[0-9.]*:[0-9]*' "$engine_log" || true)
+for _ in $(seq 1 300); do
+  url=$(grep -o 'router serving [^ ]* on http://[0-9.]*:[0-9]*' "$engine_log" | grep -o 'http://.*' || true)
   [ -n "$url" ] && break
   kill -0 "$engine_pid" 2>/dev/null || { cat "$engine_log"; exit 1; }
   sleep 0.1
 done
-[ -n "$url" ] || { echo "engine did not start"; cat "$engine_log"; exit 1; }
-echo "engine at $url"
-echo "-- POST $url/v1/completions"
-curl -sS "$url/v1/completions" -H 'content-type: application/json' \
-  -d '{"prompt": "The yard has", "max_tokens": 16}'
-echo
+[ -n "$url" ] || { echo "the fleet did not start"; cat "$engine_log"; exit 1; }
+cat "$engine_log"
+name=$(basename "$model")
+echo "-- POST $url/v1/completions (twice: the same prompt goes to the same engine)"
+for _ in 1 2; do
+  curl -sS -D - "$url/v1/completions" -H 'content-type: application/json' \
+    -d "{\"model\": \"$name\", \"prompt\": \"The yard has many tracks and one switch.\", \"max_tokens\": 16}" |
+    grep -iE '^x-switchyard-endpoint|^\{'
+  echo
+done
 echo "-- POST $url/v1/chat/completions (stream)"
 curl -sS -N "$url/v1/chat/completions" -H 'content-type: application/json' \
-  -d '{"messages": [{"role": "user", "content": "Which train goes to the yard?"}], "max_tokens": 8, "stream": true, "stream_options": {"include_usage": true}}'
-echo "-- GET $url/metrics (excerpt)"
-curl -sS "$url/metrics" | grep -E '^vllm:(prompt_tokens_total|generation_tokens_total|request_success_total)' || true
+  -d "{\"model\": \"$name\", \"messages\": [{\"role\": \"user\", \"content\": \"Which train goes to the yard?\"}], \"max_tokens\": 8, \"stream\": true}"
+echo "-- GET $url/debug/endpoints"
+curl -sS "$url/debug/endpoints"
+echo
+kill -INT "$engine_pid"
+wait "$engine_pid"
+engine_pid=""

@@ -17,6 +17,8 @@ void RegisterChatTemplateCommand(CLI::App& app, int* exit_code);
 void RegisterGenerateCommand(CLI::App& app, int* exit_code);
 // switchyard engine --model PATH [--port P ...]
 void RegisterEngineCommand(CLI::App& app, int* exit_code);
+// switchyard up [--engines N | --sim N] [--port P]
+void RegisterUpCommand(CLI::App& app, int* exit_code);
 // switchyard router --config router.yaml
 void RegisterRouterCommand(CLI::App& app, int* exit_code);
 // switchyard kv-events-demo --endpoint E [--replay-endpoint R] [--count N]

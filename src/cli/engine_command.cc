@@ -14,111 +14,44 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/runner_factory.h"
 #include "fmt/format.h"
 
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "engine/engine_server.h"
-#include "engine/llama_runner.h"
 #include "kvx/kv_events_config.h"
-#include "sim/latency_model.h"
-#include "sim/sim_runner.h"
 
 namespace switchyard::cli {
 namespace {
 
 struct EngineFlags {
+  RunnerFlags runner;
   std::string model;
   std::string served_model_name;
   std::string host = "0.0.0.0";
   int port = 8000;
   int64_t max_model_len = 0;
-  int32_t block_size = 16;
-  int32_t max_num_seqs = 128;
-  int32_t max_num_batched_tokens = 2048;
   int32_t long_prefill_token_threshold = 0;
   bool enable_prefix_caching = true;
   std::string scheduling_policy = "fcfs";
   std::string kv_events_config;
   std::string api_key;
-  std::string dtype = "auto";
-  size_t threads = 0;
   int http_threads = 2;
   double timeout_keep_alive_s = 5;  // uvicorn's default, as vLLM serves
   double header_timeout_s = 10;
   int64_t max_request_body_bytes = 4 << 20;
-  int64_t kv_cache_memory_bytes = int64_t{1} << 30;
-  int32_t num_gpu_blocks_override = 0;
   int max_logprobs = 20;
   std::string generation_config = "auto";
-  std::string backend = "cpu";
-  std::string sim_latency;
 };
-
-absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const EngineFlags& f) {
-  if (f.backend == "cpu") {
-    engine::LlamaRunnerOptions o;
-    o.num_threads = f.threads;
-    if (f.dtype == "float32") {
-      o.weight_dtype = model::WeightDTypePolicy::kF32;
-    } else if (f.dtype == "bfloat16") {
-      o.weight_dtype = model::WeightDTypePolicy::kBF16;
-    } else if (f.dtype != "auto") {
-      return absl::InvalidArgumentError(
-          fmt::format("--dtype must be auto, float32 or bfloat16, got '{}'", f.dtype));
-    }
-    o.max_num_batched_tokens = f.max_num_batched_tokens;
-    o.max_logit_rows = f.max_num_seqs;
-    o.block_size = f.block_size;
-    o.num_kv_blocks = f.num_gpu_blocks_override;
-    o.kv_cache_memory_bytes = static_cast<size_t>(f.kv_cache_memory_bytes);
-    return engine::RunnerFactory(
-        [o](std::unique_ptr<model::ModelFiles> files,
-            const text::Tokenizer&) -> absl::StatusOr<std::unique_ptr<engine::ModelRunner>> {
-          SY_ASSIGN_OR_RETURN(std::unique_ptr<engine::LlamaRunner> runner,
-                              engine::LlamaRunner::Create(std::move(files), o));
-          return std::unique_ptr<engine::ModelRunner>(std::move(runner));
-        });
-  }
-  if (f.backend == "sim") {
-    SY_ASSIGN_OR_RETURN(sim::LatencyParams latency, sim::ParseLatencyParams(f.sim_latency));
-    engine::RunnerLimits limits;
-    limits.max_num_batched_tokens = f.max_num_batched_tokens;
-    limits.max_logit_rows = f.max_num_seqs;
-    limits.block_size = f.block_size;
-    // The simulated cache holds no memory; by default as many blocks as the real one would
-    // hold in 1 GiB of a small model, enough for max_num_seqs full sequences.
-    limits.num_kv_blocks = f.num_gpu_blocks_override > 0 ? f.num_gpu_blocks_override : 65536;
-    return engine::RunnerFactory(
-        [limits, latency](
-            std::unique_ptr<model::ModelFiles> files,
-            const text::Tokenizer& tok) -> absl::StatusOr<std::unique_ptr<engine::ModelRunner>> {
-          engine::RunnerLimits l = limits;
-          l.vocab_size = files->config().vocab_size;
-          std::vector<int32_t> emit;
-          const auto n = static_cast<int32_t>(
-              std::min<int64_t>(l.vocab_size, static_cast<int64_t>(tok.vocab_size())));
-          for (int32_t id = 0; id < n; ++id) {
-            if (!tok.IsSpecial(id))
-              emit.push_back(id);
-          }
-          SY_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimRunner> runner,
-                              sim::SimRunner::Create(l, latency, std::move(emit),
-                                                     std::make_unique<sim::SteadySimClock>()));
-          return std::unique_ptr<engine::ModelRunner>(std::move(runner));
-        });
-  }
-  return absl::InvalidArgumentError(
-      fmt::format("--backend must be cpu or sim, got '{}'", f.backend));
-}
 
 absl::Status RunEngine(const EngineFlags& f) {
   engine::EngineServerOptions o;
   o.model = f.model;
   o.served_model_name = f.served_model_name;
   o.max_model_len = f.max_model_len;
-  o.budget.max_num_seqs = f.max_num_seqs;
-  o.budget.max_num_batched_tokens = f.max_num_batched_tokens;
+  o.budget.max_num_seqs = f.runner.max_num_seqs;
+  o.budget.max_num_batched_tokens = f.runner.max_num_batched_tokens;
   o.budget.long_prefill_token_threshold = f.long_prefill_token_threshold;
   if (f.scheduling_policy == "priority") {
     o.budget.policy = engine::SchedulingPolicy::kPriority;
@@ -154,7 +87,7 @@ absl::Status RunEngine(const EngineFlags& f) {
     return absl::InvalidArgumentError("--generation-config must be auto or vllm");
   o.use_generation_config = f.generation_config == "auto";
   o.version = SWITCHYARD_VERSION;
-  SY_ASSIGN_OR_RETURN(o.make_runner, MakeRunnerFactory(f));
+  SY_ASSIGN_OR_RETURN(o.make_runner, MakeRunnerFactory(f.runner));
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -192,9 +125,10 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--port", f->port, "0 picks a free port")->capture_default_str();
   cmd->add_option("--max-model-len", f->max_model_len, "context length; 0 = the model's")
       ->capture_default_str();
-  cmd->add_option("--block-size", f->block_size)->capture_default_str();
-  cmd->add_option("--max-num-seqs", f->max_num_seqs)->capture_default_str();
-  cmd->add_option("--max-num-batched-tokens", f->max_num_batched_tokens)->capture_default_str();
+  cmd->add_option("--block-size", f->runner.block_size)->capture_default_str();
+  cmd->add_option("--max-num-seqs", f->runner.max_num_seqs)->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", f->runner.max_num_batched_tokens)
+      ->capture_default_str();
   cmd->add_option("--long-prefill-token-threshold", f->long_prefill_token_threshold)
       ->capture_default_str();
   cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", f->enable_prefix_caching,
@@ -205,8 +139,8 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
                   "JSON as vLLM's KVEventsConfig, e.g. '{\"enable_kv_cache_events\": true, "
                   "\"endpoint\": \"tcp://*:5557\"}'");
   cmd->add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' (or VLLM_API_KEY)");
-  cmd->add_option("--dtype", f->dtype, "auto, float32 or bfloat16")->capture_default_str();
-  cmd->add_option("--threads", f->threads, "compute threads; 0 = one per core")
+  cmd->add_option("--dtype", f->runner.dtype, "auto, float32 or bfloat16")->capture_default_str();
+  cmd->add_option("--threads", f->runner.threads, "compute threads; 0 = one per core")
       ->capture_default_str();
   cmd->add_option("--http-threads", f->http_threads, "HTTP event loops")->capture_default_str();
   cmd->add_option("--timeout-keep-alive", f->timeout_keep_alive_s,
@@ -219,19 +153,19 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-request-body-bytes", f->max_request_body_bytes,
                   "larger request bodies get 413")
       ->capture_default_str();
-  cmd->add_option("--kv-cache-memory-bytes", f->kv_cache_memory_bytes,
+  cmd->add_option("--kv-cache-memory-bytes", f->runner.kv_cache_memory_bytes,
                   "KV cache size when --num-gpu-blocks-override is 0")
       ->capture_default_str();
-  cmd->add_option("--num-gpu-blocks-override", f->num_gpu_blocks_override,
+  cmd->add_option("--num-gpu-blocks-override", f->runner.num_gpu_blocks_override,
                   "KV cache blocks; 0 = from --kv-cache-memory-bytes")
       ->capture_default_str();
   cmd->add_option("--max-logprobs", f->max_logprobs)->capture_default_str();
   cmd->add_option("--generation-config", f->generation_config,
                   "auto: sampling defaults from generation_config.json; vllm: vLLM's")
       ->capture_default_str();
-  cmd->add_option("--backend", f->backend, "cpu, or sim for the simulated forward pass")
+  cmd->add_option("--backend", f->runner.backend, "cpu, or sim for the simulated forward pass")
       ->capture_default_str();
-  cmd->add_option("--sim-latency", f->sim_latency,
+  cmd->add_option("--sim-latency", f->runner.sim_latency,
                   "sim latency model, e.g. 'overhead_ms=2,prefill_us_per_token=100' or 'zero'");
   cmd->callback([f, exit_code] {
     absl::Status status = RunEngine(*f);

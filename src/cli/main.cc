@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   switchyard::cli::RegisterChatTemplateCommand(app, &exit_code);
   switchyard::cli::RegisterGenerateCommand(app, &exit_code);
   switchyard::cli::RegisterEngineCommand(app, &exit_code);
+  switchyard::cli::RegisterUpCommand(app, &exit_code);
   switchyard::cli::RegisterRouterCommand(app, &exit_code);
   switchyard::cli::RegisterKvEventsDemoCommand(app, &exit_code);
 

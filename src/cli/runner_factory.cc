@@ -1,0 +1,73 @@
+#include "cli/runner_factory.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "fmt/format.h"
+
+#include "base/status_macros.h"
+#include "engine/llama_runner.h"
+#include "sim/latency_model.h"
+#include "sim/sim_runner.h"
+
+namespace switchyard::cli {
+
+absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f) {
+  if (f.backend == "cpu") {
+    engine::LlamaRunnerOptions o;
+    o.num_threads = f.threads;
+    if (f.dtype == "float32") {
+      o.weight_dtype = model::WeightDTypePolicy::kF32;
+    } else if (f.dtype == "bfloat16") {
+      o.weight_dtype = model::WeightDTypePolicy::kBF16;
+    } else if (f.dtype != "auto") {
+      return absl::InvalidArgumentError(
+          fmt::format("--dtype must be auto, float32 or bfloat16, got '{}'", f.dtype));
+    }
+    o.max_num_batched_tokens = f.max_num_batched_tokens;
+    o.max_logit_rows = f.max_num_seqs;
+    o.block_size = f.block_size;
+    o.num_kv_blocks = f.num_gpu_blocks_override;
+    o.kv_cache_memory_bytes = static_cast<size_t>(f.kv_cache_memory_bytes);
+    return engine::RunnerFactory(
+        [o](std::unique_ptr<model::ModelFiles> files,
+            const text::Tokenizer&) -> absl::StatusOr<std::unique_ptr<engine::ModelRunner>> {
+          SY_ASSIGN_OR_RETURN(std::unique_ptr<engine::LlamaRunner> runner,
+                              engine::LlamaRunner::Create(std::move(files), o));
+          return std::unique_ptr<engine::ModelRunner>(std::move(runner));
+        });
+  }
+  if (f.backend == "sim") {
+    SY_ASSIGN_OR_RETURN(sim::LatencyParams latency, sim::ParseLatencyParams(f.sim_latency));
+    engine::RunnerLimits limits;
+    limits.max_num_batched_tokens = f.max_num_batched_tokens;
+    limits.max_logit_rows = f.max_num_seqs;
+    limits.block_size = f.block_size;
+    // The simulated cache holds no memory; by default as many blocks as the real one would
+    // hold in 1 GiB of a small model, enough for max_num_seqs full sequences.
+    limits.num_kv_blocks = f.num_gpu_blocks_override > 0 ? f.num_gpu_blocks_override : 65536;
+    return engine::RunnerFactory(
+        [limits, latency](
+            std::unique_ptr<model::ModelFiles> files,
+            const text::Tokenizer& tok) -> absl::StatusOr<std::unique_ptr<engine::ModelRunner>> {
+          engine::RunnerLimits l = limits;
+          l.vocab_size = files->config().vocab_size;
+          std::vector<int32_t> emit;
+          const auto n = static_cast<int32_t>(
+              std::min<int64_t>(l.vocab_size, static_cast<int64_t>(tok.vocab_size())));
+          for (int32_t id = 0; id < n; ++id) {
+            if (!tok.IsSpecial(id))
+              emit.push_back(id);
+          }
+          SY_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimRunner> runner,
+                              sim::SimRunner::Create(l, latency, std::move(emit),
+                                                     std::make_unique<sim::SteadySimClock>()));
+          return std::unique_ptr<engine::ModelRunner>(std::move(runner));
+        });
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("--backend must be cpu or sim, got '{}'", f.backend));
+}
+
+}  // namespace switchyard::cli

@@ -1,0 +1,30 @@
+// The model runner behind an engine, from flags: the CPU runner over the checkpoint
+// (`--backend cpu`) or the simulated one (`--backend sim`, sim/). Shared by `switchyard
+// engine` and `switchyard up`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+#include "engine/engine_server.h"
+
+namespace switchyard::cli {
+
+struct RunnerFlags {
+  std::string backend = "cpu";
+  std::string dtype = "auto";
+  size_t threads = 0;
+  int32_t block_size = 16;
+  int32_t max_num_seqs = 128;
+  int32_t max_num_batched_tokens = 2048;
+  int64_t kv_cache_memory_bytes = int64_t{1} << 30;
+  int32_t num_gpu_blocks_override = 0;
+  std::string sim_latency;
+};
+
+// InvalidArgument for an unknown backend or dtype, or a bad --sim-latency.
+absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f);
+
+}  // namespace switchyard::cli
