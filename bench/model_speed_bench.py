@@ -17,13 +17,15 @@ one invocation and alternating run by run:
     stderr, timed inside the process around the forward steps (model load excluded on both
     sides). Both sides see the same 512 prompt ids (checked) and generate N tokens: the first
     from the prefill's logits, then N-1 decode steps.
-Reports medians of --runs runs and ours/llama.cpp (above 1.0: we are faster).
+Reports medians of --runs runs and ours/llama.cpp (above 1.0: we are faster), and the median
+of the per-run ratios (run i of ours over run i of llama.cpp, which ran just before it), the
+steadier figure when the machine's load drifts during an invocation.
 
 Decode roofline, same invocation: read bandwidth from bench/sy_bench_runtime_matmul's
 BM_StreamRead (all cores sum a 512 MiB array; median of 5, measured before and after the
 model runs), bytes read per decoded token = every weight tensor as stored in the file
 (a tied embedding is read whole as lm_head; plus one embedding row) + the KV cache read by
-attention at the mean decode context (ours: F32 K/V; llama.cpp: F16), the implied ceiling
+attention at the mean decode context (F16 K/V on both sides), the implied ceiling
 bandwidth / bytes and each side's percentage of it.
 
 Batch scaling (--batch-sizes 1,4,16,32): needs `switchyard generate --batch B` (B copies of
@@ -46,7 +48,7 @@ import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PROMPT_TOKENS = 512
-OUR_KV_BYTES = 4  # model::KvCacheShape's default dtype is F32
+OUR_KV_BYTES = 2  # LlamaModelOptions' default KV dtype for bf16/Q8_0 weights is F16
 LLAMACPP_KV_BYTES = 2  # llama.cpp's default cache type is F16
 
 # Plain English words that are single tokens after a space in the Llama-3 vocabulary, so the
@@ -209,6 +211,17 @@ def best_llamacpp(row, key):
     return max(found) if found else (float("nan"), "-")
 
 
+def paired_ratios(row, runs, key):
+    """ours / llama.cpp per run (llama.cpp at the better wait policy of that run): runs i of
+    both sides ran back to back, so their ratio sees the same machine load."""
+    ratios = []
+    for i, ours in enumerate(runs):
+        peers = [r[i][key] for r in row["llamacpp"].values() if i < len(r) and key in r[i]]
+        if peers and key in ours:
+            ratios.append(ours[key] / max(peers))
+    return ratios
+
+
 def median(runs, key):
     vals = [r[key] for r in runs if key in r]
     return statistics.median(vals) if vals else float("nan")
@@ -331,13 +344,25 @@ def report(results, bw):
             print(f"| {row['model']} | {label} | {lp:.1f} | {op:.1f} | {op / lp:.2f}x "
                   f"| {ld:.2f} | {od:.2f} | {od / ld:.2f}x |")
     print()
+    print("Paired ratios (each run's ours / the same run's llama.cpp at its better policy): "
+          "median [min, max]")
+    for row in results["rows"]:
+        for form, runs in row["ours"].items():
+            parts = []
+            for key in ("prefill_tps", "decode_tps"):
+                r = paired_ratios(row, runs, key)
+                if r:
+                    parts.append(f"{key.split('_')[0]} {statistics.median(r):.2f}x "
+                                 f"[{min(r):.2f}, {max(r):.2f}]")
+            print(f"  {row['model']} {row['format']} {form}: {'; '.join(parts)}")
+    print()
     print("llama.cpp medians by OMP_WAIT_POLICY (prefill / decode tok/s):")
     for row in results["rows"]:
         parts = [f"{p}: {median(r, 'prefill_tps'):.1f} / {median(r, 'decode_tps'):.2f}"
                  for p, r in row["llamacpp"].items()]
         print(f"  {row['model']} {row['format']}: {'; '.join(parts)}")
     print()
-    print("| model | weights | weight MB/token | KV MB/token (ours F32 / llama.cpp F16) "
+    print("| model | weights | weight MB/token | KV MB/token (ours / llama.cpp) "
           "| ceiling tok/s (ours / llama.cpp) | ours % of ceiling | llama.cpp % of ceiling |")
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for row in results["rows"]:

@@ -11,8 +11,8 @@
 #include "api/response_writer.h"
 #include "base/json.h"
 #include "base/status_macros.h"
-#include "text/chat_prompt.h"
 #include "engine/generation_handler.h"
+#include "text/chat_prompt.h"
 
 namespace switchyard::engine {
 namespace {

@@ -12,8 +12,8 @@
 #include "api/completion_request.h"
 #include "api/error.h"
 #include "base/status_macros.h"
-#include "text/chat_prompt.h"
 #include "engine/internal/generation_stream.h"
+#include "text/chat_prompt.h"
 
 namespace switchyard::engine {
 namespace {

@@ -237,8 +237,8 @@ void KvEventSubscriber::Run() {
           stats_.erase(c.source.name);
           continue;
         }
-        auto s = std::make_unique<SourceState>(
-            c.source, zmq::socket_t(context, zmq::socket_type::sub));
+        auto s =
+            std::make_unique<SourceState>(c.source, zmq::socket_t(context, zmq::socket_type::sub));
         s->sub.set(zmq::sockopt::linger, 0);
         s->sub.set(zmq::sockopt::subscribe, c.source.topic);
         try {

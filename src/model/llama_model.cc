@@ -38,6 +38,13 @@ KvCacheShape LlamaModel::KvShape(int64_t num_blocks, int64_t block_size) const {
   shape.block_size = block_size;
   shape.kv_heads = config().num_key_value_heads;
   shape.head_dim = config().head_dim;
+  if (options_.kv_dtype.has_value()) {
+    shape.dtype = *options_.kv_dtype;
+  } else {
+    const bool f32_layers =
+        weights_->layers.empty() || weights_->layers.front().wq.dtype() == runtime::DType::kF32;
+    shape.dtype = f32_layers ? runtime::DType::kF32 : runtime::DType::kF16;
+  }
   return shape;
 }
 

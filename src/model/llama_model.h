@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -31,6 +32,10 @@ struct LlamaModelOptions {
   int64_t max_num_batched_tokens = 512;  // tokens per step
   int64_t max_logit_rows = 64;           // rows of logits per step
   WeightDTypePolicy weight_dtype = WeightDTypePolicy::kAsStored;
+  // KV cache dtype (F32, F16 or BF16). Unset: F32 when the layers' weights are F32 (exact
+  // f32 runs stay exact), else F16, which halves attention's reads at decode (llama.cpp's
+  // default too) and rounds K/V by at most 2^-11 relative.
+  std::optional<runtime::DType> kv_dtype;
 };
 
 // Device buffers for one step's activations; see llama_graph.h.
@@ -49,7 +54,7 @@ class LlamaModel {
   const LlamaModelOptions& options() const { return options_; }
   const LlamaWeights& weights() const { return *weights_; }
 
-  // The shape of a KV cache this model can run against.
+  // The shape of a KV cache this model can run against, in the dtype the options chose.
   KvCacheShape KvShape(int64_t num_blocks, int64_t block_size) const;
 
   // Runs one step and writes logits of batch.logit_rows, row after row, to `logits`

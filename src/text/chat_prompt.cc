@@ -51,8 +51,7 @@ std::string MessagesJson(const api::ChatRequest& request) {
   return out;
 }
 
-std::string ExtraContextJson(const api::ChatRequest& request,
-                             const ModelChatTemplate& special) {
+std::string ExtraContextJson(const api::ChatRequest& request, const ModelChatTemplate& special) {
   std::string out = "{\"bos_token\":";
   base::AppendJsonString(special.bos_token, false, &out);
   AppendKey("eos_token", &out);

@@ -1,9 +1,9 @@
 // RenderChatPrompt: an OpenAI chat request's messages through the model's chat template, to
-// the prompt text the engines (and the router, to know the prompt's tokens) tokenize, the way vLLM's chat path (transformers'
-// apply_chat_template) builds it: messages as JSON objects, tools, add_generation_prompt,
-// the checkpoint's special tokens and the request's chat_template_kwargs. With
-// continue_final_message the output ends right after the last message's content, so the
-// model continues it.
+// the prompt text the engines (and the router, to know the prompt's tokens) tokenize, the way
+// vLLM's chat path (transformers' apply_chat_template) builds it: messages as JSON objects, tools,
+// add_generation_prompt, the checkpoint's special tokens and the request's chat_template_kwargs.
+// With continue_final_message the output ends right after the last message's content, so the model
+// continues it.
 //
 // Stateless; any thread.
 #pragma once

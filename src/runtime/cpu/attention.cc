@@ -1,10 +1,15 @@
-// Paged attention. Work items are (kv head, query row) pairs, kv-head major so that each
-// thread gets whole heads and the causal triangle's cost spreads evenly. An item serves
-// all query heads that share its kv head (GQA), so each K/V row is read once per group.
-// Softmax is online, one KV block at a time: scores of the block, then a running max and
-// rescaled accumulators, in f32.
+// Paged attention. Work items are (kv head, tile of up to a few consecutive query rows of
+// one sequence), kv-head major so that the causal triangle's cost spreads over threads. An
+// item treats its rows times the query heads sharing its kv head (GQA) as one set of query
+// vectors, so each K/V row is read once per item and, in prefill, the ISA loops see enough
+// query vectors to work like a small GEMM. Softmax is online, one KV block at a time:
+// scores of the block, then per query vector a running max and rescaled accumulators, in
+// f32, over a few KV blocks at a time. Rows of a tile see different numbers of positions
+// (causal); a vector's scores past its last visible position become zero probabilities.
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -13,23 +18,17 @@
 namespace switchyard::runtime::cpu {
 namespace {
 
-struct RowRef {
-  int32_t sequence;
-  int32_t row_in_sequence;
-};
+// Query vectors (rows x heads per kv head) an item aims for.
+constexpr int64_t kTileVectors = 16;
+// KV positions, at least, whose scores go through one softmax update: the update (max, exp
+// and the rescale of every accumulator) costs the same for few positions as for many.
+constexpr int64_t kStepPositions = 64;
 
-// K or V row at `slot` of the pool as f32: a pointer into an F32 pool, or converted into
-// `scratch` for 16-bit pools.
-const float* PoolRow(const IsaKernels& isa, const Tensor& pool, const uint8_t* base,
-                     size_t slot_bytes, int64_t slot, int64_t kv_head, int64_t head_dim,
-                     float* scratch) {
-  const uint8_t* p =
-      base + static_cast<size_t>(slot) * slot_bytes + RowBytes(pool.dtype(), kv_head * head_dim);
-  if (pool.dtype() == DType::kF32)
-    return reinterpret_cast<const float*>(p);
-  isa.to_f32(pool.dtype(), p, head_dim, scratch);
-  return scratch;
-}
+struct TileRef {
+  int32_t sequence;
+  int32_t first_row;  // within the sequence's q_len rows
+  int32_t rows;
+};
 
 }  // namespace
 
@@ -41,90 +40,110 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
   const int64_t block_size = k_pool.dim(1);
   const int64_t kv_heads = k_pool.dim(2);
   const int64_t group = heads / kv_heads;
-  const size_t slot_bytes = RowBytes(k_pool.dtype(), kv_heads * head_dim);
+  const DType kv_dtype = k_pool.dtype();
+  const size_t slot_bytes = RowBytes(kv_dtype, kv_heads * head_dim);
   const auto* kbase = static_cast<const uint8_t*>(k_pool.data());
   const auto* vbase = static_cast<const uint8_t*>(v_pool.data());
   const auto* qd = q.data_as<const float>();
   auto* od = out.data_as<float>();
   const IsaKernels& isa = *ctx.isa;
+  const int64_t tile_rows = std::max<int64_t>(1, kTileVectors / group);
+  const int64_t max_vectors = tile_rows * group;
+  const int64_t blocks_per_step = (kStepPositions + block_size - 1) / block_size;
+  const int64_t span = blocks_per_step * block_size;
 
   // Grows once per backend thread; reused by every later call.
-  thread_local std::vector<RowRef> rows;
-  rows.clear();
+  thread_local std::vector<TileRef> tiles;
+  tiles.clear();
   int64_t work = 0;
   for (size_t s = 0; s < sequences.size(); ++s) {
-    for (int64_t i = 0; i < sequences[s].q_len; ++i) {
-      rows.push_back({static_cast<int32_t>(s), static_cast<int32_t>(i)});
+    for (int64_t i = 0; i < sequences[s].q_len; i += tile_rows) {
+      tiles.push_back({static_cast<int32_t>(s), static_cast<int32_t>(i),
+                       static_cast<int32_t>(std::min(tile_rows, sequences[s].q_len - i))});
     }
     work += sequences[s].q_len * sequences[s].context_len * heads * head_dim * 2;
   }
-  const int64_t num_rows = static_cast<int64_t>(rows.size());
-  const RowRef* row_refs = rows.data();
+  const auto num_tiles = static_cast<int64_t>(tiles.size());
+  const TileRef* tile_refs = tiles.data();
 
-  ctx.ParallelFor(kv_heads * num_rows, work, [&](int64_t begin, int64_t end) {
+  ctx.ParallelFor(kv_heads * num_tiles, work, [&](int64_t begin, int64_t end) {
     thread_local std::vector<float> state;
-    const size_t need =
-        static_cast<size_t>(group * head_dim + group * block_size + 2 * group + 2 * head_dim);
+    const size_t need = static_cast<size_t>(max_vectors * (2 * head_dim + span + 2));
     if (state.size() < need)
       state.resize(need);
-    float* acc = state.data();                         // [group, head_dim]
-    float* scores = acc + group * head_dim;            // [group, block_size]
-    float* running_max = scores + group * block_size;  // [group]
-    float* running_sum = running_max + group;          // [group]
-    float* k_scratch = running_sum + group;            // [head_dim]
-    float* v_scratch = k_scratch + head_dim;           // [head_dim]
+    float* q_tile = state.data();                      // [vectors, head_dim]
+    float* acc = q_tile + max_vectors * head_dim;      // [vectors, head_dim]
+    float* scores = acc + max_vectors * head_dim;      // [vectors, span]
+    float* running_max = scores + max_vectors * span;  // [vectors]
+    float* running_sum = running_max + max_vectors;    // [vectors]
+    // The K and V blocks of one step, at this item's kv head.
+    std::array<const uint8_t*, kStepPositions> k_blocks;
+    std::array<const uint8_t*, kStepPositions> v_blocks;
 
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t g = item / num_rows;
-      const RowRef ref = row_refs[item % num_rows];
-      const AttentionSequence& seq = sequences[static_cast<size_t>(ref.sequence)];
-      const int64_t q_row = seq.q_begin + ref.row_in_sequence;
-      const int64_t visible = seq.context_len - seq.q_len + ref.row_in_sequence + 1;
-      const float* q_heads = qd + (q_row * heads + g * group) * head_dim;
-
-      std::fill(acc, acc + group * head_dim, 0.0f);
-      std::fill(running_max, running_max + group, -std::numeric_limits<float>::infinity());
-      std::fill(running_sum, running_sum + group, 0.0f);
-
-      for (int64_t b = 0; b * block_size < visible; ++b) {
-        const int64_t block_id = seq.block_table[static_cast<size_t>(b)];
-        const int64_t count = std::min(block_size, visible - b * block_size);
-        for (int64_t p = 0; p < count; ++p) {
-          const float* krow = PoolRow(isa, k_pool, kbase, slot_bytes, block_id * block_size + p, g,
-                                      head_dim, k_scratch);
-          for (int64_t h = 0; h < group; ++h) {
-            scores[h * block_size + p] = scale * isa.dot(q_heads + h * head_dim, krow, head_dim);
-          }
-        }
-        for (int64_t h = 0; h < group; ++h) {
-          float* s = scores + h * block_size;
-          const float block_max = *std::max_element(s, s + count);
-          const float new_max = std::max(running_max[h], block_max);
-          const float correction = std::exp(running_max[h] - new_max);
-          running_max[h] = new_max;
-          float sum = 0.0f;
-          for (int64_t p = 0; p < count; ++p) {
-            s[p] = std::exp(s[p] - new_max);
-            sum += s[p];
-          }
-          running_sum[h] = running_sum[h] * correction + sum;
-          float* acc_h = acc + h * head_dim;
-          for (int64_t t = 0; t < head_dim; ++t)
-            acc_h[t] *= correction;
-        }
-        for (int64_t p = 0; p < count; ++p) {
-          const float* vrow = PoolRow(isa, v_pool, vbase, slot_bytes, block_id * block_size + p, g,
-                                      head_dim, v_scratch);
-          for (int64_t h = 0; h < group; ++h) {
-            isa.scale_add(1.0f, acc + h * head_dim, scores[h * block_size + p], vrow, head_dim);
-          }
-        }
+      const int64_t g = item / num_tiles;
+      const TileRef tile = tile_refs[item % num_tiles];
+      const AttentionSequence& seq = sequences[static_cast<size_t>(tile.sequence)];
+      const int64_t num_q = tile.rows * group;
+      // Vector r is query head g * group + r % group of row first_row + r / group.
+      for (int64_t i = 0; i < tile.rows; ++i) {
+        const int64_t q_row = seq.q_begin + tile.first_row + i;
+        std::memcpy(q_tile + i * group * head_dim, qd + (q_row * heads + g * group) * head_dim,
+                    static_cast<size_t>(group * head_dim) * sizeof(float));
       }
-      for (int64_t h = 0; h < group; ++h) {
-        float* o = od + (q_row * heads + g * group + h) * head_dim;
-        const float inv = 1.0f / running_sum[h];
+      // Positions [0, visible) are seen by the tile's first row, one more by each next row.
+      const int64_t first_visible = seq.context_len - seq.q_len + tile.first_row + 1;
+      const int64_t last_visible = first_visible + tile.rows - 1;
+      const size_t head_offset = RowBytes(kv_dtype, g * head_dim);
+
+      std::fill(acc, acc + num_q * head_dim, 0.0f);
+      std::fill(running_max, running_max + num_q, -std::numeric_limits<float>::infinity());
+      std::fill(running_sum, running_sum + num_q, 0.0f);
+
+      // One step: the scores of up to blocks_per_step blocks (positions [start, start +
+      // count)), one softmax update, then their weighted V rows.
+      for (int64_t b0 = 0; b0 * block_size < last_visible; b0 += blocks_per_step) {
+        const int64_t start = b0 * block_size;
+        const int64_t count = std::min(span, last_visible - start);
+        for (int64_t b = 0; b * block_size < count; ++b) {
+          const size_t offset =
+              static_cast<size_t>(seq.block_table[static_cast<size_t>(b0 + b)] * block_size) *
+                  slot_bytes +
+              head_offset;
+          k_blocks[b] = kbase + offset;
+          v_blocks[b] = vbase + offset;
+        }
+        isa.kv_scores(kv_dtype, q_tile, num_q, head_dim,
+                      {k_blocks.data(), block_size, slot_bytes, count}, scale, scores, span);
+        // Scores become probabilities (unnormalized, relative to the new running max); what
+        // was accumulated so far is rescaled to that max.
+        for (int64_t r = 0; r < num_q; ++r) {
+          float* s = scores + r * span;
+          const int64_t valid = std::min(count, first_visible + r / group - start);
+          if (valid <= 0) {
+            std::fill(s, s + count, 0.0f);
+            continue;
+          }
+          const float old_max = running_max[r];
+          const float sum = isa.softmax_step(s, valid, &running_max[r]);
+          const float correction = std::exp(old_max - running_max[r]);
+          running_sum[r] = running_sum[r] * correction + sum;
+          std::fill(s + valid, s + count, 0.0f);
+          if (correction != 1.0f) {
+            float* acc_r = acc + r * head_dim;
+            for (int64_t t = 0; t < head_dim; ++t)
+              acc_r[t] *= correction;
+          }
+        }
+        isa.kv_accumulate(kv_dtype, scores, span, num_q, head_dim,
+                          {v_blocks.data(), block_size, slot_bytes, count}, acc);
+      }
+      for (int64_t r = 0; r < num_q; ++r) {
+        const int64_t q_row = seq.q_begin + tile.first_row + r / group;
+        float* o = od + (q_row * heads + g * group + r % group) * head_dim;
+        const float inv = 1.0f / running_sum[r];
         for (int64_t t = 0; t < head_dim; ++t)
-          o[t] = acc[h * head_dim + t] * inv;
+          o[t] = acc[r * head_dim + t] * inv;
       }
     }
   });

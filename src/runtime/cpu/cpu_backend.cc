@@ -85,8 +85,10 @@ class CpuRopeTable final : public RopeTable {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(size_t num_threads, CpuIsa isa, bool int8_q8_0, bool bf16_dot)
-      : pool_(num_threads, "sy-cpu"),
-        ctx_{&pool_, &cpu::KernelsFor(isa), int8_q8_0 ? &cpu::Avx512Q8Kernels() : nullptr,
+      // The driving thread is one of the num_threads compute threads.
+      : pool_(num_threads > 1 ? std::make_unique<base::ThreadPool>(num_threads - 1, "sy-cpu")
+                              : nullptr),
+        ctx_{pool_.get(), &cpu::KernelsFor(isa), int8_q8_0 ? &cpu::Avx512Q8Kernels() : nullptr,
              bf16_dot ? &cpu::Avx512Bf16Kernels() : nullptr},
         name_(fmt::format("cpu({}{}{}, {} threads)", CpuIsaName(isa), int8_q8_0 ? "+vnni" : "",
                           bf16_dot ? "+bf16" : "", num_threads)) {}
@@ -347,7 +349,7 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
-  base::ThreadPool pool_;
+  std::unique_ptr<base::ThreadPool> pool_;
   KernelContext ctx_;
   std::string name_;
 };

@@ -1,5 +1,3 @@
-#include <cmath>
-
 #include "runtime/cpu/internal/kernels.h"
 
 namespace switchyard::runtime::cpu {
@@ -11,8 +9,7 @@ void SwiGluKernel(const KernelContext& ctx, const Tensor& gate, const Tensor& up
   const auto* u = up.data_as<const float>();
   auto* o = out.data_as<float>();
   ctx.ParallelFor(count, 8 * count, [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t)
-      o[t] = g[t] / (1.0f + std::exp(-g[t])) * u[t];
+    ctx.isa->swiglu(g + begin, u + begin, end - begin, o + begin);
   });
 }
 

@@ -189,17 +189,81 @@ float Dot(const float* a, const float* b, int64_t len) {
   return sum;
 }
 
-void ScaleAdd(float beta, float* y, float alpha, const float* x, int64_t len) {
-  const __m256 vb = _mm256_set1_ps(beta);
-  const __m256 va = _mm256_set1_ps(alpha);
-  int64_t t = 0;
-  for (; t + kWidth <= len; t += kWidth) {
-    const __m256 r =
-        _mm256_fmadd_ps(va, _mm256_loadu_ps(x + t), _mm256_mul_ps(_mm256_loadu_ps(y + t), vb));
-    _mm256_storeu_ps(y + t, r);
+template <typename Loader>
+void KvScoresT(DType dtype, const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows,
+               float scale, float* scores, int64_t lds) {
+  const int64_t hd_vec = head_dim / kWidth * kWidth;
+  for (int64_t p = 0; p < rows.count; ++p) {
+    const uint8_t* row = rows.row(p);
+    for (int64_t r = 0; r < num_q; ++r) {
+      const float* qr = q + r * head_dim;
+      __m256 acc0 = _mm256_setzero_ps();
+      __m256 acc1 = _mm256_setzero_ps();
+      int64_t t = 0;
+      for (; t + 2 * kWidth <= hd_vec; t += 2 * kWidth) {
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qr + t), Loader::Load(row, t), acc0);
+        acc1 =
+            _mm256_fmadd_ps(_mm256_loadu_ps(qr + t + kWidth), Loader::Load(row, t + kWidth), acc1);
+      }
+      for (; t < hd_vec; t += kWidth)
+        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qr + t), Loader::Load(row, t), acc0);
+      float sum = ReduceAdd(_mm256_add_ps(acc0, acc1));
+      for (; t < head_dim; ++t)
+        sum += qr[t] * ScalarWeight(dtype, row, t);
+      scores[r * lds + p] = scale * sum;
+    }
   }
-  for (; t < len; ++t)
-    y[t] = y[t] * beta + alpha * x[t];
+}
+
+template <typename Loader>
+void KvAccumulateT(DType dtype, const float* probs, int64_t lds, int64_t num_q, int64_t head_dim,
+                   const KvRows& rows, float* acc) {
+  const int64_t hd_vec = head_dim / kWidth * kWidth;
+  for (int64_t p = 0; p < rows.count; ++p) {
+    const uint8_t* row = rows.row(p);
+    for (int64_t r = 0; r < num_q; ++r) {
+      const float w = probs[r * lds + p];
+      const __m256 wv = _mm256_set1_ps(w);
+      float* acc_r = acc + r * head_dim;
+      int64_t t = 0;
+      for (; t < hd_vec; t += kWidth) {
+        _mm256_storeu_ps(acc_r + t,
+                         _mm256_fmadd_ps(wv, Loader::Load(row, t), _mm256_loadu_ps(acc_r + t)));
+      }
+      for (; t < head_dim; ++t)
+        acc_r[t] += w * ScalarWeight(dtype, row, t);
+    }
+  }
+}
+
+void KvScores(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows,
+              float scale, float* scores, int64_t lds) {
+  switch (kv_dtype) {
+    case DType::kF32:
+      return KvScoresT<LoadF32>(kv_dtype, q, num_q, head_dim, rows, scale, scores, lds);
+    case DType::kF16:
+      return KvScoresT<LoadF16>(kv_dtype, q, num_q, head_dim, rows, scale, scores, lds);
+    case DType::kBF16:
+      return KvScoresT<LoadBf16>(kv_dtype, q, num_q, head_dim, rows, scale, scores, lds);
+    case DType::kQ8_0:
+    case DType::kI32:
+      return;
+  }
+}
+
+void KvAccumulate(DType kv_dtype, const float* probs, int64_t lds, int64_t num_q, int64_t head_dim,
+                  const KvRows& rows, float* acc) {
+  switch (kv_dtype) {
+    case DType::kF32:
+      return KvAccumulateT<LoadF32>(kv_dtype, probs, lds, num_q, head_dim, rows, acc);
+    case DType::kF16:
+      return KvAccumulateT<LoadF16>(kv_dtype, probs, lds, num_q, head_dim, rows, acc);
+    case DType::kBF16:
+      return KvAccumulateT<LoadBf16>(kv_dtype, probs, lds, num_q, head_dim, rows, acc);
+    case DType::kQ8_0:
+    case DType::kI32:
+      return;
+  }
 }
 
 // f32 -> bf16 bits in the low 16 bits of each lane, rounded like F32ToBf16.
@@ -270,8 +334,9 @@ void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows
 #endif
 
 const IsaKernels& Avx2Kernels() {
-  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &PackPanel, &ToF32,
-                                          &FromF32, &Dot,       &ScaleAdd};
+  static constexpr IsaKernels kKernels = {
+      &DotRows,  &GemmPanel,    &PackPanel,         &ToF32,       &FromF32, &Dot,
+      &KvScores, &KvAccumulate, &SoftmaxStepScalar, &SwiGluScalar};
   return kKernels;
 }
 

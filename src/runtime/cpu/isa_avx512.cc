@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/cpu/internal/avx512_loaders.h"
 #include "runtime/cpu/internal/avx512_transpose.h"
 #include "runtime/cpu/internal/isa_kernels.h"
 #include "runtime/float16.h"
@@ -29,23 +30,8 @@ namespace {
 
 constexpr int64_t kWidth = 16;
 
-// Loaders: 16 weights of a row starting at element t, as f32. t % 16 == 0 for Q8_0.
-struct LoadF32 {
-  static __m512 Load(const uint8_t* row, int64_t t) {
-    return _mm512_loadu_ps(reinterpret_cast<const float*>(row) + t);
-  }
-};
-struct LoadBf16 {
-  static __m512 Load(const uint8_t* row, int64_t t) {
-    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * t));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-};
-struct LoadF16 {
-  static __m512 Load(const uint8_t* row, int64_t t) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * t)));
-  }
-};
+// Loaders: 16 weights of a row starting at element t, as f32 (see avx512_loaders.h for
+// F32, BF16 and F16). t % 16 == 0 for Q8_0.
 struct LoadQ8_0 {
   static __m512 Load(const uint8_t* row, int64_t t) {
     const uint8_t* block = row + (t / kQ8_0BlockElems) * kQ8_0BlockBytes;
@@ -208,18 +194,6 @@ float Dot(const float* a, const float* b, int64_t len) {
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
-void ScaleAdd(float beta, float* y, float alpha, const float* x, int64_t len) {
-  const __m512 vb = _mm512_set1_ps(beta);
-  const __m512 va = _mm512_set1_ps(alpha);
-  for (int64_t t = 0; t < len; t += kWidth) {
-    const __mmask16 mask =
-        static_cast<__mmask16>(len - t >= kWidth ? 0xffff : (1u << (len - t)) - 1);
-    const __m512 yv = _mm512_maskz_loadu_ps(mask, y + t);
-    const __m512 r = _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(mask, x + t), _mm512_mul_ps(yv, vb));
-    _mm512_mask_storeu_ps(y + t, mask, r);
-  }
-}
-
 // f32 -> bf16 bits in the low 16 bits of each lane, rounded like F32ToBf16.
 __m512i RoundToBf16(__m512 v) {
   const __m512i bits = _mm512_castps_si512(v);
@@ -324,8 +298,17 @@ void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows
 #endif
 
 const IsaKernels& Avx512Kernels() {
-  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &PackPanel, &ToF32,
-                                          &FromF32, &Dot,       &ScaleAdd};
+  static const IsaKernels kKernels = [] {
+    IsaKernels k{};
+    k.dot_rows = &DotRows;
+    k.gemm_panel = &GemmPanel;
+    k.pack_panel = &PackPanel;
+    k.to_f32 = &ToF32;
+    k.from_f32 = &FromF32;
+    k.dot = &Dot;
+    SetAvx512AttentionKernels(&k);
+    return k;
+  }();
   return kKernels;
 }
 

@@ -1,6 +1,7 @@
 // Plain C++ inner loops: the reference-speed fallback for any CPU. Several independent
 // accumulators let the compiler vectorize without reassociating a single sum.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "runtime/cpu/internal/isa_kernels.h"
@@ -27,9 +28,41 @@ float Dot(const float* a, const float* b, int64_t len) {
   return sum;
 }
 
-void ScaleAdd(float beta, float* y, float alpha, const float* x, int64_t len) {
-  for (int64_t t = 0; t < len; ++t)
-    y[t] = y[t] * beta + alpha * x[t];
+// K/V rows are converted to f32 kChunk elements at a time.
+void KvScores(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows,
+              float scale, float* scores, int64_t lds) {
+  float row_f32[kChunk];
+  for (int64_t p = 0; p < rows.count; ++p) {
+    const uint8_t* row = rows.row(p);
+    for (int64_t r = 0; r < num_q; ++r)
+      scores[r * lds + p] = 0.0f;
+    for (int64_t t0 = 0; t0 < head_dim; t0 += kChunk) {
+      const int64_t len = std::min(kChunk, head_dim - t0);
+      DequantizeRow(kv_dtype, row + RowBytes(kv_dtype, t0), len, row_f32);
+      for (int64_t r = 0; r < num_q; ++r)
+        scores[r * lds + p] += Dot(q + r * head_dim + t0, row_f32, len);
+    }
+    for (int64_t r = 0; r < num_q; ++r)
+      scores[r * lds + p] *= scale;
+  }
+}
+
+void KvAccumulate(DType kv_dtype, const float* probs, int64_t lds, int64_t num_q, int64_t head_dim,
+                  const KvRows& rows, float* acc) {
+  float row_f32[kChunk];
+  for (int64_t p = 0; p < rows.count; ++p) {
+    const uint8_t* row = rows.row(p);
+    for (int64_t t0 = 0; t0 < head_dim; t0 += kChunk) {
+      const int64_t len = std::min(kChunk, head_dim - t0);
+      DequantizeRow(kv_dtype, row + RowBytes(kv_dtype, t0), len, row_f32);
+      for (int64_t r = 0; r < num_q; ++r) {
+        const float w = probs[r * lds + p];
+        float* acc_r = acc + r * head_dim + t0;
+        for (int64_t t = 0; t < len; ++t)
+          acc_r[t] += w * row_f32[t];
+      }
+    }
+  }
 }
 
 void DotRows(DType w_dtype, const float* x, int64_t n, int64_t k, const uint8_t* w,
@@ -97,6 +130,24 @@ void FromF32(DType dtype, const float* src, int64_t n, void* dst) {
 
 }  // namespace
 
+float SoftmaxStepScalar(float* x, int64_t n, float* max) {
+  float m = *max;
+  for (int64_t t = 0; t < n; ++t)
+    m = std::max(m, x[t]);
+  *max = m;
+  float sum = 0.0f;
+  for (int64_t t = 0; t < n; ++t) {
+    x[t] = std::exp(x[t] - m);
+    sum += x[t];
+  }
+  return sum;
+}
+
+void SwiGluScalar(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t t = 0; t < n; ++t)
+    out[t] = gate[t] / (1.0f + std::exp(-gate[t])) * up[t];
+}
+
 void PackPanelScalar(const IsaKernels& isa, DType w_dtype, const uint8_t* w, size_t w_row_bytes,
                      int64_t rows, int64_t t0, int64_t kc, float* panel) {
   // One row's kc values as f32; kc is at most the GEMM's k block.
@@ -124,8 +175,9 @@ void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows
 }  // namespace
 
 const IsaKernels& PortableKernels() {
-  static constexpr IsaKernels kKernels = {&DotRows, &GemmPanel, &PackPanel, &ToF32,
-                                          &FromF32, &Dot,       &ScaleAdd};
+  static constexpr IsaKernels kKernels = {
+      &DotRows,  &GemmPanel,    &PackPanel,         &ToF32,       &FromF32, &Dot,
+      &KvScores, &KvAccumulate, &SoftmaxStepScalar, &SwiGluScalar};
   return kKernels;
 }
 

@@ -9,7 +9,7 @@ void KernelContext::ParallelFor(int64_t n, int64_t work,
                                 const std::function<void(int64_t, int64_t)>& fn) const {
   if (n <= 0)
     return;
-  if (n == 1 || work < kMinParallelWork || pool->num_threads() == 1) {
+  if (n == 1 || work < kMinParallelWork || pool == nullptr) {
     fn(0, n);
     return;
   }

@@ -214,6 +214,17 @@ TEST_P(PagedAttentionTest, HalfPools) {
              .seqs = {{20, 20}, {35, 1}},
              .pool_dtype = d},
             41);
+    // The head sizes with register-resident query paths (64, 128), decode and prefill rows.
+    for (int64_t head_dim : {64, 128}) {
+      RunCase(*backend,
+              {.heads = 6,
+               .kv_heads = 2,
+               .head_dim = head_dim,
+               .block_size = 16,
+               .seqs = {{70, 1}, {37, 37}, {90, 6}},
+               .pool_dtype = d},
+              42);
+    }
   }
 }
 

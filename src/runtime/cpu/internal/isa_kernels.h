@@ -16,6 +16,23 @@ inline constexpr int64_t kPanelRows = 32;
 // Bytes of one Q8_0 block of a packed int8 panel: 32 rows x 32 int8.
 inline constexpr int64_t kQ8PanelBlockBytes = kPanelRows * kQ8_0BlockElems;
 
+// `count` KV rows of one kv head spread over paged blocks: row p starts at
+// blocks[p / block_rows] + (p % block_rows) * row_stride bytes.
+struct KvRows {
+  const uint8_t* const* blocks;
+  int64_t block_rows;
+  size_t row_stride;
+  int64_t count;
+
+  const uint8_t* row(int64_t p) const {
+    return blocks[p / block_rows] + static_cast<size_t>(p % block_rows) * row_stride;
+  }
+  // Rows in block b: block_rows except for a short last block.
+  int64_t rows_in_block(int64_t b) const {
+    return count - b * block_rows < block_rows ? count - b * block_rows : block_rows;
+  }
+};
+
 struct IsaKernels {
   // For weight rows j in [m_begin, m_end) and activation rows i in [0, n):
   //   out[i * ldo + j] = sum_t x[i * k + t] * w_j[t],  w_j at w + j * w_row_bytes.
@@ -39,8 +56,23 @@ struct IsaKernels {
   void (*from_f32)(DType dtype, const float* src, int64_t n, void* dst);
   // sum_t a[t] * b[t].
   float (*dot)(const float* a, const float* b, int64_t len);
-  // y = y * beta + alpha * x.
-  void (*scale_add)(float beta, float* y, float alpha, const float* x, int64_t len);
+
+  // Attention of `num_q` query vectors (q, [num_q, head_dim]) over the KV rows of one kv
+  // head described by `rows` (head_dim elements of kv_dtype each: F32, F16 or BF16); q,
+  // scores, probs and acc are f32.
+  //   kv_scores:     scores[r * lds + p] = scale * sum_t q[r * head_dim + t] * K_p[t]
+  //   kv_accumulate: acc[r * head_dim + t] += sum_p probs[r * lds + p] * V_p[t]
+  // for r < num_q, p < rows.count, t < head_dim.
+  void (*kv_scores)(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim,
+                    const KvRows& rows, float scale, float* scores, int64_t lds);
+  void (*kv_accumulate)(DType kv_dtype, const float* probs, int64_t lds, int64_t num_q,
+                        int64_t head_dim, const KvRows& rows, float* acc);
+  // One online-softmax step over n > 0 scores: *max = max(*max, x[0..n)), then
+  // x[t] = exp(x[t] - *max); returns the sum of the new x.
+  float (*softmax_step)(float* x, int64_t n, float* max);
+  // out[t] = silu(gate[t]) * up[t], silu(g) = g / (1 + exp(-g)), for t < n. out may alias
+  // gate or up.
+  void (*swiglu)(const float* gate, const float* up, int64_t n, float* out);
 };
 
 // One packed int8 panel of kPanelRows Q8_0 weight rows over some blocks: for block bb,
@@ -98,6 +130,10 @@ struct Bf16Kernels {
 // Most columns pack_panel is ever asked for at once.
 inline constexpr int64_t kMaxPackColumns = 512;
 
+// softmax_step and swiglu on std::exp, for ISAs without a vector exp of their own.
+float SoftmaxStepScalar(float* x, int64_t n, float* max);
+void SwiGluScalar(const float* gate, const float* up, int64_t n, float* out);
+
 // pack_panel for any ISA, converting rows with isa.to_f32 and transposing in scalar code.
 void PackPanelScalar(const IsaKernels& isa, DType w_dtype, const uint8_t* w, size_t w_row_bytes,
                      int64_t rows, int64_t t0, int64_t kc, float* panel);
@@ -105,6 +141,8 @@ void PackPanelScalar(const IsaKernels& isa, DType w_dtype, const uint8_t* w, siz
 const IsaKernels& PortableKernels();
 const IsaKernels& Avx2Kernels();
 const IsaKernels& Avx512Kernels();
+// Fills the attention and activation members of Avx512Kernels() (isa_avx512_attention.cc).
+void SetAvx512AttentionKernels(IsaKernels* kernels);
 const IsaKernels& KernelsFor(CpuIsa isa);
 // REQUIRES: CpuSupportsAvx512Vnni().
 const Q8Kernels& Avx512Q8Kernels();

@@ -15,6 +15,8 @@
 namespace switchyard::runtime::cpu {
 
 struct KernelContext {
+  // Workers besides the driving thread, which takes part in every ParallelFor; null when
+  // the backend runs on one thread.
   base::ThreadPool* pool;
   const IsaKernels* isa;
   // Int8 kernels for Q8_0 weights with quantized activations; null for the exact path
