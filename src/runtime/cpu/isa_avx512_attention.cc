@@ -4,7 +4,7 @@
 //
 // Scores come in two shapes. A few query vectors (decode: the query heads of one kv head)
 // take 16 K rows at a time, one accumulator per row, and fold the 16 accumulators into one
-// vector of scores (ReduceEach16). Many query vectors (a tile of prefill rows) first
+// vector of scores (Fold2/Fold4/Fold16). Many query vectors (a tile of prefill rows) first
 // transpose 16 K rows into dimension-major order, so that each score vector is a plain sum
 // of K columns times broadcast query elements, with no reductions; the transpose is paid
 // once per 16 rows for all query vectors.
@@ -32,7 +32,8 @@ namespace switchyard::runtime::cpu {
 namespace {
 
 constexpr int64_t kWidth = 16;
-// Query vectors from which the transposed (by-column) score loop pays off.
+// Query vectors from which scores go by columns: the transpose is shared by that many
+// (decode brings a group of query heads, 1-8; prefill tiles about 16).
 constexpr int64_t kMinColumnScoreQueries = 8;
 // Query vectors per register tile: score tiles keep one accumulator per vector, value
 // tiles 4 per vector (64 dimensions).
