@@ -45,10 +45,12 @@ TEST(PrefixIndexTest, MatchIsTheLongestLeadingRunPerEndpoint) {
   auto m = index.Match(std::vector<uint64_t>{1, 2, 3, 4});
   ASSERT_EQ(m.size(), 2u);
   for (const auto& e : m) {
-    if (e.endpoint == "e1")
+    if (e.endpoint == "e1") {
       EXPECT_EQ(e.blocks, 3u);
-    if (e.endpoint == "e2")
+    }
+    if (e.endpoint == "e2") {
       EXPECT_EQ(e.blocks, 2u);
+    }
   }
   index.Remove("e1", std::vector<uint64_t>{2});
   for (const auto& e : index.Match(std::vector<uint64_t>{1, 2, 3}))
