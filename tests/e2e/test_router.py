@@ -102,18 +102,39 @@ def test_same_prefix_goes_to_the_same_endpoint(fleet):
     assert seen <= ports
 
 
-def test_session_token_pins_and_forged_tokens_do_not(fleet):
-    router, engines = fleet
-    body = {"model": MODEL_NAME, "prompt": "session", "max_tokens": 1}
-    first = requests.post(f"{router.url}/v1/completions", json=body, timeout=30)
-    token = first.headers["x-session-token"]
-    assert token.count(".") == 1
-    # A hand-made (unsigned, llm-d style) token naming an endpoint is ignored, not trusted.
-    import base64
-    forged = base64.urlsafe_b64encode(f"127.0.0.1:{engines[0].port}".encode()).decode()
-    r = requests.post(f"{router.url}/v1/completions", json=body, timeout=30,
-                      headers={"x-session-token": forged})
-    assert r.status_code == 200
+def test_session_token_pins_and_forged_tokens_do_not():
+    engines = [EngineServer("--backend", "sim", "--sim-latency", "zero") for _ in range(3)]
+    for e in engines:
+        e.start()
+    router = Router(engines, scheduling=(
+        "scheduling:\n  plugins:\n  - type: session-affinity-filter\n"
+        "  - type: random-picker\n"))
+    try:
+        body = {"model": MODEL_NAME, "prompt": "session", "max_tokens": 1}
+        first = requests.post(f"{router.url}/v1/completions", json=body, timeout=30)
+        assert first.status_code == 200, first.text
+        token = first.headers["x-session-token"]
+        pinned = first.headers["x-switchyard-endpoint"]
+        for _ in range(8):
+            r = requests.post(f"{router.url}/v1/completions", json=body, timeout=30,
+                              headers={"x-session-token": token})
+            assert r.headers["x-switchyard-endpoint"] == pinned
+        # An unsigned (llm-d style) token naming an endpoint is not trusted: the random picker
+        # spreads such requests over the fleet instead of pinning them.
+        import base64
+        other = next(f"127.0.0.1:{e.port}" for e in engines if f"127.0.0.1:{e.port}" != pinned)
+        forged = base64.urlsafe_b64encode(other.encode()).decode()
+        seen = set()
+        for _ in range(24):
+            r = requests.post(f"{router.url}/v1/completions", json=body, timeout=30,
+                              headers={"x-session-token": forged})
+            assert r.status_code == 200, r.text
+            seen.add(r.headers["x-switchyard-endpoint"])
+        assert len(seen) > 1
+    finally:
+        router.stop()
+        for e in engines:
+            e.stop()
 
 
 def test_debug_endpoints_and_metrics(fleet):
