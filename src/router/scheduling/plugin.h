@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <random>
 #include <span>
@@ -33,6 +34,19 @@ struct SchedulingRequest {
   // Scheduling-cycle state plugins leave for their own PreRequest step (llm-d's
   // CycleState): whether no endpoint had any prefix of this request (no-hit-lru-scorer).
   mutable std::optional<bool> cold_prefix;
+  // The request's prefix keys, computed once per (block size, mode) by the first prefix
+  // plugin that needs them and reused by the others (scorer, filter, no-hit LRU, PreRequest).
+  // A deque: adding an entry keeps references to the others valid.
+  struct PrefixKeys {
+    // What they were computed from.
+    std::span<const int32_t> tokens;
+    std::string model;
+    std::string cache_salt;
+    int32_t block_size = 0;
+    bool precise = false;
+    std::vector<uint64_t> keys;
+  };
+  mutable std::deque<PrefixKeys> prefix_keys;
 };
 
 using Candidates = std::vector<const Endpoint*>;

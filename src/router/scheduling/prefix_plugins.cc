@@ -7,12 +7,24 @@
 
 namespace switchyard::router {
 
-std::vector<uint64_t> PrefixMatcher::Keys(const SchedulingRequest& request) const {
+const std::vector<uint64_t>& PrefixMatcher::Keys(const SchedulingRequest& request) const {
+  for (const SchedulingRequest::PrefixKeys& cached : request.prefix_keys) {
+    if (cached.block_size == options_.block_size && cached.precise == options_.precise &&
+        cached.tokens.data() == request.prompt_tokens.data() &&
+        cached.tokens.size() == request.prompt_tokens.size() && cached.model == request.model &&
+        cached.cache_salt == request.cache_salt) {
+      return cached.keys;
+    }
+  }
   // Precise keys must equal the ones KvEventIndexer derives from events, which carry no
   // cache_salt: the salt stays out of them (engines still isolate salted blocks).
-  return BlockKeys(PrefixSeed(request.model, options_.precise ? "" : request.cache_salt),
-                   request.prompt_tokens, options_.block_size, !options_.precise,
-                   options_.max_blocks);
+  request.prefix_keys.push_back(
+      {request.prompt_tokens, request.model, request.cache_salt, options_.block_size,
+       options_.precise,
+       BlockKeys(PrefixSeed(request.model, options_.precise ? "" : request.cache_salt),
+                 request.prompt_tokens, options_.block_size, !options_.precise,
+                 options_.max_blocks)});
+  return request.prefix_keys.back().keys;
 }
 
 std::vector<size_t> PrefixMatcher::MatchedBlocks(std::span<const uint64_t> keys,
@@ -39,7 +51,7 @@ void PrefixMatcher::Record(const SchedulingRequest& request, const Endpoint& pic
 void PrefixCacheScorer::Score(const SchedulingRequest& request, const Candidates& candidates,
                               std::span<double> scores) {
   std::fill(scores.begin(), scores.end(), 0.0);
-  const std::vector<uint64_t> keys = matcher_.Keys(request);
+  const std::vector<uint64_t>& keys = matcher_.Keys(request);
   if (keys.empty())
     return;
   const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
@@ -64,7 +76,7 @@ Candidates PrefixCacheAffinityFilter::Apply(const SchedulingRequest& request,
     if (std::uniform_real_distribution<double>(0, 1)(rng_) < options_.exploration_probability)
       return candidates;
   }
-  const std::vector<uint64_t> keys = matcher_.Keys(request);
+  const std::vector<uint64_t>& keys = matcher_.Keys(request);
   if (keys.empty())
     return candidates;
   const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
@@ -93,7 +105,7 @@ Candidates PrefixCacheAffinityFilter::Apply(const SchedulingRequest& request,
 
 void NoHitLruScorer::Score(const SchedulingRequest& request, const Candidates& candidates,
                            std::span<double> scores) {
-  const std::vector<uint64_t> keys = matcher_.Keys(request);
+  const std::vector<uint64_t>& keys = matcher_.Keys(request);
   const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
   const bool cold = std::all_of(matched.begin(), matched.end(), [](size_t m) { return m == 0; });
   request.cold_prefix = cold;

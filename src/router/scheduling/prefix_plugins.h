@@ -45,7 +45,8 @@ class PrefixMatcher {
   PrefixMatcher(PrefixIndex* index, const PrefixMatchOptions& options)
       : index_(index), options_(options) {}
 
-  std::vector<uint64_t> Keys(const SchedulingRequest& request) const;
+  // The request's keys for this matcher's block size and mode (cached in the request).
+  const std::vector<uint64_t>& Keys(const SchedulingRequest& request) const;
   // Matched blocks per candidate, in candidate order.
   std::vector<size_t> MatchedBlocks(std::span<const uint64_t> keys,
                                     const Candidates& candidates) const;
