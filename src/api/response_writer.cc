@@ -144,6 +144,24 @@ void AppendChatLogprobs(const std::optional<std::vector<TokenLogprob>>& logprobs
   out->append("]}");
 }
 
+void AppendPromptLogprobs(const PromptLogprobs& positions, std::string* out) {
+  out->append("[null");
+  for (const std::vector<PromptLogprobEntry>& position : positions) {
+    out->append(",{");
+    for (size_t i = 0; i < position.size(); ++i) {
+      const PromptLogprobEntry& entry = position[i];
+      fmt::format_to(std::back_inserter(*out), "{}\"{}\":{{\"logprob\":", i ? "," : "",
+                     entry.token_id);
+      Float(entry.logprob, out);
+      fmt::format_to(std::back_inserter(*out), ",\"rank\":{},\"decoded_token\":", entry.rank);
+      Str(entry.decoded_token, out);
+      out->push_back('}');
+    }
+    out->push_back('}');
+  }
+  out->push_back(']');
+}
+
 void AppendCompletionChoice(const CompletionChoice& choice, std::string* out) {
   fmt::format_to(std::back_inserter(*out), "{{\"index\":{},\"text\":", choice.index);
   Str(choice.text, out);
@@ -153,7 +171,18 @@ void AppendCompletionChoice(const CompletionChoice& choice, std::string* out) {
   StrOrNull(choice.finish_reason, out);
   out->append(",\"stop_reason\":");
   StrOrNull(choice.stop_reason, out);
+  if (choice.prompt_logprobs) {
+    out->append(",\"prompt_logprobs\":");
+    AppendPromptLogprobs(*choice.prompt_logprobs, out);
+  }
   out->push_back('}');
+}
+
+void AppendChunkUsage(const Usage* usage, std::string* out) {
+  if (usage == nullptr)
+    return;
+  out->append(",\"usage\":");
+  AppendUsage(*usage, out);
 }
 
 void AppendKvTransferParams(std::string_view kv_transfer_params, std::string* out) {
@@ -205,7 +234,8 @@ std::string CompletionResponse(const ResponseHeader& header,
 
 std::string ChatCompletionResponse(const ResponseHeader& header,
                                    const std::vector<ChatChoice>& choices, const Usage& usage,
-                                   std::string_view kv_transfer_params) {
+                                   std::string_view kv_transfer_params,
+                                   const PromptLogprobs* prompt_logprobs) {
   std::string out;
   Header(header, "chat.completion", &out);
   out.append(",\"choices\":[");
@@ -227,22 +257,29 @@ std::string ChatCompletionResponse(const ResponseHeader& header,
   }
   out.append("],\"usage\":");
   AppendUsage(usage, &out);
+  if (prompt_logprobs != nullptr) {
+    out.append(",\"prompt_logprobs\":");
+    AppendPromptLogprobs(*prompt_logprobs, &out);
+  }
   AppendKvTransferParams(kv_transfer_params, &out);
   out.push_back('}');
   return out;
 }
 
-std::string CompletionChunk(const ResponseHeader& header, const CompletionChoice& choice) {
+std::string CompletionChunk(const ResponseHeader& header, const CompletionChoice& choice,
+                            const Usage* usage) {
   std::string json;
   Header(header, "text_completion", &json);
   json.append(",\"choices\":[");
   AppendCompletionChoice(choice, &json);
-  json.append("]}");
+  json.push_back(']');
+  AppendChunkUsage(usage, &json);
+  json.push_back('}');
   return SseData(json);
 }
 
 std::string ChatCompletionChunk(const ResponseHeader& header, const ChatChoice& choice,
-                                bool with_role) {
+                                bool with_role, const Usage* usage) {
   std::string json;
   Header(header, "chat.completion.chunk", &json);
   fmt::format_to(std::back_inserter(json), ",\"choices\":[{{\"index\":{},\"delta\":{{",
@@ -259,7 +296,9 @@ std::string ChatCompletionChunk(const ResponseHeader& header, const ChatChoice& 
   AppendChatLogprobs(choice.logprobs, &json);
   json.append(",\"finish_reason\":");
   StrOrNull(choice.finish_reason, &json);
-  json.append("}]}");
+  json.append("}]");
+  AppendChunkUsage(usage, &json);
+  json.push_back('}');
   return SseData(json);
 }
 

@@ -45,6 +45,20 @@ struct TokenLogprob {
   std::vector<TopLogprob> top;
 };
 
+// One token of a prompt position in vLLM's prompt_logprobs.
+struct PromptLogprobEntry {
+  int32_t token_id = 0;
+  double logprob = 0.0;
+  int64_t rank = 0;
+  std::string decoded_token;
+};
+
+// vLLM's prompt_logprobs: one entry per prompt position after the first, each the prompt
+// token followed by the top alternatives (no id twice). Written as a list whose first item
+// is null (the first prompt token has no logprob), then one object per position:
+// {"<token id>": {"logprob": f, "rank": n, "decoded_token": s}, ...} in the given order.
+using PromptLogprobs = std::vector<std::vector<PromptLogprobEntry>>;
+
 struct CompletionChoice {
   int index = 0;
   std::string text;
@@ -53,6 +67,7 @@ struct CompletionChoice {
   size_t text_offset_base = 0;  // Offset of `text` in the full output, in characters.
   std::string finish_reason;    // Empty: null (still generating).
   std::string stop_reason;      // Matched stop string; empty: null.
+  std::optional<PromptLogprobs> prompt_logprobs;  // Written only when set.
 };
 
 struct ChatChoice {
@@ -73,15 +88,19 @@ struct ResponseHeader {
 std::string CompletionResponse(const ResponseHeader& header,
                                const std::vector<CompletionChoice>& choices, const Usage& usage,
                                std::string_view kv_transfer_params = {});
+// `prompt_logprobs`, when non-null, is written as the top-level field vLLM's chat has.
 std::string ChatCompletionResponse(const ResponseHeader& header,
                                    const std::vector<ChatChoice>& choices, const Usage& usage,
-                                   std::string_view kv_transfer_params = {});
+                                   std::string_view kv_transfer_params = {},
+                                   const PromptLogprobs* prompt_logprobs = nullptr);
 
-// Streaming: one chunk per call, already SSE-framed.
-std::string CompletionChunk(const ResponseHeader& header, const CompletionChoice& choice);
+// Streaming: one chunk per call, already SSE-framed. A non-null `usage` is written on the
+// chunk (stream_options.continuous_usage_stats).
+std::string CompletionChunk(const ResponseHeader& header, const CompletionChoice& choice,
+                            const Usage* usage = nullptr);
 // `with_role` adds "role":"assistant" to the delta (first chunk of each choice).
 std::string ChatCompletionChunk(const ResponseHeader& header, const ChatChoice& choice,
-                                bool with_role);
+                                bool with_role, const Usage* usage = nullptr);
 // Final usage chunk (choices: []), sent when stream_options.include_usage.
 std::string CompletionUsageChunk(const ResponseHeader& header, const Usage& usage);
 std::string ChatUsageChunk(const ResponseHeader& header, const Usage& usage);

@@ -85,12 +85,103 @@ absl::Status ReadResponseFormat(FieldReader& fields, SamplingRequest* out) {
                         "response_format.type must be one of text, json_object, json_schema, "
                         "structural_tag.");
   }
-  if (parsed.type == "json_schema" && !format.Get("json_schema")) {
-    return InvalidParam("response_format.json_schema",
-                        "response_format.json_schema is required when type is json_schema.");
+  if (parsed.type == "json_schema") {
+    std::optional<simdjson::dom::element> json_schema = format.Get("json_schema");
+    if (!json_schema) {
+      return InvalidParam("response_format.json_schema",
+                          "response_format.json_schema is required when type is json_schema.");
+    }
+    simdjson::dom::object spec;
+    if (json_schema->get(spec) != simdjson::SUCCESS) {
+      return InvalidParam("response_format.json_schema",
+                          "response_format.json_schema: Input should be a valid dictionary.");
+    }
+    simdjson::dom::element schema;
+    if (spec["schema"].get(schema) != simdjson::SUCCESS ||
+        (!schema.is_object() && !schema.is_bool())) {
+      return InvalidParam("response_format.json_schema.schema",
+                          "response_format.json_schema.schema must be a JSON schema object.");
+    }
+    parsed.schema = internal::RawJson(schema);
   }
   parsed.raw = internal::RawJson(*value);
   out->response_format = std::move(parsed);
+  return absl::OkStatus();
+}
+
+absl::Status ReadStructuredOutputs(FieldReader& fields, const RequestLimits& limits,
+                                   SamplingRequest* out) {
+  constexpr std::string_view kParam = "structured_outputs";
+  std::optional<simdjson::dom::element> value = fields.Get(kParam);
+  if (!value)
+    return absl::OkStatus();
+  simdjson::dom::object object;
+  if (value->get(object) != simdjson::SUCCESS)
+    return InvalidParam(kParam, "structured_outputs: Input should be a valid dictionary.");
+  FieldReader so(object);
+  StructuredOutputs parsed;
+  int kinds = 0;
+  if (std::optional<simdjson::dom::element> json = so.Get("json")) {
+    std::string_view text;
+    if (json->get(text) == simdjson::SUCCESS) {
+      parsed.json = std::string(text);
+    } else if (json->is_object() || json->is_bool()) {
+      parsed.json = internal::RawJson(*json);
+    } else {
+      return InvalidParam("structured_outputs.json",
+                          "structured_outputs.json must be a JSON schema (object or string).");
+    }
+    ++kinds;
+  }
+  std::string text;
+  auto read_string = [&](std::string_view key, std::optional<std::string>* field) -> absl::Status {
+    if (!so.Get(key))
+      return absl::OkStatus();
+    text.clear();
+    SY_RETURN_IF_ERROR(so.String(key, &text));
+    *field = text;
+    ++kinds;
+    return absl::OkStatus();
+  };
+  SY_RETURN_IF_ERROR(read_string("regex", &parsed.regex));
+  SY_RETURN_IF_ERROR(read_string("grammar", &parsed.grammar));
+  SY_RETURN_IF_ERROR(read_string("structural_tag", &parsed.structural_tag));
+  if (so.Get("choice")) {
+    std::vector<std::string> choices;
+    SY_RETURN_IF_ERROR(so.StringOrList("choice", limits.max_prompts, &choices));
+    parsed.choice = std::move(choices);
+    ++kinds;
+  }
+  SY_RETURN_IF_ERROR(so.Bool("json_object", &parsed.json_object));
+  kinds += parsed.json_object ? 1 : 0;
+  // Options that only shape whitespace or pick a backend; our output is compact already.
+  bool ignored = false;
+  SY_RETURN_IF_ERROR(so.Bool("disable_any_whitespace", &ignored));
+  SY_RETURN_IF_ERROR(so.Bool("disable_fallback", &ignored));
+  bool no_additional = false;
+  SY_RETURN_IF_ERROR(so.Bool("disable_additional_properties", &no_additional));
+  if (no_additional) {
+    return InvalidParam("structured_outputs.disable_additional_properties",
+                        "structured_outputs.disable_additional_properties is not supported.");
+  }
+  if (so.Get("whitespace_pattern")) {
+    return InvalidParam("structured_outputs.whitespace_pattern",
+                        "structured_outputs.whitespace_pattern is not supported.");
+  }
+  if (!so.UnknownKeys().empty()) {
+    return InvalidParam(kParam,
+                        "structured_outputs takes only json, regex, choice, grammar, json_object, "
+                        "structural_tag, disable_any_whitespace, disable_fallback, "
+                        "disable_additional_properties and whitespace_pattern.");
+  }
+  if (kinds != 1) {
+    return InvalidParam(kParam, kinds == 0
+                                    ? "You must use one kind of structured outputs constraint "
+                                      "but none are specified."
+                                    : "You can only use one kind of structured outputs "
+                                      "constraint but multiple are specified.");
+  }
+  out->structured_outputs = std::move(parsed);
   return absl::OkStatus();
 }
 
@@ -157,6 +248,10 @@ absl::Status Verify(const RequestLimits& limits, const SamplingRequest& r) {
                                     "allowed: {}",
                                     *r.prompt_logprobs, limits.max_logprobs));
   }
+  if (r.prompt_logprobs && *r.prompt_logprobs > 0 && r.stream) {
+    return InvalidParam("prompt_logprobs",
+                        "`prompt_logprobs` are not available when `stream=True`.");
+  }
   if (r.stream_options && !r.stream) {
     return InvalidParam("stream_options", "Stream options can only be defined when `stream=True`.");
   }
@@ -214,6 +309,7 @@ absl::Status ReadSamplingFields(FieldReader& fields, const RequestLimits& limits
   SY_RETURN_IF_ERROR(fields.Bool("stream", &out->stream));
   SY_RETURN_IF_ERROR(ReadStreamOptions(fields, out));
   SY_RETURN_IF_ERROR(ReadResponseFormat(fields, out));
+  SY_RETURN_IF_ERROR(ReadStructuredOutputs(fields, limits, out));
   SY_RETURN_IF_ERROR(fields.String("user", &out->user));
   SY_RETURN_IF_ERROR(fields.String("cache_salt", &out->cache_salt));
   SY_RETURN_IF_ERROR(fields.String("request_id", &out->request_id));

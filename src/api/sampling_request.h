@@ -38,11 +38,21 @@ struct StreamOptions {
   bool continuous_usage_stats = false;
 };
 
-// Structured-output request. Only "text" is honoured by the engine today; the others are parsed
-// and kept (schema as raw JSON) so the front can answer 400/501 as it chooses.
+// OpenAI's response_format. The engine honours text, json_object and json_schema.
 struct ResponseFormat {
   std::string type = "text";  // text | json_object | json_schema | structural_tag
   std::string raw;            // The whole object, minified.
+  std::string schema;         // json_schema: json_schema.schema, minified.
+};
+
+// vLLM's structured_outputs: exactly one constraint is set (checked when parsed).
+struct StructuredOutputs {
+  std::optional<std::string> json;  // A JSON schema, as JSON text.
+  std::optional<std::string> regex;
+  std::optional<std::vector<std::string>> choice;
+  std::optional<std::string> grammar;
+  bool json_object = false;
+  std::optional<std::string> structural_tag;
 };
 
 struct SamplingRequest {
@@ -71,6 +81,7 @@ struct SamplingRequest {
   bool stream = false;
   std::optional<StreamOptions> stream_options;
   std::optional<ResponseFormat> response_format;
+  std::optional<StructuredOutputs> structured_outputs;
   std::string user;
   std::string cache_salt;
   std::string request_id;

@@ -26,7 +26,7 @@ absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f) {
           fmt::format("--dtype must be auto, float32 or bfloat16, got '{}'", f.dtype));
     }
     o.max_num_batched_tokens = f.max_num_batched_tokens;
-    o.max_logit_rows = f.max_num_seqs;
+    o.max_logit_rows = f.max_num_seqs + engine::kPromptLogitRowsPerStep;
     o.block_size = f.block_size;
     o.num_kv_blocks = f.num_gpu_blocks_override;
     o.kv_cache_memory_bytes = static_cast<size_t>(f.kv_cache_memory_bytes);
@@ -42,7 +42,7 @@ absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f) {
     SY_ASSIGN_OR_RETURN(sim::LatencyParams latency, sim::ParseLatencyParams(f.sim_latency));
     engine::RunnerLimits limits;
     limits.max_num_batched_tokens = f.max_num_batched_tokens;
-    limits.max_logit_rows = f.max_num_seqs;
+    limits.max_logit_rows = f.max_num_seqs + engine::kPromptLogitRowsPerStep;
     limits.block_size = f.block_size;
     // The simulated cache holds no memory; by default as many blocks as the real one would
     // hold in 1 GiB of a small model, enough for max_num_seqs full sequences.

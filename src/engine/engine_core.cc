@@ -52,12 +52,17 @@ struct EngineCore::SeqState {
       : request(req),
         index(idx),
         sampling(vocab, req->request.prompt_tokens, seed),
-        output(tokenizer, req->request, eos, extra_eos) {}
+        output(tokenizer, req->request, eos, extra_eos) {
+    if (req->request.grammar != nullptr)
+      matcher = std::make_unique<structured::GrammarMatcher>(req->request.grammar);
+  }
 
   RequestState* request;
   int32_t index;
   SequenceSamplingState sampling;
   SequenceOutput output;
+  // Structured output: where the text stands in the request's grammar; null if unconstrained.
+  std::unique_ptr<structured::GrammarMatcher> matcher;
   int64_t num_generated = 0;
   std::optional<Clock::time_point> last_token;
   bool finished = false;
@@ -91,8 +96,11 @@ absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOp
   kv_options.hash_seed = options.hash_seed;
   kv_options.enable_events = options.kv_events != nullptr;
   SY_ASSIGN_OR_RETURN(std::unique_ptr<KvCacheManager> kv, KvCacheManager::Create(kv_options));
+  EngineCoreOptions core_options = options;
+  core_options.budget.max_prompt_logit_rows =
+      static_cast<int32_t>(limits.max_logit_rows - budget.max_num_seqs);
   std::unique_ptr<EngineCore> core(
-      new EngineCore(options, std::move(runner), tokenizer, std::move(kv)));
+      new EngineCore(core_options, std::move(runner), tokenizer, std::move(kv)));
   core->thread_ = std::thread([c = core.get()] {
     pthread_setname_np(pthread_self(), "sy-engine");
     c->Run();
@@ -165,6 +173,16 @@ absl::Status EngineCore::Validate(const EngineRequest& r) const {
   if (r.stop.min_tokens < 0 || r.stop.min_tokens > r.stop.max_tokens) {
     return absl::InvalidArgumentError(
         fmt::format("min_tokens must be in [0, max_tokens], got {}", r.stop.min_tokens));
+  }
+  if (r.prompt_logprobs.has_value()) {
+    if (*r.prompt_logprobs < 0) {
+      return absl::InvalidArgumentError(
+          fmt::format("prompt_logprobs must be >= 0, got {}", *r.prompt_logprobs));
+    }
+    if (options_.budget.max_prompt_logit_rows <= 0) {
+      return absl::UnimplementedError(
+          "prompt_logprobs: this engine's runner has no logit rows beyond max_num_seqs");
+    }
   }
   return ValidateSamplingParams(r.sampling);
 }
@@ -272,6 +290,12 @@ void EngineCore::Admit(Intake in) {
     seq.tokens = req->request.prompt_tokens;
     seq.num_prompt_tokens = static_cast<int32_t>(seq.tokens.size());
     seq.extras = req->request.hash_extras;
+    // The first sequence computes the prompt logprobs, from every prompt position's logits;
+    // the others may start from the blocks it publishes.
+    if (i == 0 && req->request.prompt_logprobs.has_value()) {
+      seq.prompt_logits_end = seq.num_prompt_tokens - 1;
+      seq.skip_prefix_cache = true;
+    }
     absl::Status added = table_.Add(std::move(seq));
     SY_CHECK(added.ok());  // ids are ours and the prompt was validated
     req->seqs.push_back(id);
@@ -343,6 +367,8 @@ absl::Status EngineCore::Step() {
   batch_sequences_.clear();
   batch_logit_rows_.clear();
   sampled_.clear();
+  prompt_logit_rows_.clear();
+  prompt_logit_seqs_.clear();
   const Clock::time_point now = Clock::now();
   for (const ScheduledSeq& s : committed) {
     if (s.num_new_tokens == 0)
@@ -367,13 +393,24 @@ absl::Status EngineCore::Step() {
       batch_logit_rows_.push_back(static_cast<int32_t>(batch_tokens_.size() - 1));
       sampled_.push_back(s.id);
     }
+    if (s.num_prompt_logits > 0) {
+      for (int32_t i = 0; i < s.num_prompt_logits; ++i) {
+        prompt_logit_rows_.push_back(
+            static_cast<int32_t>(row + s.prompt_logits_begin - s.num_computed_tokens + i));
+      }
+      prompt_logit_seqs_.push_back(s);
+    }
   }
+  // Sample rows first, then the prompt positions' rows.
+  batch_logit_rows_.insert(batch_logit_rows_.end(), prompt_logit_rows_.begin(),
+                           prompt_logit_rows_.end());
   const model::ForwardBatch batch{batch_tokens_, batch_positions_, batch_slots_, batch_sequences_,
                                   batch_logit_rows_};
   const auto vocab = static_cast<size_t>(runner_->limits().vocab_size);
-  std::span<float> logits = std::span<float>(logits_).first(sampled_.size() * vocab);
+  std::span<float> logits = std::span<float>(logits_).first(batch_logit_rows_.size() * vocab);
   SY_RETURN_IF_ERROR(runner_->Execute(batch, logits));
-  ProcessSamples(sampled_, logits);
+  ProcessPromptLogprobs(logits.subspan(sampled_.size() * vocab));
+  ProcessSamples(sampled_, logits.first(sampled_.size() * vocab));
   {
     base::MutexLock lock(&mu_);
     ++snapshot_.num_steps;
@@ -398,8 +435,23 @@ void EngineCore::ProcessSamples(std::span<const SeqId> sampled, std::span<float>
       banned_.insert(banned_.end(), options_.extra_eos_ids.begin(), options_.extra_eos_ids.end());
       banned_.insert(banned_.end(), r.stop.stop_token_ids.begin(), r.stop.stop_token_ids.end());
     }
-    sampler_.Sample(logits.subspan(row * vocab, vocab), r.sampling, &seq.sampling, &result,
-                    banned_);
+    std::span<const uint32_t> allowed;
+    if (seq.matcher != nullptr) {
+      structured::TokenMasker& masker = Masker();
+      masker.Fill(seq.matcher.get(), token_mask_);
+      allowed = token_mask_;
+      // A complete text that cannot go on allows only EOS, whatever min_tokens says.
+      if (!seq.matcher->CanContinue())
+        banned_.clear();
+    }
+    sampler_.Sample(logits.subspan(row * vocab, vocab), r.sampling, &seq.sampling, &result, banned_,
+                    allowed);
+    if (seq.matcher != nullptr && !token_masker_->vocab().is_eos(result.token) &&
+        !seq.matcher->AcceptBytes(token_masker_->vocab().bytes(result.token))) {
+      // Only possible when no allowed token had a finite logit.
+      SY_LOG_WARN("request {}: token {} is outside its structured-output grammar", r.request_id,
+                  result.token);
+    }
     seq.sampling.AppendOutput(result.token);
     absl::Status appended = table_.AppendToken(id, result.token);
     SY_CHECK(appended.ok());
@@ -447,6 +499,40 @@ void EngineCore::ProcessSamples(std::span<const SeqId> sampled, std::span<float>
   }
   if (options_.metrics != nullptr)
     options_.metrics->AddGenerationTokens(generated);
+}
+
+void EngineCore::ProcessPromptLogprobs(std::span<const float> logits) {
+  const auto vocab = static_cast<size_t>(runner_->limits().vocab_size);
+  size_t row = 0;
+  for (const ScheduledSeq& s : prompt_logit_seqs_) {
+    RequestState* req = seqs_.at(s.id)->request;
+    const EngineRequest& r = req->request;
+    for (int32_t i = 0; i < s.num_prompt_logits; ++i, ++row) {
+      // Position p's logits predict prompt token p + 1.
+      SampleResult& entry = req->pending.prompt_logprobs.emplace_back();
+      entry.token = r.prompt_tokens[static_cast<size_t>(s.prompt_logits_begin + i + 1)];
+      sampler_.ComputeLogprobs(logits.subspan(row * vocab, vocab), *r.prompt_logprobs, &entry);
+    }
+    if (!req->touched) {
+      req->touched = true;
+      touched_.push_back(req);
+    }
+  }
+}
+
+structured::TokenMasker& EngineCore::Masker() {
+  if (token_masker_ == nullptr) {
+    // Built on first use: most engines never see a structured-output request.
+    std::vector<int32_t> eos_ids = options_.extra_eos_ids;
+    if (options_.eos_token_id.has_value())
+      eos_ids.push_back(*options_.eos_token_id);
+    const int64_t vocab = runner_->limits().vocab_size;
+    token_vocab_ =
+        std::make_unique<structured::TokenVocabulary>(*tokenizer_, vocab, std::move(eos_ids));
+    token_masker_ = std::make_unique<structured::TokenMasker>(token_vocab_.get());
+    token_mask_.assign(structured::MaskWords(vocab), 0);
+  }
+  return *token_masker_;
 }
 
 void EngineCore::Report() {

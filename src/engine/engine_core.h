@@ -38,6 +38,7 @@
 #include "engine/scheduler.h"
 #include "engine/sequence_output.h"
 #include "engine/sequence_table.h"
+#include "engine/structured/token_mask.h"
 #include "kvx/kv_event_publisher.h"
 #include "text/tokenizer.h"
 
@@ -72,7 +73,8 @@ class EngineCore {
   using UpdateCallback = std::function<void(RequestUpdate update)>;
 
   // Starts the loop thread. Errors: budgets beyond the runner's limits, a max_model_len
-  // whose blocks exceed the runner's KV cache.
+  // whose blocks exceed the runner's KV cache. The runner's logit rows beyond
+  // budget.max_num_seqs become budget.max_prompt_logit_rows (prompt logprobs).
   static absl::StatusOr<std::unique_ptr<EngineCore>> Start(const EngineCoreOptions& options,
                                                            std::unique_ptr<ModelRunner> runner,
                                                            const text::Tokenizer* tokenizer);
@@ -82,9 +84,9 @@ class EngineCore {
 
   // Queues a request; any thread. Errors, with nothing queued: InvalidArgument (empty
   // prompt, token ids outside the vocabulary, n < 1, prompt + max_tokens beyond
-  // max_model_len, bad sampling parameters), AlreadyExists (the id is in flight),
-  // Unavailable (stopping). On OK, `callback` receives updates on the loop thread, the last
-  // one with finished = true.
+  // max_model_len, bad sampling parameters, prompt logprobs on a runner with no logit rows
+  // to spare for them), AlreadyExists (the id is in flight), Unavailable (stopping). On OK,
+  // `callback` receives updates on the loop thread, the last one with finished = true.
   absl::Status Submit(EngineRequest request, UpdateCallback callback);
 
   // The checks Submit makes, for a caller that wants them before it commits to an answer
@@ -118,7 +120,12 @@ class EngineCore {
   absl::Status Step();
   // Samples the logit rows of `sampled` and reports; finishes sequences that stop.
   void ProcessSamples(std::span<const SeqId> sampled, std::span<float> logits);
+  // Turns the prompt-position logit rows of the step (prompt_logit_seqs_ order) into prompt
+  // logprobs for the requests' next updates.
+  void ProcessPromptLogprobs(std::span<const float> logits);
   void FinishSequence(SeqState& seq);
+  // The structured-output token masker, built on first use.
+  structured::TokenMasker& Masker();
   void Report();
   void PublishEvents();
   void UpdateGauges();
@@ -141,8 +148,14 @@ class EngineCore {
   std::vector<runtime::AttentionSequence> batch_sequences_;
   std::vector<int32_t> batch_logit_rows_;
   std::vector<SeqId> sampled_;
+  // Rows of prompt positions whose logits the step returns after the sample rows.
+  std::vector<int32_t> prompt_logit_rows_;
+  std::vector<ScheduledSeq> prompt_logit_seqs_;
   std::vector<float> logits_;
   std::vector<int32_t> banned_;
+  std::unique_ptr<structured::TokenVocabulary> token_vocab_;
+  std::unique_ptr<structured::TokenMasker> token_masker_;
+  std::vector<uint32_t> token_mask_;
   // Requests with news since the last Report, in first-touched order.
   std::vector<RequestState*> touched_;
   PrefixCacheStats reported_prefix_stats_;

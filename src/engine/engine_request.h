@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -16,6 +17,7 @@
 #include "engine/metrics.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
+#include "engine/structured/grammar.h"
 
 namespace switchyard::engine {
 
@@ -42,6 +44,17 @@ struct EngineRequest {
   SamplingParams sampling;
   StopConditions stop;
   bool skip_special_tokens = true;
+  // vLLM's spaces_between_special_tokens (see text::IncrementalDetokenizer).
+  bool spaces_between_special_tokens = true;
+  // vLLM's prompt_logprobs: when set, the raw logprob and rank of every prompt token after
+  // the first, with this many top alternatives. The first sequence computes them from the
+  // logits of each prompt position (so it never starts from the prefix cache, as in vLLM);
+  // they arrive in RequestUpdate::prompt_logprobs as chunked prefill proceeds.
+  std::optional<int32_t> prompt_logprobs;
+  // Structured output: every sequence's text must be a sentence of this grammar (its tokens
+  // are masked to those the grammar allows, EOS only once the text is complete); null when
+  // unconstrained. Compiled on the HTTP thread, shared and immutable.
+  std::shared_ptr<const structured::Grammar> grammar;
   int32_t priority = 0;
   // cache_salt (and later the LoRA name) for the block hashes.
   BlockHashExtras hash_extras;
@@ -69,6 +82,9 @@ struct RequestUpdate {
   int64_t num_prompt_tokens = 0;
   // Prompt tokens served from the prefix cache (the first sequence's hit).
   int64_t num_cached_tokens = 0;
+  // Prompt logprobs computed since the last update, in prompt order, continuing where the
+  // previous update stopped: entry k of the whole series is prompt token k + 1.
+  std::vector<SampleResult> prompt_logprobs;
   // Every sequence has finished; no update follows.
   bool finished = false;
   // Set when the engine failed the request (then finished is true).

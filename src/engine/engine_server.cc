@@ -84,6 +84,7 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   ctx.limits = o.limits;
   ctx.defaults = defaults;
   ctx.priority_scheduling = o.budget.policy == SchedulingPolicy::kPriority;
+  ctx.grammars = &s->grammars_;
   ctx.version = o.version;
   SY_ASSIGN_OR_RETURN(s->api_, ApiServer::Start(o.api, &s->ctx_));
   SY_LOG_INFO("engine: serving {} on port {} ({} backend, {} KV blocks of {} tokens)", name,

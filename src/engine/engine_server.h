@@ -71,6 +71,7 @@ class EngineServer {
   std::unique_ptr<EngineMetrics> metrics_;
   std::unique_ptr<kvx::KvEventPublisher> publisher_;
   std::unique_ptr<EngineCore> core_;
+  structured::GrammarCache grammars_;
   ServingContext ctx_;
   std::unique_ptr<ApiServer> api_;
 };

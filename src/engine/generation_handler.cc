@@ -1,8 +1,10 @@
 #include "engine/generation_handler.h"
 
 #include <chrono>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -13,6 +15,7 @@
 #include "api/error.h"
 #include "base/status_macros.h"
 #include "engine/internal/generation_stream.h"
+#include "engine/structured/request_grammar.h"
 #include "text/chat_prompt.h"
 
 namespace switchyard::engine {
@@ -40,13 +43,6 @@ struct Submission {
 
 // The unsupported request features, refused rather than ignored.
 absl::Status CheckSupported(const ServingContext& ctx, const api::SamplingRequest& s) {
-  if (s.prompt_logprobs.has_value())
-    return absl::UnimplementedError("prompt_logprobs is not supported yet.");
-  if (s.response_format.has_value() && s.response_format->type != "text") {
-    return absl::UnimplementedError(
-        fmt::format("response_format type '{}' (structured output) is not supported yet.",
-                    s.response_format->type));
-  }
   if (s.priority != 0 && !ctx.priority_scheduling) {
     return api::InvalidParam("priority",
                              "Priority scheduling is not enabled (start the engine with "
@@ -105,6 +101,9 @@ absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
   r.stop.ignore_eos = s.ignore_eos;
   r.stop.include_stop_str_in_output = s.include_stop_str_in_output;
   r.skip_special_tokens = s.skip_special_tokens;
+  r.spaces_between_special_tokens = s.spaces_between_special_tokens;
+  if (s.prompt_logprobs.has_value())
+    r.prompt_logprobs = *s.prompt_logprobs;
   r.priority = s.priority;
   r.hash_extras.cache_salt = s.cache_salt;
   SY_RETURN_IF_ERROR(ctx.engine->Validate(r));
@@ -112,15 +111,25 @@ absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
 }
 
 // Submits every request; on a failure aborts those already in and answers the error.
-void SubmitAll(const ServingContext& ctx, Submission sub,
+// The response id is vLLM's: "cmpl-"/"chatcmpl-" + the client's x-request-id when it sent
+// one, else + 32 random hex digits; x-request-id echoes the client's id (or the response id).
+// Engine-internal ids add random bits and the choice index, so two requests that share a
+// client id never collide in the engine.
+void SubmitAll(const ServingContext& ctx, Submission sub, const net::HttpRequest& http,
                std::shared_ptr<net::HttpResponder> responder) {
   const auto [hi, lo] = Random128();
   const bool chat = sub.stream.chat;
-  sub.stream.header.id = chat ? api::ChatCompletionId(hi, lo) : api::CompletionId(hi, lo);
+  const std::optional<std::string_view> client_id = http.Header("x-request-id");
+  if (client_id.has_value() && !client_id->empty()) {
+    sub.stream.header.id = fmt::format("{}{}", chat ? "chatcmpl-" : "cmpl-", *client_id);
+    sub.stream.extra_headers.emplace_back("x-request-id", std::string(*client_id));
+  } else {
+    sub.stream.header.id = chat ? api::ChatCompletionId(hi, lo) : api::CompletionId(hi, lo);
+    sub.stream.extra_headers.emplace_back("x-request-id", sub.stream.header.id);
+  }
   sub.stream.header.created = UnixNow();
   sub.stream.header.model = ctx.served_model_name;
-  sub.stream.extra_headers.emplace_back("x-request-id", sub.stream.header.id);
-  const std::string base_id = sub.stream.header.id;
+  const std::string base_id = fmt::format("{}-{:016x}", sub.stream.header.id, hi ^ lo);
   auto stream =
       std::make_shared<internal::GenerationStream>(std::move(sub.stream), ctx.tokenizer, responder);
   std::vector<std::string> ids;
@@ -157,8 +166,10 @@ internal::GenerationStreamOptions StreamOptions(const api::SamplingRequest& s, b
   o.chat = chat;
   o.stream = s.stream;
   o.include_usage = s.include_usage_in_stream();
+  o.continuous_usage = o.include_usage && s.stream_options->continuous_usage_stats;
   o.n = s.n;
   o.logprobs = logprobs;
+  o.prompt_logprobs = s.prompt_logprobs.has_value();
   return o;
 }
 
@@ -168,6 +179,8 @@ absl::StatusOr<Submission> PrepareCompletion(const ServingContext& ctx,
                       api::ParseCompletionRequest(http.body, ctx.limits));
   SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
   SY_RETURN_IF_ERROR(CheckSupported(ctx, req.sampling));
+  SY_ASSIGN_OR_RETURN(std::shared_ptr<const structured::Grammar> grammar,
+                      structured::GrammarForRequest(req.sampling, ctx.grammars));
   Submission sub;
   sub.stream = StreamOptions(req.sampling, false, req.logprobs.has_value());
   for (api::Prompt& prompt : req.prompts) {
@@ -183,6 +196,7 @@ absl::StatusOr<Submission> PrepareCompletion(const ServingContext& ctx,
     SY_ASSIGN_OR_RETURN(EngineRequest r,
                         MakeEngineRequest(ctx, req.sampling, std::move(ids), req.logprobs,
                                           kCompletionDefaultMaxTokens, "prompt"));
+    r.grammar = grammar;
     sub.stream.prompt_tokens.push_back(static_cast<int64_t>(r.prompt_tokens.size()));
     sub.stream.echo_prefix.push_back(std::move(echo));
     sub.requests.push_back(std::move(r));
@@ -194,6 +208,8 @@ absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::Htt
   SY_ASSIGN_OR_RETURN(api::ChatRequest req, api::ParseChatRequest(http.body, ctx.limits));
   SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
   SY_RETURN_IF_ERROR(CheckSupported(ctx, req.sampling));
+  SY_ASSIGN_OR_RETURN(std::shared_ptr<const structured::Grammar> grammar,
+                      structured::GrammarForRequest(req.sampling, ctx.grammars));
   SY_ASSIGN_OR_RETURN(std::string prompt_text,
                       text::RenderChatPrompt(req, ctx.chat_template, ctx.chat_special_tokens));
   SY_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
@@ -205,6 +221,7 @@ absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::Htt
   sub.stream = StreamOptions(req.sampling, true, req.logprobs);
   SY_ASSIGN_OR_RETURN(EngineRequest r, MakeEngineRequest(ctx, req.sampling, std::move(ids),
                                                          logprobs, std::nullopt, "messages"));
+  r.grammar = std::move(grammar);
   sub.stream.prompt_tokens.push_back(static_cast<int64_t>(r.prompt_tokens.size()));
   std::string echo;
   if (req.echo && !req.messages.empty() && req.messages.back().role == "assistant")
@@ -227,7 +244,7 @@ void HandleCompletion(const ServingContext& ctx, const net::HttpRequest& request
     SendError(*responder, sub.status());
     return;
   }
-  SubmitAll(ctx, *std::move(sub), std::move(responder));
+  SubmitAll(ctx, *std::move(sub), request, std::move(responder));
 }
 
 void HandleChatCompletion(const ServingContext& ctx, const net::HttpRequest& request,
@@ -237,7 +254,7 @@ void HandleChatCompletion(const ServingContext& ctx, const net::HttpRequest& req
     SendError(*responder, sub.status());
     return;
   }
-  SubmitAll(ctx, *std::move(sub), std::move(responder));
+  SubmitAll(ctx, *std::move(sub), request, std::move(responder));
 }
 
 }  // namespace switchyard::engine

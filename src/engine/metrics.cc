@@ -169,9 +169,10 @@ void AppendSample(std::string* out, std::string_view name,
 }
 
 // prometheus-cpp 1.0's TextSerializer writes counters under their bare name; vLLM's
-// prometheus_client writes `# TYPE x counter` with samples named x_total, and scrapers
-// query x_total. So the text is ours, written from the registry's snapshot. (No
-// x_created series: nothing we know of reads them.)
+// prometheus_client (0.2x, text format 0.0.4) writes `# HELP x_total`, `# TYPE x_total
+// counter` and samples named x_total, and scrapers query x_total. So the text is ours,
+// written from the registry's snapshot. (No x_created series: nothing we know of reads
+// them.)
 std::string WriteText(const std::vector<prometheus::MetricFamily>& families) {
   std::string out;
   for (const auto& family : families) {
@@ -189,13 +190,15 @@ std::string WriteText(const std::vector<prometheus::MetricFamily>& families) {
       default:
         break;  // We register nothing else.
     }
-    out += "# HELP " + family.name + " ";
+    const std::string name =
+        family.type == prometheus::MetricType::Counter ? family.name + "_total" : family.name;
+    out += "# HELP " + name + " ";
     AppendEscaped(&out, family.help, /*escape_quotes=*/false);
-    out += "\n# TYPE " + family.name + " " + type + "\n";
+    out += "\n# TYPE " + name + " " + type + "\n";
     for (const auto& metric : family.metric) {
       switch (family.type) {
         case prometheus::MetricType::Counter:
-          AppendSample(&out, family.name + "_total", metric.label, nullptr, metric.counter.value);
+          AppendSample(&out, name, metric.label, nullptr, metric.counter.value);
           break;
         case prometheus::MetricType::Gauge:
           AppendSample(&out, family.name, metric.label, nullptr, metric.gauge.value);

@@ -20,6 +20,11 @@
 
 namespace switchyard::engine {
 
+// Logit rows a serving runner keeps beyond max_num_seqs (the sample rows) for prompt
+// logprobs: a step returns the logits of at most this many prompt positions, so a
+// prompt_logprobs request's prefill advances this many tokens per step at most.
+inline constexpr int64_t kPromptLogitRowsPerStep = 64;
+
 // Sizes the engine plans with; fixed for the runner's life.
 struct RunnerLimits {
   int64_t vocab_size = 0;

@@ -98,10 +98,10 @@ Sampler::Sampler(int64_t vocab_size)
 
 void Sampler::Sample(std::span<const float> logits, const SamplingParams& params,
                      SequenceSamplingState* state, SampleResult* result,
-                     std::span<const int32_t> banned) {
+                     std::span<const int32_t> banned, std::span<const uint32_t> allowed) {
   result->top_logprobs.clear();
   std::copy(logits.begin(), logits.end(), work_.begin());
-  ApplyLogitsProcessors(params, banned);
+  ApplyLogitsProcessors(params, banned, allowed);
   ApplyPenalties(params, *state, work_);
   if (params.greedy()) {
     result->token = Argmax(work_);
@@ -112,7 +112,8 @@ void Sampler::Sample(std::span<const float> logits, const SamplingParams& params
     ComputeLogprobs(logits, *params.logprobs, result);
 }
 
-void Sampler::ApplyLogitsProcessors(const SamplingParams& params, std::span<const int32_t> banned) {
+void Sampler::ApplyLogitsProcessors(const SamplingParams& params, std::span<const int32_t> banned,
+                                    std::span<const uint32_t> allowed) {
   auto in_vocab = [this](int32_t id) { return id >= 0 && id < vocab_size_; };
   if (!params.allowed_token_ids.empty()) {
     // Keep the allowed logits aside, mask everything, put them back.
@@ -133,6 +134,18 @@ void Sampler::ApplyLogitsProcessors(const SamplingParams& params, std::span<cons
   for (int32_t id : banned) {
     if (in_vocab(id))
       work_[static_cast<size_t>(id)] = kNegInf;
+  }
+  if (allowed.empty())
+    return;
+  for (size_t w = 0; w < allowed.size(); ++w) {
+    const uint32_t bits = allowed[w];
+    if (bits == ~0u)
+      continue;
+    const size_t end = std::min(work_.size(), (w + 1) * 32);
+    for (size_t i = w * 32; i < end; ++i) {
+      if (((bits >> (i % 32)) & 1u) == 0)
+        work_[i] = kNegInf;
+    }
   }
 }
 
@@ -224,6 +237,10 @@ void Sampler::ComputeLogprobs(std::span<const float> logits, int32_t top_n, Samp
     return static_cast<float>(static_cast<double>(v) - log_norm);
   };
   result->logprob = logprob_of(result->token);
+  result->top_logprobs.clear();
+  const float token_logit = logits[static_cast<size_t>(result->token)];
+  result->rank = static_cast<int32_t>(
+      std::count_if(logits.begin(), logits.end(), [&](float v) { return v >= token_logit; }));
   if (top_n <= 0)
     return;
   // candidates_ is free again once the token is drawn.

@@ -68,6 +68,9 @@ struct SampleResult {
   // The params.logprobs most likely tokens by raw logprob, descending (ties: lower id
   // first). Cleared and refilled by each Sample, keeping its capacity.
   std::vector<TokenLogprob> top_logprobs;
+  // `token`'s rank in the vocabulary as vLLM counts it: the ids whose logit is >= its own
+  // (1 = most likely); set with logprob.
+  int32_t rank = 0;
 };
 
 class Sampler {
@@ -81,16 +84,24 @@ class Sampler {
   // REQUIRES: ValidateSamplingParams(params).ok(); logits.size() == vocab_size; state made
   // with the same vocab_size.
   // `banned` ids are masked before sampling (EOS and stop tokens under min_tokens).
+  // `allowed`, when not empty, is a bitset over ids (bit id % 32 of word id / 32; structured
+  // output's token mask): every id whose bit is clear is masked too.
   void Sample(std::span<const float> logits, const SamplingParams& params,
               SequenceSamplingState* state, SampleResult* result,
-              std::span<const int32_t> banned = {});
+              std::span<const int32_t> banned = {}, std::span<const uint32_t> allowed = {});
 
   int64_t vocab_size() const { return vocab_size_; }
 
- private:
-  // logit_bias, allowed_token_ids and `banned`, on work_.
-  void ApplyLogitsProcessors(const SamplingParams& params, std::span<const int32_t> banned);
+  // Raw logprobs of `logits` (no processors, penalties or temperature) for result->token:
+  // sets its logprob and rank and replaces top_logprobs with the top_n most likely ids.
+  // Sample calls it for params.logprobs; prompt logprobs call it for each prompt position.
+  // REQUIRES: logits.size() == vocab_size; 0 <= result->token < vocab_size.
   void ComputeLogprobs(std::span<const float> logits, int32_t top_n, SampleResult* result);
+
+ private:
+  // logit_bias, allowed_token_ids, `banned` and the `allowed` bitset, on work_.
+  void ApplyLogitsProcessors(const SamplingParams& params, std::span<const int32_t> banned,
+                             std::span<const uint32_t> allowed);
   int32_t Draw(const SamplingParams& params, std::mt19937_64* rng);
 
   int64_t vocab_size_;

@@ -74,6 +74,22 @@ int32_t ChunkSize(int32_t remaining, int32_t token_budget, const SchedulerBudget
   return std::min(n, token_budget);
 }
 
+// The prompt positions of a chunk whose logits are wanted: [begin, begin + rows).
+struct PromptLogits {
+  int32_t begin = 0;
+  int32_t rows = 0;
+};
+
+// Cuts the chunk of `*n` tokens from `start` so that the positions it covers that want
+// logits fit `rows_left`; returns those positions.
+PromptLogits CutForPromptLogits(const SeqView& seq, int32_t start, int32_t rows_left, int32_t* n) {
+  const int32_t begin = std::max(start, seq.prompt_logits_begin);
+  if (begin >= seq.prompt_logits_end)
+    return {};
+  *n = std::min(*n, begin - start + rows_left);
+  return {begin, std::max(0, std::min(start + *n, seq.prompt_logits_end) - begin)};
+}
+
 }  // namespace
 
 StepPlan Schedule(const SchedulerState& state, const SchedulerBudget& budget) {
@@ -81,6 +97,7 @@ StepPlan Schedule(const SchedulerState& state, const SchedulerBudget& budget) {
   SY_CHECK(budget.max_num_batched_tokens > 0 && budget.max_num_seqs > 0);
   CapacityTracker capacity(*state.kv);
   int32_t token_budget = budget.max_num_batched_tokens;
+  int32_t prompt_rows = budget.max_prompt_logit_rows;
   StepPlan plan;
 
   // Running pass. `alive[i]` is false once running[i] is preempted; `slot[i]` is its entry
@@ -108,7 +125,8 @@ StepPlan Schedule(const SchedulerState& state, const SchedulerBudget& budget) {
     if (!alive[i])
       continue;
     const SeqView& seq = state.running[i];
-    const int32_t n = ChunkSize(seq.num_tokens() - seq.num_computed_tokens, token_budget, budget);
+    int32_t n = ChunkSize(seq.num_tokens() - seq.num_computed_tokens, token_budget, budget);
+    const PromptLogits logits = CutForPromptLogits(seq, seq.num_computed_tokens, prompt_rows, &n);
     if (n <= 0)
       continue;
     const int32_t need = capacity.NewBlocksFor(seq.id, seq.num_computed_tokens + n);
@@ -120,6 +138,7 @@ StepPlan Schedule(const SchedulerState& state, const SchedulerBudget& budget) {
       if (slot[victim] >= 0) {
         ScheduledSeq& given_back = plan.scheduled[slot[victim]];
         token_budget += given_back.num_new_tokens;
+        prompt_rows += given_back.num_prompt_logits;
         capacity.Give(given_back.num_new_blocks);
         given_back.num_new_tokens = 0;  // dropped below
       }
@@ -134,13 +153,18 @@ StepPlan Schedule(const SchedulerState& state, const SchedulerBudget& budget) {
       break;
     capacity.Take(need);
     token_budget -= n;
+    prompt_rows -= logits.rows;
     slot[i] = static_cast<int32_t>(plan.scheduled.size());
     plan.scheduled.push_back(ScheduledSeq{
         .id = seq.id,
         .num_computed_tokens = seq.num_computed_tokens,
         .num_new_tokens = n,
         .num_new_blocks = need,
+        .admitted = false,
+        .prefix_hit_tokens = 0,
         .samples = seq.num_computed_tokens + n == seq.num_tokens(),
+        .prompt_logits_begin = logits.begin,
+        .num_prompt_logits = logits.rows,
     });
   }
   std::erase_if(plan.scheduled, [](const ScheduledSeq& s) { return s.num_new_tokens == 0; });
@@ -158,8 +182,9 @@ StepPlan Schedule(const SchedulerState& state, const SchedulerBudget& budget) {
       if (num_alive >= budget.max_num_seqs || token_budget <= 0)
         break;
       const SeqView& seq = state.waiting[w];
-      PrefixProbe hit = state.kv->ProbePrefix(seq);
-      const int32_t n = ChunkSize(seq.num_tokens() - hit.num_tokens, token_budget, budget);
+      PrefixProbe hit = seq.skip_prefix_cache ? PrefixProbe{} : state.kv->ProbePrefix(seq);
+      int32_t n = ChunkSize(seq.num_tokens() - hit.num_tokens, token_budget, budget);
+      const PromptLogits logits = CutForPromptLogits(seq, hit.num_tokens, prompt_rows, &n);
       if (n <= 0)
         break;
       const int32_t need = std::max(0, CeilDiv(hit.num_tokens + n, capacity.block_size()) -
@@ -170,6 +195,7 @@ StepPlan Schedule(const SchedulerState& state, const SchedulerBudget& budget) {
       capacity.Take(need + evicted_hits);
       capacity.Touch(hit.blocks);
       token_budget -= n;
+      prompt_rows -= logits.rows;
       ++num_alive;
       plan.scheduled.push_back(ScheduledSeq{
           .id = seq.id,
@@ -179,6 +205,8 @@ StepPlan Schedule(const SchedulerState& state, const SchedulerBudget& budget) {
           .admitted = true,
           .prefix_hit_tokens = hit.num_tokens,
           .samples = hit.num_tokens + n == seq.num_tokens(),
+          .prompt_logits_begin = logits.begin,
+          .num_prompt_logits = logits.rows,
       });
     }
   }

@@ -13,8 +13,11 @@
 //     are handed back). Preempting the sequence itself ends the running pass.
 //  3. Only when nothing was preempted, waiting sequences are admitted in queue order
 //     (FCFS) or by (priority, arrival), while fewer than max_num_seqs run and budget
-//     remains. Each starts after its prefix-cache hit. The first that does not fit stops
-//     admission (no overtaking).
+//     remains. Each starts after its prefix-cache hit (none for a sequence that skips
+//     cache reads). The first that does not fit stops admission (no overtaking).
+//  Prompt logprobs: a chunk covering prompt positions whose logits are wanted is cut so
+//  that those positions fit the step's max_prompt_logit_rows (shared, in the order above);
+//  a sequence with no row left gets no tokens this step.
 //
 // Schedule is a pure function of the state and the budget: it reads the KV cache through
 // the const KvCapacityOracle and tracks, in its own locals, the blocks its earlier choices
@@ -45,6 +48,9 @@ struct SchedulerBudget {
   // Caps one sequence's tokens per step when positive, so long prompts share the step.
   int32_t long_prefill_token_threshold = 0;
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  // Logit rows one step may spend on prompt positions (prompt logprobs), besides the one
+  // sample row of each of at most max_num_seqs sequences.
+  int32_t max_prompt_logit_rows = 0;
 };
 
 // What the scheduler reads about one sequence. Views into the engine's sequence table,
@@ -61,6 +67,12 @@ struct SeqView {
   // Prompt followed by outputs, num_tokens() of them; the prefix probe hashes them.
   std::span<const int32_t> tokens;
   const BlockHashExtras* extras = nullptr;
+  // Positions [prompt_logits_begin, prompt_logits_end) still need their logits (prompt
+  // logprobs); empty for most sequences.
+  int32_t prompt_logits_begin = 0;
+  int32_t prompt_logits_end = 0;
+  // Never starts from the prefix cache (vLLM's skip_reading_prefix_cache).
+  bool skip_prefix_cache = false;
 
   int32_t num_tokens() const { return num_prompt_tokens + num_output_tokens; }
 };
@@ -108,6 +120,10 @@ struct ScheduledSeq {
   int32_t prefix_hit_tokens = 0;
   // The step reaches the sequence's last known token, so its logits are sampled.
   bool samples = false;
+  // Prompt positions [prompt_logits_begin, + num_prompt_logits) of this step whose logits
+  // are returned besides the sample row.
+  int32_t prompt_logits_begin = 0;
+  int32_t num_prompt_logits = 0;
 
   int32_t context_len() const { return num_computed_tokens + num_new_tokens; }
 };

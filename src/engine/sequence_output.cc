@@ -17,7 +17,8 @@ SequenceOutput::SequenceOutput(const text::Tokenizer* tokenizer, const EngineReq
     : stop_(request.stop),
       eos_token_id_(request.stop.ignore_eos ? std::nullopt : eos_token_id),
       stop_token_ids_(request.stop.stop_token_ids),
-      detokenizer_(tokenizer, request.skip_special_tokens, request.prompt_tokens) {
+      detokenizer_(tokenizer, request.skip_special_tokens, request.prompt_tokens,
+                   request.spaces_between_special_tokens) {
   if (!request.stop.ignore_eos) {
     for (int32_t id : extra_eos_ids) {
       if (id != eos_token_id &&

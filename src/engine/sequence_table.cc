@@ -21,6 +21,14 @@ absl::Status SequenceTable::Add(Sequence seq) {
                     "tokens, got {}",
                     seq.id, seq.num_prompt_tokens, seq.tokens.size()));
   }
+  // A prefix hit would skip positions whose logits are wanted.
+  if (seq.prompt_logits_end > seq.prompt_logits_begin &&
+      (!seq.skip_prefix_cache || seq.prompt_logits_end >= seq.num_prompt_tokens)) {
+    return absl::InvalidArgumentError(
+        fmt::format("scheduler: sequence {} wants prompt logits [{}, {}) of {} prompt tokens "
+                    "(they must end before the last one and skip the prefix cache)",
+                    seq.id, seq.prompt_logits_begin, seq.prompt_logits_end, seq.num_prompt_tokens));
+  }
   const SeqId id = seq.id;
   if (seqs_.contains(id)) {
     return absl::AlreadyExistsError(fmt::format("scheduler: sequence {} already exists", id));
@@ -49,7 +57,17 @@ SeqView SequenceTable::ViewOf(const Sequence& seq) const {
       .num_computed_tokens = seq.num_computed_tokens,
       .tokens = seq.tokens,
       .extras = &seq.extras,
+      .prompt_logits_begin = seq.prompt_logits_begin,
+      .prompt_logits_end = seq.prompt_logits_end,
+      .skip_prefix_cache = seq.skip_prefix_cache,
   };
+}
+
+void SequenceTable::SetComputedTokens(SeqId id, int32_t n) {
+  Sequence& seq = seqs_.at(id);
+  seq.num_computed_tokens = n;
+  // The step that computed these positions returned their logits (Schedule cuts chunks so).
+  seq.prompt_logits_begin = std::max(seq.prompt_logits_begin, std::min(n, seq.prompt_logits_end));
 }
 
 SchedulerState SequenceTable::View(const KvCapacityOracle& kv) {

@@ -28,6 +28,12 @@ struct Sequence {
   int32_t num_prompt_tokens = 0;
   BlockHashExtras extras;
   std::optional<int64_t> lora_id;
+  // Prompt logprobs: positions [prompt_logits_begin, prompt_logits_end) still need their
+  // logits; the table moves begin past every position a committed step computed.
+  int32_t prompt_logits_begin = 0;
+  int32_t prompt_logits_end = 0;
+  // Never starts from the prefix cache (its writes still publish blocks).
+  bool skip_prefix_cache = false;
 
   // Set by the table.
   int64_t arrival = 0;
@@ -42,8 +48,9 @@ struct Sequence {
 class SequenceTable {
  public:
   // Queues a new sequence at the back of waiting and stamps its arrival. InvalidArgument
-  // for an empty prompt or a prompt length that disagrees with `tokens`; AlreadyExists for
-  // a taken id.
+  // for an empty prompt, a prompt length that disagrees with `tokens`, or prompt logits that
+  // reach the last prompt token or come without skip_prefix_cache; AlreadyExists for a
+  // taken id.
   absl::Status Add(Sequence seq);
 
   // nullptr when unknown.
@@ -66,7 +73,7 @@ class SequenceTable {
   // Waiting -> back of running.
   absl::Status MoveToRunning(SeqId id);
   // REQUIRES: the sequence exists.
-  void SetComputedTokens(SeqId id, int32_t n) { seqs_.at(id).num_computed_tokens = n; }
+  void SetComputedTokens(SeqId id, int32_t n);
 
  private:
   SeqView ViewOf(const Sequence& seq) const;

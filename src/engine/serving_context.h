@@ -18,6 +18,7 @@
 #include "api/sampling_request.h"
 #include "engine/engine_core.h"
 #include "engine/metrics.h"
+#include "engine/structured/grammar_cache.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 
@@ -50,6 +51,8 @@ struct ServingContext {
   api::RequestLimits limits;
   GenerationDefaults defaults;
   bool priority_scheduling = false;
+  // Compiled structured-output grammars, shared by the HTTP threads; null compiles each time.
+  structured::GrammarCache* grammars = nullptr;
   std::string version;  // GET /version
 };
 

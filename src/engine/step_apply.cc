@@ -35,7 +35,9 @@ absl::StatusOr<std::vector<ScheduledSeq>> ApplyPlan(const StepPlan& plan, Sequen
     if (planned.admitted) {
       if (!kv->HasSequence(planned.id))
         SY_RETURN_IF_ERROR(kv->AddSequence(planned.id, seq->extras, seq->lora_id));
-      SY_ASSIGN_OR_RETURN(hit, kv->GetComputedBlocks(planned.id, seq->tokens));
+      if (!seq->skip_prefix_cache) {
+        SY_ASSIGN_OR_RETURN(hit, kv->GetComputedBlocks(planned.id, seq->tokens));
+      }
       done.prefix_hit_tokens = hit.num_tokens;
       done.num_computed_tokens = hit.num_tokens;
       done.num_new_tokens = std::min(planned.num_new_tokens, seq->num_tokens() - hit.num_tokens);

@@ -23,9 +23,11 @@ bool EndsWithReplacement(const std::string& s) {
 }  // namespace
 
 IncrementalDetokenizer::IncrementalDetokenizer(const Tokenizer* tokenizer, bool skip_special_tokens,
-                                               std::span<const int32_t> prompt_ids)
+                                               std::span<const int32_t> prompt_ids,
+                                               bool spaces_between_special_tokens)
     : tokenizer_(tokenizer),
       skip_special_tokens_(skip_special_tokens),
+      spaces_between_special_tokens_(spaces_between_special_tokens),
       ids_(prompt_ids.begin(), prompt_ids.end()),
       prefix_offset_(prompt_ids.size() - std::min(prompt_ids.size(), kPromptContext)),
       read_offset_(prompt_ids.size()) {}
@@ -37,6 +39,20 @@ std::string IncrementalDetokenizer::DecodeRange(size_t begin, size_t end) const 
 
 std::string IncrementalDetokenizer::Push(int32_t id) {
   ids_.push_back(id);
+  if (!spaces_between_special_tokens_) {
+    const bool added = tokenizer_->IsAddedToken(id);
+    const bool after_added = last_added_;
+    last_added_ = added;
+    // Only when nothing held back has text (a skipped special token has none), so the bare
+    // content is all this id completes.
+    if (added && after_added && !(skip_special_tokens_ && tokenizer_->IsSpecial(id)) &&
+        (read_offset_ + 1 == ids_.size() || DecodeRange(prefix_offset_, ids_.size() - 1) ==
+                                                DecodeRange(prefix_offset_, read_offset_))) {
+      prefix_offset_ = read_offset_;
+      read_offset_ = ids_.size();
+      return std::string(tokenizer_->IdToToken(id));
+    }
+  }
   // A run of byte-fallback tokens decodes as a whole: one invalid byte turns the entire run
   // into U+FFFDs, so no part of a run is final until a non-byte token ends it.
   if (IsByteToken(tokenizer_->IdToToken(id)))

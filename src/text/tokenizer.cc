@@ -149,6 +149,24 @@ bool Tokenizer::IsSpecial(int32_t id) const {
   return id >= 0 && static_cast<size_t>(id) < impl_->special.size() && impl_->special[id];
 }
 
+bool Tokenizer::IsAddedToken(int32_t id) const {
+  const std::string_view token = IdToToken(id);
+  if (token.empty())
+    return false;
+  auto it = impl_->added_token_to_id.find(absl::string_view(token.data(), token.size()));
+  return it != impl_->added_token_to_id.end() && it->second == id;
+}
+
+std::string Tokenizer::TokenBytes(int32_t id) const {
+  std::string token(IdToToken(id));
+  if (token.empty())
+    return token;
+  if (impl_->decoder == nullptr)
+    return " " + token;  // Decode joins tokens with spaces
+  impl_->decoder->TokenBytes(&token);
+  return token;
+}
+
 std::optional<int32_t> Tokenizer::bos_id() const {
   return impl_->bos_id;
 }

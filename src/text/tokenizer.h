@@ -79,6 +79,12 @@ class Tokenizer {
   std::string_view IdToToken(int32_t id) const;
   // True for added tokens marked special (HF "special": true; GGUF control tokens).
   bool IsSpecial(int32_t id) const;
+  // True for any added token, special or not (HF's added_tokens_decoder).
+  bool IsAddedToken(int32_t id) const;
+  // The bytes token `id` adds to a decoded text when it is not the first token (byte-level
+  // characters mapped back to bytes, "▁" as a space, <0xNN> as its byte; no UTF-8 repair).
+  // Empty for an id outside the vocabulary.
+  std::string TokenBytes(int32_t id) const;
 
   std::optional<int32_t> bos_id() const;
   std::optional<int32_t> eos_id() const;

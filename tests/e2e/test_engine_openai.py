@@ -1,6 +1,7 @@
 """`switchyard engine` served to the official `openai` Python client: completions and chat
-(plain and streamed), n > 1, stop strings, logprobs, seeds, usage and cached tokens, echo,
-batched prompts, the tokenizer routes, the info routes and --api-key. One engine (CPU backend,
+(plain and streamed), n > 1, stop strings, logprobs, prompt logprobs, seeds, usage (also
+continuous) and cached tokens, echo, batched prompts, special tokens in the text, the
+tokenizer routes, the info routes and --api-key. One engine (CPU backend,
 the bundled tiny model, random weights: its text is gibberish but greedy is deterministic)
 serves the whole module."""
 import json
@@ -56,6 +57,24 @@ def test_completion(client):
     assert r.usage.completion_tokens == 12
     assert r.usage.total_tokens == r.usage.prompt_tokens + 12
     assert complete(client).choices[0].text == choice.text  # greedy is deterministic
+
+
+def test_request_id_header_names_the_response(client):
+    """As vLLM: a client's x-request-id becomes the response id (cmpl-<id> / chatcmpl-<id>)
+    and comes back in the header; two requests may share one id."""
+    for _ in range(2):
+        raw = client.completions.with_raw_response.create(
+            model=MODEL_NAME, prompt="Hello", max_tokens=2, n=2,
+            extra_headers={"x-request-id": "trace-42"})
+        assert raw.headers["x-request-id"] == "trace-42"
+        assert raw.parse().id == "cmpl-trace-42"
+    raw = client.chat.completions.with_raw_response.create(
+        model=MODEL_NAME, messages=CHAT, max_tokens=2, stream=True,
+        extra_headers={"x-request-id": "trace-43"})
+    assert {c.id for c in raw.parse()} == {"chatcmpl-trace-43"}
+    made = client.completions.with_raw_response.create(model=MODEL_NAME, prompt="Hi",
+                                                       max_tokens=1)
+    assert made.parse().id.startswith("cmpl-") and made.headers["x-request-id"] == made.parse().id
 
 
 def test_chat(client):
@@ -304,6 +323,172 @@ def test_batched_prompts(client):
     assert r.usage.prompt_tokens == 5
 
 
+# A prompt logprob and the logprob of the same token sampled at generation time come from
+# the same logits computed in different batch shapes (a prefill chunk against a decode
+# step), so float32 rounding may differ slightly.
+LOGPROB_TOLERANCE = 1e-3
+
+
+def with_prompt_logprobs(client, prompt, top, **kw):
+    """A completion of one token that asks for prompt_logprobs; returns it and them."""
+    kw.setdefault("max_tokens", 1)
+    r = complete(client, prompt=prompt, extra_body={**NO_EOS, "prompt_logprobs": top}, **kw)
+    return r, r.choices[0].prompt_logprobs
+
+
+def check_prompt_logprobs_shape(plp, prompt_ids, top):
+    """vLLM's shape: null, then per position {token id: {logprob, rank, decoded_token}},
+    the prompt token first, then the `top` most likely ids ranked 1..top (one entry per
+    id: a prompt token among them is not repeated)."""
+    assert len(plp) == len(prompt_ids)
+    assert plp[0] is None
+    for position, entry in enumerate(plp[1:], start=1):
+        keys = list(entry)
+        assert int(keys[0]) == prompt_ids[position]
+        for value in entry.values():
+            assert set(value) == {"logprob", "rank", "decoded_token"}
+            assert value["logprob"] <= 0 and value["rank"] >= 1
+        own = entry[keys[0]]["rank"]
+        top_ranks = list(range(1, top + 1))
+        ranks = [entry[k]["rank"] for k in keys]
+        if own <= top:
+            assert len(entry) == top and sorted(ranks) == top_ranks
+        else:
+            assert len(entry) == top + 1 and ranks[1:] == top_ranks
+        by_rank = sorted(entry.values(), key=lambda v: v["rank"])
+        assert all(a["logprob"] >= b["logprob"] for a, b in zip(by_rank, by_rank[1:]))
+
+
+def test_prompt_logprobs_match_generated_logprobs(client):
+    """Greedy generation gives k tokens with their logprobs; fed back as prompt, the same
+    tokens get the same logprobs as prompt logprobs, each ranked first."""
+    prompt = [100 + (37 * i) % 700 for i in range(20)]
+    k = 6
+    generated = complete(client, prompt=prompt, max_tokens=k, logprobs=1).choices[0].logprobs
+    # The greedy ids, one by one: the rank-1 id at the position after the ids so far (the
+    # prompt token placed there, 5, only makes the position exist).
+    ids = []
+    for j in range(k):
+        _, plp = with_prompt_logprobs(client, prompt + ids + [5], 1)
+        entry = plp[len(prompt) + j]
+        ids.append(next(int(t) for t, v in entry.items() if v["rank"] == 1))
+    r, plp = with_prompt_logprobs(client, prompt + ids, 1)
+    check_prompt_logprobs_shape(plp, prompt + ids, 1)
+    for j in range(k):
+        entry = plp[len(prompt) + j]
+        first = entry[str(ids[j])]
+        assert list(entry) == [str(ids[j])] and first["rank"] == 1
+        assert first["decoded_token"] == generated.tokens[j]
+        assert first["logprob"] == pytest.approx(generated.token_logprobs[j], abs=LOGPROB_TOLERANCE)
+
+
+def test_prompt_logprobs_over_chunked_prefill(client):
+    """200 prompt positions take several steps (a step returns at most 64 prompt positions'
+    logits); positions from different steps agree with the logprob of the same token forced
+    at generation time (allowed_token_ids; logprobs are raw, before that mask)."""
+    r, plp = with_prompt_logprobs(client, LONG_PROMPT, 3)
+    check_prompt_logprobs_shape(plp, LONG_PROMPT, 3)
+    assert r.usage.prompt_tokens == 200
+    again = with_prompt_logprobs(client, LONG_PROMPT, 3)[1]
+    assert again == plp
+    for position in (1, 63, 64, 130, 199):
+        token = LONG_PROMPT[position]
+        forced = complete(client, prompt=LONG_PROMPT[:position], max_tokens=1, logprobs=0,
+                          extra_body={**NO_EOS, "allowed_token_ids": [token]})
+        lp = forced.choices[0].logprobs
+        assert plp[position][str(token)]["decoded_token"] == lp.tokens[0]
+        assert plp[position][str(token)]["logprob"] == pytest.approx(lp.token_logprobs[0],
+                                                                     abs=LOGPROB_TOLERANCE)
+
+
+def test_prompt_logprobs_skip_prefix_cache_reads(client):
+    """As vLLM, a prompt_logprobs request computes its whole prompt (its positions' logits are
+    needed) even when the prefix is cached; the cache keeps serving the others."""
+    prompt = list(range(400, 480))  # 5 full blocks of 16
+    complete(client, prompt=prompt, max_tokens=1)
+    r, plp = with_prompt_logprobs(client, prompt, 0)
+    assert r.usage.prompt_tokens_details.cached_tokens == 0
+    assert len(plp) == 80 and all(len(entry) == 1 for entry in plp[1:])
+    again = complete(client, prompt=prompt, max_tokens=1)
+    assert again.usage.prompt_tokens_details.cached_tokens == 64
+
+
+def test_prompt_logprobs_batched_and_n(client):
+    prompts = [[100, 101, 102, 103], [200, 201, 202]]
+    r = complete(client, prompt=prompts, n=2, max_tokens=2,
+                 extra_body={**NO_EOS, "prompt_logprobs": 2})
+    assert len(r.choices) == 4
+    for choice in r.choices:
+        check_prompt_logprobs_shape(choice.prompt_logprobs, prompts[choice.index // 2], 2)
+    assert r.choices[0].prompt_logprobs == r.choices[1].prompt_logprobs
+    assert r.choices[2].prompt_logprobs == r.choices[3].prompt_logprobs
+    single = with_prompt_logprobs(client, prompts[1], 2)[1]
+    assert r.choices[2].prompt_logprobs == single
+    # Not asked: no field.
+    assert getattr(complete(client, max_tokens=1).choices[0], "prompt_logprobs", None) is None
+
+
+def test_chat_prompt_logprobs(client, engine):
+    r = chat(client, max_tokens=2, extra_body={**NO_EOS, "prompt_logprobs": 2})
+    plp = r.prompt_logprobs
+    ids = requests.post(f"{engine.url}/tokenize", json={"model": MODEL_NAME, "messages": CHAT},
+                        timeout=10).json()["tokens"]
+    check_prompt_logprobs_shape(plp, ids, 2)
+    assert len(plp) == r.usage.prompt_tokens
+    # Streams never carry them: vLLM refuses prompt_logprobs > 0 there and takes 0.
+    with pytest.raises(openai.BadRequestError) as err:
+        chat(client, stream=True, extra_body={**NO_EOS, "prompt_logprobs": 1})
+    assert "prompt_logprobs" in str(err.value)
+    for c in chat(client, stream=True, max_tokens=3, extra_body={**NO_EOS, "prompt_logprobs": 0}):
+        assert getattr(c, "prompt_logprobs", None) is None
+
+
+def test_stream_continuous_usage(client):
+    """include_usage + continuous_usage_stats: every chunk carries its prompt's tokens and the
+    choice's completion tokens so far (vLLM), then the usual usage-only last chunk."""
+    options = {"include_usage": True, "continuous_usage_stats": True}
+    chunks = list(complete(client, max_tokens=6, n=2, logprobs=1, stream=True,
+                           stream_options=options))
+    final = chunks[-1]
+    assert final.choices == [] and final.usage.completion_tokens == 12
+    seen = {0: 0, 1: 0}
+    for c in chunks[:-1]:
+        (choice,) = c.choices
+        seen[choice.index] += len(choice.logprobs.tokens)
+        assert c.usage.completion_tokens == seen[choice.index]
+        assert c.usage.prompt_tokens == final.usage.prompt_tokens
+        assert c.usage.total_tokens == c.usage.prompt_tokens + c.usage.completion_tokens
+    assert seen == {0: 6, 1: 6}
+    chat_chunks = list(chat(client, max_tokens=5, stream=True, stream_options=options))
+    assert all(c.usage is not None for c in chat_chunks)
+    counts = [c.usage.completion_tokens for c in chat_chunks[:-1]]
+    assert counts == sorted(counts) and counts[-1] == 5
+    assert chat_chunks[-1].choices == [] and chat_chunks[-1].usage.completion_tokens == 5
+    # Without include_usage there is no usage at all, continuous or not (vLLM).
+    bare = list(complete(client, max_tokens=3, stream=True,
+                         stream_options={"include_usage": False, "continuous_usage_stats": True}))
+    assert all(c.usage is None for c in bare)
+
+
+def test_spaces_between_special_tokens(client, engine):
+    """The tiny model's tokenizer (tokenizer.json, byte-level decoder) never puts spaces
+    between special tokens, so vLLM's spaces_between_special_tokens changes nothing here:
+    the text is the tokens back to back either way, and empty when they are skipped."""
+    special = [1002, 1003]
+    names = [requests.post(f"{engine.url}/detokenize", json={"tokens": [t]},
+                           timeout=10).json()["prompt"] for t in special]
+    assert all(n.startswith("<|") for n in names)
+    for spaces in (True, False):
+        body = {**NO_EOS, "allowed_token_ids": special, "skip_special_tokens": False,
+                "spaces_between_special_tokens": spaces}
+        r = complete(client, max_tokens=6, temperature=1.0, seed=5, logprobs=0, extra_body=body)
+        lp = r.choices[0].logprobs
+        assert set(lp.tokens) <= set(names) and len(lp.tokens) == 6
+        assert r.choices[0].text == "".join(lp.tokens)
+        skipped = complete(client, max_tokens=6, extra_body={**body, "skip_special_tokens": True})
+        assert skipped.choices[0].text == ""
+
+
 def test_tokenize_detokenize(engine):
     text = "Hello switchyard world"
     r = requests.post(f"{engine.url}/tokenize",
@@ -380,3 +565,166 @@ def test_api_key(keyed_engine):
         r = good.completions.create(model=MODEL_NAME, prompt="x", max_tokens=2)
         assert r.usage.completion_tokens >= 1
         assert [m.id for m in good.models.list().data] == [MODEL_NAME]
+
+
+# Structured output. The tiny model's text is random, so every constraint shows: unconstrained
+# it never writes JSON. EOS stays on (no ignore_eos) so that a complete value can end.
+PERSON_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 8},
+        "age": {"type": "integer"},
+        "ok": {"type": "boolean"},
+        "color": {"enum": ["red", "green", "blue"]},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}, "maxItems": 2},
+        "note": {"type": ["string", "null"], "maxLength": 5},
+    },
+    "required": ["name", "age", "ok", "color"],
+    "additionalProperties": False,
+}
+PERSON_FORMAT = {"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON_SCHEMA}}
+# Nudges toward ',' ']' '}' (ids 11, 60, 92 in the tiny vocabulary) so that integers and
+# arrays end within max_tokens; the grammar still decides where each may appear.
+CLOSE_BIAS = {"11": 3, "60": 3, "92": 3}
+
+
+def check_person(text):
+    """Validates `text` against PERSON_SCHEMA by hand (jsonschema is not a test dependency)."""
+    value = json.loads(text)
+    assert isinstance(value, dict), text
+    keys = list(value)
+    order = list(PERSON_SCHEMA["properties"])
+    assert keys == sorted(keys, key=order.index), text  # schema order
+    assert set(PERSON_SCHEMA["required"]) <= set(keys) <= set(order), text
+    assert isinstance(value["name"], str) and len(value["name"]) <= 8, text
+    assert isinstance(value["age"], int) and not isinstance(value["age"], bool), text
+    assert isinstance(value["ok"], bool), text
+    assert value["color"] in ("red", "green", "blue"), text
+    if "tags" in value:
+        assert isinstance(value["tags"], list) and len(value["tags"]) <= 2, text
+        assert all(isinstance(t, str) and len(t) <= 3 for t in value["tags"]), text
+    if "note" in value:
+        assert value["note"] is None or (isinstance(value["note"], str)
+                                         and len(value["note"]) <= 5), text
+    return value
+
+
+def structured_chat(client, **kw):
+    kw.setdefault("max_tokens", 300)
+    kw.setdefault("seed", 1)
+    return client.chat.completions.create(model=MODEL_NAME, messages=CHAT, **kw)
+
+
+def test_json_schema_response_format(client):
+    for seed in range(4):
+        r = structured_chat(client, seed=seed, response_format=PERSON_FORMAT,
+                            logit_bias=CLOSE_BIAS)
+        choice = r.choices[0]
+        assert choice.finish_reason == "stop", choice.message.content
+        check_person(choice.message.content)
+
+
+def test_json_schema_streamed(client):
+    plain = structured_chat(client, seed=5, response_format=PERSON_FORMAT, logit_bias=CLOSE_BIAS)
+    chunks = list(structured_chat(client, seed=5, response_format=PERSON_FORMAT,
+                                  logit_bias=CLOSE_BIAS, stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    check_person(text)
+    assert text == plain.choices[0].message.content  # same seed, same constrained text
+
+
+def test_json_schema_n_and_completions(client):
+    r = client.completions.create(model=MODEL_NAME, prompt="Hello", max_tokens=300, seed=3, n=3,
+                                  logit_bias=CLOSE_BIAS,
+                                  extra_body={"response_format": PERSON_FORMAT})
+    assert len(r.choices) == 3
+    for choice in r.choices:
+        assert choice.finish_reason == "stop"
+        check_person(choice.text)
+
+
+def test_json_object(client):
+    # A bias toward '"' and '}' (ids 1 and 92 in the tiny vocabulary) keeps objects short;
+    # unconstrained, the same bias gives a run of braces and quotes that is not JSON.
+    bias = {"1": 4, "92": 6}
+    for seed in range(4):
+        r = structured_chat(client, seed=seed, logit_bias=bias,
+                            response_format={"type": "json_object"})
+        text = r.choices[0].message.content
+        assert r.choices[0].finish_reason == "stop", text
+        assert isinstance(json.loads(text), dict), text
+    free = structured_chat(client, seed=0, logit_bias=bias, max_tokens=20)
+    with pytest.raises(ValueError):
+        json.loads(free.choices[0].message.content)
+
+
+def test_json_object_streamed(client):
+    chunks = list(structured_chat(client, seed=2, logit_bias={"1": 4, "92": 6}, stream=True,
+                                  response_format={"type": "json_object"}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert isinstance(json.loads(text), dict), text
+
+
+def test_structured_outputs_choice(client):
+    choices = ["yes", "no", "maybe so"]
+    seen = set()
+    for seed in range(6):
+        r = client.completions.create(model=MODEL_NAME, prompt="Well?", max_tokens=20, seed=seed,
+                                      extra_body={"structured_outputs": {"choice": choices}})
+        assert r.choices[0].text in choices
+        assert r.choices[0].finish_reason == "stop"
+        seen.add(r.choices[0].text)
+    chat_r = structured_chat(client, extra_body={"structured_outputs": {"choice": choices}})
+    assert chat_r.choices[0].message.content in choices
+    assert len(seen) > 1  # the choice is sampled, not fixed
+
+
+def test_structured_outputs_json(client):
+    r = client.completions.create(
+        model=MODEL_NAME, prompt="Hello", max_tokens=300, seed=4, logit_bias=CLOSE_BIAS,
+        extra_body={"structured_outputs": {"json": PERSON_SCHEMA}})
+    assert r.choices[0].finish_reason == "stop"
+    check_person(r.choices[0].text)
+
+
+def test_structured_output_max_tokens_cut(client):
+    r = structured_chat(client, max_tokens=3, response_format=PERSON_FORMAT)
+    choice = r.choices[0]
+    assert choice.finish_reason == "length"
+    assert r.usage.completion_tokens == 3
+    # Cut short, the text is the start of a valid object (as in vLLM, not a whole one).
+    assert choice.message.content.startswith("{")
+
+
+def test_structured_output_errors(client, engine):
+    with pytest.raises(openai.BadRequestError) as err:
+        structured_chat(client, response_format={
+            "type": "json_schema",
+            "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "^a+$"}}})
+    body = err.value.response.json()["error"]
+    assert body["code"] == 400 and body["type"] == "BadRequestError"
+    assert body["param"] == "response_format.json_schema.schema"
+    assert "'pattern'" in body["message"]
+    cases = [
+        ({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+            "type": "integer", "minimum": 3}}}}, "'minimum'"),
+        ({"structured_outputs": {"json": {"$ref": "#/$defs/missing"}}}, "does not resolve"),
+        ({"structured_outputs": {"choice": []}}, "choice"),
+        ({"structured_outputs": {"choice": ["a"], "json_object": True}}, "only use one kind"),
+        ({"structured_outputs": {"json_object": True},
+          "response_format": {"type": "json_object"}}, "only use one kind"),
+    ]
+    for extra, fragment in cases:
+        r = requests.post(engine.base_url + "/completions", timeout=30,
+                          json={"model": MODEL_NAME, "prompt": "x", "max_tokens": 5, **extra})
+        assert r.status_code == 400, (extra, r.text)
+        assert fragment in r.json()["error"]["message"], (extra, r.text)
+    r = requests.post(engine.base_url + "/completions", timeout=30,
+                      json={"model": MODEL_NAME, "prompt": "x", "max_tokens": 5,
+                            "structured_outputs": {"regex": "a+"}})
+    assert r.status_code == 501, r.text
+    assert r.json()["error"]["message"] == "structured_outputs.regex is not supported yet."
+    # The server keeps serving.
+    assert complete(client).choices[0].text

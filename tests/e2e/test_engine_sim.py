@@ -69,3 +69,22 @@ def test_sixteen_engines_agree(fleet):
     for e in fleet:
         m = e.wait_idle()
         assert m["vllm:num_requests_running"] == 0
+
+
+def test_prompt_logprobs_are_deterministic(fleet):
+    """The simulated logits give each row one chosen token (logit 20, others 0): prompt
+    logprobs rank it first at every position, and every engine gives the same ones."""
+    body = {"model": MODEL_NAME, "prompt": PROMPTS[1], "max_tokens": 1, "ignore_eos": True,
+            "prompt_logprobs": 1}
+    got = [requests.post(e.url + "/v1/completions", json=body, timeout=60).json()
+           for e in fleet[:2]]
+    plp = got[0]["choices"][0]["prompt_logprobs"]
+    assert plp == got[1]["choices"][0]["prompt_logprobs"]
+    assert plp[0] is None and len(plp) == got[0]["usage"]["prompt_tokens"]
+    for entry in plp[1:]:
+        for value in entry.values():
+            # exp(20) outweighs the rest of the vocabulary: ~0 for the chosen, ~-20 otherwise.
+            if value["rank"] == 1:
+                assert value["logprob"] > -0.01
+            else:
+                assert -20.01 < value["logprob"] < -19.99

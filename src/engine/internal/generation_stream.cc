@@ -30,6 +30,8 @@ GenerationStream::GenerationStream(GenerationStreamOptions options,
   const size_t num_prompts = options_.prompt_tokens.size();
   choices_.resize(num_prompts * static_cast<size_t>(options_.n));
   cached_tokens_.assign(num_prompts, 0);
+  if (options_.prompt_logprobs)
+    prompt_logprobs_.resize(num_prompts);
   for (size_t i = 0; i < choices_.size(); ++i) {
     const std::string& prefix = options_.echo_prefix[i / static_cast<size_t>(options_.n)];
     choices_[i].text_chars = api::TextOffsetLength(prefix);
@@ -45,33 +47,59 @@ void GenerationStream::BeginStream() {
   answered_ = true;
   // Echoed prompts go out first, one chunk per choice.
   for (size_t i = 0; i < choices_.size(); ++i) {
-    const std::string& prefix = options_.echo_prefix[i / static_cast<size_t>(options_.n)];
+    const size_t prompt = i / static_cast<size_t>(options_.n);
+    const std::string& prefix = options_.echo_prefix[prompt];
     if (prefix.empty())
       continue;
+    const api::Usage usage{options_.prompt_tokens[prompt], 0, std::nullopt};
+    const api::Usage* chunk_usage = options_.continuous_usage ? &usage : nullptr;
     if (options_.chat) {
       api::ChatChoice c;
       c.index = static_cast<int>(i);
       c.content = prefix;
-      responder_->Write(api::ChatCompletionChunk(options_.header, c, true));
+      responder_->Write(api::ChatCompletionChunk(options_.header, c, true, chunk_usage));
       choices_[i].sent_role = true;
     } else {
       api::CompletionChoice c;
       c.index = static_cast<int>(i);
       c.text = prefix;
-      responder_->Write(api::CompletionChunk(options_.header, c));
+      responder_->Write(api::CompletionChunk(options_.header, c, chunk_usage));
     }
   }
 }
 
+std::string GenerationStream::DecodeOne(int32_t id) const {
+  return tokenizer_->Decode(std::span<const int32_t>(&id, 1), false);
+}
+
 api::TokenLogprob GenerationStream::ToApiLogprob(const SampleResult& sample) const {
   api::TokenLogprob out;
-  const int32_t id = sample.token;
-  out.token = tokenizer_->Decode(std::span<const int32_t>(&id, 1), false);
+  out.token = DecodeOne(sample.token);
   out.logprob = sample.logprob;
   out.top.reserve(sample.top_logprobs.size());
-  for (const TokenLogprob& t : sample.top_logprobs) {
-    const int32_t top_id = t.token;
-    out.top.push_back({tokenizer_->Decode(std::span<const int32_t>(&top_id, 1), false), t.logprob});
+  for (const TokenLogprob& t : sample.top_logprobs)
+    out.top.push_back({DecodeOne(t.token), t.logprob});
+  return out;
+}
+
+std::vector<api::PromptLogprobEntry> GenerationStream::ToPromptLogprob(
+    const SampleResult& sample) const {
+  // vLLM fills a dict with the prompt token, then the top ids by rank: a prompt token that
+  // is among them keeps the first place and takes that entry's rank.
+  int64_t rank = sample.rank;
+  for (size_t j = 0; j < sample.top_logprobs.size(); ++j) {
+    if (sample.top_logprobs[j].token == sample.token) {
+      rank = static_cast<int64_t>(j) + 1;
+      break;
+    }
+  }
+  std::vector<api::PromptLogprobEntry> out;
+  out.reserve(sample.top_logprobs.size() + 1);
+  out.push_back({sample.token, sample.logprob, rank, DecodeOne(sample.token)});
+  for (size_t j = 0; j < sample.top_logprobs.size(); ++j) {
+    const TokenLogprob& t = sample.top_logprobs[j];
+    if (t.token != sample.token)
+      out.push_back({t.token, t.logprob, static_cast<int64_t>(j) + 1, DecodeOne(t.token)});
   }
   return out;
 }
@@ -87,6 +115,10 @@ void GenerationStream::OnUpdate(size_t prompt, RequestUpdate update) {
   if (options_.stream)
     BeginStream();
   cached_tokens_[prompt] = update.num_cached_tokens;
+  if (options_.prompt_logprobs && !options_.stream) {
+    for (const SampleResult& s : update.prompt_logprobs)
+      prompt_logprobs_[prompt].push_back(ToPromptLogprob(s));
+  }
   for (SequenceUpdate& seq : update.sequences) {
     const int index = static_cast<int>(prompt) * options_.n + seq.index;
     Choice& choice = choices_[static_cast<size_t>(index)];
@@ -115,11 +147,18 @@ void GenerationStream::StreamChoice(int index, const SequenceUpdate& update,
                                     std::vector<api::TokenLogprob> lps) {
   Choice& choice = choices_[static_cast<size_t>(index)];
   const bool finishing = update.finish_reason.has_value();
-  if (update.text.empty() && lps.empty() && !finishing && choice.sent_role)
+  // Tokens whose text is held back still move a continuous usage count, as in vLLM.
+  if (update.text.empty() && lps.empty() && !finishing && choice.sent_role &&
+      (!options_.continuous_usage || update.token_ids.empty())) {
     return;
+  }
   const size_t offset = choice.text_chars;
   for (const api::TokenLogprob& lp : lps)
     choice.text_chars += api::TextOffsetLength(lp.token);
+  // vLLM's continuous usage: the prompt's tokens and this choice's completion tokens so far.
+  const api::Usage usage{options_.prompt_tokens[static_cast<size_t>(index / options_.n)],
+                         choice.num_tokens, std::nullopt};
+  const api::Usage* chunk_usage = options_.continuous_usage ? &usage : nullptr;
   if (options_.chat) {
     api::ChatChoice c;
     c.index = index;
@@ -128,7 +167,7 @@ void GenerationStream::StreamChoice(int index, const SequenceUpdate& update,
       c.logprobs = std::move(lps);
     if (finishing)
       c.finish_reason = choice.finish_reason;
-    responder_->Write(api::ChatCompletionChunk(options_.header, c, !choice.sent_role));
+    responder_->Write(api::ChatCompletionChunk(options_.header, c, !choice.sent_role, chunk_usage));
     choice.sent_role = true;
   } else {
     api::CompletionChoice c;
@@ -142,7 +181,7 @@ void GenerationStream::StreamChoice(int index, const SequenceUpdate& update,
       c.finish_reason = choice.finish_reason;
       c.stop_reason = choice.stop_reason;
     }
-    responder_->Write(api::CompletionChunk(options_.header, c));
+    responder_->Write(api::CompletionChunk(options_.header, c, chunk_usage));
   }
 }
 
@@ -181,7 +220,8 @@ void GenerationStream::Finish() {
         out[i].logprobs = std::move(choices_[i].logprobs);
       out[i].finish_reason = choices_[i].finish_reason;
     }
-    body = api::ChatCompletionResponse(options_.header, out, usage);
+    body = api::ChatCompletionResponse(options_.header, out, usage, {},
+                                       options_.prompt_logprobs ? &prompt_logprobs_[0] : nullptr);
   } else {
     std::vector<api::CompletionChoice> out(choices_.size());
     for (size_t i = 0; i < choices_.size(); ++i) {
@@ -194,6 +234,8 @@ void GenerationStream::Finish() {
       }
       out[i].finish_reason = choices_[i].finish_reason;
       out[i].stop_reason = choices_[i].stop_reason;
+      if (options_.prompt_logprobs)
+        out[i].prompt_logprobs = prompt_logprobs_[i / static_cast<size_t>(options_.n)];
     }
     body = api::CompletionResponse(options_.header, out, usage);
   }

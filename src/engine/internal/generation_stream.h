@@ -1,7 +1,10 @@
 // GenerationStream: one HTTP generation request's answer, assembled from the engine
 // updates of its prompts (a batched completion has several; each has n choices, choice
 // index = prompt * n + sequence). Streaming requests get one SSE chunk per choice per
-// update; others get the whole response once every choice has finished.
+// update (carrying the choice's usage so far under continuous_usage); others get the whole
+// response once every choice has finished, with the prompt logprobs when asked (vLLM sends
+// them on non-streaming responses only: each completion choice of a prompt carries its
+// prompt's, a chat response carries them at the top level).
 //
 // Threads: OnUpdate runs on the engine loop thread; Fail on either. A mutex orders them.
 // A streaming response's head goes out with its first chunk, from the engine thread, so
@@ -27,9 +30,11 @@ struct GenerationStreamOptions {
   bool chat = false;
   bool stream = false;
   bool include_usage = false;
+  // Usage on every chunk too (include_usage and stream_options.continuous_usage_stats).
   bool continuous_usage = false;
   int32_t n = 1;
-  bool logprobs = false;  // the request asked for logprobs
+  bool logprobs = false;         // the request asked for logprobs
+  bool prompt_logprobs = false;  // the request asked for prompt_logprobs
   // Per prompt: text put before each choice's output (echo), and the prompt's length.
   std::vector<std::string> echo_prefix;
   std::vector<int64_t> prompt_tokens;
@@ -59,7 +64,9 @@ class GenerationStream {
     int64_t num_tokens = 0;
   };
 
+  std::string DecodeOne(int32_t id) const;
   api::TokenLogprob ToApiLogprob(const SampleResult& sample) const;
+  std::vector<api::PromptLogprobEntry> ToPromptLogprob(const SampleResult& sample) const;
   // Sends the SSE head and the echoed prompts, once.
   void BeginStream() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -75,6 +82,7 @@ class GenerationStream {
   base::Mutex mu_;
   std::vector<Choice> choices_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> cached_tokens_ ABSL_GUARDED_BY(mu_);
+  std::vector<api::PromptLogprobs> prompt_logprobs_ ABSL_GUARDED_BY(mu_);  // per prompt
   size_t prompts_finished_ ABSL_GUARDED_BY(mu_) = 0;
   bool answered_ ABSL_GUARDED_BY(mu_) = false;
 };

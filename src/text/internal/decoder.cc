@@ -24,6 +24,11 @@ class SequenceDecoder final : public Decoder {
       item->DecodeChain(tokens);
   }
 
+  void TokenBytes(std::string* token) const override {
+    for (const auto& item : items_)
+      item->TokenBytes(token);
+  }
+
  private:
   std::vector<std::unique_ptr<Decoder>> items_;
 };
@@ -53,6 +58,17 @@ class ByteLevelDecoder final : public Decoder {
     }
     tokens->assign(1, base::SanitizeUtf8(bytes));
   }
+  void TokenBytes(std::string* token) const override {
+    std::string bytes;
+    size_t pos = 0;
+    while (pos < token->size()) {
+      int b = CharToByte(NextCodePoint(*token, &pos));
+      if (b < 0)
+        return;  // not in the alphabet: the token stands for its own bytes
+      bytes.push_back(static_cast<char>(b));
+    }
+    *token = std::move(bytes);
+  }
 };
 
 class ReplaceDecoder final : public Decoder {
@@ -73,6 +89,12 @@ class ReplaceDecoder final : public Decoder {
       out.append(token, pos);
       token = std::move(out);
     }
+  }
+
+  void TokenBytes(std::string* token) const override {
+    std::vector<std::string> one{std::move(*token)};
+    DecodeChain(&one);
+    *token = std::move(one[0]);
   }
 
  private:
@@ -129,6 +151,11 @@ class ByteFallbackDecoder final : public Decoder {
     flush();
     *tokens = std::move(out);
   }
+  void TokenBytes(std::string* token) const override {
+    int value = ByteTokenValue(*token);
+    if (value >= 0)
+      token->assign(1, static_cast<char>(value));
+  }
 };
 
 class FuseDecoder final : public Decoder {
@@ -139,6 +166,7 @@ class FuseDecoder final : public Decoder {
       all.append(token);
     tokens->assign(1, std::move(all));
   }
+  void TokenBytes(std::string*) const override {}
 };
 
 // Removes up to `start` leading and `stop` trailing copies of a character from each token.
@@ -163,6 +191,9 @@ class StripDecoder final : public Decoder {
       token = token.substr(begin, end - begin);
     }
   }
+
+  // Strip only trims the decoded text's ends, never a token inside it.
+  void TokenBytes(std::string*) const override {}
 
  private:
   std::string content_;
@@ -191,6 +222,12 @@ class MetaspaceDecoder final : public Decoder {
     }
   }
 
+  void TokenBytes(std::string* token) const override {
+    std::vector<std::string> pair{std::string(), std::move(*token)};
+    DecodeChain(&pair);  // as the second token: the replacement is a space
+    *token = std::move(pair[1]);
+  }
+
  private:
   std::string replacement_;
   bool prepends_;
@@ -210,6 +247,12 @@ class WordPieceDecoder final : public Decoder {
         }
       }
     }
+  }
+
+  void TokenBytes(std::string* token) const override {
+    std::vector<std::string> pair{std::string(), std::move(*token)};
+    DecodeChain(&pair);
+    *token = std::move(pair[1]);
   }
 
  private:
@@ -233,6 +276,12 @@ class SuffixDecoder final : public Decoder {
       out.append(token, pos);
       token = std::move(out);
     }
+  }
+
+  void TokenBytes(std::string* token) const override {
+    std::vector<std::string> pair{std::move(*token), std::string()};
+    DecodeChain(&pair);  // as a token followed by another: the suffix is a space
+    *token = std::move(pair[0]);
   }
 
  private:

@@ -18,6 +18,10 @@ class Decoder {
  public:
   virtual ~Decoder() = default;
   virtual void DecodeChain(std::vector<std::string>* tokens) const = 0;
+  // Rewrites one token string into the raw bytes it contributes in the middle of a decoded
+  // sequence: no UTF-8 repair, no sequence-start rules (Strip, a Metaspace prefix). Byte
+  // tokens give their byte. Structured output matches these bytes against a grammar.
+  virtual void TokenBytes(std::string* token) const = 0;
 };
 
 // Builds one from its JSON object: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip,

@@ -112,6 +112,9 @@ std::vector<Case> Cases() {
        "top_logprobs"},
       {"prompt_logprobs_21", E::kCompletion, Cmpl(R"("prompt_logprobs":21)"), 400, bad,
        "prompt_logprobs"},
+      // vLLM: prompt logprobs are never streamed.
+      {"prompt_logprobs_stream", E::kChat, Chat(R"("prompt_logprobs":1,"stream":true)"), 400, bad,
+       "prompt_logprobs"},
       {"stop_too_many", E::kChat,
        Chat(R"("stop":[)" +
             [] {

@@ -64,6 +64,25 @@ TEST(CompletionRequestTest, ParsesAllFields) {
   EXPECT_THAT(s.ignored_fields, ElementsAre("some_future_field"));
 }
 
+// vLLM refuses prompt_logprobs > 0 on a stream but takes 0 (nothing to send).
+TEST(CompletionRequestTest, PromptLogprobsAndContinuousUsageOnStreams) {
+  auto r = ParseCompletionRequest(
+      R"({"prompt": "x", "stream": true, "prompt_logprobs": 0,
+          "stream_options": {"include_usage": true, "continuous_usage_stats": true}})",
+      RequestLimits{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->sampling.prompt_logprobs, 0);
+  ASSERT_TRUE(r->sampling.stream_options.has_value());
+  EXPECT_TRUE(r->sampling.stream_options->continuous_usage_stats);
+  auto streamed = ParseCompletionRequest(R"({"prompt": "x", "stream": true, "prompt_logprobs": 2})",
+                                         RequestLimits{});
+  ASSERT_FALSE(streamed.ok());
+  EXPECT_EQ(HttpErrorFor(streamed.status()).http_status, 400);
+  auto plain = ParseCompletionRequest(R"({"prompt": "x", "prompt_logprobs": 2})", RequestLimits{});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->sampling.prompt_logprobs, 2);
+}
+
 TEST(CompletionRequestTest, DefaultsMatchVllm) {
   auto r = ParseCompletionRequest(R"({"prompt": "x"})", RequestLimits{});
   ASSERT_TRUE(r.ok()) << r.status();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,10 +34,11 @@ std::unique_ptr<text::Tokenizer> MakeTokenizer() {
 // token only, so they are the same however requests are batched, cached or preempted.
 class FakeRunner final : public ModelRunner {
  public:
-  FakeRunner(int32_t num_blocks, int32_t block_size) {
+  // `prompt_rows`: logit rows beyond the 8 sample rows, for prompt logprobs.
+  FakeRunner(int32_t num_blocks, int32_t block_size, int32_t prompt_rows = 0) {
     limits_.vocab_size = kVocab;
     limits_.max_num_batched_tokens = 64;
-    limits_.max_logit_rows = 8;
+    limits_.max_logit_rows = 8 + prompt_rows;
     limits_.num_kv_blocks = num_blocks;
     limits_.block_size = block_size;
   }
@@ -92,6 +94,10 @@ class Collector {
           reasons_[static_cast<size_t>(s.index)] = *s.finish_reason;
       }
       cached_ = u.num_cached_tokens;
+      if (!u.prompt_logprobs.empty())
+        ++prompt_updates_;
+      for (SampleResult& lp : u.prompt_logprobs)
+        prompt_logprobs_.push_back(std::move(lp));
       ++updates_;
       if (u.finished)
         done_ = true;
@@ -122,6 +128,14 @@ class Collector {
     base::MutexLock lock(&mu_);
     return cached_;
   }
+  std::vector<SampleResult> prompt_logprobs() {
+    base::MutexLock lock(&mu_);
+    return prompt_logprobs_;
+  }
+  int prompt_updates() {
+    base::MutexLock lock(&mu_);
+    return prompt_updates_;
+  }
 
  private:
   base::Mutex mu_;
@@ -129,14 +143,17 @@ class Collector {
   std::vector<std::string> texts_ ABSL_GUARDED_BY(mu_);
   std::vector<FinishReason> reasons_ ABSL_GUARDED_BY(mu_);
   int64_t cached_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<SampleResult> prompt_logprobs_ ABSL_GUARDED_BY(mu_);
+  int prompt_updates_ ABSL_GUARDED_BY(mu_) = 0;
   int updates_ ABSL_GUARDED_BY(mu_) = 0;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 class EngineCoreTest : public ::testing::Test {
  protected:
-  void StartCore(int32_t num_blocks = 64, int32_t block_size = 4, int32_t max_num_seqs = 8) {
-    auto runner = std::make_unique<FakeRunner>(num_blocks, block_size);
+  void StartCore(int32_t num_blocks = 64, int32_t block_size = 4, int32_t max_num_seqs = 8,
+                 int32_t prompt_rows = 0) {
+    auto runner = std::make_unique<FakeRunner>(num_blocks, block_size, prompt_rows);
     tokens_computed_ = runner->tokens_computed_;
     gate_ = runner->gate_;
     EngineCoreOptions options;
@@ -271,6 +288,104 @@ TEST_F(EngineCoreTest, StopAbortsWhatIsInFlight) {
   ASSERT_TRUE(c.WaitDone());
   EXPECT_EQ(core_->Submit(Request("t", {0}, 1), c.Callback()).code(),
             absl::StatusCode::kUnavailable);
+}
+
+// What FakeRunner's logits give prompt token `next` after `token`: logit 10 for
+// (token + 1) % 8, 0 for the other 8 ids.
+SampleResult ExpectedPromptLogprob(int32_t token, int32_t next) {
+  const int32_t favourite = (token + 1) % 8;
+  const double log_norm = std::log(std::exp(10.0) + 8.0);
+  SampleResult want;
+  want.token = next;
+  want.logprob = static_cast<float>((next == favourite ? 10.0 : 0.0) - log_norm);
+  want.rank = next == favourite ? 1 : kVocab;
+  want.top_logprobs = {{favourite, static_cast<float>(10.0 - log_norm)},
+                       {favourite == 0 ? 1 : 0, static_cast<float>(-log_norm)}};
+  return want;
+}
+
+void ExpectPromptLogprobs(const std::vector<SampleResult>& got,
+                          const std::vector<int32_t>& prompt) {
+  ASSERT_EQ(got.size(), prompt.size() - 1);
+  for (size_t k = 0; k < got.size(); ++k) {
+    const SampleResult want = ExpectedPromptLogprob(prompt[k], prompt[k + 1]);
+    EXPECT_EQ(got[k].token, want.token) << k;
+    EXPECT_NEAR(got[k].logprob, want.logprob, 1e-5) << k;
+    EXPECT_EQ(got[k].rank, want.rank) << k;
+    ASSERT_EQ(got[k].top_logprobs.size(), 2u) << k;
+    for (size_t j = 0; j < 2; ++j) {
+      EXPECT_EQ(got[k].top_logprobs[j].token, want.top_logprobs[j].token) << k;
+      EXPECT_NEAR(got[k].top_logprobs[j].logprob, want.top_logprobs[j].logprob, 1e-5) << k;
+    }
+  }
+}
+
+TEST_F(EngineCoreTest, PromptLogprobsArriveChunkByChunk) {
+  // Three rows a step for prompt positions: the 9 positions take three steps.
+  StartCore(64, 4, 8, /*prompt_rows=*/3);
+  const std::vector<int32_t> prompt = {0, 1, 2, 5, 3, 4, 4, 0, 7, 1};
+  EngineRequest r = Request("lp", prompt, 2);
+  r.prompt_logprobs = 2;
+  Collector c;
+  ASSERT_TRUE(core_->Submit(std::move(r), c.Callback()).ok());
+  ASSERT_TRUE(c.WaitDone());
+  ExpectPromptLogprobs(c.prompt_logprobs(), prompt);
+  EXPECT_EQ(c.prompt_updates(), 3);
+  EXPECT_EQ(c.texts(), std::vector<std::string>{"cd"});
+  EXPECT_EQ(tokens_computed_->load(), 10 + 1);
+}
+
+TEST_F(EngineCoreTest, PromptLogprobsOncePerRequestAndTopZero) {
+  StartCore(64, 4, 8, /*prompt_rows=*/16);
+  const std::vector<int32_t> prompt = {3, 3, 4, 6};
+  EngineRequest r = Request("n2", prompt, 1, /*n=*/2);
+  r.prompt_logprobs = 0;
+  Collector c;
+  ASSERT_TRUE(core_->Submit(std::move(r), c.Callback()).ok());
+  ASSERT_TRUE(c.WaitDone());
+  EXPECT_EQ(c.texts(), (std::vector<std::string>{"h", "h"}));
+  const std::vector<SampleResult> got = c.prompt_logprobs();
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t k = 0; k < got.size(); ++k) {
+    const SampleResult want = ExpectedPromptLogprob(prompt[k], prompt[k + 1]);
+    EXPECT_EQ(got[k].token, want.token);
+    EXPECT_NEAR(got[k].logprob, want.logprob, 1e-5);
+    EXPECT_EQ(got[k].rank, want.rank);
+    EXPECT_TRUE(got[k].top_logprobs.empty());
+  }
+}
+
+// As vLLM: a prompt-logprobs request never reads the prefix cache, but its blocks serve
+// later requests.
+TEST_F(EngineCoreTest, PromptLogprobsSkipPrefixCacheReads) {
+  StartCore(64, 4, 8, /*prompt_rows=*/8);
+  std::vector<int32_t> prompt(21);
+  for (size_t i = 0; i < prompt.size(); ++i)
+    prompt[i] = static_cast<int32_t>((3 * i) % 8);
+  Collector first;
+  ASSERT_TRUE(core_->Submit(Request("c1", prompt, 1), first.Callback()).ok());
+  ASSERT_TRUE(first.WaitDone());
+  EngineRequest r = Request("c2", prompt, 1);
+  r.prompt_logprobs = 2;
+  Collector second;
+  ASSERT_TRUE(core_->Submit(std::move(r), second.Callback()).ok());
+  ASSERT_TRUE(second.WaitDone());
+  EXPECT_EQ(second.cached(), 0);
+  ExpectPromptLogprobs(second.prompt_logprobs(), prompt);
+  Collector third;
+  ASSERT_TRUE(core_->Submit(Request("c3", prompt, 1), third.Callback()).ok());
+  ASSERT_TRUE(third.WaitDone());
+  EXPECT_EQ(third.cached(), 20);
+  EXPECT_EQ(first.texts(), second.texts());
+  EXPECT_EQ(core_->snapshot().num_free_blocks, 64);
+}
+
+TEST_F(EngineCoreTest, PromptLogprobsNeedSpareLogitRows) {
+  StartCore();  // logit rows = max_num_seqs: none to spare
+  EngineRequest r = Request("x", {0, 1, 2}, 1);
+  r.prompt_logprobs = 1;
+  Collector c;
+  EXPECT_EQ(core_->Submit(std::move(r), c.Callback()).code(), absl::StatusCode::kUnimplemented);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 
 namespace switchyard::engine::internal {
@@ -145,6 +146,118 @@ TEST(GenerationStreamTest, LogprobTextOffsetsCountCharacters) {
   ASSERT_EQ(responder->calls.size(), 1u);
   EXPECT_NE(responder->calls[0].find(R"("text_offset":[0,1])"), std::string::npos)
       << responder->calls[0];
+}
+
+SampleResult PromptLogprob(int32_t token, float logprob, int32_t rank,
+                           std::vector<TokenLogprob> top) {
+  SampleResult r;
+  r.token = token;
+  r.logprob = logprob;
+  r.rank = rank;
+  r.top_logprobs = std::move(top);
+  return r;
+}
+
+// vLLM's shape: null for the first prompt token, then per position a dict keyed by token id,
+// the prompt token first; a prompt token among the top ids keeps its place and their rank.
+constexpr std::string_view kPromptLogprobsJson =
+    R"("prompt_logprobs":[null,)"
+    R"({"0":{"logprob":-0.5,"rank":1,"decoded_token":"a"},)"
+    R"("3":{"logprob":-1.0,"rank":2,"decoded_token":"<eos>"}},)"
+    R"({"3":{"logprob":-2.0,"rank":4,"decoded_token":"<eos>"},)"
+    R"("0":{"logprob":-0.25,"rank":1,"decoded_token":"a"}}])";
+
+// Two updates carry the prompt logprobs as prefill proceeds; every choice of the prompt
+// gets them.
+TEST(GenerationStreamTest, CompletionChoicesCarryPromptLogprobs) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStreamOptions o = StreamingCompletion();
+  o.stream = false;
+  o.n = 2;
+  o.prompt_logprobs = true;
+  GenerationStream stream(std::move(o), tokenizer.get(), responder);
+  RequestUpdate chunk;
+  chunk.prompt_logprobs = {PromptLogprob(0, -0.5f, 1, {{0, -0.5f}, {3, -1.0f}})};
+  stream.OnUpdate(0, std::move(chunk));
+  RequestUpdate last;
+  last.prompt_logprobs = {PromptLogprob(3, -2.0f, 4, {{0, -0.25f}})};
+  for (int32_t index : {0, 1}) {
+    SequenceUpdate s;
+    s.index = index;
+    s.text = "a";
+    s.token_ids = {0};
+    s.finish_reason = FinishReason::kLength;
+    last.sequences.push_back(std::move(s));
+  }
+  last.finished = true;
+  stream.OnUpdate(0, std::move(last));
+  ASSERT_EQ(responder->calls.size(), 1u);
+  const std::string& body = responder->calls[0];
+  const size_t first = body.find(kPromptLogprobsJson);
+  ASSERT_NE(first, std::string::npos) << body;
+  EXPECT_NE(body.find(kPromptLogprobsJson, first + 1), std::string::npos) << body;
+}
+
+TEST(GenerationStreamTest, ChatCarriesPromptLogprobsAtTheTop) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStreamOptions o = StreamingCompletion();
+  o.stream = false;
+  o.chat = true;
+  o.prompt_logprobs = true;
+  GenerationStream stream(std::move(o), tokenizer.get(), responder);
+  RequestUpdate u = Update("a", {0}, true);
+  u.prompt_logprobs = {PromptLogprob(0, -0.5f, 1, {{0, -0.5f}, {3, -1.0f}}),
+                       PromptLogprob(3, -2.0f, 4, {{0, -0.25f}})};
+  stream.OnUpdate(0, std::move(u));
+  ASSERT_EQ(responder->calls.size(), 1u);
+  const std::string& body = responder->calls[0];
+  const size_t at = body.find(std::string(R"(},)") + std::string(kPromptLogprobsJson) + "}");
+  EXPECT_NE(at, std::string::npos) << body;
+  EXPECT_GT(at, body.find(R"("usage":)")) << body;
+}
+
+// stream_options.continuous_usage_stats: every chunk carries the prompt's tokens and the
+// choice's completion tokens so far, including a chunk whose text is still held back.
+TEST(GenerationStreamTest, ContinuousUsageOnEveryChunk) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStreamOptions o = StreamingCompletion();
+  o.include_usage = true;
+  o.continuous_usage = true;
+  GenerationStream stream(std::move(o), tokenizer.get(), responder);
+  stream.OnUpdate(0, Update("a", {0}, false));
+  stream.OnUpdate(0, Update("", {1}, false));
+  stream.OnUpdate(0, Update("\xC3\xA9", {2}, true));
+  ASSERT_EQ(responder->calls.size(), 7u);
+  auto usage = [](int completion) {
+    return fmt::format(R"("usage":{{"prompt_tokens":3,"total_tokens":{},"completion_tokens":{},)"
+                       R"("prompt_tokens_details":null}}}})",
+                       3 + completion, completion);
+  };
+  EXPECT_NE(responder->calls[1].find(usage(1)), std::string::npos) << responder->calls[1];
+  EXPECT_NE(responder->calls[2].find(R"("text":"")"), std::string::npos) << responder->calls[2];
+  EXPECT_NE(responder->calls[2].find(usage(2)), std::string::npos) << responder->calls[2];
+  EXPECT_NE(responder->calls[3].find(usage(3)), std::string::npos) << responder->calls[3];
+  EXPECT_NE(responder->calls[4].find(R"("choices":[],"usage":{"prompt_tokens":3)"),
+            std::string::npos)
+      << responder->calls[4];
+  EXPECT_EQ(responder->calls[5], "write data: [DONE]\n\n");
+}
+
+// Without continuous usage a chat step that only holds text back sends nothing.
+TEST(GenerationStreamTest, HeldBackTextSendsNoChunkWithoutContinuousUsage) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStreamOptions o = StreamingCompletion();
+  o.chat = true;
+  o.include_usage = true;
+  GenerationStream stream(std::move(o), tokenizer.get(), responder);
+  stream.OnUpdate(0, Update("a", {0}, false));
+  stream.OnUpdate(0, Update("", {1}, false));
+  ASSERT_EQ(responder->calls.size(), 2u);
+  EXPECT_EQ(responder->calls[1].find(R"("usage")"), std::string::npos) << responder->calls[1];
 }
 
 }  // namespace

@@ -165,14 +165,14 @@ TEST(EngineMetricsTest, TypesAndCounterTotalSuffix) {
       {"vllm:num_requests_waiting", "gauge"},
       {"vllm:kv_cache_usage_perc", "gauge"},
       {"vllm:cache_config_info", "gauge"},
-      {"vllm:prefix_cache_queries", "counter"},
-      {"vllm:prefix_cache_hits", "counter"},
-      {"vllm:num_preemptions", "counter"},
-      {"vllm:prompt_tokens", "counter"},
-      {"vllm:prompt_tokens_by_source", "counter"},
-      {"vllm:prompt_tokens_cached", "counter"},
-      {"vllm:generation_tokens", "counter"},
-      {"vllm:request_success", "counter"},
+      {"vllm:prefix_cache_queries_total", "counter"},
+      {"vllm:prefix_cache_hits_total", "counter"},
+      {"vllm:num_preemptions_total", "counter"},
+      {"vllm:prompt_tokens_total", "counter"},
+      {"vllm:prompt_tokens_by_source_total", "counter"},
+      {"vllm:prompt_tokens_cached_total", "counter"},
+      {"vllm:generation_tokens_total", "counter"},
+      {"vllm:request_success_total", "counter"},
       {"vllm:request_prompt_tokens", "histogram"},
       {"vllm:request_generation_tokens", "histogram"},
       {"vllm:iteration_tokens_total", "histogram"},
@@ -190,14 +190,14 @@ TEST(EngineMetricsTest, TypesAndCounterTotalSuffix) {
       {"vllm:request_prefill_kv_computed_tokens", "histogram"},
   };
   EXPECT_EQ(text.types, expected_types);
-  // Counters: `# TYPE x counter` and samples x_total, as prometheus_client writes them.
-  EXPECT_THAT(raw, HasSubstr("# TYPE vllm:prompt_tokens counter\n"));
+  // Counters: `# TYPE x_total counter` and samples x_total, as prometheus_client writes them.
+  EXPECT_THAT(raw, HasSubstr("# TYPE vllm:prompt_tokens_total counter\n"));
   EXPECT_THAT(raw, HasSubstr("\nvllm:prompt_tokens_total{"));
   EXPECT_THAT(raw, Not(HasSubstr("\nvllm:prompt_tokens{")));
   for (const Sample& s : text.samples) {
     bool typed = false;
     for (const auto& [family, type] : expected_types) {
-      if (type == "counter" && s.name == family + "_total") {
+      if (type == "counter" && s.name == family) {
         typed = true;
       }
       if (type == "gauge" && s.name == family) {

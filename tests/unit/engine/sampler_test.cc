@@ -198,5 +198,26 @@ TEST(SamplerTest, TopKOneIsGreedyWhateverTheSeed) {
   }
 }
 
+// Prompt logprobs score a given token: its raw logprob and vLLM's rank (the ids whose logit
+// is >= its own, ties included), with the top ids refilled on every call.
+TEST(SamplerTest, ComputeLogprobsRanksAGivenToken) {
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, 0.0f, kNan};
+  Sampler sampler(static_cast<int64_t>(logits.size()));
+  const double log_norm = std::log(std::exp(1.0) + 2 * std::exp(3.0) + 1.0);
+  SampleResult r;
+  r.token = 3;
+  sampler.ComputeLogprobs(logits, 2, &r);
+  EXPECT_NEAR(r.logprob, -log_norm, 1e-6);
+  EXPECT_EQ(r.rank, 4);
+  ASSERT_EQ(r.top_logprobs.size(), 2u);
+  EXPECT_EQ(r.top_logprobs[0].token, 1);
+  EXPECT_EQ(r.top_logprobs[1].token, 2);
+  r.token = 2;
+  sampler.ComputeLogprobs(logits, 0, &r);
+  EXPECT_NEAR(r.logprob, 3.0 - log_norm, 1e-6);
+  EXPECT_EQ(r.rank, 2);
+  EXPECT_TRUE(r.top_logprobs.empty());
+}
+
 }  // namespace
 }  // namespace switchyard::engine

@@ -31,7 +31,8 @@ bool SamePlan(const StepPlan& a, const StepPlan& b) {
     if (x.id != y.id || x.num_computed_tokens != y.num_computed_tokens ||
         x.num_new_tokens != y.num_new_tokens || x.num_new_blocks != y.num_new_blocks ||
         x.admitted != y.admitted || x.prefix_hit_tokens != y.prefix_hit_tokens ||
-        x.samples != y.samples) {
+        x.samples != y.samples || x.prompt_logits_begin != y.prompt_logits_begin ||
+        x.num_prompt_logits != y.num_prompt_logits) {
       return false;
     }
   }
@@ -56,6 +57,9 @@ TEST(SchedulerPropertyTest, RandomScriptsKeepInvariantsAndFinish) {
     budget.max_num_seqs = uniform(1, 8);
     budget.long_prefill_token_threshold = uniform(0, 1) == 0 ? 0 : uniform(1, 16);
     budget.policy = uniform(0, 1) == 0 ? SchedulingPolicy::kFcfs : SchedulingPolicy::kPriority;
+    // Prompt logprobs draw from their own generator, so the scripts above stay as they were.
+    std::mt19937_64 logprobs_rng(1000000 + script_index);
+    budget.max_prompt_logit_rows = std::uniform_int_distribution<int32_t>(1, 12)(logprobs_rng);
     // Every request alone fits: prompt + outputs need at most num_blocks blocks.
     const int32_t max_len = num_blocks * block_size;
     std::vector<Request> script;
@@ -68,13 +72,15 @@ TEST(SchedulerPropertyTest, RandomScriptsKeepInvariantsAndFinish) {
       r.max_tokens = uniform(1, std::min(20, max_len - r.prompt_len));
       r.priority = uniform(0, 3);
       r.shared_prefix = uniform(0, 1) == 0 ? 0 : uniform(0, r.prompt_len);
+      r.prompt_logprobs = std::uniform_int_distribution<int32_t>(0, 3)(logprobs_rng) == 0;
       script.push_back(r);
     }
     SCOPED_TRACE(::testing::Message()
                  << "script " << script_index << " blocks " << num_blocks << "x" << block_size
                  << " budget " << budget.max_num_batched_tokens << "/" << budget.max_num_seqs
                  << " threshold " << budget.long_prefill_token_threshold << " priority "
-                 << (budget.policy == SchedulingPolicy::kPriority));
+                 << (budget.policy == SchedulingPolicy::kPriority) << " prompt logit rows "
+                 << budget.max_prompt_logit_rows);
     Sim sim(num_blocks, block_size, budget, script, /*caching=*/uniform(0, 3) != 0);
     while (!sim.Done() && sim.step() < kMaxSteps) {
       const testing_sim::StepRecord record = sim.Step();

@@ -1,9 +1,12 @@
 // A step-by-step simulation for scheduler tests: a request script drives the real
 // KvCacheManager, SequenceTable, Schedule and ApplyPlan, with a fake model step that
 // computes every scheduled token and samples one token per sequence that reaches its end.
-// Every step checks the invariants that must hold whatever the script.
+// Every step checks the invariants that must hold whatever the script, among them that a
+// prompt-logprobs request gets the logits of every prompt position but the last exactly
+// once, in order, within max_prompt_logit_rows per step.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -30,6 +33,8 @@ struct Request {
   int32_t priority = 0;
   // The first `shared_prefix` prompt tokens come from one stem common to all requests.
   int32_t shared_prefix = 0;
+  // Wants the logits of its prompt positions (and so skips prefix-cache reads).
+  bool prompt_logprobs = false;
 };
 
 // What one step did: tokens per scheduled sequence (as committed), preemptions, prefix
@@ -90,6 +95,7 @@ class Sim {
       record.scheduled[s.id] = s.num_new_tokens;
       if (s.admitted)
         record.hits[s.id] = s.prefix_hit_tokens;
+      CheckPromptLogits(s);
     }
     CheckState();
     // The fake model step.
@@ -99,6 +105,9 @@ class Sim {
       const Sequence* seq = table_.Find(s.id);
       EXPECT_TRUE(table_.AppendToken(s.id, 7 * seq->num_tokens() + 1).ok());
       if (seq->num_output_tokens() >= requests_.at(s.id).max_tokens) {
+        if (requests_.at(s.id).prompt_logprobs) {
+          EXPECT_EQ(prompt_logits_done_[s.id], requests_.at(s.id).prompt_len - 1) << s.id;
+        }
         EXPECT_TRUE(table_.Finish(s.id, kv_.get()).ok());
         finished_.insert(s.id);
       }
@@ -116,13 +125,40 @@ class Sim {
     seq.num_prompt_tokens = r.prompt_len;
     for (int32_t i = 0; i < r.prompt_len; ++i)
       seq.tokens.push_back(i < r.shared_prefix ? 1000 + i : static_cast<int32_t>(r.id) * 10000 + i);
+    if (r.prompt_logprobs) {
+      seq.prompt_logits_end = r.prompt_len - 1;
+      seq.skip_prefix_cache = true;
+    }
     EXPECT_TRUE(table_.Add(std::move(seq)).ok());
+  }
+
+  // The committed step returns the logits of exactly the wanted positions it computed.
+  void CheckPromptLogits(const ScheduledSeq& s) {
+    const Request& r = requests_.at(s.id);
+    if (!r.prompt_logprobs) {
+      EXPECT_EQ(s.num_prompt_logits, 0) << s.id;
+      return;
+    }
+    if (s.admitted) {
+      EXPECT_EQ(s.prefix_hit_tokens, 0) << s.id;
+    }
+    int32_t& done = prompt_logits_done_[s.id];
+    const int32_t want = std::max(
+        0, std::min(s.context_len(), r.prompt_len - 1) - std::max(done, s.num_computed_tokens));
+    EXPECT_EQ(s.num_prompt_logits, want) << s.id;
+    if (s.num_prompt_logits > 0) {
+      EXPECT_EQ(s.prompt_logits_begin, done) << s.id;
+      EXPECT_GE(s.prompt_logits_begin, s.num_computed_tokens) << s.id;
+      done += s.num_prompt_logits;
+    }
   }
 
   void CheckPlan(const StepPlan& plan) {
     int32_t total = 0;
+    int32_t prompt_rows = 0;
     std::set<SeqId> ids;
     for (const ScheduledSeq& s : plan.scheduled) {
+      prompt_rows += s.num_prompt_logits;
       EXPECT_GE(s.num_new_tokens, 1) << s.id;
       if (budget_.long_prefill_token_threshold > 0) {
         EXPECT_LE(s.num_new_tokens, budget_.long_prefill_token_threshold) << s.id;
@@ -134,6 +170,7 @@ class Sim {
       EXPECT_FALSE(ids.contains(id)) << "scheduled and preempted: " << id;
     EXPECT_EQ(total, plan.num_scheduled_tokens);
     EXPECT_LE(total, budget_.max_num_batched_tokens);
+    EXPECT_LE(prompt_rows, budget_.max_prompt_logit_rows);
     EXPECT_GE(plan.num_free_blocks_after, 0);
   }
 
@@ -171,6 +208,8 @@ class Sim {
   std::unique_ptr<KvCacheOracle> oracle_;
   SequenceTable table_;
   std::set<SeqId> finished_;
+  // Prompt positions whose logits each prompt-logprobs request got so far.
+  std::map<SeqId, int32_t> prompt_logits_done_;
   int32_t step_ = 0;
 };
 

@@ -49,11 +49,13 @@ void PrintTo(const SimCase& c, std::ostream* os) {
 }
 
 SchedulerBudget Budget(int32_t tokens, int32_t seqs, int32_t threshold = 0,
-                       SchedulingPolicy policy = SchedulingPolicy::kFcfs) {
+                       SchedulingPolicy policy = SchedulingPolicy::kFcfs,
+                       int32_t prompt_logit_rows = 0) {
   return SchedulerBudget{.max_num_batched_tokens = tokens,
                          .max_num_seqs = seqs,
                          .long_prefill_token_threshold = threshold,
-                         .policy = policy};
+                         .policy = policy,
+                         .max_prompt_logit_rows = prompt_logit_rows};
 }
 
 std::vector<SimCase> Cases() {
@@ -177,6 +179,47 @@ std::vector<SimCase> Cases() {
         {.id = C, .arrival_step = 1, .prompt_len = 9, .max_tokens = 1, .shared_prefix = 8}},
        {{0, 0, {{A, 9}}, {}, {{A, 0}}, {A}},
         {1, 1, {{B, 1}, {C, 1}}, {}, {{B, 8}, {C, 8}}, {A, B, C}}}});
+  // Prompt logprobs: 4 rows a step for prompt positions. A's chunks stop where its rows run
+  // out (positions 0-3, 4-7, then 8 and the sampled 9); B, with no prompt logits, takes the
+  // rest of the token budget.
+  cases.push_back({"PromptLogitRowsCutChunks",
+                   64,
+                   4,
+                   Budget(100, 4, 0, SchedulingPolicy::kFcfs, /*prompt_logit_rows=*/4),
+                   {{.id = A, .prompt_len = 10, .max_tokens = 1, .prompt_logprobs = true},
+                    {.id = B, .prompt_len = 6, .max_tokens = 2}},
+                   {{0, 0, {{A, 4}, {B, 6}}, {}, {{A, 0}, {B, 0}}, {}},
+                    {1, 1, {{A, 4}, {B, 1}}, {}, {}, {B}},
+                    {2, 2, {{A, 2}}, {}, {}, {A, B}}}});
+  // The rows are shared in scheduling order: A (running first) takes all 3, so B, admitted
+  // after it, gets only the tokens before its first wanted position, i.e. none, and waits.
+  cases.push_back({"PromptLogitRowsSharedInOrder",
+                   64,
+                   4,
+                   Budget(100, 4, 0, SchedulingPolicy::kFcfs, /*prompt_logit_rows=*/3),
+                   {{.id = A, .prompt_len = 7, .max_tokens = 1, .prompt_logprobs = true},
+                    {.id = B, .prompt_len = 3, .max_tokens = 1, .prompt_logprobs = true}},
+                   {{0, 0, {{A, 3}}, {}, {{A, 0}}, {}},
+                    {1, 1, {{A, 3}}, {}, {}, {}},
+                    {2, 2, {{A, 1}, {B, 3}}, {}, {{B, 0}}, {A, B}}}});
+  // A prompt-logprobs request never reads the prefix cache (vLLM's skip_reading_prefix_cache):
+  // B repeats A's prompt yet computes all of it. Its blocks are still published: C hits them.
+  cases.push_back(
+      {"PromptLogprobsSkipPrefixCacheReads",
+       64,
+       4,
+       Budget(100, 4, 0, SchedulingPolicy::kFcfs, /*prompt_logit_rows=*/16),
+       {{.id = A, .prompt_len = 12, .max_tokens = 1, .shared_prefix = 12},
+        {.id = B,
+         .arrival_step = 1,
+         .prompt_len = 12,
+         .max_tokens = 1,
+         .shared_prefix = 12,
+         .prompt_logprobs = true},
+        {.id = C, .arrival_step = 2, .prompt_len = 12, .max_tokens = 1, .shared_prefix = 12}},
+       {{0, 0, {{A, 12}}, {}, {{A, 0}}, {A}},
+        {1, 1, {{B, 12}}, {}, {{B, 0}}, {A, B}},
+        {2, 2, {{C, 4}}, {}, {{C, 8}}, {A, B, C}}}});
   return cases;
 }
 

@@ -105,5 +105,57 @@ TEST(IncrementalDetokenizerTest, RandomSequencesMatchDecode) {
   }
 }
 
+std::string StreamAll(const Tokenizer& t, const std::vector<int32_t>& ids, bool skip_special,
+                      bool spaces_between_special) {
+  IncrementalDetokenizer detok(&t, skip_special, {}, spaces_between_special);
+  std::string out;
+  for (int32_t id : ids)
+    out += detok.Push(id);
+  return out + detok.Flush();
+}
+
+// A decoder-less tokenizer joins every token with " " (as HF `tokenizers` does); vLLM's
+// detokenizer with spaces_between_special_tokens=false emits an added token that follows
+// another added token bare. Expected strings are what HF tokenizers 0.23's DecodeStream and
+// vLLM's FastIncrementalDetokenizer produce for the same tokenizer.json.
+TEST(IncrementalDetokenizerTest, SpacesBetweenSpecialTokensWithoutDecoder) {
+  auto t = Tokenizer::FromJson(
+      testing::BpeJson({"a", "b"}, {}, "", "null", "null", "null", "null",
+                       R"([{"id": 2, "content": "<x>", "special": true, "normalized": false},
+                           {"id": 3, "content": "<y>", "special": false, "normalized": false}])"),
+      "plain.json");
+  ASSERT_TRUE(t.ok()) << t.status();
+  const std::vector<int32_t> ids = {0, 2, 3, 1, 3, 2};
+  EXPECT_EQ((*t)->Decode(ids, false), "a <x> <y> b <y> <x>");
+  EXPECT_EQ(StreamAll(**t, ids, false, true), "a <x> <y> b <y> <x>");
+  EXPECT_EQ(StreamAll(**t, ids, false, false), "a <x><y> b <y><x>");
+  // Skipped special tokens stay skipped; <y> after the (skipped) <x> is still bare.
+  EXPECT_EQ(StreamAll(**t, ids, true, true), "a <y> b <y>");
+  EXPECT_EQ(StreamAll(**t, ids, true, false), "a<y> b <y>");
+}
+
+// Decoders put nothing between added tokens, so both settings give plain Decode.
+TEST(IncrementalDetokenizerTest, SpacesBetweenSpecialTokensWithDecoders) {
+  for (const std::string& json : {testing::SentencePieceJson(), testing::ByteLevelJson()}) {
+    auto t = Tokenizer::FromJson(json, "t.json");
+    ASSERT_TRUE(t.ok());
+    std::vector<int32_t> added;
+    for (int32_t id = 0; id < static_cast<int32_t>((*t)->vocab_size()); ++id) {
+      if ((*t)->IsAddedToken(id))
+        added.push_back(id);
+    }
+    ASSERT_GE(added.size(), 2u);
+    auto text = (*t)->Encode("hello world the cat", false);
+    ASSERT_TRUE(text.ok());
+    std::vector<int32_t> ids = *text;
+    ids.insert(ids.begin() + 2, added.begin(), added.end());
+    ids.insert(ids.end(), added.rbegin(), added.rend());
+    for (bool skip : {false, true}) {
+      EXPECT_EQ(StreamAll(**t, ids, skip, false), (*t)->Decode(ids, skip)) << json;
+      EXPECT_EQ(StreamAll(**t, ids, skip, true), (*t)->Decode(ids, skip)) << json;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace switchyard::text

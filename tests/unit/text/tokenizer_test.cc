@@ -127,6 +127,10 @@ TEST(TokenizerTest, AddedTokensSplitBeforeModel) {
   EXPECT_EQ(ids.back(), 301);
   EXPECT_TRUE(t->IsSpecial(300));
   EXPECT_FALSE(t->IsSpecial(301));
+  EXPECT_TRUE(t->IsAddedToken(300));
+  EXPECT_TRUE(t->IsAddedToken(301));
+  EXPECT_FALSE(t->IsAddedToken(ids[1]));
+  EXPECT_FALSE(t->IsAddedToken(-1));
   EXPECT_EQ(t->Decode(ids, true), "the<|user|>");
   EXPECT_EQ(t->Decode(ids, false), "<|begin|>the<|user|>");
   EXPECT_EQ(t->TokenToId("<|begin|>"), 300);
