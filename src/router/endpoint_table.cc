@@ -36,13 +36,25 @@ void EndpointTable::ReportMetrics(const std::string& name, const EndpointMetrics
   it->second.has_metrics = true;
   it->second.metrics_at = at;
   it->second.healthy = true;
+  it->second.consecutive_failures = 0;
 }
 
-void EndpointTable::ReportHealth(const std::string& name, bool healthy) {
+void EndpointTable::ReportReachable(const std::string& name) {
   base::MutexLock lock(&mu_);
   auto it = endpoints_.find(name);
-  if (it != endpoints_.end())
-    it->second.healthy = healthy;
+  if (it == endpoints_.end())
+    return;
+  it->second.healthy = true;
+  it->second.consecutive_failures = 0;
+}
+
+void EndpointTable::ReportScrapeFailure(const std::string& name) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it == endpoints_.end())
+    return;
+  if (++it->second.consecutive_failures >= kUnhealthyAfterFailures)
+    it->second.healthy = false;
 }
 
 void EndpointTable::RequestStarted(const std::string& name, int64_t prompt_tokens) {
@@ -80,6 +92,7 @@ Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const 
   Endpoint e;
   e.name = s.spec.name;
   e.address = s.spec.address;
+  e.pool = s.spec.pool;
   e.labels = s.spec.labels;
   e.metrics = s.metrics;
   e.metrics.fresh = s.has_metrics && now - s.metrics_at <= staleness_;
@@ -107,12 +120,23 @@ std::vector<EndpointSpec> EndpointTable::Members() const {
   return out;
 }
 
-std::string EndpointTable::DebugJson(Clock::time_point now) const {
+std::vector<EndpointStatus> EndpointTable::Statuses(Clock::time_point now) const {
   base::MutexLock lock(&mu_);
+  std::vector<EndpointStatus> out;
+  out.reserve(endpoints_.size());
+  for (const auto& [name, s] : endpoints_) {
+    out.push_back(
+        {ToEndpoint(s, now), s.healthy,
+         s.has_metrics ? std::chrono::duration<double>(now - s.metrics_at).count() : -1.0});
+  }
+  return out;
+}
+
+std::string EndpointTable::DebugJson(Clock::time_point now) const {
   std::string out = "{\"endpoints\":[";
   bool first = true;
-  for (const auto& [name, s] : endpoints_) {
-    const Endpoint e = ToEndpoint(s, now);
+  for (const EndpointStatus& status : Statuses(now)) {
+    const Endpoint& e = status.endpoint;
     out.append(first ? "{" : ",{");
     first = false;
     out.append("\"name\":");
@@ -120,7 +144,7 @@ std::string EndpointTable::DebugJson(Clock::time_point now) const {
     out.append(",\"address\":");
     base::AppendJsonString(e.address, false, &out);
     out.append(",\"pool\":");
-    base::AppendJsonString(s.spec.pool, false, &out);
+    base::AppendJsonString(e.pool, false, &out);
     out.append(",\"labels\":{");
     bool first_label = true;
     for (const auto& [k, v] : e.labels) {
@@ -130,15 +154,13 @@ std::string EndpointTable::DebugJson(Clock::time_point now) const {
       out.push_back(':');
       base::AppendJsonString(v, false, &out);
     }
-    const double age_s =
-        s.has_metrics ? std::chrono::duration<double>(now - s.metrics_at).count() : -1.0;
     out.append(fmt::format(
         "}},\"healthy\":{},\"metrics\":{{\"fresh\":{},\"age_s\":{:.3f},\"waiting_requests\":{},"
         "\"running_requests\":{},\"kv_cache_usage\":{:.4f},\"block_size\":{},"
         "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"inflight_prompt_tokens\":{}}}",
-        s.healthy, e.metrics.fresh, age_s, e.metrics.waiting_requests, e.metrics.running_requests,
-        e.metrics.kv_cache_usage, e.metrics.block_size, e.metrics.num_gpu_blocks, e.active_requests,
-        e.inflight_prompt_tokens));
+        status.healthy, e.metrics.fresh, status.metrics_age_s, e.metrics.waiting_requests,
+        e.metrics.running_requests, e.metrics.kv_cache_usage, e.metrics.block_size,
+        e.metrics.num_gpu_blocks, e.active_requests, e.inflight_prompt_tokens));
   }
   out.append("]}");
   return out;

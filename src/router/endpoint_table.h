@@ -27,6 +27,13 @@ struct EndpointSpec {
   std::string pool;
 };
 
+// What the router believes about one member, healthy or not.
+struct EndpointStatus {
+  Endpoint endpoint;  // metrics.fresh computed against the staleness bound
+  bool healthy = true;
+  double metrics_age_s = -1;  // since the last scrape; -1 when never scraped
+};
+
 class EndpointTable {
  public:
   using Clock = std::chrono::steady_clock;
@@ -37,8 +44,15 @@ class EndpointTable {
   // otherwise, metrics unknown), missing ones removed, survivors keep their state.
   void SetPoolMembers(const std::string& pool, const std::vector<EndpointSpec>& specs);
   void ReportMetrics(const std::string& name, const EndpointMetrics& metrics, Clock::time_point at);
-  // A failed scrape or health check; `healthy` false takes the endpoint out of snapshots.
-  void ReportHealth(const std::string& name, bool healthy);
+  // A failed scrape (refused, timed out, not 200, unreadable). The endpoint leaves the
+  // snapshots after kUnhealthyAfterFailures in a row, not at the first: one slow scrape on a
+  // busy router or engine is no reason to stop routing there. A good scrape (ReportMetrics)
+  // brings it back and resets the count.
+  void ReportScrapeFailure(const std::string& name);
+  static constexpr int kUnhealthyAfterFailures = 3;
+  // The endpoint answered but exposes no metrics (an engine without a /metrics route):
+  // healthy, failure count reset, metrics left as they were (unknown: never fresh).
+  void ReportReachable(const std::string& name);
 
   // In-flight accounting for the router's own requests.
   void RequestStarted(const std::string& name, int64_t prompt_tokens);
@@ -50,6 +64,8 @@ class EndpointTable {
   // Healthy endpoints, in name order.
   std::vector<Endpoint> Snapshot(Clock::time_point now) const;
   std::vector<EndpointSpec> Members() const;
+  // Every member, healthy or not, in name order (GET /debug/endpoints, router metrics).
+  std::vector<EndpointStatus> Statuses(Clock::time_point now) const;
   // What the router believes about each endpoint (GET /debug/endpoints).
   std::string DebugJson(Clock::time_point now) const;
 
@@ -57,6 +73,7 @@ class EndpointTable {
   struct State {
     EndpointSpec spec;
     bool healthy = true;
+    int consecutive_failures = 0;
     EndpointMetrics metrics;
     bool has_metrics = false;
     Clock::time_point metrics_at;

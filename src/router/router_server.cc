@@ -2,15 +2,13 @@
 
 #include <pthread.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
-
-#include "fmt/format.h"
 
 #include "api/chat_request.h"
 #include "api/completion_request.h"
@@ -22,11 +20,14 @@
 #include "kvx/kv_event_subscriber.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "router/dns_pool_resolver.h"
 #include "router/endpoint_table.h"
 #include "router/internal/proxy_call.h"
 #include "router/prefix/block_keys.h"
 #include "router/prefix/kv_event_indexer.h"
 #include "router/prometheus_text.h"
+#include "router/request_id.h"
+#include "router/router_metrics.h"
 #include "router/scheduling/picker_config.h"
 #include "text/chat_prompt.h"
 #include "text/chat_template.h"
@@ -39,16 +40,29 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kJson = "application/json";
 
 // Request headers forwarded upstream; the rest (hop-by-hop, routing hints a client must
-// not set) stay here.
+// not set) stay here. x-request-id goes up once, as the router settled it.
 bool ForwardRequestHeader(std::string_view name) {
-  return name == "content-type" || name == "authorization" || name == "x-request-id" ||
-         name == "accept" || name.starts_with("openai-");
+  return name == "content-type" || name == "authorization" || name == "accept" ||
+         name.starts_with("openai-");
+}
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
+  std::vector<std::string> names;
+  for (const PoolConfig& pool : pools)
+    names.push_back(pool.name);
+  return names;
 }
 
 class RouterServerImpl final : public RouterServer {
  public:
   explicit RouterServerImpl(RouterConfig config)
-      : config_(std::move(config)), table_(std::chrono::milliseconds(config_.staleness_ms)) {}
+      : config_(std::move(config)),
+        table_(std::chrono::milliseconds(config_.staleness_ms)),
+        metrics_(PoolNames(config_.pools)) {}
   ~RouterServerImpl() override { Stop(); }
 
   absl::Status Init();
@@ -63,9 +77,12 @@ class RouterServerImpl final : public RouterServer {
                                                     bool* stream, std::string* cache_salt);
   void ScrapeLoop();
   void ScrapeOnce();
+  void ScrapeDone(const std::string& name);
 
   const RouterConfig config_;
   EndpointTable table_;
+  RouterMetrics metrics_;
+  std::unique_ptr<DnsPoolResolver> dns_;
   std::unique_ptr<PluginSet> plugins_;
   const SchedulingProfile* profile_ = nullptr;
   std::unique_ptr<text::Tokenizer> tokenizer_;
@@ -74,9 +91,12 @@ class RouterServerImpl final : public RouterServer {
   std::unique_ptr<KvEventIndexer> indexer_;
   std::unique_ptr<kvx::KvEventSubscriber> subscriber_;
   std::unique_ptr<net::HttpClient> client_;
+  // Scrapes have their own event loop and the scraping timeouts, so that neither proxied
+  // traffic delays them nor they it.
+  std::unique_ptr<net::HttpClient> scrape_client_;
+  base::Mutex scrape_mu_;
+  std::set<std::string> scraping_ ABSL_GUARDED_BY(scrape_mu_);  // scrapes in flight
   std::unique_ptr<net::HttpServer> server_;
-  std::atomic<int64_t> requests_{0};
-  std::atomic<int64_t> scheduling_ns_{0};
 
   base::Mutex mu_;
   base::CondVar cv_;
@@ -103,13 +123,17 @@ absl::Status RouterServerImpl::Init() {
       SY_ASSIGN_OR_RETURN(chat_template_, text::ChatTemplate::Compile(tmpl->source));
     }
   }
+  bool any_dns = false;
   for (const PoolConfig& pool : config_.pools) {
-    if (!pool.dns.empty())
-      return absl::UnimplementedError("pools[].dns is not implemented yet; list endpoints");
+    any_dns = any_dns || !pool.dns.empty();
     std::vector<EndpointSpec> specs;
     for (const StaticEndpointConfig& e : pool.endpoints)
       specs.push_back(e.spec);
     table_.SetPoolMembers(pool.name, specs);
+  }
+  if (any_dns) {
+    dns_ = std::make_unique<DnsPoolResolver>(config_.pools, &table_);
+    dns_->Start();
   }
   if (plugins_->precise_index() != nullptr) {
     indexer_ =
@@ -134,6 +158,12 @@ absl::Status RouterServerImpl::Init() {
   client_options.first_byte_timeout = std::chrono::milliseconds(config_.first_byte_timeout_ms);
   client_options.idle_timeout = std::chrono::milliseconds(config_.idle_timeout_ms);
   SY_ASSIGN_OR_RETURN(client_, net::HttpClient::Start(client_options));
+  net::HttpClientOptions scrape_options;
+  scrape_options.num_threads = 1;
+  scrape_options.connect_timeout = std::chrono::milliseconds(config_.scrape_timeout_ms);
+  scrape_options.first_byte_timeout = std::chrono::milliseconds(config_.scrape_timeout_ms);
+  scrape_options.idle_timeout = std::chrono::milliseconds(config_.scrape_timeout_ms);
+  SY_ASSIGN_OR_RETURN(scrape_client_, net::HttpClient::Start(scrape_options));
   net::HttpServerOptions server_options;
   server_options.host = config_.host;
   server_options.port = config_.port;
@@ -164,25 +194,49 @@ void RouterServerImpl::Stop() {
   cv_.NotifyAll();
   if (scraper_.joinable())
     scraper_.join();
+  if (dns_ != nullptr)
+    dns_->Stop();
   if (server_ != nullptr)
     server_->Stop();
   if (client_ != nullptr)
     client_->Stop();
+  if (scrape_client_ != nullptr)
+    scrape_client_->Stop();
   if (subscriber_ != nullptr)
     subscriber_->Stop();
 }
 
+void RouterServerImpl::ScrapeDone(const std::string& name) {
+  base::MutexLock lock(&scrape_mu_);
+  scraping_.erase(name);
+}
+
 void RouterServerImpl::ScrapeOnce() {
   for (const EndpointSpec& spec : table_.Members()) {
+    {
+      // One scrape per endpoint at a time: a slow endpoint is not asked again (and again)
+      // before it answered, so scrapes cannot pile up behind it.
+      base::MutexLock lock(&scrape_mu_);
+      if (!scraping_.insert(spec.name).second)
+        continue;
+    }
     net::HttpClientRequest request;
     request.upstream = spec.address;
     request.target = "/metrics";
     const std::string name = spec.name;
     const EngineKind kind = spec.engine;
-    client_->Fetch(
+    scrape_client_->Fetch(
         std::move(request), [this, name, kind](absl::StatusOr<net::HttpClient::Response> response) {
+          ScrapeDone(name);
+          // llama-cpp-python's server has no /metrics (404), llama-server none without
+          // --metrics (501): reachable, so healthy, with metrics unknown (never fresh).
+          if (response.ok() && kind == EngineKind::kLlamaCpp &&
+              (response->status == 404 || response->status == 501)) {
+            table_.ReportReachable(name);
+            return;
+          }
           if (!response.ok() || response->status != 200) {
-            table_.ReportHealth(name, false);
+            table_.ReportScrapeFailure(name);
             return;
           }
           absl::StatusOr<std::vector<PromSample>> samples = ParsePrometheusText(response->body);
@@ -191,7 +245,7 @@ void RouterServerImpl::ScrapeOnce() {
                            : absl::StatusOr<EndpointMetrics>(samples.status());
           if (!metrics.ok()) {
             SY_LOG_WARN("router: metrics of {}: {}", name, std::string(metrics.status().message()));
-            table_.ReportHealth(name, false);
+            table_.ReportScrapeFailure(name);
             return;
           }
           table_.ReportMetrics(name, *metrics, Clock::now());
@@ -241,17 +295,23 @@ absl::StatusOr<std::vector<int32_t>> RouterServerImpl::PromptTokens(const net::H
 
 void RouterServerImpl::Generate(const net::HttpRequest& request,
                                 std::shared_ptr<net::HttpResponder> responder, bool chat) {
-  const Clock::time_point start = Clock::now();
+  const Clock::time_point arrival = Clock::now();
+  std::string request_id = RequestIdOf(request);
   bool stream = false;
   std::string cache_salt;
   absl::StatusOr<std::vector<int32_t>> tokens = PromptTokens(request, chat, &stream, &cache_salt);
+  metrics_.ObserveTokenize(SecondsSince(arrival));
   if (!tokens.ok()) {
-    responder->Send(api::HttpErrorFor(tokens.status()).http_status, kJson,
-                    api::ErrorBody(tokens.status()));
+    const int http_status = api::HttpErrorFor(tokens.status()).http_status;
+    metrics_.RequestFinished(config_.model, "", "", std::to_string(http_status),
+                             SecondsSince(arrival));
+    responder->Send(http_status, kJson, api::ErrorBody(tokens.status()),
+                    {{"x-request-id", request_id}});
     return;
   }
   auto sched = std::make_shared<SchedulingRequest>();
   auto prompt = std::make_shared<std::vector<int32_t>>(*std::move(tokens));
+  sched->request_id = request_id;
   sched->model = config_.model;
   sched->prompt_tokens = *prompt;
   sched->cache_salt = cache_salt;
@@ -267,17 +327,23 @@ void RouterServerImpl::Generate(const net::HttpRequest& request,
     if (ForwardRequestHeader(name))
       proxy.headers.emplace_back(name, value);
   }
+  proxy.headers.emplace_back("x-request-id", request_id);
   proxy.body = request.body;
+  proxy.request_id = std::move(request_id);
+  proxy.model = config_.model;
+  proxy.arrival = arrival;
   proxy.prompt_tokens = static_cast<int64_t>(prompt->size());
   proxy.stream = stream;
 
   const SchedulingProfile* profile = profile_;
   EndpointTable* table = &table_;
+  RouterMetrics* metrics = &metrics_;
   auto next_target =
-      [profile, table, sched,
+      [profile, table, metrics, sched,
        prompt](const std::vector<std::string>& tried) -> std::optional<internal::ProxyTarget> {
     thread_local std::mt19937_64 rng(std::random_device{}());
-    const std::vector<Endpoint> snapshot = table->Snapshot(Clock::now());
+    const Clock::time_point start = Clock::now();
+    const std::vector<Endpoint> snapshot = table->Snapshot(start);
     Candidates candidates;
     for (const Endpoint& e : snapshot) {
       if (std::find(tried.begin(), tried.end(), e.name) == tried.end())
@@ -285,10 +351,17 @@ void RouterServerImpl::Generate(const net::HttpRequest& request,
     }
     if (candidates.empty())
       return std::nullopt;
+    sched->prefix_match.reset();
     ProfileResult result = profile->Run(*sched, candidates, rng);
+    metrics->ObserveSchedule(SecondsSince(start));
     if (result.picked.empty())
       return std::nullopt;
-    return internal::ProxyTarget{result.picked[0]->name, result.picked[0]->address};
+    const Endpoint& picked = *result.picked[0];
+    if (sched->prefix_match.has_value()) {
+      metrics->PrefixPrediction(picked.name, picked.pool, sched->prefix_match->prompt_tokens,
+                                sched->prefix_match->CachedTokens(picked.name));
+    }
+    return internal::ProxyTarget{picked.name, picked.address, picked.pool};
   };
   const PluginSet* plugins = plugins_.get();
   auto issue_token = [plugins](const std::string& endpoint) {
@@ -302,13 +375,10 @@ void RouterServerImpl::Generate(const net::HttpRequest& request,
       }
     }
   };
-  auto call = std::make_shared<internal::ProxyCall>(std::move(proxy), std::move(responder),
-                                                    client_.get(), &table_, config_.max_retries,
-                                                    next_target, issue_token, on_picked);
+  auto call = std::make_shared<internal::ProxyCall>(
+      std::move(proxy), std::move(responder), client_.get(), &table_, &metrics_,
+      config_.max_retries, next_target, issue_token, on_picked);
   call->Start();
-  ++requests_;
-  scheduling_ns_ +=
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
 }
 
 void RouterServerImpl::Dispatch(net::HttpRequest request,
@@ -329,13 +399,8 @@ void RouterServerImpl::Dispatch(net::HttpRequest request,
     card.id = config_.model;
     responder->Send(200, kJson, api::ModelList({card}));
   } else if (path == "/metrics" && get) {
-    responder->Send(
-        200, "text/plain; version=0.0.4",
-        fmt::format("# TYPE switchyard_router_requests counter\n"
-                    "switchyard_router_requests_total {}\n"
-                    "# TYPE switchyard_router_scheduling_seconds counter\n"
-                    "switchyard_router_scheduling_seconds_total {:.9f}\n",
-                    requests_.load(), static_cast<double>(scheduling_ns_.load()) / 1e9));
+    metrics_.UpdateEndpoints(table_.Statuses(Clock::now()));
+    responder->Send(200, "text/plain; version=0.0.4", metrics_.Serialize());
   } else {
     const absl::Status status = absl::NotFoundError("Not Found");
     responder->Send(404, kJson, api::ErrorBody(status));

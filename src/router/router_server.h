@@ -8,12 +8,16 @@
 // that disconnects cancels the upstream request, which the engine sees as a disconnect.
 //
 // Also: GET /health, GET /v1/models (the configured model), GET /debug/endpoints (the
-// endpoint table as JSON), GET /metrics (router counters). Every proxied response carries
-// x-switchyard-endpoint and a signed x-session-token.
+// endpoint table as JSON), GET /metrics (RouterMetrics). Every proxied response carries
+// x-switchyard-endpoint and a signed x-session-token, and every generation response its
+// x-request-id (request_id.h). Pools named by DNS are kept by a DnsPoolResolver.
 //
 // Threads: HTTP server loops run the handlers; the HTTP client loops run upstream calls;
-// one owned scraper thread polls every endpoint's /metrics; a KV event subscriber thread
-// feeds the precise prefix index. Start/Stop from one controlling thread.
+// one owned scraper thread polls every endpoint's /metrics through a client loop of its own
+// (scraping.timeoutMs bounds each scrape; at most one per endpoint in flight; an endpoint
+// leaves the snapshots after three failed scrapes in a row); a KV event subscriber thread
+// feeds the precise prefix index; with DNS pools, an owned "sy-dns" thread re-resolves
+// them. Start/Stop from one controlling thread.
 #pragma once
 
 #include <memory>

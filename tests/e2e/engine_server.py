@@ -24,6 +24,8 @@ _KV = re.compile(r"switchyard engine: KV events on (\S+) \(replay (\S+)\)")
 
 
 class EngineServer:
+    engine_kind = "switchyard"  # its `engine:` in a router config
+
     def __init__(self, *flags, model=TINY_MODEL, name=MODEL_NAME, env=None, kv_events=False,
                  start_timeout=120):
         self.flags = [str(f) for f in flags]
@@ -102,6 +104,12 @@ class EngineServer:
             raise AssertionError(f"engine exited {self.proc.returncode} while serving: "
                                  f"{self.stderr_tail()}")
         self.proc.send_signal(signal.SIGTERM)
+
+    def kill(self):
+        """SIGKILL (a crash on purpose: tests of what survives one); stop() then does nothing."""
+        self._stopped = True
+        self.proc.kill()
+        self.proc.wait()
 
     def stop(self, timeout=30):
         """SIGTERM, then requires a clean exit (code 0) within `timeout` seconds."""

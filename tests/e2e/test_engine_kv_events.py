@@ -3,58 +3,19 @@ send completions, decode the three-frame messages with msgpack, check the BlockS
 events of the prompt's full blocks (block hashes by vLLM's sha256_cbor rule, token ids,
 block size 16), the replay socket, and both event layouts (tagged map, vLLM's default, and
 the older array form)."""
-import hashlib
 import json
 
-import cbor2
 import msgpack
 import pytest
 import requests
 import zmq
 
 from engine_server import MODEL_NAME, EngineServer
+from kv_wire import END_SEQ, as_dict, vllm_block_hashes, wire_hash
 
 TOPIC = b"kv-events"
-END_SEQ = b"\xff" * 8
 BLOCK_SIZE = 16
 SEED = "0"  # PYTHONHASHSEED: vLLM's NONE_HASH is sha256_cbor(seed) when it is set
-
-MAP_FIELDS = {
-    "BlockStored": ["block_hashes", "parent_block_hash", "token_ids", "block_size", "lora_id",
-                    "medium", "lora_name", "extra_keys", "group_idx", "kv_cache_spec_kind",
-                    "kv_cache_spec_sliding_window"],
-    "BlockRemoved": ["block_hashes", "medium", "group_idx"],
-    "AllBlocksCleared": [],
-}
-
-
-def sha256_cbor(value):
-    return hashlib.sha256(cbor2.dumps(value, canonical=True)).digest()
-
-
-def vllm_block_hashes(tokens, parent=None):
-    """vLLM's chained sha256_cbor hashes of the full blocks of `tokens`."""
-    parent = parent or sha256_cbor(SEED)
-    hashes = []
-    for start in range(0, len(tokens) - BLOCK_SIZE + 1, BLOCK_SIZE):
-        parent = sha256_cbor((parent, tuple(tokens[start:start + BLOCK_SIZE]), None))
-        hashes.append(parent)
-    return hashes
-
-
-def wire_hash(digest, form):
-    return int.from_bytes(digest, "big") & (2**64 - 1) if form == "int" else digest
-
-
-def as_dict(event, layout):
-    if layout == "map":
-        assert isinstance(event, dict), event
-        return event
-    assert isinstance(event, list), event
-    names = MAP_FIELDS[event[0]]
-    assert len(event) == len(names) + 1, event
-    return {"type": event[0], **dict(zip(names, event[1:]))}
-
 
 class Subscriber:
     def __init__(self, context, engine):
@@ -137,7 +98,7 @@ def test_engine_kv_events(context, layout, hashes):
             stored += [e for e in (as_dict(e, layout) for e in events)
                        if e["type"] == "BlockStored"]
         assert stored, live
-        expected = [wire_hash(h, hashes) for h in vllm_block_hashes(prompt)]
+        expected = [wire_hash(h, hashes) for h in vllm_block_hashes(prompt, BLOCK_SIZE, SEED)]
         assert [h for e in stored for h in e["block_hashes"]] == expected
         assert [t for e in stored for t in e["token_ids"]] == prompt[:2 * BLOCK_SIZE]
         assert stored[0]["parent_block_hash"] is None

@@ -2,52 +2,19 @@
 events over ZeroMQ; this test subscribes with pyzmq, decodes with msgpack, and checks the
 frames, the sequence numbers, the event layout vLLM uses, the block hashes against vLLM's
 sha256_cbor rule, and the replay socket."""
-import hashlib
 import json
 import subprocess
 
-import cbor2
 import msgpack
 import pytest
 import zmq
 
 from conftest import switchyard_bin
+from kv_wire import END_SEQ, as_dict, vllm_block_hashes, wire_hash
 
 TOPIC = b"kv@127.0.0.1:8000@tiny"
-END_SEQ = b"\xff" * 8
 BLOCK_SIZE = 4
 SEED = "0"
-
-
-def sha256_cbor(value):
-    return hashlib.sha256(cbor2.dumps(value, canonical=True)).digest()
-
-
-def vllm_block_hashes(tokens):
-    """vLLM's chained sha256_cbor block hashes of the full blocks of `tokens`."""
-    parent = sha256_cbor(SEED)  # NONE_HASH with PYTHONHASHSEED set
-    hashes = []
-    for start in range(0, len(tokens) - BLOCK_SIZE + 1, BLOCK_SIZE):
-        parent = sha256_cbor((parent, tuple(tokens[start:start + BLOCK_SIZE]), None))
-        hashes.append(parent)
-    return hashes
-
-
-def wire_hash(digest, form):
-    return int.from_bytes(digest, "big") & (2**64 - 1) if form == "int" else digest
-
-
-def as_dict(event):
-    """Normalizes an event to the map form: {"type": tag, field: value}."""
-    if isinstance(event, dict):
-        return event
-    names = {"BlockStored": ["block_hashes", "parent_block_hash", "token_ids", "block_size",
-                             "lora_id", "medium", "lora_name", "extra_keys", "group_idx",
-                             "kv_cache_spec_kind", "kv_cache_spec_sliding_window"],
-             "BlockRemoved": ["block_hashes", "medium", "group_idx"],
-             "AllBlocksCleared": []}[event[0]]
-    assert len(event) == len(names) + 1, event  # array_like: every field, nil when unset
-    return {"type": event[0], **dict(zip(names, event[1:]))}
 
 
 class Demo:
@@ -122,7 +89,7 @@ def test_kv_events_over_zmq(context, layout, hashes):
         assert len(stored) == count
         for i, e in enumerate(stored):
             tokens = [i * 100 + t for t in range(9)]
-            assert e["block_hashes"] == [wire_hash(h, hashes) for h in vllm_block_hashes(tokens)]
+            assert e["block_hashes"] == [wire_hash(h, hashes) for h in vllm_block_hashes(tokens, BLOCK_SIZE, SEED)]
             assert e["parent_block_hash"] is None
             assert e["token_ids"] == tokens[:8]
             assert e["block_size"] == BLOCK_SIZE

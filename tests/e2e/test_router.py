@@ -1,62 +1,25 @@
 """`switchyard router` in front of simulated engines, driven by the openai client: proxying
 (plain and streamed), prefix-cache affinity, signed session tokens, retries when an engine
-dies before answering, and the router's debug view."""
+dies before answering, the router's debug view and metrics, request ids, and a pool whose
+members come from DNS."""
 import re
-import signal
-import subprocess
-import tempfile
-import time
 
 import openai
 import pytest
 import requests
 
-from conftest import MODELS_DIR, switchyard_bin
-from engine_server import MODEL_NAME, EngineServer
+from engine_server import MODEL_NAME, EngineServer, parse_metrics
+from router_server import Router
 
-_READY = re.compile(r"switchyard router: serving (\S+) on (http://\S+):(\d+)")
+_UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
-class Router:
-    def __init__(self, engines, scheduling=None):
-        endpoints = "\n".join(
-            f"  - {{address: '127.0.0.1:{e.port}', engine: switchyard}}" for e in engines)
-        self.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-        self.config.write(f"listen: {{host: 127.0.0.1, port: 0}}\nmodel: {MODEL_NAME}\n"
-                          f"tokenizer: {MODELS_DIR / 'tiny-llama3'}\n"
-                          f"scraping: {{intervalMs: 50, stalenessMs: 2000}}\n"
-                          f"pools:\n- name: default\n  endpoints:\n{endpoints}\n"
-                          + (scheduling or ""))
-        self.config.close()
-        self.out = tempfile.TemporaryFile("w+")
-        self.err = tempfile.TemporaryFile("w+")
-        self.proc = subprocess.Popen([str(switchyard_bin()), "router", "--config",
-                                      self.config.name], stdout=self.out, stderr=self.err)
-        deadline = time.monotonic() + 60
-        while True:
-            self.out.seek(0)
-            m = _READY.search(self.out.read())
-            if m:
-                break
-            assert self.proc.poll() is None, self._tail()
-            assert time.monotonic() < deadline, self._tail()
-            time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{m.group(3)}"
-        # Wait until every endpoint has been scraped once.
-        while True:
-            eps = requests.get(f"{self.url}/debug/endpoints", timeout=5).json()["endpoints"]
-            if all(e["metrics"]["fresh"] for e in eps):
-                break
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-
-    def _tail(self):
-        self.err.seek(0)
-        return self.err.read()[-3000:]
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        assert self.proc.wait(timeout=30) == 0, self._tail()
+def metric_sum(text, name, **labels):
+    """The sum of the samples of `name` whose labels include `labels`."""
+    wanted = [f'{k}="{v}"' for k, v in labels.items()]
+    lines = [line for line in text.splitlines()
+             if line.split("{", 1)[0].split(" ", 1)[0] == name and all(w in line for w in wanted)]
+    return sum(parse_metrics(line)[name] for line in lines)
 
 
 @pytest.fixture(scope="module")
@@ -163,3 +126,101 @@ def test_dead_engine_is_retried_elsewhere():
     finally:
         router.stop()
         engines[1].stop()
+
+
+def test_request_ids_are_echoed_or_made(fleet):
+    """A client's x-request-id comes back as sent and reaches the engine (which, as vLLM,
+    answers with id cmpl-<x-request-id>); without one the router makes a UUIDv4 and sends it
+    upstream; router-made errors carry it too."""
+    router, _ = fleet
+    client = openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", timeout=30)
+    raw = client.completions.with_raw_response.create(
+        model=MODEL_NAME, prompt="Hello", max_tokens=2,
+        extra_headers={"x-request-id": "e2e-trace-1"})
+    assert raw.headers["x-request-id"] == "e2e-trace-1"
+    completion = raw.parse()
+    assert completion.usage.completion_tokens == 2
+    assert completion.id == "cmpl-e2e-trace-1"
+    raw = client.chat.completions.with_raw_response.create(
+        model=MODEL_NAME, messages=[{"role": "user", "content": "hi"}], max_tokens=3, stream=True)
+    made = raw.headers["x-request-id"]
+    assert _UUID4.fullmatch(made), made
+    chunks = list(raw.parse())
+    assert chunks[-1].choices[0].finish_reason == "length"
+    assert {c.id for c in chunks} == {f"chatcmpl-{made}"}
+    r = requests.post(f"{router.url}/v1/completions", data="{nope", timeout=30,
+                      headers={"content-type": "application/json", "x-request-id": "bad-1"})
+    assert r.status_code == 400
+    assert r.headers["x-request-id"] == "bad-1"
+    assert r.json()["error"]["message"]
+
+
+def test_router_metrics_after_requests(fleet):
+    router, engines = fleet
+    names = [f"127.0.0.1:{e.port}" for e in engines]
+    before = requests.get(f"{router.url}/metrics", timeout=5).text
+    client = openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", timeout=30)
+    prompt = "Metrics share this long prefix across requests. " * 16
+    for i in range(4):
+        client.completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=2)
+    list(client.chat.completions.create(
+        model=MODEL_NAME, messages=[{"role": "user", "content": "hi"}], max_tokens=2,
+        stream=True))
+    with pytest.raises(openai.BadRequestError):
+        client.completions.create(model=MODEL_NAME, prompt="x", max_tokens=2, temperature=-1)
+    text = requests.get(f"{router.url}/metrics", timeout=5).text
+
+    def delta(name, **labels):
+        return metric_sum(text, name, **labels) - metric_sum(before, name, **labels)
+
+    # Requests by the status the client got, per endpoint and pool.
+    assert delta("switchyard_router_requests_total", model=MODEL_NAME, pool="default",
+                 code="200") == 5
+    # The bad temperature is refused by the router's own parse, before any pick.
+    assert delta("switchyard_router_requests_total", endpoint="", pool="", code="400") == 1
+    # Latencies: one per proxied request; decision times: one tokenization per request, one
+    # pick per proxied one.
+    assert delta("switchyard_router_request_duration_seconds_count") == 5
+    assert delta("switchyard_router_time_to_first_byte_seconds_count") == 5
+    assert delta("switchyard_router_tokenize_duration_seconds_count") == 6
+    assert delta("switchyard_router_scheduler_duration_seconds_count") == 5
+    # The four same-prefix completions: the 2nd to 4th were predicted cached where they went.
+    prompt_tokens = delta("switchyard_router_prefix_prompt_tokens_total")
+    cached = delta("switchyard_router_prefix_predicted_cached_tokens_total")
+    assert prompt_tokens > 0
+    assert 0 < cached < prompt_tokens
+    # What the router believes about each endpoint.
+    for n in names:
+        assert metric_sum(text, "switchyard_router_endpoint_healthy", endpoint=n,
+                          pool="default") == 1
+        assert metric_sum(text, "switchyard_router_endpoint_metrics_age_seconds",
+                          endpoint=n) >= 0
+        assert metric_sum(text, "switchyard_router_endpoint_inflight_requests", endpoint=n) == 0
+    assert metric_sum(text, "switchyard_router_pool_size", pool="default") == len(engines)
+    assert metric_sum(text, "switchyard_router_pool_ready_endpoints", pool="default") == len(engines)
+
+
+def test_dns_pool_serves_requests():
+    engine = EngineServer("--backend", "sim", "--sim-latency", "zero")
+    engine.start()
+    router = Router([engine], pools=(
+        "pools:\n- name: dns\n  dns:\n"
+        f"  - {{name: localhost, port: {engine.port}, engine: switchyard, refreshSeconds: 1}}\n"))
+    try:
+        member = f"127.0.0.1:{engine.port}"
+        eps = requests.get(f"{router.url}/debug/endpoints", timeout=5).json()["endpoints"]
+        assert member in {e["name"] for e in eps}
+        assert all(e["pool"] == "dns" for e in eps)
+        client = openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", timeout=30)
+        for i in range(3):
+            raw = client.completions.with_raw_response.create(
+                model=MODEL_NAME, prompt=f"dns {i}", max_tokens=2)
+            assert raw.headers["x-switchyard-endpoint"] == member
+            assert raw.parse().usage.completion_tokens == 2
+        text = requests.get(f"{router.url}/metrics", timeout=5).text
+        assert metric_sum(text, "switchyard_router_pool_size", pool="dns") == len(eps)
+        assert metric_sum(text, "switchyard_router_requests_total", endpoint=member, pool="dns",
+                          code="200") == 3
+    finally:
+        router.stop()
+        engine.stop()

@@ -13,10 +13,13 @@ namespace {
 constexpr std::string_view kJson = "application/json";
 
 // Response headers passed back to the client (hop-by-hop ones and framing are the
-// server's business).
+// server's business; x-request-id is the router's).
 bool ForwardResponseHeader(std::string_view name) {
-  return name == "x-request-id" || name == "openai-processing-ms" ||
-         name.starts_with("x-ratelimit-");
+  return name == "openai-processing-ms" || name.starts_with("x-ratelimit-");
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::string HeaderValue(const net::HeaderList& headers, std::string_view name) {
@@ -31,7 +34,7 @@ std::string HeaderValue(const net::HeaderList& headers, std::string_view name) {
 
 ProxyCall::ProxyCall(
     ProxyRequest request, std::shared_ptr<net::HttpResponder> responder, net::HttpClient* client,
-    EndpointTable* table, int max_retries,
+    EndpointTable* table, RouterMetrics* metrics, int max_retries,
     std::function<std::optional<ProxyTarget>(const std::vector<std::string>&)> next_target,
     std::function<std::string(const std::string&)> issue_token,
     std::function<void(const ProxyTarget&)> on_picked)
@@ -39,6 +42,7 @@ ProxyCall::ProxyCall(
       responder_(std::move(responder)),
       client_(client),
       table_(table),
+      metrics_(metrics),
       max_retries_(max_retries),
       next_target_(std::move(next_target)),
       issue_token_(std::move(issue_token)),
@@ -76,7 +80,7 @@ void ProxyCall::TryNext() {
             : absl::UnavailableError(
                   fmt::format("No endpoint could serve the request ({} tried; last error: {}).",
                               tried_.size(), std::string(last_error_.message())));
-    responder_->Send(api::HttpErrorFor(error).http_status, kJson, api::ErrorBody(error));
+    SendError(error);
     return;
   }
   tried_.push_back(target->name);
@@ -107,6 +111,7 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
     return;
   if ((status == 502 || status == 503) && static_cast<int>(tried_.size()) <= max_retries_) {
     retry_this_attempt_ = true;  // skip its body; try the next endpoint when it ends
+    retry_reason_ = status == 502 ? RetryReason::kHttp502 : RetryReason::kHttp503;
     last_error_ = absl::UnavailableError(fmt::format("{} answered {}", current_->name, status));
     return;
   }
@@ -115,18 +120,14 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
     if (ForwardResponseHeader(name))
       out.emplace_back(name, value);
   }
+  out.emplace_back("x-request-id", request_.request_id);
   out.emplace_back("x-switchyard-endpoint", current_->name);
   out.emplace_back("x-session-token", issue_token_(current_->name));
-  const std::string content_type = HeaderValue(headers, "content-type");
-  if (request_.stream) {
-    started_downstream_ = true;
-    responder_->StartStream(status, content_type.empty() ? "text/event-stream" : content_type,
-                            std::move(out));
-  } else {
-    head_status_ = status;
-    out.emplace_back("content-type", content_type.empty() ? std::string(kJson) : content_type);
-    head_headers_ = std::move(out);
-  }
+  head_status_ = status;
+  head_content_type_ = HeaderValue(headers, "content-type");
+  if (head_content_type_.empty())
+    head_content_type_ = request_.stream ? "text/event-stream" : std::string(kJson);
+  head_headers_ = std::move(out);
 }
 
 bool ProxyCall::OnBody(std::string_view chunk) {
@@ -138,6 +139,8 @@ bool ProxyCall::OnBody(std::string_view chunk) {
     prefill_pending_ = false;
   }
   if (request_.stream) {
+    FirstByte();
+    KeepSseTail(chunk);
     responder_->Write(std::string(chunk));
   } else {
     buffered_.append(chunk);
@@ -145,9 +148,42 @@ bool ProxyCall::OnBody(std::string_view chunk) {
   return true;
 }
 
+void ProxyCall::KeepSseTail(std::string_view chunk) {
+  const size_t keep = api::kSseDone.size();
+  if (chunk.size() >= keep) {
+    sse_tail_.assign(chunk.substr(chunk.size() - keep));
+  } else {
+    sse_tail_.append(chunk);
+    if (sse_tail_.size() > keep)
+      sse_tail_.erase(0, sse_tail_.size() - keep);
+  }
+}
+
 void ProxyCall::FinishAttempt() {
   table_->RequestEnded(current_->name, request_.prompt_tokens, prefill_pending_);
   handle_ = nullptr;
+}
+
+void ProxyCall::FirstByte() {
+  if (first_byte_sent_)
+    return;
+  first_byte_sent_ = true;
+  metrics_->FirstByte(current_->name, current_->pool, SecondsSince(request_.arrival));
+  if (request_.stream)
+    responder_->StartStream(head_status_, head_content_type_, std::move(head_headers_));
+}
+
+void ProxyCall::Finished(std::string_view code) {
+  const bool picked = current_.has_value();
+  metrics_->RequestFinished(request_.model, picked ? current_->name : "",
+                            picked ? current_->pool : "", code, SecondsSince(request_.arrival));
+}
+
+void ProxyCall::SendError(const absl::Status& error) {
+  const int http_status = api::HttpErrorFor(error).http_status;
+  Finished(std::to_string(http_status));
+  responder_->Send(http_status, kJson, api::ErrorBody(error),
+                   {{"x-request-id", request_.request_id}});
 }
 
 void ProxyCall::OnDone(const absl::Status& status) {
@@ -157,30 +193,39 @@ void ProxyCall::OnDone(const absl::Status& status) {
   FinishAttempt();
   if (client_gone_) {
     done_ = true;
+    // A client that closes once it has the stream's [DONE] event got the whole answer
+    // (the openai client closes there, before the last chunk of the framing arrives).
+    Finished(first_byte_sent_ && sse_tail_ == api::kSseDone ? std::to_string(head_status_) : "499");
     return;
   }
-  const bool before_first_byte = !started_downstream_;
-  if (retry_this_attempt_ || (before_first_byte && absl::IsUnavailable(status))) {
-    if (!status.ok() && !retry_this_attempt_)
+  // Nothing reached the client yet: a failed attempt (Unavailable before the upstream's
+  // head, Internal after it) is retried; a timeout only for a stream.
+  const bool before_first_byte = !first_byte_sent_;
+  const bool timed_out = request_.stream && before_first_byte && absl::IsDeadlineExceeded(status);
+  if (retry_this_attempt_ ||
+      (before_first_byte && (absl::IsUnavailable(status) || absl::IsInternal(status))) ||
+      timed_out) {
+    if (!retry_this_attempt_) {
       last_error_ = status;
+      retry_reason_ = timed_out ? RetryReason::kTimeout : RetryReason::kConnect;
+    }
+    if (static_cast<int>(tried_.size()) <= max_retries_)  // else TryNext gives up
+      metrics_->Retry(current_->name, current_->pool, retry_reason_);
     buffered_.clear();
     TryNext();
     return;
   }
   done_ = true;
   if (status.ok()) {
+    FirstByte();  // a stream without a body gets its head now
+    // Counted before the client sees the end: a client holding its response finds it in
+    // /metrics.
+    Finished(std::to_string(head_status_));
     if (request_.stream) {
       responder_->End();
     } else {
-      std::string content_type = std::string(kJson);
-      net::HeaderList headers;
-      for (auto& [k, v] : head_headers_) {
-        if (k == "content-type")
-          content_type = v;
-        else
-          headers.emplace_back(k, v);
-      }
-      responder_->Send(head_status_, content_type, std::move(buffered_), std::move(headers));
+      responder_->Send(head_status_, head_content_type_, std::move(buffered_),
+                       std::move(head_headers_));
     }
     return;
   }
@@ -189,14 +234,15 @@ void ProxyCall::OnDone(const absl::Status& status) {
           ? status
           : absl::UnavailableError(fmt::format("The endpoint {} failed: {}", current_->name,
                                                std::string(status.message())));
-  if (request_.stream && started_downstream_) {
+  if (request_.stream && first_byte_sent_) {
     // Mid-stream: an error event, then the end. Never a fake finish_reason.
+    Finished("error");
     responder_->Write(api::SseError(error));
     responder_->Write(std::string(api::kSseDone));
     responder_->End();
     return;
   }
-  responder_->Send(api::HttpErrorFor(error).http_status, kJson, api::ErrorBody(error));
+  SendError(error);
 }
 
 }  // namespace switchyard::router::internal

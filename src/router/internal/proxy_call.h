@@ -2,10 +2,24 @@
 // endpoint while nothing has reached the client. Owned by shared_ptr: the upstream
 // callbacks and the client's close callback hold it until the exchange ends.
 //
+// Retried while no byte has reached the client: connect failures (refused, reset, closed,
+// unresolved), 502 and 503 heads, an upstream that dies after its head but before any body
+// byte was passed on (reset or truncated: vLLM sends an SSE head as soon as it queues a
+// request, so a SIGKILLed engine leaves queued streams in this state), and for SSE
+// requests a timeout (none of their bytes means the engine is stuck; a buffered
+// response's head comes only with the whole completion, so its timeout is not retried,
+// which would repeat the work). A stream's head therefore goes to the client with its
+// first body byte, not when the upstream's head arrives. Every response carries the
+// request's x-request-id (the upstream's is dropped). The outcome goes to RouterMetrics:
+// requests by code (499 when the client left first; a client that closes a stream after
+// its [DONE] event, as the openai client does, counts under the stream's status), latency,
+// first byte, retries.
+//
 // Threads: Start on the HTTP server loop; upstream callbacks on an HTTP client loop; the
 // client's close callback on the server loop. A mutex orders them.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,12 +30,14 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "router/endpoint_table.h"
+#include "router/router_metrics.h"
 
 namespace switchyard::router::internal {
 
 struct ProxyTarget {
   std::string name;
   std::string address;
+  std::string pool;
 };
 
 struct ProxyRequest {
@@ -29,6 +45,9 @@ struct ProxyRequest {
   std::string target;
   net::HeaderList headers;  // already filtered for forwarding
   std::string body;
+  std::string request_id;  // sent upstream in `headers` too; echoed to the client
+  std::string model;       // metrics label
+  std::chrono::steady_clock::time_point arrival;
   int64_t prompt_tokens = 0;
   // The client asked for SSE: the response streams through, and a failure after the first
   // byte ends it with an error event. Otherwise the response is buffered, so any upstream
@@ -42,7 +61,7 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   // or nullopt when none is left. `issue_token(endpoint)` makes the x-session-token.
   ProxyCall(
       ProxyRequest request, std::shared_ptr<net::HttpResponder> responder, net::HttpClient* client,
-      EndpointTable* table, int max_retries,
+      EndpointTable* table, RouterMetrics* metrics, int max_retries,
       std::function<std::optional<ProxyTarget>(const std::vector<std::string>& tried)> next_target,
       std::function<std::string(const std::string& endpoint)> issue_token,
       std::function<void(const ProxyTarget&)> on_picked);
@@ -56,11 +75,20 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   bool OnBody(std::string_view chunk);
   void OnDone(const absl::Status& status);
   void FinishAttempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Keeps the last bytes passed on of a stream, to tell whether it ended with [DONE].
+  void KeepSseTail(std::string_view chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first response byte goes to the client now (a stream's head is sent here).
+  void FirstByte() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The exchange ended with `code` (an HTTP status, "error" or "499").
+  void Finished(std::string_view code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An error response from the router itself.
+  void SendError(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ProxyRequest request_;
   const std::shared_ptr<net::HttpResponder> responder_;
   net::HttpClient* const client_;
   EndpointTable* const table_;
+  RouterMetrics* const metrics_;
   const int max_retries_;
   const std::function<std::optional<ProxyTarget>(const std::vector<std::string>&)> next_target_;
   const std::function<std::string(const std::string&)> issue_token_;
@@ -70,12 +98,17 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   std::vector<std::string> tried_ ABSL_GUARDED_BY(mu_);
   std::optional<ProxyTarget> current_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<net::HttpRequestHandle> handle_ ABSL_GUARDED_BY(mu_);
-  bool started_downstream_ ABSL_GUARDED_BY(mu_) = false;
-  // Non-streaming: the upstream response, sent whole at the end.
+  // Something (a stream's head, or the whole buffered response) went to the client: no
+  // retry from then on.
+  bool first_byte_sent_ ABSL_GUARDED_BY(mu_) = false;
+  // The head to pass on: with the first body byte (streaming) or with the whole response.
   int head_status_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string head_content_type_ ABSL_GUARDED_BY(mu_);
   net::HeaderList head_headers_ ABSL_GUARDED_BY(mu_);
   std::string buffered_ ABSL_GUARDED_BY(mu_);
+  std::string sse_tail_ ABSL_GUARDED_BY(mu_);             // at most api::kSseDone.size() bytes
   bool retry_this_attempt_ ABSL_GUARDED_BY(mu_) = false;  // a 502/503 head to skip
+  RetryReason retry_reason_ ABSL_GUARDED_BY(mu_) = RetryReason::kConnect;
   bool prefill_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;

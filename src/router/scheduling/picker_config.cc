@@ -216,6 +216,12 @@ const std::map<std::string, Factory>& Registry() {
          SY_ASSIGN_OR_RETURN(int n, MaxEndpoints(p, where));
          return Built{nullptr, nullptr, std::make_unique<WeightedRandomPicker>(n)};
        }},
+      // Ours, not an llm-d type: a score-blind baseline (benchmarks compare against it).
+      {"round-robin-picker",
+       [](const YAML::Node& p, const std::string& where, Shared) -> absl::StatusOr<Built> {
+         SY_ASSIGN_OR_RETURN(int n, MaxEndpoints(p, where));
+         return Built{nullptr, nullptr, std::make_unique<RoundRobinPicker>(n)};
+       }},
       {"label-selector-filter",
        [](const YAML::Node& p, const std::string& where, Shared) -> absl::StatusOr<Built> {
          SY_ASSIGN_OR_RETURN(LabelSelector selector, ParseSelector(p, where));

@@ -65,4 +65,17 @@ Candidates WeightedRandomPicker::Pick(const Candidates& candidates, std::span<co
   return TopByKey(candidates, keys, std::move(order), max_endpoints_);
 }
 
+Candidates RoundRobinPicker::Pick(const Candidates& candidates, std::span<const double>,
+                                  std::mt19937_64&) {
+  Candidates out;
+  if (candidates.empty())
+    return out;
+  const size_t n = candidates.size();
+  const size_t start = static_cast<size_t>(next_.fetch_add(1, std::memory_order_relaxed) % n);
+  const size_t k = std::min(n, static_cast<size_t>(std::max(max_endpoints_, 1)));
+  for (size_t i = 0; i < k; ++i)
+    out.push_back(candidates[(start + i) % n]);
+  return out;
+}
+
 }  // namespace switchyard::router

@@ -4,8 +4,15 @@
 //   random-picker           uniform, maxNumOfEndpoints picks
 //   weighted-random-picker  A-Res sampling (key = U^(1/score)); uniform when every score
 //                           is <= 0
-// Stateless; any thread (randomness comes from the caller's generator).
+// and one of ours (llm-d has no such picker; a baseline for benchmarks, not a good policy):
+//   round-robin-picker      ignores scores; the i-th call starts at candidate i mod n and
+//                           takes maxNumOfEndpoints in candidate order (wrapping)
+// Any thread. All but round-robin are stateless (randomness comes from the caller's
+// generator); round-robin keeps one atomic call counter.
 #pragma once
+
+#include <atomic>
+#include <cstdint>
 
 #include "router/scheduling/plugin.h"
 
@@ -39,6 +46,17 @@ class WeightedRandomPicker final : public Picker {
 
  private:
   int max_endpoints_;
+};
+
+class RoundRobinPicker final : public Picker {
+ public:
+  explicit RoundRobinPicker(int max_endpoints = 1) : max_endpoints_(max_endpoints) {}
+  Candidates Pick(const Candidates& candidates, std::span<const double> scores,
+                  std::mt19937_64& rng) override;
+
+ private:
+  int max_endpoints_;
+  std::atomic<uint64_t> next_{0};
 };
 
 }  // namespace switchyard::router

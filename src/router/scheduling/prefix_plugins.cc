@@ -51,16 +51,25 @@ void PrefixMatcher::Record(const SchedulingRequest& request, const Endpoint& pic
 void PrefixCacheScorer::Score(const SchedulingRequest& request, const Candidates& candidates,
                               std::span<double> scores) {
   std::fill(scores.begin(), scores.end(), 0.0);
+  SchedulingRequest::PrefixMatch& prediction = request.prefix_match.emplace();
+  prediction.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
   const std::vector<uint64_t>& keys = matcher_.Keys(request);
   if (keys.empty())
     return;
   const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
   const double w = options_.match_length_weight;
+  const int64_t block_size = matcher_.options().block_size;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const double ratio = static_cast<double>(matched[i]) / static_cast<double>(keys.size());
-    const double tokens = static_cast<double>(matched[i]) * matcher_.options().block_size;
+    const double tokens = static_cast<double>(matched[i]) * static_cast<double>(block_size);
     const double length = std::min(1.0, tokens / options_.match_length_scale_tokens);
     scores[i] = w * length * length + (1 - w) * ratio;
+    if (matched[i] > 0) {
+      // Approximate keys include the trailing partial block: cap at the prompt.
+      prediction.cached_tokens.emplace_back(
+          candidates[i]->name,
+          std::min(prediction.prompt_tokens, static_cast<int64_t>(matched[i]) * block_size));
+    }
   }
 }
 

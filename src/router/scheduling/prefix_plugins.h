@@ -4,6 +4,8 @@
 // prefix-cache-scorer (llm-d scorer/prefix):
 //   score = w * min(1, matched_tokens / match_length_scale_tokens)^2
 //         + (1 - w) * matched_blocks / total_blocks,   w = matchLengthWeight (default 0)
+//   and leaves the matched tokens per endpoint in request.prefix_match (the router's
+//   prefix-hit metrics read the picked endpoint's there).
 // prefix-cache-affinity-filter (llm-d filter/prefixcacheaffinity): keeps the "sticky"
 //   endpoints whose match ratio is >= affinityThreshold (0.80); keeps everyone when none
 //   is sticky, when a random draw falls under explorationProbability, or when the best

@@ -33,10 +33,27 @@ TEST(EndpointTableTest, MembershipHealthStalenessAndInflight) {
   EXPECT_EQ(snap[0].metrics.waiting_requests, 4);
   EXPECT_FALSE(table.Snapshot(t0 + milliseconds(2500))[0].metrics.fresh);
 
-  table.ReportHealth("b", false);
+  // One or two failed scrapes in a row keep "b" routable; the third takes it out; a good
+  // scrape brings it back with a fresh count.
+  for (int i = 1; i < EndpointTable::kUnhealthyAfterFailures; ++i) {
+    table.ReportScrapeFailure("b");
+    EXPECT_EQ(table.Snapshot(t0).size(), 2u) << i;
+  }
+  table.ReportScrapeFailure("b");
   snap = table.Snapshot(t0);
   ASSERT_EQ(snap.size(), 1u);
   EXPECT_EQ(snap[0].name, "a");
+  table.ReportMetrics("b", m, t0);
+  EXPECT_EQ(table.Snapshot(t0).size(), 2u);
+  table.ReportScrapeFailure("b");
+  EXPECT_EQ(table.Snapshot(t0).size(), 2u);
+  for (int i = 1; i < EndpointTable::kUnhealthyAfterFailures; ++i)
+    table.ReportScrapeFailure("b");
+  EXPECT_EQ(table.Snapshot(t0).size(), 1u);
+  table.ReportReachable("b");  // answers, without metrics: routable, metrics unknown
+  snap = table.Snapshot(t0);
+  ASSERT_EQ(snap.size(), 2u);
+  EXPECT_TRUE(snap[1].metrics.fresh);  // the metrics of the good scrape above are kept
 
   table.RequestStarted("a", 100);
   table.RequestStarted("a", 50);

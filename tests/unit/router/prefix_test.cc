@@ -136,6 +136,12 @@ TEST(PrefixScorerTest, ApproximateModeLearnsFromPicks) {
   ProfileResult second = profile->Run(req, c, rng);
   EXPECT_EQ(second.totals, (std::vector<double>{0, 1}));
   EXPECT_EQ(second.picked[0]->name, "b");
+  // The scorer leaves its prediction in the request: b holds all 10 tokens (3 keys of 4,
+  // the last one partial, capped at the prompt), a none.
+  ASSERT_TRUE(req.prefix_match.has_value());
+  EXPECT_EQ(req.prefix_match->prompt_tokens, 10);
+  EXPECT_EQ(req.prefix_match->CachedTokens("b"), 10);
+  EXPECT_EQ(req.prefix_match->CachedTokens("a"), 0);
   // Another tenant's salt does not see b's entries.
   req.cache_salt = "other";
   EXPECT_EQ(profile->Run(req, c, rng).totals, (std::vector<double>{0, 0}));
@@ -162,6 +168,10 @@ TEST(PrefixScorerTest, PreciseModeReadsTheEventIndex) {
   std::mt19937_64 rng(3);
   ProfileResult r = (*set)->profile("default")->Run(req, {&eps[0], &eps[1]}, rng);
   EXPECT_EQ(r.totals, (std::vector<double>{0.5, 0}));
+  ASSERT_TRUE(req.prefix_match.has_value());
+  EXPECT_EQ(req.prefix_match->prompt_tokens, 16);
+  EXPECT_EQ(req.prefix_match->CachedTokens("a"), 8);  // 2 of 4 full blocks
+  EXPECT_EQ(req.prefix_match->CachedTokens("b"), 0);
 }
 
 }  // namespace

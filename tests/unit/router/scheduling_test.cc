@@ -135,6 +135,38 @@ TEST(PickersTest, WeightedRandomFollowsTheWeights) {
   EXPECT_NEAR(a / 4000.0, 0.75, 0.04);
 }
 
+TEST(PickersTest, RoundRobinCyclesThroughTheCandidatesIgnoringScores) {
+  std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
+                               MakeEndpoint("c", 0, 0)};
+  std::vector<double> scores = {0.0, 5.0, 1.0};
+  std::mt19937_64 rng(3);
+  RoundRobinPicker picker;
+  std::vector<std::string> seen;
+  for (int i = 0; i < 6; ++i) {
+    Candidates c = picker.Pick(Ptrs(eps), scores, rng);
+    ASSERT_EQ(c.size(), 1u);
+    seen.push_back(c[0]->name);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "b", "c", "a", "b", "c"}));
+  // Two per pick: the target and the next one as fallback, wrapping at the end.
+  RoundRobinPicker two(2);
+  two.Pick(Ptrs(eps), scores, rng);
+  two.Pick(Ptrs(eps), scores, rng);
+  Candidates c = two.Pick(Ptrs(eps), scores, rng);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0]->name, "c");
+  EXPECT_EQ(c[1]->name, "a");
+  // The config name maps to it.
+  auto set = PluginSet::FromYaml("plugins:\n- type: round-robin-picker\n", "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  const SchedulingProfile* profile = (*set)->profile("default");
+  ASSERT_NE(profile, nullptr);
+  std::vector<std::string> names;
+  for (int i = 0; i < 3; ++i)
+    names.push_back(profile->Run({}, Ptrs(eps), rng).picked.at(0)->name);
+  EXPECT_EQ(names, (std::vector<std::string>{"a", "b", "c"}));
+}
+
 constexpr char kConfig[] = R"(
 apiVersion: llm-d.ai/v1alpha1
 kind: EndpointPickerConfig

@@ -1,0 +1,73 @@
+"""Starts `switchyard router --config` for the end-to-end tests.
+
+A Router writes a config naming its members (one static pool, or the `pools` YAML given),
+starts the binary with `listen: {host: 127.0.0.1, port: 0}`, waits for the ready line
+("switchyard router: serving NAME on http://HOST:PORT") and then until the members named by
+`wait_fresh` (default: every member) have been scraped once. A member is any object with a
+`port` and an `engine_kind` (its `engine:` value in the config): an EngineServer or a
+peer_servers server. stop() sends SIGTERM and requires exit code 0."""
+import re
+import signal
+import subprocess
+import tempfile
+import time
+
+import requests
+
+from conftest import MODELS_DIR, switchyard_bin
+from engine_server import MODEL_NAME
+
+_READY = re.compile(r"switchyard router: serving (\S+) on (http://\S+):(\d+)")
+
+
+def member_name(member):
+    """The router's name for a static member: its address."""
+    return f"127.0.0.1:{member.port}"
+
+
+class Router:
+    def __init__(self, members, scheduling=None, pools=None, wait_fresh=None,
+                 model=MODEL_NAME, tokenizer=MODELS_DIR / "tiny-llama3", start_timeout=60):
+        endpoints = "\n".join(
+            f"  - {{address: '{member_name(m)}', engine: {m.engine_kind}}}"
+            for m in members)
+        pools = pools or f"pools:\n- name: default\n  endpoints:\n{endpoints}\n"
+        self.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
+        self.config.write(f"listen: {{host: 127.0.0.1, port: 0}}\nmodel: {model}\n"
+                          f"tokenizer: {tokenizer}\n"
+                          f"scraping: {{intervalMs: 50, stalenessMs: 2000}}\n"
+                          + pools + (scheduling or ""))
+        self.config.close()
+        self.out = tempfile.TemporaryFile("w+")
+        self.err = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen([str(switchyard_bin()), "router", "--config",
+                                      self.config.name], stdout=self.out, stderr=self.err)
+        deadline = time.monotonic() + start_timeout
+        while True:
+            self.out.seek(0)
+            m = _READY.search(self.out.read())
+            if m:
+                break
+            assert self.proc.poll() is None, self._tail()
+            assert time.monotonic() < deadline, self._tail()
+            time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{m.group(3)}"
+        names = {member_name(m) for m in (members if wait_fresh is None else wait_fresh)}
+        while True:
+            fresh = {e["name"] for e in self.endpoints() if e["metrics"]["fresh"]}
+            if names <= fresh:
+                break
+            assert time.monotonic() < deadline, f"not scraped: {sorted(names - fresh)}"
+            time.sleep(0.02)
+
+    def endpoints(self):
+        """GET /debug/endpoints: what the router believes about each member."""
+        return requests.get(f"{self.url}/debug/endpoints", timeout=5).json()["endpoints"]
+
+    def _tail(self):
+        self.err.seek(0)
+        return self.err.read()[-3000:]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        assert self.proc.wait(timeout=30) == 0, self._tail()

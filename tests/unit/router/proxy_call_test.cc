@@ -1,0 +1,384 @@
+// ProxyCall over real loopback HTTP: an upstream that dies after its response head but before
+// any body byte (vLLM sends an SSE head as soon as it queues a request; a SIGKILLed engine
+// leaves such requests behind) is retried on the next endpoint, streamed or buffered; a
+// stream cut after its first body byte ends with an SSE error event; a client that closes a
+// stream after its [DONE] event is counted as served, not as gone. The scripted upstream is a
+// plain socket that writes fixed bytes and then closes (or holds the connection open); the
+// healthy one is a net::HttpServer.
+#include "router/internal/proxy_call.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+
+#include "api/response_writer.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "router/endpoint_table.h"
+#include "router/prometheus_text.h"
+#include "router/router_metrics.h"
+
+namespace switchyard::router::internal {
+namespace {
+
+constexpr char kChunk[] = "data: {\"choices\":[{\"text\":\" the\"}]}\n\n";
+constexpr char kJsonBody[] = R"({"choices":[{"text":" the the"}]})";
+constexpr char kSseHead[] =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+
+// A loopback TCP server that answers every connection with `reply` and closes it, as an
+// engine killed mid-response does; or, with `hold_open`, keeps it open until the peer
+// closes (a response whose end has not come yet). Counts the connections it took.
+class ScriptedUpstream {
+ public:
+  explicit ScriptedUpstream(std::string reply, bool hold_open = false)
+      : reply_(std::move(reply)), hold_open_(hold_open) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(::listen(fd_, 8), 0);
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ScriptedUpstream() {
+    ::shutdown(fd_, SHUT_RDWR);  // wakes the blocked accept
+    if (const int conn = held_.load(); conn >= 0)
+      ::shutdown(conn, SHUT_RDWR);  // and a read on a held connection
+    thread_.join();
+    ::close(fd_);
+  }
+  std::string address() const { return fmt::format("127.0.0.1:{}", port_); }
+  int connections() const { return connections_.load(); }
+
+ private:
+  void Serve() {
+    for (;;) {
+      const int conn = ::accept(fd_, nullptr, nullptr);
+      if (conn < 0)
+        return;
+      ++connections_;
+      ReadRequest(conn);
+      EXPECT_EQ(::write(conn, reply_.data(), reply_.size()), static_cast<ssize_t>(reply_.size()));
+      held_ = conn;
+      char byte;
+      while (hold_open_ && ::read(conn, &byte, 1) > 0) {
+      }
+      held_ = -1;
+      ::close(conn);
+    }
+  }
+
+  // Reads the head and the Content-Length body, so that the close is not a reset of
+  // unread bytes.
+  static void ReadRequest(int conn) {
+    std::string in;
+    char buf[4096];
+    size_t need = std::string::npos;
+    while (in.size() < need) {
+      const ssize_t n = ::read(conn, buf, sizeof(buf));
+      if (n <= 0)
+        return;
+      in.append(buf, static_cast<size_t>(n));
+      const size_t head_end = in.find("\r\n\r\n");
+      if (head_end == std::string::npos)
+        continue;
+      std::string head = in.substr(0, head_end);
+      std::transform(head.begin(), head.end(), head.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      const size_t cl = head.find("content-length:");
+      need = head_end + 4 + (cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 15)));
+    }
+  }
+
+  const std::string reply_;
+  const bool hold_open_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> connections_{0};
+  std::atomic<int> held_{-1};
+  std::thread thread_;
+};
+
+// An upstream that answers every request in full: an SSE stream of one chunk, or JSON.
+class HealthyUpstream {
+ public:
+  HealthyUpstream() {
+    absl::StatusOr<std::unique_ptr<net::HttpServer>> server = net::HttpServer::Start(
+        {}, [](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
+          if (request.body.find("\"stream\":true") != std::string::npos) {
+            r->StartStream(200, "text/event-stream");
+            r->Write(kChunk);
+            r->Write(std::string(api::kSseDone));
+            r->End();
+          } else {
+            r->Send(200, "application/json", kJsonBody);
+          }
+        });
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (server.ok())
+      server_ = *std::move(server);
+  }
+  ~HealthyUpstream() {
+    if (server_ != nullptr)
+      server_->Stop();
+  }
+  std::string address() const { return fmt::format("127.0.0.1:{}", server_->port()); }
+
+ private:
+  std::unique_ptr<net::HttpServer> server_;
+};
+
+struct Reply {
+  int status = 0;
+  net::HeaderList headers;
+  std::string body;
+  absl::Status done;
+
+  std::string Header(const std::string& name) const {
+    for (const auto& [k, v] : headers) {
+      if (k == name)
+        return v;
+    }
+    return "";
+  }
+};
+
+// A front that proxies every request with ProxyCall to `upstreams`, tried in order.
+class ProxyCallTest : public ::testing::Test {
+ protected:
+  void Start(const std::vector<std::string>& upstreams) {
+    std::vector<EndpointSpec> specs;
+    for (const std::string& u : upstreams)
+      specs.push_back(
+          {.name = u, .address = u, .labels = {}, .engine = EngineKind::kVllm, .pool = "default"});
+    table_.SetPoolMembers("default", specs);
+    absl::StatusOr<std::unique_ptr<net::HttpClient>> client = net::HttpClient::Start({});
+    ASSERT_TRUE(client.ok()) << client.status();
+    upstream_client_ = *std::move(client);
+    absl::StatusOr<std::unique_ptr<net::HttpServer>> front = net::HttpServer::Start(
+        {}, [this, upstreams](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
+          ProxyRequest proxy;
+          proxy.method = request.method;
+          proxy.target = request.target;
+          proxy.headers = {{"content-type", "application/json"}};
+          proxy.stream = request.body.find("\"stream\":true") != std::string::npos;
+          proxy.body = std::move(request.body);
+          proxy.request_id = "req-1";
+          proxy.model = "m";
+          proxy.arrival = std::chrono::steady_clock::now();
+          proxy.prompt_tokens = 3;
+          auto next = [upstreams](const std::vector<std::string>& tried) {
+            for (const std::string& u : upstreams) {
+              if (std::find(tried.begin(), tried.end(), u) == tried.end())
+                return std::optional<ProxyTarget>(ProxyTarget{u, u, "default"});
+            }
+            return std::optional<ProxyTarget>();
+          };
+          auto call = std::make_shared<ProxyCall>(
+              std::move(proxy), std::move(r), upstream_client_.get(), &table_, &metrics_,
+              /*max_retries=*/2, next, [](const std::string&) { return std::string("token"); },
+              [](const ProxyTarget&) {});
+          call->Start();
+        });
+    ASSERT_TRUE(front.ok()) << front.status();
+    front_ = *std::move(front);
+    client = net::HttpClient::Start({});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  void TearDown() override {
+    if (client_ != nullptr)
+      client_->Stop();
+    if (front_ != nullptr)
+      front_->Stop();
+    if (upstream_client_ != nullptr)
+      upstream_client_->Stop();
+  }
+
+  // With `close_after`, the client closes the connection as soon as the body received ends
+  // with it (the openai client closes at [DONE]).
+  Reply Post(bool stream, std::string_view close_after = "") {
+    net::HttpClientRequest request;
+    request.method = "POST";
+    request.upstream = fmt::format("127.0.0.1:{}", front_->port());
+    request.target = "/v1/completions";
+    request.headers = {{"content-type", "application/json"}};
+    request.body = fmt::format(R"({{"model":"m","prompt":"hi","stream":{}}})", stream);
+    auto reply = std::make_shared<Reply>();
+    auto handle = std::make_shared<std::promise<std::shared_ptr<net::HttpRequestHandle>>>();
+    std::shared_future<std::shared_ptr<net::HttpRequestHandle>> handle_future =
+        handle->get_future().share();
+    std::promise<void> done;
+    net::HttpClientCallbacks callbacks;
+    callbacks.on_head = [reply](int status, const net::HeaderList& headers) {
+      reply->status = status;
+      reply->headers = headers;
+    };
+    callbacks.on_body = [reply, close_after, handle_future](std::string_view chunk) {
+      reply->body.append(chunk);
+      if (!close_after.empty() && reply->body.ends_with(close_after))
+        handle_future.get()->Cancel();
+      return true;
+    };
+    callbacks.on_done = [reply, &done](const absl::Status& status) {
+      reply->done = status;
+      done.set_value();
+    };
+    handle->set_value(client_->Send(std::move(request), std::move(callbacks)));
+    done.get_future().wait();
+    return *reply;
+  }
+
+  // The router's requests_total for `endpoint` by code, once `n` requests were counted
+  // (ProxyCall counts a request when its upstream attempt ends, after the client may have
+  // left).
+  std::map<std::string, double> Codes(const std::string& endpoint, double n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      absl::StatusOr<std::vector<PromSample>> samples = ParsePrometheusText(metrics_.Serialize());
+      EXPECT_TRUE(samples.ok()) << samples.status();
+      std::map<std::string, double> codes;
+      double total = 0;
+      for (const PromSample& s : samples.ok() ? *samples : std::vector<PromSample>{}) {
+        if (s.name == "switchyard_router_requests_total" && s.Label("endpoint") == endpoint) {
+          codes[std::string(s.Label("code"))] += s.value;
+          total += s.value;
+        }
+      }
+      if (total >= n || std::chrono::steady_clock::now() > deadline)
+        return codes;
+    }
+  }
+
+  double Retries(const std::string& endpoint) {
+    absl::StatusOr<std::vector<PromSample>> samples = ParsePrometheusText(metrics_.Serialize());
+    EXPECT_TRUE(samples.ok()) << samples.status();
+    double total = 0;
+    for (const PromSample& s : samples.ok() ? *samples : std::vector<PromSample>{}) {
+      if (s.name == "switchyard_router_upstream_retries_total" && s.Label("endpoint") == endpoint)
+        total += s.value;
+    }
+    return total;
+  }
+
+  // Nothing is left in flight in the router's accounting.
+  void ExpectIdle() {
+    for (const EndpointStatus& s : table_.Statuses(std::chrono::steady_clock::now())) {
+      EXPECT_EQ(s.endpoint.active_requests, 0) << s.endpoint.name;
+      EXPECT_EQ(s.endpoint.inflight_prompt_tokens, 0) << s.endpoint.name;
+    }
+  }
+
+  EndpointTable table_{std::chrono::milliseconds(2000)};
+  RouterMetrics metrics_{{"default"}};
+  std::unique_ptr<net::HttpClient> upstream_client_;
+  std::unique_ptr<net::HttpServer> front_;
+  std::unique_ptr<net::HttpClient> client_;
+};
+
+TEST_F(ProxyCallTest, AStreamWhoseUpstreamDiesAfterItsHeadIsRetried) {
+  ScriptedUpstream dying(kSseHead);
+  HealthyUpstream healthy;
+  Start({dying.address(), healthy.address()});
+  const Reply r = Post(/*stream=*/true);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, std::string(kChunk) + std::string(api::kSseDone));
+  EXPECT_EQ(r.Header("x-switchyard-endpoint"), healthy.address());
+  EXPECT_EQ(r.Header("x-request-id"), "req-1");
+  EXPECT_EQ(dying.connections(), 1);
+  EXPECT_EQ(Retries(dying.address()), 1);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, ABufferedResponseCutShortIsRetried) {
+  ScriptedUpstream dying(
+      "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"cho");
+  HealthyUpstream healthy;
+  Start({dying.address(), healthy.address()});
+  const Reply r = Post(/*stream=*/false);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, kJsonBody);
+  EXPECT_EQ(r.Header("x-switchyard-endpoint"), healthy.address());
+  EXPECT_EQ(dying.connections(), 1);
+  EXPECT_EQ(Retries(dying.address()), 1);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, AStreamCutAfterItsFirstByteEndsWithAnErrorEvent) {
+  // Chunked framing: one whole chunk (kChunk), then the connection closes.
+  ScriptedUpstream dying(fmt::format("{}{:x}\r\n{}\r\n", kSseHead, sizeof(kChunk) - 1, kChunk));
+  HealthyUpstream healthy;
+  Start({dying.address(), healthy.address()});
+  const Reply r = Post(/*stream=*/true);
+  EXPECT_TRUE(r.done.ok()) << r.done;  // the router ends its response properly
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("x-switchyard-endpoint"), dying.address());
+  // The chunk that was passed on, then an error event naming the endpoint, then [DONE]:
+  // not retried (the client has text already), never a normal finish.
+  ASSERT_TRUE(r.body.starts_with(kChunk)) << r.body;
+  const std::string rest = r.body.substr(sizeof(kChunk) - 1);
+  EXPECT_TRUE(rest.starts_with("data: {\"error\":")) << rest;
+  EXPECT_NE(rest.find(dying.address()), std::string::npos) << rest;
+  EXPECT_TRUE(rest.ends_with(api::kSseDone)) << rest;
+  EXPECT_EQ(Retries(dying.address()), 0);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, AClientThatClosesAfterDoneIsCountedAsServed) {
+  // The stream's event and [DONE] came, the end of its framing has not: the client closes.
+  const std::string events = std::string(kChunk) + std::string(api::kSseDone);
+  ScriptedUpstream sse(fmt::format("{}{:x}\r\n{}\r\n", kSseHead, events.size(), events),
+                       /*hold_open=*/true);
+  Start({sse.address()});
+  const Reply r = Post(/*stream=*/true, /*close_after=*/api::kSseDone);
+  EXPECT_TRUE(absl::IsCancelled(r.done)) << r.done;
+  EXPECT_EQ(r.body, events);
+  EXPECT_EQ(Codes(sse.address(), 1), (std::map<std::string, double>{{"200", 1}}));
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, AClientThatClosesBeforeDoneIsGone) {
+  ScriptedUpstream sse(fmt::format("{}{:x}\r\n{}\r\n", kSseHead, sizeof(kChunk) - 1, kChunk),
+                       /*hold_open=*/true);
+  Start({sse.address()});
+  const Reply r = Post(/*stream=*/true, /*close_after=*/kChunk);
+  EXPECT_TRUE(absl::IsCancelled(r.done)) << r.done;
+  EXPECT_EQ(Codes(sse.address(), 1), (std::map<std::string, double>{{"499", 1}}));
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, AStreamWithNoEndpointLeftGetsAnHttpErrorNotAStream) {
+  ScriptedUpstream dying(kSseHead);
+  Start({dying.address()});
+  const Reply r = Post(/*stream=*/true);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("\"error\""), std::string::npos) << r.body;
+  EXPECT_EQ(r.Header("x-request-id"), "req-1");
+  ExpectIdle();
+}
+
+}  // namespace
+}  // namespace switchyard::router::internal

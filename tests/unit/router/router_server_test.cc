@@ -1,0 +1,248 @@
+// RouterServer over real HTTP upstreams on loopback (net::HttpServer answering as an
+// OpenAI engine does, and recording what reached it): request ids, retries and the
+// router's metrics. The e2e tests (tests/e2e/test_router.py) do the same over sim engines.
+#include "router/router_server.h"
+
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "gtest/gtest.h"
+
+#include "base/mutex.h"
+#include "net/http_client.h"
+#include "net/http_server.h"
+#include "router/prometheus_text.h"
+
+namespace switchyard::router {
+namespace {
+
+// An upstream that answers completions with `status` and a queue of `waiting` on /metrics,
+// and records the x-request-id headers it was sent.
+class Upstream {
+ public:
+  Upstream(int status, int waiting) : status_(status), waiting_(waiting) {
+    net::HttpServerOptions options;
+    absl::StatusOr<std::unique_ptr<net::HttpServer>> server = net::HttpServer::Start(
+        options, [this](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
+          Handle(request, *r);
+        });
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (server.ok())
+      server_ = *std::move(server);
+  }
+  ~Upstream() {
+    if (server_ != nullptr)
+      server_->Stop();
+  }
+  std::string address() const { return fmt::format("127.0.0.1:{}", server_->port()); }
+  // The x-request-id values of each completion request, in arrival order.
+  std::vector<std::vector<std::string>> ids() {
+    base::MutexLock lock(&mu_);
+    return ids_;
+  }
+
+ private:
+  void Handle(const net::HttpRequest& request, net::HttpResponder& responder) {
+    if (request.path == "/metrics") {
+      responder.Send(200, "text/plain",
+                     fmt::format("vllm:num_requests_waiting {}\nvllm:num_requests_running 0\n"
+                                 "vllm:kv_cache_usage_perc 0\n",
+                                 waiting_));
+      return;
+    }
+    std::vector<std::string> ids;
+    for (const auto& [name, value] : request.headers) {
+      if (name == "x-request-id")
+        ids.push_back(value);
+    }
+    {
+      base::MutexLock lock(&mu_);
+      ids_.push_back(std::move(ids));
+    }
+    responder.Send(status_, "application/json", R"({"id":"cmpl-upstream","choices":[]})",
+                   {{"x-request-id", "upstream-own-id"}});
+  }
+
+  const int status_;
+  const int waiting_;
+  std::unique_ptr<net::HttpServer> server_;
+  base::Mutex mu_;
+  std::vector<std::vector<std::string>> ids_ ABSL_GUARDED_BY(mu_);
+};
+
+class RouterServerTest : public ::testing::Test {
+ protected:
+  void StartRouter(const std::vector<Upstream*>& upstreams) {
+    RouterConfig config;
+    config.host = "127.0.0.1";
+    config.port = 0;
+    config.threads = 1;
+    config.model = "m";
+    PoolConfig pool;
+    pool.name = "default";
+    for (Upstream* u : upstreams) {
+      StaticEndpointConfig e;
+      e.spec.name = u->address();
+      e.spec.address = u->address();
+      e.spec.pool = pool.name;
+      pool.endpoints.push_back(e);
+    }
+    config.pools.push_back(pool);
+    config.scrape_interval_ms = 20;
+    // Load only, so that the upstream reporting the shorter queue is always tried first.
+    config.scheduling_yaml = "plugins:\n- type: queue-scorer\n";
+    absl::StatusOr<std::unique_ptr<RouterServer>> router = RouterServer::Start(config);
+    ASSERT_TRUE(router.ok()) << router.status();
+    router_ = *std::move(router);
+    absl::StatusOr<std::unique_ptr<net::HttpClient>> client = net::HttpClient::Start({});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+  void TearDown() override {
+    if (client_ != nullptr)
+      client_->Stop();
+    if (router_ != nullptr)
+      router_->Stop();
+  }
+
+  net::HttpClient::Response Call(const std::string& method, const std::string& target,
+                                 const std::string& body, net::HeaderList headers = {}) {
+    net::HttpClientRequest request;
+    request.method = method;
+    request.upstream = fmt::format("127.0.0.1:{}", router_->port());
+    request.target = target;
+    request.headers = std::move(headers);
+    if (!body.empty())
+      request.headers.emplace_back("content-type", "application/json");
+    request.body = body;
+    std::promise<absl::StatusOr<net::HttpClient::Response>> done;
+    client_->Fetch(std::move(request), [&done](absl::StatusOr<net::HttpClient::Response> r) {
+      done.set_value(std::move(r));
+    });
+    absl::StatusOr<net::HttpClient::Response> response = done.get_future().get();
+    EXPECT_TRUE(response.ok()) << response.status();
+    return response.ok() ? *response : net::HttpClient::Response{};
+  }
+
+  std::vector<PromSample> Metrics() {
+    absl::StatusOr<std::vector<PromSample>> samples =
+        ParsePrometheusText(Call("GET", "/metrics", "").body);
+    EXPECT_TRUE(samples.ok()) << samples.status();
+    return samples.ok() ? *samples : std::vector<PromSample>{};
+  }
+
+  // Waits (bounded) until the router has scraped every endpoint once.
+  void WaitForScrapes(size_t endpoints) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      size_t fresh = 0;
+      for (const PromSample& s : Metrics()) {
+        if (s.name == "switchyard_router_endpoint_metrics_age_seconds" && s.value >= 0)
+          ++fresh;
+      }
+      if (fresh == endpoints)
+        return;
+    }
+    ADD_FAILURE() << "endpoints not scraped";
+  }
+
+  static std::string Header(const net::HttpClient::Response& r, const std::string& name) {
+    for (const auto& [k, v] : r.headers) {
+      if (k == name)
+        return v;
+    }
+    return "";
+  }
+
+  static double Sum(const std::vector<PromSample>& samples, const std::string& name,
+                    const std::map<std::string, std::string>& labels) {
+    double total = 0;
+    for (const PromSample& s : samples) {
+      bool match = s.name == name;
+      for (const auto& [k, v] : labels)
+        match = match && s.Label(k) == v;
+      if (match)
+        total += s.value;
+    }
+    return total;
+  }
+
+  std::unique_ptr<RouterServer> router_;
+  std::unique_ptr<net::HttpClient> client_;
+};
+
+constexpr char kBody[] = R"({"model":"m","prompt":"hello","max_tokens":1})";
+
+TEST_F(RouterServerTest, RequestIdsAreKeptOrMadeAndSentUpstreamOnce) {
+  Upstream upstream(200, 0);
+  StartRouter({&upstream});
+  // A client's id goes upstream once and comes back in place of the engine's own.
+  net::HttpClient::Response r =
+      Call("POST", "/v1/completions", kBody, {{"x-request-id", "client-id-1"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(Header(r, "x-request-id"), "client-id-1");
+  // Without one the router makes one.
+  r = Call("POST", "/v1/completions", kBody);
+  EXPECT_EQ(r.status, 200);
+  const std::string made = Header(r, "x-request-id");
+  EXPECT_EQ(made.size(), 36u) << made;
+  const std::vector<std::vector<std::string>> seen = upstream.ids();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], std::vector<std::string>{"client-id-1"});
+  EXPECT_EQ(seen[1], std::vector<std::string>{made});
+  // The router's own errors carry it too, and count under the code they answered.
+  r = Call("POST", "/v1/completions", "{not json", {{"x-request-id", "bad-1"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(Header(r, "x-request-id"), "bad-1");
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_requests_total",
+                {{"model", "m"}, {"endpoint", upstream.address()}, {"code", "200"}}),
+            2);
+  EXPECT_EQ(Sum(m, "switchyard_router_requests_total", {{"endpoint", ""}, {"code", "400"}}), 1);
+  EXPECT_EQ(Sum(m, "switchyard_router_request_duration_seconds_count",
+                {{"endpoint", upstream.address()}}),
+            2);
+  EXPECT_EQ(Sum(m, "switchyard_router_time_to_first_byte_seconds_count",
+                {{"endpoint", upstream.address()}}),
+            2);
+  EXPECT_EQ(Sum(m, "switchyard_router_tokenize_duration_seconds_count", {}), 3);
+  EXPECT_EQ(Sum(m, "switchyard_router_scheduler_duration_seconds_count", {}), 2);
+  EXPECT_EQ(Sum(m, "switchyard_router_pool_size", {{"pool", "default"}}), 1);
+}
+
+TEST_F(RouterServerTest, A503IsRetriedElsewhereWithTheSameIdAndCounted) {
+  Upstream failing(503, 0);  // shortest queue: picked first every time
+  Upstream healthy(200, 5);
+  StartRouter({&failing, &healthy});
+  WaitForScrapes(2);
+  constexpr int kRequests = 5;
+  for (int i = 0; i < kRequests; ++i) {
+    const net::HttpClient::Response r = Call("POST", "/v1/completions", kBody);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(Header(r, "x-switchyard-endpoint"), healthy.address());
+  }
+  const std::vector<std::vector<std::string>> first = failing.ids();
+  const std::vector<std::vector<std::string>> second = healthy.ids();
+  ASSERT_EQ(first.size(), static_cast<size_t>(kRequests));
+  ASSERT_EQ(second.size(), static_cast<size_t>(kRequests));
+  for (int i = 0; i < kRequests; ++i)
+    EXPECT_EQ(first[static_cast<size_t>(i)], second[static_cast<size_t>(i)]);
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_upstream_retries_total",
+                {{"endpoint", failing.address()}, {"pool", "default"}, {"reason", "http_503"}}),
+            kRequests);
+  EXPECT_EQ(Sum(m, "switchyard_router_requests_total",
+                {{"endpoint", healthy.address()}, {"code", "200"}}),
+            kRequests);
+  EXPECT_EQ(Sum(m, "switchyard_router_endpoint_queue_size", {{"endpoint", healthy.address()}}), 5);
+  EXPECT_EQ(Sum(m, "switchyard_router_endpoint_healthy", {}), 2);
+  EXPECT_EQ(Sum(m, "switchyard_router_pool_ready_endpoints", {{"pool", "default"}}), 2);
+}
+
+}  // namespace
+}  // namespace switchyard::router
