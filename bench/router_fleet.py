@@ -1,0 +1,200 @@
+"""Processes for the router benchmarks (router_proxy_bench, router_picker_bench,
+router_quality_bench): simulated `switchyard engine`s, `switchyard router` over them, a
+sim model directory with a long context, per-process CPU time from /proc, load averages.
+
+Every process is started here and stopped by its own Popen handle (SIGTERM, then SIGKILL
+after a timeout); logs go to files under the run's output directory."""
+import json
+import os
+import pathlib
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import time
+import urllib.request
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+TINY_MODEL = REPO / "models" / "tiny-llama3"
+ENGINE_READY = re.compile(r"switchyard engine: serving (\S+) on (http://\S+):(\d+)")
+ENGINE_KV = re.compile(r"switchyard engine: KV events on (\S+) \(replay (\S+)\)")
+ROUTER_READY = re.compile(r"switchyard router: serving (\S+) on (http://\S+):(\d+)")
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def default_bin():
+    return REPO / "build" / "release" / "src" / "cli" / "switchyard"
+
+
+def load_average():
+    """The three load averages, as `uptime` prints them."""
+    return tuple(float(x) for x in pathlib.Path("/proc/loadavg").read_text().split()[:3])
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # After the ")" of comm: state is field 3, utime 14 and stime 15 (1-based).
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def long_context_model(out_dir, max_len=131072):
+    """tiny-llama3 with max_position_embeddings raised to `max_len`: the sim backend never
+    reads the weights, so this is a simulated engine for a long-context model. Files other
+    than config.json are symlinks to the bundled model."""
+    d = pathlib.Path(out_dir) / "sim-model"
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    config = json.loads((TINY_MODEL / "config.json").read_text())
+    config["max_position_embeddings"] = max_len
+    (d / "config.json").write_text(json.dumps(config, indent=2))
+    for f in TINY_MODEL.iterdir():
+        if f.name != "config.json":
+            (d / f.name).symlink_to(f)
+    return d
+
+
+class Proc:
+    """A child process whose stdout is a log file scanned for ready lines."""
+
+    def __init__(self, name, argv, log_dir, cpus=None):
+        self.name = name
+        if cpus is not None:
+            argv = ["taskset", "-c", cpus, *argv]
+        self.argv = [str(a) for a in argv]
+        self.out_path = pathlib.Path(log_dir) / f"{name}.out"
+        self.err_path = pathlib.Path(log_dir) / f"{name}.err"
+        self._out = open(self.out_path, "w+")
+        self._err = open(self.err_path, "w")
+        self.proc = subprocess.Popen(self.argv, stdout=self._out, stderr=self._err)
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def wait_for(self, *patterns, timeout=120):
+        """Waits until every regex matches the stdout log; returns their matches."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.out_path.read_text()
+            found = [p.search(text) for p in patterns]
+            if all(found):
+                return found
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited {self.proc.returncode}: "
+                                   f"{self.err_path.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name} not ready in {timeout} s")
+            time.sleep(0.05)
+
+    def stop(self, timeout=30):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._out.close()
+        self._err.close()
+        return self.proc.returncode
+
+
+class SimEngine(Proc):
+    """`switchyard engine --backend sim` on loopback; `kv_events` publishes KV events."""
+
+    def __init__(self, binary, name, log_dir, model=TINY_MODEL, served="tiny", latency="zero",
+                 kv_events=False, extra=(), cpus=None):
+        argv = [binary, "engine", "--model", model, "--served-model-name", served, "--host",
+                "127.0.0.1", "--port", "0", "--backend", "sim", "--sim-latency", latency,
+                *extra]
+        if kv_events:
+            config = {"enable_kv_cache_events": True, "endpoint": "tcp://127.0.0.1:*",
+                      "replay_endpoint": "tcp://127.0.0.1:*", "topic": "kv-events"}
+            argv += ["--kv-events-config", json.dumps(config)]
+        self.kv_events = kv_events
+        super().__init__(name, argv, log_dir, cpus)
+
+    def wait_ready(self, timeout=120):
+        patterns = [ENGINE_READY] + ([ENGINE_KV] if self.kv_events else [])
+        found = self.wait_for(*patterns, timeout=timeout)
+        self.port = int(found[0].group(3))
+        self.address = f"127.0.0.1:{self.port}"
+        self.url = f"http://{self.address}"
+        if self.kv_events:
+            self.kv_endpoint, self.kv_replay = found[1].group(1), found[1].group(2)
+        return self
+
+
+def router_yaml(engines, model, scheduling, threads=1, tokenizer=None, scrape_interval_ms=50,
+                engine_kind="switchyard"):
+    """A router.yaml over `engines` (SimEngine, ready); `scheduling` is the text of an
+    EndpointPickerConfig (indented under `scheduling:`) or None for the router's default."""
+    lines = [f"listen: {{host: 127.0.0.1, port: 0, threads: {threads}}}", f"model: {model}"]
+    if tokenizer:
+        lines.append(f"tokenizer: {tokenizer}")
+    lines.append(f"scraping: {{intervalMs: {scrape_interval_ms}, stalenessMs: 2000}}")
+    lines += ["pools:", "- name: default", "  endpoints:"]
+    for e in engines:
+        entry = f"  - {{address: '{e.address}', engine: {engine_kind}"
+        if e.kv_events:
+            entry += (f", kvEvents: {{endpoint: '{e.kv_endpoint}', "
+                      f"replayEndpoint: '{e.kv_replay}', topic: kv-events}}")
+        lines.append(entry + "}")
+    if scheduling:
+        lines.append("scheduling:")
+        lines += ["  " + line for line in scheduling.strip("\n").splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+class Router(Proc):
+    def __init__(self, binary, name, log_dir, config_text, cpus=None):
+        self.config_path = pathlib.Path(log_dir) / f"{name}.yaml"
+        self.config_path.write_text(config_text)
+        super().__init__(name, [binary, "router", "--config", self.config_path], log_dir, cpus)
+
+    def wait_ready(self, num_endpoints, timeout=120):
+        found = self.wait_for(ROUTER_READY, timeout=timeout)
+        self.port = int(found[0].group(3))
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + timeout
+        while True:  # every endpoint scraped once
+            eps = get_json(self.url + "/debug/endpoints")["endpoints"]
+            if len(eps) == num_endpoints and all(e["metrics"]["fresh"] for e in eps):
+                return self
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{self.name}: endpoints not fresh in {timeout} s")
+            time.sleep(0.1)
+
+    def scheduling_seconds(self):
+        """Seconds the router spent deciding, summed over requests: tokenize (parse, chat
+        template, encode) plus scheduler (snapshot, filters, scorers, picker) from the
+        switchyard_router_*_duration_seconds histograms, or the older single counter
+        switchyard_router_scheduling_seconds_total; None when neither is exported."""
+        text = urllib.request.urlopen(self.url + "/metrics", timeout=10).read().decode()
+        sums = [float(m.group(1)) for m in re.finditer(
+            r"^switchyard_router_(?:tokenize|scheduler)_duration_seconds_sum (\S+)$", text, re.M)]
+        if sums:
+            return sum(sums)
+        m = re.search(r"^switchyard_router_scheduling_seconds_total (\S+)$", text, re.M)
+        return float(m.group(1)) if m else None
+
+
+def get_json(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return json.loads(r.read())
+
+
+def stop_all(procs):
+    for p in reversed(procs):
+        try:
+            p.stop()
+        except Exception as e:  # keep stopping the others
+            print(f"stopping {p.name}: {e!r}")
