@@ -133,6 +133,23 @@ class SimEngine(Proc):
         return self
 
 
+def scoring_profile(prefix_mode=None):
+    """An EndpointPickerConfig: prefix-cache-scorer in `prefix_mode` ("precise" or
+    "approximate", 16-token blocks) weight 3 when given, queue-scorer 2, kv-cache-utilization
+    2, max-score-picker (llm-d's Helm default; without a prefix mode, load only)."""
+    plugins = ["- type: queue-scorer", "- type: kv-cache-utilization-scorer",
+               "- type: max-score-picker"]
+    refs = ["  - {pluginRef: queue-scorer, weight: 2}",
+            "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}",
+            "  - {pluginRef: max-score-picker}"]
+    if prefix_mode:
+        plugins.insert(0, "- type: prefix-cache-scorer\n"
+                          f"  parameters: {{mode: {prefix_mode}, blockSizeTokens: 16}}")
+        refs.insert(0, "  - {pluginRef: prefix-cache-scorer, weight: 3}")
+    return "\n".join(["plugins:", *plugins, "schedulingProfiles:", "- name: default",
+                      "  plugins:", *refs]) + "\n"
+
+
 def router_yaml(engines, model, scheduling, threads=1, tokenizer=None, scrape_interval_ms=50,
                 engine_kind="switchyard"):
     """A router.yaml over `engines` (SimEngine, ready); `scheduling` is the text of an

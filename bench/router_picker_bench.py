@@ -46,25 +46,8 @@ import time
 import aiohttp
 
 from router_fleet import (Router, SimEngine, cpu_seconds, default_bin, load_average,
-                          long_context_model, median, router_yaml, stop_all)
+                          long_context_model, median, router_yaml, scoring_profile, stop_all)
 
-PRECISE_PROFILE = """
-apiVersion: llm-d.ai/v1alpha1
-kind: EndpointPickerConfig
-plugins:
-- type: prefix-cache-scorer
-  parameters: {mode: precise, blockSizeTokens: 16}
-- type: queue-scorer
-- type: kv-cache-utilization-scorer
-- type: max-score-picker
-schedulingProfiles:
-- name: default
-  plugins:
-  - {pluginRef: prefix-cache-scorer, weight: 3}
-  - {pluginRef: queue-scorer, weight: 2}
-  - {pluginRef: kv-cache-utilization-scorer, weight: 2}
-  - {pluginRef: max-score-picker}
-"""
 MODEL = "bench"
 VOCAB = 1000  # tiny-llama3's ids 1000+ are special tokens
 
@@ -180,7 +163,7 @@ def main():
                      if l.startswith("VmRSS:")) / 1024
         print(f"{a.endpoints} engines up, {rss_mb:.0f} MB RSS in all", flush=True)
         router = Router(a.bin, "router", out,
-                        router_yaml(engines, MODEL, PRECISE_PROFILE, threads=1,
+                        router_yaml(engines, MODEL, scoring_profile("precise"), threads=1,
                                     scrape_interval_ms=a.scrape_interval_ms))
         procs.append(router)
         router.wait_ready(a.endpoints, timeout=300)

@@ -250,7 +250,7 @@ def main():
     print(f"\nmedians of {a.runs} runs; saturation: wrk -t1 -c{a.sat_connections} "
           f"-d{a.duration}s; fixed rate: -c{a.rate_connections}, {a.think_ms} ms think time; "
           f"proxies on CPU {a.proxy_cpu}, wrk + upstream on CPU {a.load_cpu}")
-    print(f"load average per run (start -> end): "
+    print("load average per run (start -> end): "
           + "; ".join(f"{l0[0]:.2f} -> {l1[0]:.2f}" for l0, l1 in loads))
     print("\n| target | req/s (saturated) | vs nginx | req per CPU-s | vs nginx | "
           "fixed-rate req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | errors |")

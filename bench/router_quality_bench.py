@@ -49,58 +49,16 @@ import time
 import aiohttp
 
 from router_fleet import (Router, SimEngine, default_bin, load_average, long_context_model,
-                          median, router_yaml, stop_all)
+                          median, router_yaml, scoring_profile, stop_all)
 
 MODEL = "bench"
 VOCAB = 1000
 
 PROFILES = {
-    "precise": """
-plugins:
-- type: prefix-cache-scorer
-  parameters: {mode: precise, blockSizeTokens: 16}
-- type: queue-scorer
-- type: kv-cache-utilization-scorer
-- type: max-score-picker
-schedulingProfiles:
-- name: default
-  plugins:
-  - {pluginRef: prefix-cache-scorer, weight: 3}
-  - {pluginRef: queue-scorer, weight: 2}
-  - {pluginRef: kv-cache-utilization-scorer, weight: 2}
-  - {pluginRef: max-score-picker}
-""",
-    "approximate": """
-plugins:
-- type: prefix-cache-scorer
-  parameters: {mode: approximate, blockSizeTokens: 16}
-- type: queue-scorer
-- type: kv-cache-utilization-scorer
-- type: max-score-picker
-schedulingProfiles:
-- name: default
-  plugins:
-  - {pluginRef: prefix-cache-scorer, weight: 3}
-  - {pluginRef: queue-scorer, weight: 2}
-  - {pluginRef: kv-cache-utilization-scorer, weight: 2}
-  - {pluginRef: max-score-picker}
-""",
-    "load-only": """
-plugins:
-- type: queue-scorer
-- type: kv-cache-utilization-scorer
-- type: max-score-picker
-schedulingProfiles:
-- name: default
-  plugins:
-  - {pluginRef: queue-scorer, weight: 2}
-  - {pluginRef: kv-cache-utilization-scorer, weight: 2}
-  - {pluginRef: max-score-picker}
-""",
-    "round-robin": """
-plugins:
-- type: round-robin-picker
-""",
+    "precise": scoring_profile("precise"),
+    "approximate": scoring_profile("approximate"),
+    "load-only": scoring_profile(),
+    "round-robin": "plugins:\n- type: round-robin-picker\n",
 }
 
 SCALED_LATENCY = ("overhead_ms=1.944,prefill_us_per_token=300,decode_ms_per_seq=0.833,"
