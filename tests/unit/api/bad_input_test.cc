@@ -153,6 +153,8 @@ std::vector<Case> Cases() {
        bad, "response_format.json_schema"},
       {"beam_search", E::kCompletion, Cmpl(R"("use_beam_search":true)"), 501, "NotImplementedError",
        ""},
+      {"bad_words", E::kCompletion, Cmpl(R"("bad_words":["x"])"), 501, "NotImplementedError", ""},
+      {"bad_words_not_strings", E::kCompletion, Cmpl(R"("bad_words":[1])"), 400, bad, "bad_words"},
       // B10 byte cap.
       {"body_too_large", E::kCompletion, R"({"prompt":")" + std::string(5 << 20, 'a') + R"("})",
        413, "RequestEntityTooLargeError", ""},
