@@ -15,6 +15,7 @@
 
 #include "router/prefix/block_keys.h"
 #include "router/prefix/prefix_index.h"
+#include "router/router_config.h"
 #include "router/scheduling/picker_config.h"
 
 namespace switchyard::router {
@@ -26,22 +27,6 @@ constexpr int kFreshTokens = 512;
 constexpr int32_t kBlockSize = 16;
 constexpr size_t kMaxBlocks = 8192;
 constexpr char kModel[] = "bench";
-
-constexpr char kPreciseProfile[] = R"(
-plugins:
-- type: prefix-cache-scorer
-  parameters: {mode: precise, blockSizeTokens: 16}
-- type: queue-scorer
-- type: kv-cache-utilization-scorer
-- type: max-score-picker
-schedulingProfiles:
-- name: default
-  plugins:
-  - {pluginRef: prefix-cache-scorer, weight: 3}
-  - {pluginRef: queue-scorer, weight: 2}
-  - {pluginRef: kv-cache-utilization-scorer, weight: 2}
-  - {pluginRef: max-score-picker}
-)";
 
 std::vector<int32_t> RandomTokens(std::mt19937& rng, int n) {
   std::uniform_int_distribution<int32_t> id(0, 999);
@@ -110,7 +95,8 @@ BENCHMARK(BM_PreciseIndexMatch100Endpoints)->Unit(benchmark::kMicrosecond);
 
 // A whole scheduling decision as the router makes it per request (keys not cached yet).
 void BM_ScheduleRequestPrecise100Endpoints(benchmark::State& state) {
-  absl::StatusOr<std::unique_ptr<PluginSet>> set = PluginSet::FromYaml(kPreciseProfile, "bench");
+  absl::StatusOr<std::unique_ptr<PluginSet>> set =
+      PluginSet::FromYaml(DefaultSchedulingYaml(PrefixScoring::kPrecise), "bench");
   if (!set.ok()) {
     state.SkipWithError(std::string(set.status().message()).c_str());
     return;

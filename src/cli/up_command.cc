@@ -37,23 +37,6 @@ struct UpFlags {
   size_t threads = 0;
 };
 
-constexpr char kScheduling[] = R"(apiVersion: llm-d.ai/v1alpha1
-kind: EndpointPickerConfig
-plugins:
-- type: prefix-cache-scorer
-  parameters: {mode: precise, blockSizeTokens: 16}
-- type: queue-scorer
-- type: kv-cache-utilization-scorer
-- type: max-score-picker
-schedulingProfiles:
-- name: default
-  plugins:
-  - {pluginRef: prefix-cache-scorer, weight: 3}
-  - {pluginRef: queue-scorer, weight: 2}
-  - {pluginRef: kv-cache-utilization-scorer, weight: 2}
-  - {pluginRef: max-score-picker}
-)";
-
 absl::Status RunUp(const UpFlags& f) {
   const bool sim = f.sim > 0;
   const int n = sim ? f.sim : f.engines;
@@ -83,7 +66,7 @@ absl::Status RunUp(const UpFlags& f) {
   rc.model = name;
   if (std::filesystem::exists(std::filesystem::path(f.model) / "tokenizer.json"))
     rc.tokenizer = f.model;
-  rc.scheduling_yaml = kScheduling;
+  rc.scheduling_yaml = router::DefaultSchedulingYaml(router::PrefixScoring::kPrecise);
   router::PoolConfig pool;
   pool.name = "local";
   for (int i = 0; i < n; ++i) {

@@ -108,4 +108,8 @@ absl::StatusOr<EndpointMetrics> ExtractEndpointMetrics(EngineKind kind,
   return m;
 }
 
+bool ServesNoMetrics(EngineKind kind, int http_status) {
+  return kind == EngineKind::kLlamaCpp && (http_status == 404 || http_status == 501);
+}
+
 }  // namespace switchyard::router

@@ -31,4 +31,9 @@ absl::StatusOr<EngineKind> ParseEngineKind(std::string_view name);
 absl::StatusOr<EndpointMetrics> ExtractEndpointMetrics(EngineKind kind,
                                                        const std::vector<PromSample>& samples);
 
+// Whether a /metrics answer with `http_status` means "this engine exposes no metrics" rather
+// than a failure: llama-cpp-python's server has no route (404), llama-server none without
+// --metrics (501). Such an endpoint is reachable, so healthy, with its metrics unknown.
+bool ServesNoMetrics(EngineKind kind, int http_status);
+
 }  // namespace switchyard::router

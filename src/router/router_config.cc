@@ -151,24 +151,25 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
 
 }  // namespace
 
-std::string DefaultSchedulingYaml() {
+std::string DefaultSchedulingYaml(PrefixScoring prefix) {
+  const std::string prefix_params = prefix == PrefixScoring::kPrecise
+                                        ? "\n  parameters: {mode: precise, blockSizeTokens: 16}"
+                                        : "";
   return R"(apiVersion: llm-d.ai/v1alpha1
 kind: EndpointPickerConfig
 plugins:
-- type: prefix-cache-scorer
+- type: prefix-cache-scorer)" +
+         prefix_params + R"(
 - type: queue-scorer
 - type: kv-cache-utilization-scorer
 - type: max-score-picker
 schedulingProfiles:
 - name: default
   plugins:
-  - pluginRef: prefix-cache-scorer
-    weight: 3
-  - pluginRef: queue-scorer
-    weight: 2
-  - pluginRef: kv-cache-utilization-scorer
-    weight: 2
-  - pluginRef: max-score-picker
+  - {pluginRef: prefix-cache-scorer, weight: 3}
+  - {pluginRef: queue-scorer, weight: 2}
+  - {pluginRef: kv-cache-utilization-scorer, weight: 2}
+  - {pluginRef: max-score-picker}
 )";
 }
 

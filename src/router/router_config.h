@@ -87,7 +87,9 @@ absl::StatusOr<RouterConfig> ParseRouterConfig(std::string_view yaml, std::strin
 absl::StatusOr<RouterConfig> LoadRouterConfig(const std::string& path);
 
 // The scheduling config used when a router config has none: llm-d's Helm default profile
-// (prefix 3, queue 2, kv-cache utilization 2) with max-score-picker.
-std::string DefaultSchedulingYaml();
+// (prefix 3, queue 2, kv-cache utilization 2) with max-score-picker; the prefix-cache-scorer
+// approximate (router-side LRU) or precise (fed by KV events, 16-token blocks).
+enum class PrefixScoring { kApproximate, kPrecise };
+std::string DefaultSchedulingYaml(PrefixScoring prefix = PrefixScoring::kApproximate);
 
 }  // namespace switchyard::router

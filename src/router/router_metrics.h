@@ -48,6 +48,7 @@
 // Thread-safe: any thread records; Serialize from any thread. Owns its registry.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -59,6 +60,11 @@
 namespace switchyard::router {
 
 enum class RetryReason { kConnect, kHttp502, kHttp503, kTimeout };
+
+// Seconds from `start` to now, as the latency metrics record them.
+inline double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 class RouterMetrics {
  public:

@@ -46,10 +46,6 @@ bool ForwardRequestHeader(std::string_view name) {
          name.starts_with("openai-");
 }
 
-double SecondsSince(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
 std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
   std::vector<std::string> names;
   for (const PoolConfig& pool : pools)
@@ -228,10 +224,7 @@ void RouterServerImpl::ScrapeOnce() {
     scrape_client_->Fetch(
         std::move(request), [this, name, kind](absl::StatusOr<net::HttpClient::Response> response) {
           ScrapeDone(name);
-          // llama-cpp-python's server has no /metrics (404), llama-server none without
-          // --metrics (501): reachable, so healthy, with metrics unknown (never fresh).
-          if (response.ok() && kind == EngineKind::kLlamaCpp &&
-              (response->status == 404 || response->status == 501)) {
+          if (response.ok() && ServesNoMetrics(kind, response->status)) {
             table_.ReportReachable(name);
             return;
           }

@@ -18,10 +18,6 @@ bool ForwardResponseHeader(std::string_view name) {
   return name == "openai-processing-ms" || name.starts_with("x-ratelimit-");
 }
 
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 std::string HeaderValue(const net::HeaderList& headers, std::string_view name) {
   for (const auto& [k, v] : headers) {
     if (k == name)
