@@ -331,9 +331,12 @@ void RouterServerImpl::Generate(const net::HttpRequest& request,
   const SchedulingProfile* profile = profile_;
   EndpointTable* table = &table_;
   RouterMetrics* metrics = &metrics_;
+  // The endpoint next_target picked, as the snapshot had it, for on_picked (ProxyCall calls
+  // the two in turn, under its lock).
+  auto last_pick = std::make_shared<std::optional<Endpoint>>();
   auto next_target =
-      [profile, table, metrics, sched,
-       prompt](const std::vector<std::string>& tried) -> std::optional<internal::ProxyTarget> {
+      [profile, table, metrics, sched, prompt,
+       last_pick](const std::vector<std::string>& tried) -> std::optional<internal::ProxyTarget> {
     thread_local std::mt19937_64 rng(std::random_device{}());
     const Clock::time_point start = Clock::now();
     const std::vector<Endpoint> snapshot = table->Snapshot(start);
@@ -350,6 +353,7 @@ void RouterServerImpl::Generate(const net::HttpRequest& request,
     if (result.picked.empty())
       return std::nullopt;
     const Endpoint& picked = *result.picked[0];
+    *last_pick = picked;
     if (sched->prefix_match.has_value()) {
       metrics->PrefixPrediction(picked.name, picked.pool, sched->prefix_match->prompt_tokens,
                                 sched->prefix_match->CachedTokens(picked.name));
@@ -360,13 +364,9 @@ void RouterServerImpl::Generate(const net::HttpRequest& request,
   auto issue_token = [plugins](const std::string& endpoint) {
     return plugins->session_codec().Issue(endpoint);
   };
-  auto on_picked = [profile, table, sched, prompt](const internal::ProxyTarget& target) {
-    for (const Endpoint& e : table->Snapshot(Clock::now())) {
-      if (e.name == target.name) {
-        profile->NotifyPicked(*sched, e);
-        return;
-      }
-    }
+  auto on_picked = [profile, sched, last_pick](const internal::ProxyTarget& target) {
+    if (last_pick->has_value() && (*last_pick)->name == target.name)
+      profile->NotifyPicked(*sched, **last_pick);
   };
   auto call = std::make_shared<internal::ProxyCall>(
       std::move(proxy), std::move(responder), client_.get(), &table_, &metrics_,
