@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "runtime/cpu/internal/avx2_loaders.h"
 #include "runtime/cpu/internal/isa_kernels.h"
 #include "runtime/float16.h"
 
@@ -22,23 +23,7 @@ namespace {
 
 constexpr int64_t kWidth = 8;
 
-// Loaders: 8 weights of a row starting at element t, as f32. t % 8 == 0 for Q8_0.
-struct LoadF32 {
-  static __m256 Load(const uint8_t* row, int64_t t) {
-    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + t);
-  }
-};
-struct LoadBf16 {
-  static __m256 Load(const uint8_t* row, int64_t t) {
-    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * t));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-  }
-};
-struct LoadF16 {
-  static __m256 Load(const uint8_t* row, int64_t t) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * t)));
-  }
-};
+// Q8_0 weights, 8 at element t (t % 8 == 0), as f32.
 struct LoadQ8_0 {
   static __m256 Load(const uint8_t* row, int64_t t) {
     const uint8_t* block = row + (t / kQ8_0BlockElems) * kQ8_0BlockBytes;
@@ -50,12 +35,6 @@ struct LoadQ8_0 {
     return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(scale_bits)), _mm256_cvtepi32_ps(q));
   }
 };
-
-float ReduceAdd(__m256 v) {
-  const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
 
 float ScalarWeight(DType dtype, const uint8_t* row, int64_t t) {
   float f;
@@ -89,7 +68,7 @@ void DotRowsN(DType dtype, const float* x, int64_t k, const uint8_t* w, size_t w
       }
     }
     for (int i = 0; i < N; ++i) {
-      float sum = ReduceAdd(_mm256_add_ps(acc0[i], acc1[i]));
+      float sum = Avx2ReduceAdd(_mm256_add_ps(acc0[i], acc1[i]));
       for (int64_t tt = k_vec; tt < k; ++tt)
         sum += x[i * k + tt] * ScalarWeight(dtype, row, tt);
       out[i * ldo + j] = sum;
@@ -119,11 +98,12 @@ void DotRows(DType w_dtype, const float* x, int64_t n, int64_t k, const uint8_t*
              size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo) {
   switch (w_dtype) {
     case DType::kF32:
-      return DotRowsLoader<LoadF32>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
+      return DotRowsLoader<Avx2LoadF32>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kBF16:
-      return DotRowsLoader<LoadBf16>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
+      return DotRowsLoader<Avx2LoadBf16>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out,
+                                         ldo);
     case DType::kF16:
-      return DotRowsLoader<LoadF16>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
+      return DotRowsLoader<Avx2LoadF16>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kQ8_0:
       return DotRowsLoader<LoadQ8_0>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kI32:
@@ -131,44 +111,76 @@ void DotRows(DType w_dtype, const float* x, int64_t n, int64_t k, const uint8_t*
   }
 }
 
-// MR rows x 32 panel columns: 4*MR accumulators.
+// MR activation rows x 16 panel columns (the half of the panel at `panel`): 2*MR
+// accumulators, two panel loads and MR broadcasts per k step, so the FMAs, not the loads,
+// bound the loop (6 x 16 fills 12 of the 16 registers).
 template <int MR>
 void GemmTile(const float* a, int64_t lda, const float* panel, int64_t kc, float* out, int64_t ldo,
               int64_t cols, bool accumulate) {
-  __m256 acc[MR][4];
-  for (int r = 0; r < MR; ++r) {
-    for (int c = 0; c < 4; ++c)
-      acc[r][c] = _mm256_setzero_ps();
-  }
+  __m256 acc[MR][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < MR; ++r)
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t t = 0; t < kc; ++t) {
-    const float* p = panel + t * kPanelRows;
-    for (int c = 0; c < 4; ++c) {
-      const __m256 b = _mm256_load_ps(p + c * kWidth);
-      for (int r = 0; r < MR; ++r) {
-        acc[r][c] = _mm256_fmadd_ps(_mm256_broadcast_ss(a + r * lda + t), b, acc[r][c]);
-      }
+    const __m256 b0 = _mm256_load_ps(panel + t * kPanelRows);
+    const __m256 b1 = _mm256_load_ps(panel + t * kPanelRows + kWidth);
+#pragma GCC unroll 8
+    for (int r = 0; r < MR; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + t);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
-    float tile[kPanelRows];
-    for (int c = 0; c < 4; ++c)
-      _mm256_storeu_ps(tile + c * kWidth, acc[r][c]);
     float* o = out + r * ldo;
+    if (cols == 2 * kWidth) {
+      if (accumulate) {
+        acc[r][0] = _mm256_add_ps(acc[r][0], _mm256_loadu_ps(o));
+        acc[r][1] = _mm256_add_ps(acc[r][1], _mm256_loadu_ps(o + kWidth));
+      }
+      _mm256_storeu_ps(o, acc[r][0]);
+      _mm256_storeu_ps(o + kWidth, acc[r][1]);
+      continue;
+    }
+    float tile[2 * kWidth];
+    _mm256_storeu_ps(tile, acc[r][0]);
+    _mm256_storeu_ps(tile + kWidth, acc[r][1]);
     for (int64_t c = 0; c < cols; ++c)
       o[c] = accumulate ? o[c] + tile[c] : tile[c];
   }
 }
 
+template <int MR>
+void GemmRows(const float* a, int64_t lda, const float* panel, int64_t kc, float* out, int64_t ldo,
+              int64_t cols, bool accumulate) {
+  for (int64_t c0 = 0; c0 < cols; c0 += 2 * kWidth) {
+    GemmTile<MR>(a, lda, panel + c0, kc, out + c0, ldo, std::min<int64_t>(2 * kWidth, cols - c0),
+                 accumulate);
+  }
+}
+
 void GemmPanel(const float* a, int64_t lda, int64_t n, const float* panel, int64_t kc, float* out,
                int64_t ldo, int64_t cols, bool accumulate) {
+  constexpr int kTileRows = 6;
   int64_t i = 0;
-  for (; i + 3 <= n; i += 3) {
-    GemmTile<3>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
-  }
-  if (n - i == 2) {
-    GemmTile<2>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
-  } else if (n - i == 1) {
-    GemmTile<1>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
+  for (; i + kTileRows <= n; i += kTileRows)
+    GemmRows<kTileRows>(a + i * lda, lda, panel, kc, out + i * ldo, ldo, cols, accumulate);
+  a += i * lda;
+  out += i * ldo;
+  switch (n - i) {
+    case 5:
+      return GemmRows<5>(a, lda, panel, kc, out, ldo, cols, accumulate);
+    case 4:
+      return GemmRows<4>(a, lda, panel, kc, out, ldo, cols, accumulate);
+    case 3:
+      return GemmRows<3>(a, lda, panel, kc, out, ldo, cols, accumulate);
+    case 2:
+      return GemmRows<2>(a, lda, panel, kc, out, ldo, cols, accumulate);
+    case 1:
+      return GemmRows<1>(a, lda, panel, kc, out, ldo, cols, accumulate);
+    default:
+      return;
   }
 }
 
@@ -183,87 +195,10 @@ float Dot(const float* a, const float* b, int64_t len) {
   for (; t + kWidth <= len; t += kWidth) {
     acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + t), _mm256_loadu_ps(b + t), acc0);
   }
-  float sum = ReduceAdd(_mm256_add_ps(acc0, acc1));
+  float sum = Avx2ReduceAdd(_mm256_add_ps(acc0, acc1));
   for (; t < len; ++t)
     sum += a[t] * b[t];
   return sum;
-}
-
-template <typename Loader>
-void KvScoresT(DType dtype, const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows,
-               float scale, float* scores, int64_t lds) {
-  const int64_t hd_vec = head_dim / kWidth * kWidth;
-  for (int64_t p = 0; p < rows.count; ++p) {
-    const uint8_t* row = rows.row(p);
-    for (int64_t r = 0; r < num_q; ++r) {
-      const float* qr = q + r * head_dim;
-      __m256 acc0 = _mm256_setzero_ps();
-      __m256 acc1 = _mm256_setzero_ps();
-      int64_t t = 0;
-      for (; t + 2 * kWidth <= hd_vec; t += 2 * kWidth) {
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qr + t), Loader::Load(row, t), acc0);
-        acc1 =
-            _mm256_fmadd_ps(_mm256_loadu_ps(qr + t + kWidth), Loader::Load(row, t + kWidth), acc1);
-      }
-      for (; t < hd_vec; t += kWidth)
-        acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(qr + t), Loader::Load(row, t), acc0);
-      float sum = ReduceAdd(_mm256_add_ps(acc0, acc1));
-      for (; t < head_dim; ++t)
-        sum += qr[t] * ScalarWeight(dtype, row, t);
-      scores[r * lds + p] = scale * sum;
-    }
-  }
-}
-
-template <typename Loader>
-void KvAccumulateT(DType dtype, const float* probs, int64_t lds, int64_t num_q, int64_t head_dim,
-                   const KvRows& rows, float* acc) {
-  const int64_t hd_vec = head_dim / kWidth * kWidth;
-  for (int64_t p = 0; p < rows.count; ++p) {
-    const uint8_t* row = rows.row(p);
-    for (int64_t r = 0; r < num_q; ++r) {
-      const float w = probs[r * lds + p];
-      const __m256 wv = _mm256_set1_ps(w);
-      float* acc_r = acc + r * head_dim;
-      int64_t t = 0;
-      for (; t < hd_vec; t += kWidth) {
-        _mm256_storeu_ps(acc_r + t,
-                         _mm256_fmadd_ps(wv, Loader::Load(row, t), _mm256_loadu_ps(acc_r + t)));
-      }
-      for (; t < head_dim; ++t)
-        acc_r[t] += w * ScalarWeight(dtype, row, t);
-    }
-  }
-}
-
-void KvScores(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows,
-              float scale, float* scores, int64_t lds) {
-  switch (kv_dtype) {
-    case DType::kF32:
-      return KvScoresT<LoadF32>(kv_dtype, q, num_q, head_dim, rows, scale, scores, lds);
-    case DType::kF16:
-      return KvScoresT<LoadF16>(kv_dtype, q, num_q, head_dim, rows, scale, scores, lds);
-    case DType::kBF16:
-      return KvScoresT<LoadBf16>(kv_dtype, q, num_q, head_dim, rows, scale, scores, lds);
-    case DType::kQ8_0:
-    case DType::kI32:
-      return;
-  }
-}
-
-void KvAccumulate(DType kv_dtype, const float* probs, int64_t lds, int64_t num_q, int64_t head_dim,
-                  const KvRows& rows, float* acc) {
-  switch (kv_dtype) {
-    case DType::kF32:
-      return KvAccumulateT<LoadF32>(kv_dtype, probs, lds, num_q, head_dim, rows, acc);
-    case DType::kF16:
-      return KvAccumulateT<LoadF16>(kv_dtype, probs, lds, num_q, head_dim, rows, acc);
-    case DType::kBF16:
-      return KvAccumulateT<LoadBf16>(kv_dtype, probs, lds, num_q, head_dim, rows, acc);
-    case DType::kQ8_0:
-    case DType::kI32:
-      return;
-  }
 }
 
 // f32 -> bf16 bits in the low 16 bits of each lane, rounded like F32ToBf16.
@@ -283,11 +218,11 @@ void ToF32(DType dtype, const void* src, int64_t n, float* out) {
   switch (dtype) {
     case DType::kBF16:
       for (; t + kWidth <= n; t += kWidth)
-        _mm256_storeu_ps(out + t, LoadBf16::Load(bytes, t));
+        _mm256_storeu_ps(out + t, Avx2LoadBf16::Load(bytes, t));
       break;
     case DType::kF16:
       for (; t + kWidth <= n; t += kWidth)
-        _mm256_storeu_ps(out + t, LoadF16::Load(bytes, t));
+        _mm256_storeu_ps(out + t, Avx2LoadF16::Load(bytes, t));
       break;
     case DType::kQ8_0:
       for (; t + kWidth <= n; t += kWidth)
@@ -334,9 +269,17 @@ void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows
 #endif
 
 const IsaKernels& Avx2Kernels() {
-  static constexpr IsaKernels kKernels = {
-      &DotRows,  &GemmPanel,    &PackPanel,         &ToF32,       &FromF32, &Dot,
-      &KvScores, &KvAccumulate, &SoftmaxStepScalar, &SwiGluScalar};
+  static const IsaKernels kKernels = [] {
+    IsaKernels k{};
+    k.dot_rows = &DotRows;
+    k.gemm_panel = &GemmPanel;
+    k.pack_panel = &PackPanel;
+    k.to_f32 = &ToF32;
+    k.from_f32 = &FromF32;
+    k.dot = &Dot;
+    SetAvx2AttentionKernels(&k);
+    return k;
+  }();
   return kKernels;
 }
 

@@ -143,6 +143,8 @@ const IsaKernels& Avx2Kernels();
 const IsaKernels& Avx512Kernels();
 // Fills the attention and activation members of Avx512Kernels() (isa_avx512_attention.cc).
 void SetAvx512AttentionKernels(IsaKernels* kernels);
+// Fills the attention and activation members of Avx2Kernels() (isa_avx2_attention.cc).
+void SetAvx2AttentionKernels(IsaKernels* kernels);
 const IsaKernels& KernelsFor(CpuIsa isa);
 // REQUIRES: CpuSupportsAvx512Vnni().
 const Q8Kernels& Avx512Q8Kernels();

@@ -1,0 +1,371 @@
+// AVX2 inner loops of paged attention (scores, softmax exponentials, the weighted sum of V
+// rows) and of SwiGLU, part of Avx2Kernels(). Compiled for their target by the pragma below
+// and reached only through that table. The shapes follow the AVX-512 loops
+// (isa_avx512_attention.cc) at half the width:
+//
+// Few query vectors (decode: the query heads of one kv head) score 8 K rows at a time, one
+// accumulator per row, folded into one vector of 8 scores by horizontal adds. Many query
+// vectors (a tile of prefill rows) first transpose 16 K rows into dimension-major order,
+// then each pair of score vectors is a sum of K columns times broadcast query elements: a
+// 6 x 16 register tile like the GEMM's, the transpose paid once for all query vectors.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "runtime/cpu/internal/avx2_loaders.h"
+#include "runtime/cpu/internal/isa_kernels.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+namespace switchyard::runtime::cpu {
+namespace {
+
+constexpr int64_t kWidth = 8;
+// K rows per transposed block of the column form: two vectors of scores per query.
+constexpr int64_t kColumnRows = 2 * kWidth;
+// Query vectors from which scores go by columns (decode brings 1-8, prefill tiles ~16).
+constexpr int64_t kMinColumnScoreQueries = 8;
+// Query vectors per register tile, for scores and for values (2 vectors each: 12 of the
+// 16 registers hold accumulators).
+constexpr int kTile = 6;
+// Head dimensions per transposed K block.
+constexpr int64_t kDimBlock = 64;
+
+// Pointers to rows p0 .. p0 + n - 1 (n <= 16); past rows.count, the last row again (its
+// results are not stored).
+void RowGroup(const KvRows& rows, int64_t p0, int64_t n, const uint8_t* group[]) {
+  const int64_t have = std::min(n, rows.count - p0);
+  int64_t b = p0 / rows.block_rows;
+  int64_t offset = p0 % rows.block_rows;
+  for (int64_t i = 0; i < have; ++i) {
+    group[i] = rows.blocks[b] + static_cast<size_t>(offset) * rows.row_stride;
+    if (++offset == rows.block_rows) {
+      offset = 0;
+      ++b;
+    }
+  }
+  for (int64_t i = have; i < n; ++i)
+    group[i] = group[have - 1];
+}
+
+// Lane i of the result: the lane sum of a[i].
+__attribute__((always_inline)) inline __m256 Fold8(const __m256 a[8]) {
+  const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20),
+                       _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+// On return r[c] holds what was column c of rows r[0..7].
+__attribute__((always_inline)) inline void Transpose8x8(__m256 r[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  __m256 u[8];
+  for (int g = 0; g < 2; ++g) {
+    u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int j = 0; j < 4; ++j) {
+    r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+    r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+  }
+}
+
+// Per-lane products of q and one K row, summed over the head dimension.
+template <typename Loader>
+__attribute__((always_inline)) inline __m256 RowProducts(const float* q, int64_t head_dim,
+                                                         const uint8_t* row) {
+  __m256 acc0 = _mm256_setzero_ps();
+  __m256 acc1 = _mm256_setzero_ps();
+  int64_t t = 0;
+  for (; t + 2 * kWidth <= head_dim; t += 2 * kWidth) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + t), Loader::Load(row, t), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + t + kWidth), Loader::Load(row, t + kWidth), acc1);
+  }
+  if (t < head_dim) {
+    const int64_t left = head_dim - t;
+    acc0 = _mm256_fmadd_ps(_mm256_maskload_ps(q + t, Avx2TailMask(left)),
+                           Loader::Load(row, t, left), acc0);
+    if (left > kWidth) {
+      acc1 = _mm256_fmadd_ps(_mm256_maskload_ps(q + t + kWidth, Avx2TailMask(left - kWidth)),
+                             Loader::Load(row, t + kWidth, left - kWidth), acc1);
+    }
+  }
+  return _mm256_add_ps(acc0, acc1);
+}
+
+template <typename Loader>
+void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows, float scale,
+                  float* scores, int64_t lds) {
+  const __m256 vscale = _mm256_set1_ps(scale);
+  for (int64_t p0 = 0; p0 < rows.count; p0 += kWidth) {
+    const uint8_t* group[kWidth];
+    RowGroup(rows, p0, kWidth, group);
+    const __m256i store_mask = Avx2TailMask(rows.count - p0);
+    for (int64_t r = 0; r < num_q; ++r) {
+      const float* qr = q + r * head_dim;
+      __m256 products[kWidth];
+#pragma GCC unroll 8
+      for (int i = 0; i < kWidth; ++i)
+        products[i] = RowProducts<Loader>(qr, head_dim, group[i]);
+      _mm256_maskstore_ps(scores + r * lds + p0, store_mask,
+                          _mm256_mul_ps(Fold8(products), vscale));
+    }
+  }
+}
+
+// out[r * lds + c] (+)= scale * sum_{d < dims} q[r * head_dim + d] * kt[d * 16 + c] for
+// r < NR and c < 16, storing only lanes under the masks.
+template <int NR>
+void ScoreTile(const float* q, int64_t head_dim, const float* kt, int64_t dims, float scale,
+               float* out, int64_t lds, __m256i mask0, __m256i mask1, bool accumulate) {
+  __m256 acc[NR][2];
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r)
+    acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < dims; ++d) {
+    const __m256 c0 = _mm256_load_ps(kt + d * kColumnRows);
+    const __m256 c1 = _mm256_load_ps(kt + d * kColumnRows + kWidth);
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) {
+      const __m256 qd = _mm256_broadcast_ss(q + r * head_dim + d);
+      acc[r][0] = _mm256_fmadd_ps(qd, c0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(qd, c1, acc[r][1]);
+    }
+  }
+  const __m256 vscale = _mm256_set1_ps(scale);
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r) {
+    float* o = out + r * lds;
+    __m256 s0 = _mm256_mul_ps(acc[r][0], vscale);
+    __m256 s1 = _mm256_mul_ps(acc[r][1], vscale);
+    if (accumulate) {
+      s0 = _mm256_add_ps(s0, _mm256_maskload_ps(o, mask0));
+      s1 = _mm256_add_ps(s1, _mm256_maskload_ps(o + kWidth, mask1));
+    }
+    _mm256_maskstore_ps(o, mask0, s0);
+    _mm256_maskstore_ps(o + kWidth, mask1, s1);
+  }
+}
+
+template <int NR = kTile>
+void ScoreTileN(int64_t nr, const float* q, int64_t head_dim, const float* kt, int64_t dims,
+                float scale, float* out, int64_t lds, __m256i mask0, __m256i mask1,
+                bool accumulate) {
+  if constexpr (NR > 0) {
+    if (nr == NR)
+      return ScoreTile<NR>(q, head_dim, kt, dims, scale, out, lds, mask0, mask1, accumulate);
+    ScoreTileN<NR - 1>(nr, q, head_dim, kt, dims, scale, out, lds, mask0, mask1, accumulate);
+  }
+}
+
+template <typename Loader>
+void ScoresByColumns(const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows,
+                     float scale, float* scores, int64_t lds) {
+  // Rows p0 .. p0 + 15, dimensions t0 .. t0 + kDimBlock - 1: kt[d * 16 + i] = K_{p0+i}[t0+d].
+  alignas(32) float kt[kDimBlock * kColumnRows];
+  for (int64_t p0 = 0; p0 < rows.count; p0 += kColumnRows) {
+    const uint8_t* group[kColumnRows];
+    RowGroup(rows, p0, kColumnRows, group);
+    const __m256i mask0 = Avx2TailMask(rows.count - p0);
+    const __m256i mask1 = Avx2TailMask(rows.count - p0 - kWidth);
+    for (int64_t t0 = 0; t0 < head_dim; t0 += kDimBlock) {
+      const int64_t dims = std::min(kDimBlock, head_dim - t0);
+      for (int64_t c = 0; c < dims; c += kWidth) {
+        for (int64_t half = 0; half < 2; ++half) {
+          __m256 r[kWidth];
+          for (int64_t i = 0; i < kWidth; ++i)
+            r[i] = Loader::Load(group[half * kWidth + i], t0 + c, dims - c);
+          Transpose8x8(r);
+          for (int64_t j = 0; j < std::min(kWidth, dims - c); ++j)
+            _mm256_store_ps(kt + (c + j) * kColumnRows + half * kWidth, r[j]);
+        }
+      }
+      for (int64_t r0 = 0; r0 < num_q; r0 += kTile) {
+        ScoreTileN(std::min<int64_t>(kTile, num_q - r0), q + r0 * head_dim + t0, head_dim, kt, dims,
+                   scale, scores + r0 * lds + p0, lds, mask0, mask1, t0 != 0);
+      }
+    }
+  }
+}
+
+template <typename Loader>
+void KvScoresT(const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows, float scale,
+               float* scores, int64_t lds) {
+  if (num_q >= kMinColumnScoreQueries)
+    return ScoresByColumns<Loader>(q, num_q, head_dim, rows, scale, scores, lds);
+  ScoresByRows<Loader>(q, num_q, head_dim, rows, scale, scores, lds);
+}
+
+// acc[r * head_dim + t] += sum_p probs[r * lds + p] * V_p[t] for r < NR, 16 dimensions per
+// pass: each V vector is loaded once for all NR query vectors, whose accumulators stay in
+// registers over the rows.
+template <typename Loader, int NR>
+void ValueTile(const float* probs, int64_t lds, int64_t head_dim, const KvRows& rows, float* acc) {
+  for (int64_t t0 = 0; t0 < head_dim; t0 += 2 * kWidth) {
+    const int64_t left0 = head_dim - t0;
+    const int64_t left1 = left0 - kWidth;
+    const __m256i mask0 = Avx2TailMask(left0);
+    const __m256i mask1 = Avx2TailMask(left1);
+    __m256 a[NR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) {
+      a[r][0] = _mm256_maskload_ps(acc + r * head_dim + t0, mask0);
+      a[r][1] = _mm256_maskload_ps(acc + r * head_dim + t0 + kWidth, mask1);
+    }
+    for (int64_t b = 0; b * rows.block_rows < rows.count; ++b) {
+      const uint8_t* base = rows.blocks[b];
+      const float* w = probs + b * rows.block_rows;
+      const int64_t n = rows.rows_in_block(b);
+      for (int64_t i = 0; i < n; ++i) {
+        const uint8_t* row = base + static_cast<size_t>(i) * rows.row_stride;
+        const __m256 v0 = Loader::Load(row, t0, left0);
+        const __m256 v1 = left1 > 0 ? Loader::Load(row, t0 + kWidth, left1) : _mm256_setzero_ps();
+#pragma GCC unroll 8
+        for (int r = 0; r < NR; ++r) {
+          const __m256 wr = _mm256_broadcast_ss(w + r * lds + i);
+          a[r][0] = _mm256_fmadd_ps(wr, v0, a[r][0]);
+          a[r][1] = _mm256_fmadd_ps(wr, v1, a[r][1]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r) {
+      _mm256_maskstore_ps(acc + r * head_dim + t0, mask0, a[r][0]);
+      _mm256_maskstore_ps(acc + r * head_dim + t0 + kWidth, mask1, a[r][1]);
+    }
+  }
+}
+
+template <typename Loader, int NR = kTile>
+void ValueTileN(int64_t nr, const float* probs, int64_t lds, int64_t head_dim, const KvRows& rows,
+                float* acc) {
+  if constexpr (NR > 0) {
+    if (nr == NR)
+      return ValueTile<Loader, NR>(probs, lds, head_dim, rows, acc);
+    ValueTileN<Loader, NR - 1>(nr, probs, lds, head_dim, rows, acc);
+  }
+}
+
+template <typename Loader>
+void KvAccumulateT(const float* probs, int64_t lds, int64_t num_q, int64_t head_dim,
+                   const KvRows& rows, float* acc) {
+  for (int64_t r0 = 0; r0 < num_q; r0 += kTile) {
+    ValueTileN<Loader>(std::min<int64_t>(kTile, num_q - r0), probs + r0 * lds, lds, head_dim, rows,
+                       acc + r0 * head_dim);
+  }
+}
+
+void KvScores(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows,
+              float scale, float* scores, int64_t lds) {
+  switch (kv_dtype) {
+    case DType::kF32:
+      return KvScoresT<Avx2LoadF32>(q, num_q, head_dim, rows, scale, scores, lds);
+    case DType::kF16:
+      return KvScoresT<Avx2LoadF16>(q, num_q, head_dim, rows, scale, scores, lds);
+    case DType::kBF16:
+      return KvScoresT<Avx2LoadBf16>(q, num_q, head_dim, rows, scale, scores, lds);
+    case DType::kQ8_0:
+    case DType::kI32:
+      return;
+  }
+}
+
+void KvAccumulate(DType kv_dtype, const float* probs, int64_t lds, int64_t num_q, int64_t head_dim,
+                  const KvRows& rows, float* acc) {
+  switch (kv_dtype) {
+    case DType::kF32:
+      return KvAccumulateT<Avx2LoadF32>(probs, lds, num_q, head_dim, rows, acc);
+    case DType::kF16:
+      return KvAccumulateT<Avx2LoadF16>(probs, lds, num_q, head_dim, rows, acc);
+    case DType::kBF16:
+      return KvAccumulateT<Avx2LoadBf16>(probs, lds, num_q, head_dim, rows, acc);
+    case DType::kQ8_0:
+    case DType::kI32:
+      return;
+  }
+}
+
+// exp(x) as Cephes' expf (as the AVX-512 Exp): x = n ln2 + r, e^r by a degree-5
+// polynomial, times 2^n built in the exponent bits. Inputs clamped to [-87, 88], where n
+// stays within the normal exponents.
+__attribute__((always_inline)) inline __m256 Exp(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 poly = _mm256_set1_ps(1.9875691500e-4f);
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.3981999507e-3f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(8.3334519073e-3f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(4.1665795894e-2f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(1.6666665459e-1f));
+  poly = _mm256_fmadd_ps(poly, r, _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 e =
+      _mm256_fmadd_ps(poly, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i bits =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(e, _mm256_castsi256_ps(bits));
+}
+
+float SoftmaxStep(float* x, int64_t n, float* max) {
+  __m256 m = _mm256_set1_ps(*max);
+  for (int64_t t = 0; t < n; t += kWidth) {
+    // Lanes past n load zero: replace them by the running max, which changes nothing.
+    const __m256i mask = Avx2TailMask(n - t);
+    m = _mm256_max_ps(
+        m, _mm256_blendv_ps(m, _mm256_maskload_ps(x + t, mask), _mm256_castsi256_ps(mask)));
+  }
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  *max = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+  const __m256 shift = _mm256_set1_ps(*max);
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t t = 0; t < n; t += kWidth) {
+    const __m256i mask = Avx2TailMask(n - t);
+    const __m256 e = _mm256_and_ps(Exp(_mm256_sub_ps(_mm256_maskload_ps(x + t, mask), shift)),
+                                   _mm256_castsi256_ps(mask));
+    _mm256_maskstore_ps(x + t, mask, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  return Avx2ReduceAdd(sum);
+}
+
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (int64_t t = 0; t < n; t += kWidth) {
+    const __m256i mask = Avx2TailMask(n - t);
+    const __m256 g = _mm256_maskload_ps(gate + t, mask);
+    const __m256 silu =
+        _mm256_div_ps(g, _mm256_add_ps(one, Exp(_mm256_sub_ps(_mm256_setzero_ps(), g))));
+    _mm256_maskstore_ps(out + t, mask, _mm256_mul_ps(silu, _mm256_maskload_ps(up + t, mask)));
+  }
+}
+
+}  // namespace
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+void SetAvx2AttentionKernels(IsaKernels* kernels) {
+  kernels->kv_scores = &KvScores;
+  kernels->kv_accumulate = &KvAccumulate;
+  kernels->softmax_step = &SoftmaxStep;
+  kernels->swiglu = &SwiGlu;
+}
+
+}  // namespace switchyard::runtime::cpu
