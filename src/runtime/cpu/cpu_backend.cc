@@ -84,14 +84,16 @@ class CpuRopeTable final : public RopeTable {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(size_t num_threads, CpuIsa isa, bool int8_q8_0, bool bf16_dot)
+  // q8: the int8 Q8_0 kernels and their name in name() ("vnni", "int8"), null for none.
+  CpuBackend(size_t num_threads, CpuIsa isa, const cpu::Q8Kernels* q8, std::string_view q8_name,
+             bool bf16_dot)
       // The driving thread is one of the num_threads compute threads.
       : pool_(num_threads > 1 ? std::make_unique<base::ThreadPool>(num_threads - 1, "sy-cpu")
                               : nullptr),
-        ctx_{pool_.get(), &cpu::KernelsFor(isa), int8_q8_0 ? &cpu::Avx512Q8Kernels() : nullptr,
+        ctx_{pool_.get(), &cpu::KernelsFor(isa), q8,
              bf16_dot ? &cpu::Avx512Bf16Kernels() : nullptr},
-        name_(fmt::format("cpu({}{}{}, {} threads)", CpuIsaName(isa), int8_q8_0 ? "+vnni" : "",
-                          bf16_dot ? "+bf16" : "", num_threads)) {}
+        name_(fmt::format("cpu({}{}{}{}, {} threads)", CpuIsaName(isa), q8 != nullptr ? "+" : "",
+                          q8 != nullptr ? q8_name : "", bf16_dot ? "+bf16" : "", num_threads)) {}
 
   std::string_view name() const override { return name_; }
 
@@ -424,11 +426,19 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const CpuBackendOption
   size_t num_threads = options.num_threads;
   if (num_threads == 0)
     num_threads = std::max(1u, std::thread::hardware_concurrency());
-  const bool int8_q8_0 =
-      options.quantize_q8_0_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Vnni();
+  const cpu::Q8Kernels* q8 = nullptr;
+  std::string_view q8_name;
+  if (options.quantize_q8_0_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Vnni()) {
+    q8 = &cpu::Avx512Q8Kernels();
+    q8_name = "vnni";
+  } else if (options.quantize_q8_0_activations && isa != CpuIsa::kPortable) {
+    // AVX-512 machines without VNNI run AVX2 too.
+    q8 = &cpu::Avx2Q8Kernels();
+    q8_name = "int8";
+  }
   const bool bf16_dot =
       options.round_bf16_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Bf16();
-  return std::make_unique<CpuBackend>(num_threads, isa, int8_q8_0, bf16_dot);
+  return std::make_unique<CpuBackend>(num_threads, isa, q8, q8_name, bf16_dot);
 }
 
 }  // namespace switchyard::runtime

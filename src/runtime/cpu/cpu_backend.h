@@ -41,8 +41,8 @@ struct CpuBackendOptions {
   // Q8_0 MatMul on int8 dot products, as llama.cpp does: activation rows are quantized to
   // blocks of 32 (scale max|x|/127, f32), which adds up to half a quantization step per
   // activation to the result's error. Used where the kernels have such a path (avx512
-  // with AVX-512 VNNI); false keeps f32 activations against dequantized weights (exact up
-  // to f32 summation order) everywhere.
+  // with AVX-512 VNNI: every MatMul; avx2: up to 16 activation rows, decode); false keeps
+  // f32 activations against dequantized weights (exact up to f32 summation order).
   bool quantize_q8_0_activations = true;
   // BF16 MatMul on bf16 dot products, as llama.cpp does: activation rows are rounded to
   // bf16 (nearest even), which moves each product by up to 2^-9 of itself (plus f32

@@ -5,7 +5,8 @@
 // (gemm_panel), so conversion cost is paid once per panel, not per row.
 //
 // Q8_0 weights with ctx.q8 set take the int8 route instead: activation rows are quantized
-// to Q8_0-like blocks once per call, then the same two shapes run on int8 dot products.
+// to Q8_0-like blocks once per call, then the same two shapes run on int8 dot products
+// (the panel shape only where ctx.q8 has one; else many rows take the f32 panels).
 // Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once, then
 // both shapes run on bf16 pair dot products.
 #include <algorithm>
@@ -162,7 +163,8 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
     return;
   const IsaKernels& isa = *ctx.isa;
 
-  if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && k > 0) {
+  if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && k > 0 &&
+      (n <= kMaxStreamingRows || ctx.q8->gemm_panel != nullptr)) {
     QuantizedMatMul(ctx, xd, n, k, w, bd, m, od);
     return;
   }

@@ -85,17 +85,21 @@ struct Q8Panel {
   int32_t* correction;
 };
 
-// MatMul by Q8_0 weights with activations quantized to int8 blocks (see isa_avx512_q8.cc),
-// where the CPU has int8 dot-product instructions.
+// MatMul by Q8_0 weights with activations quantized to int8 blocks, where the CPU has
+// int8 products: AVX-512 VNNI (isa_avx512_q8.cc, both shapes) and AVX2 (isa_avx2_q8.cc,
+// few rows only).
 struct Q8Kernels {
-  // Quantizes one activation row: q[t] = round(x[t] / s_b) + 128 as u8 and scales[b] = s_b
-  // = max|x| / 127 over block b = t / 32. REQUIRES: k % 32 == 0.
+  // Quantizes one activation row into k bytes of this table's int8 form (round(x[t] / s_b),
+  // stored offset by +128 as u8 for VNNI, as s8 for AVX2) and scales[b] = s_b = max|x| /
+  // 127 over block b = t / 32. REQUIRES: k % 32 == 0.
   void (*quantize)(const float* x, int64_t k, uint8_t* q, float* scales);
   // Like IsaKernels::dot_rows for n quantized activation rows (row i at xq + i * k) whose
   // scales are spread out: xs[i * S + 8 * b + l] = s_b for l < 8, S = 16 * ceil(k / 64),
   // zero for a missing odd last block.
   void (*dot_rows)(const uint8_t* xq, const float* xs, int64_t n, int64_t k, const uint8_t* w,
                    size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo);
+  // The panel shape; both null where int8 products do not beat the f32 panels (AVX2), and
+  // MatMul takes those for many rows.
   // Packs weight rows [j0, j0 + rows) (rows <= kPanelRows), blocks [b0, b0 + num_blocks).
   void (*pack_panel)(const uint8_t* w, size_t w_row_bytes, int64_t j0, int64_t rows, int64_t b0,
                      int64_t num_blocks, Q8Panel* panel);
@@ -148,6 +152,8 @@ void SetAvx2AttentionKernels(IsaKernels* kernels);
 const IsaKernels& KernelsFor(CpuIsa isa);
 // REQUIRES: CpuSupportsAvx512Vnni().
 const Q8Kernels& Avx512Q8Kernels();
+// REQUIRES: CpuSupportsIsa(kAvx2).
+const Q8Kernels& Avx2Q8Kernels();
 bool CpuSupportsAvx512Vnni();
 // REQUIRES: CpuSupportsAvx512Bf16().
 const Bf16Kernels& Avx512Bf16Kernels();
