@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "runtime/cpu/internal/avx2_loaders.h"
+#include "runtime/cpu/internal/avx2_transpose.h"
 #include "runtime/cpu/internal/isa_kernels.h"
 #include "runtime/float16.h"
 
@@ -255,9 +256,47 @@ void FromF32(DType dtype, const float* src, int64_t n, void* dst) {
                              static_cast<uint8_t*>(dst) + RowBytes(dtype, t));
 }
 
+// 8 x 8 tiles: rows converted with the dtype's loader, transposed in registers.
+template <typename Loader>
+void PackPanelLoader(DType dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0,
+                     int64_t kc, float* panel) {
+  const int64_t kc_vec = kc / kWidth * kWidth;
+  const size_t col_offset = RowBytes(dtype, t0);
+  for (int64_t g = 0; g < kPanelRows; g += kWidth) {
+    for (int64_t t = 0; t < kc_vec; t += kWidth) {
+      __m256 r[kWidth];
+      for (int64_t i = 0; i < kWidth; ++i) {
+        r[i] = g + i < rows
+                   ? Loader::Load(w + static_cast<size_t>(g + i) * w_row_bytes + col_offset, t)
+                   : _mm256_setzero_ps();
+      }
+      Transpose8x8(r);
+      for (int64_t c = 0; c < kWidth; ++c)
+        _mm256_store_ps(panel + (t + c) * kPanelRows + g, r[c]);
+    }
+  }
+  for (int64_t t = kc_vec; t < kc; ++t) {
+    for (int64_t r = 0; r < kPanelRows; ++r) {
+      panel[t * kPanelRows + r] =
+          r < rows ? ScalarWeight(dtype, w + static_cast<size_t>(r) * w_row_bytes, t0 + t) : 0.0f;
+    }
+  }
+}
+
 void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0,
                int64_t kc, float* panel) {
-  PackPanelScalar(Avx2Kernels(), w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+  switch (w_dtype) {
+    case DType::kF32:
+      return PackPanelLoader<Avx2LoadF32>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+    case DType::kBF16:
+      return PackPanelLoader<Avx2LoadBf16>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+    case DType::kF16:
+      return PackPanelLoader<Avx2LoadF16>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+    case DType::kQ8_0:
+      return PackPanelLoader<LoadQ8_0>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+    case DType::kI32:
+      return;
+  }
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "runtime/cpu/internal/avx2_loaders.h"
+#include "runtime/cpu/internal/avx2_transpose.h"
 #include "runtime/cpu/internal/isa_kernels.h"
 
 #if defined(__clang__)
@@ -60,26 +61,6 @@ __attribute__((always_inline)) inline __m256 Fold8(const __m256 a[8]) {
   const __m256 s4567 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
   return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20),
                        _mm256_permute2f128_ps(s0123, s4567, 0x31));
-}
-
-// On return r[c] holds what was column c of rows r[0..7].
-__attribute__((always_inline)) inline void Transpose8x8(__m256 r[8]) {
-  __m256 t[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  __m256 u[8];
-  for (int g = 0; g < 2; ++g) {
-    u[4 * g + 0] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * g + 1] = _mm256_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[4 * g + 2] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * g + 3] = _mm256_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int j = 0; j < 4; ++j) {
-    r[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
-    r[4 + j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
-  }
 }
 
 // Per-lane products of q and one K row, summed over the head dimension.

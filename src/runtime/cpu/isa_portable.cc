@@ -148,8 +148,11 @@ void SwiGluScalar(const float* gate, const float* up, int64_t n, float* out) {
     out[t] = gate[t] / (1.0f + std::exp(-gate[t])) * up[t];
 }
 
-void PackPanelScalar(const IsaKernels& isa, DType w_dtype, const uint8_t* w, size_t w_row_bytes,
-                     int64_t rows, int64_t t0, int64_t kc, float* panel) {
+namespace {
+
+// Rows converted with to_f32, transposed in scalar code.
+void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0,
+               int64_t kc, float* panel) {
   // One row's kc values as f32; kc is at most the GEMM's k block.
   float row_f32[kMaxPackColumns];
   const size_t col_offset = RowBytes(w_dtype, t0);
@@ -159,17 +162,10 @@ void PackPanelScalar(const IsaKernels& isa, DType w_dtype, const uint8_t* w, siz
         panel[t * kPanelRows + r] = 0.0f;
       continue;
     }
-    isa.to_f32(w_dtype, w + static_cast<size_t>(r) * w_row_bytes + col_offset, kc, row_f32);
+    ToF32(w_dtype, w + static_cast<size_t>(r) * w_row_bytes + col_offset, kc, row_f32);
     for (int64_t t = 0; t < kc; ++t)
       panel[t * kPanelRows + r] = row_f32[t];
   }
-}
-
-namespace {
-
-void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0,
-               int64_t kc, float* panel) {
-  PackPanelScalar(PortableKernels(), w_dtype, w, w_row_bytes, rows, t0, kc, panel);
 }
 
 }  // namespace

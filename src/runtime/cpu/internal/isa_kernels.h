@@ -138,10 +138,6 @@ inline constexpr int64_t kMaxPackColumns = 512;
 float SoftmaxStepScalar(float* x, int64_t n, float* max);
 void SwiGluScalar(const float* gate, const float* up, int64_t n, float* out);
 
-// pack_panel for any ISA, converting rows with isa.to_f32 and transposing in scalar code.
-void PackPanelScalar(const IsaKernels& isa, DType w_dtype, const uint8_t* w, size_t w_row_bytes,
-                     int64_t rows, int64_t t0, int64_t kc, float* panel);
-
 const IsaKernels& PortableKernels();
 const IsaKernels& Avx2Kernels();
 const IsaKernels& Avx512Kernels();
