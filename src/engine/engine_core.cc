@@ -115,8 +115,13 @@ EngineCore::EngineCore(const EngineCoreOptions& options, std::unique_ptr<ModelRu
       tokenizer_(tokenizer),
       kv_(std::move(kv)),
       sampler_(runner_->limits().vocab_size),
-      logits_(
-          static_cast<size_t>(runner_->limits().max_logit_rows * runner_->limits().vocab_size)) {
+      logits_(static_cast<size_t>(runner_->limits().max_logit_rows * runner_->limits().vocab_size)),
+      eos_ids_([&] {
+        std::vector<int32_t> ids = options.extra_eos_ids;
+        if (options.eos_token_id.has_value())
+          ids.push_back(*options.eos_token_id);
+        return ids;
+      }()) {
   base::MutexLock lock(&mu_);
   snapshot_.num_blocks = runner_->limits().num_kv_blocks;
   snapshot_.num_free_blocks = kv_->pool().num_free_blocks();
@@ -430,9 +435,7 @@ void EngineCore::ProcessSamples(std::span<const SeqId> sampled, std::span<float>
     const EngineRequest& r = req->request;
     banned_.clear();
     if (seq.num_generated < r.stop.min_tokens) {
-      if (options_.eos_token_id.has_value())
-        banned_.push_back(*options_.eos_token_id);
-      banned_.insert(banned_.end(), options_.extra_eos_ids.begin(), options_.extra_eos_ids.end());
+      banned_.assign(eos_ids_.begin(), eos_ids_.end());
       banned_.insert(banned_.end(), r.stop.stop_token_ids.begin(), r.stop.stop_token_ids.end());
     }
     std::span<const uint32_t> allowed;
@@ -523,12 +526,8 @@ void EngineCore::ProcessPromptLogprobs(std::span<const float> logits) {
 structured::TokenMasker& EngineCore::Masker() {
   if (token_masker_ == nullptr) {
     // Built on first use: most engines never see a structured-output request.
-    std::vector<int32_t> eos_ids = options_.extra_eos_ids;
-    if (options_.eos_token_id.has_value())
-      eos_ids.push_back(*options_.eos_token_id);
     const int64_t vocab = runner_->limits().vocab_size;
-    token_vocab_ =
-        std::make_unique<structured::TokenVocabulary>(*tokenizer_, vocab, std::move(eos_ids));
+    token_vocab_ = std::make_unique<structured::TokenVocabulary>(*tokenizer_, vocab, eos_ids_);
     token_masker_ = std::make_unique<structured::TokenMasker>(token_vocab_.get());
     token_mask_.assign(structured::MaskWords(vocab), 0);
   }

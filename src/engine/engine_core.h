@@ -153,6 +153,8 @@ class EngineCore {
   std::vector<ScheduledSeq> prompt_logit_seqs_;
   std::vector<float> logits_;
   std::vector<int32_t> banned_;
+  // The model's end-of-sequence ids: eos_token_id and extra_eos_ids.
+  const std::vector<int32_t> eos_ids_;
   std::unique_ptr<structured::TokenVocabulary> token_vocab_;
   std::unique_ptr<structured::TokenMasker> token_masker_;
   std::vector<uint32_t> token_mask_;
