@@ -327,11 +327,7 @@ absl::Status ReadSamplingFields(FieldReader& fields, const RequestLimits& limits
   SY_RETURN_IF_ERROR(fields.Bool("use_beam_search", &use_beam_search));
   if (use_beam_search)
     return absl::UnimplementedError("use_beam_search is not supported.");
-  // Refused, never ignored: dropping a ban silently would emit the words the client banned.
-  std::vector<std::string> bad_words;
-  SY_RETURN_IF_ERROR(fields.StringOrList("bad_words", limits.max_stop_strings, &bad_words));
-  if (!bad_words.empty())
-    return absl::UnimplementedError("bad_words is not supported yet.");
+  SY_RETURN_IF_ERROR(fields.StringOrList("bad_words", limits.max_bad_words, &out->bad_words));
   return Verify(limits, *out);
 }
 

@@ -26,6 +26,7 @@ struct RequestLimits {
   int64_t max_tokens = 1 << 20;  // Upper bound of max_tokens before the context-window check.
   int max_logprobs = 20;         // vLLM's default max_logprobs.
   size_t max_stop_strings = 64;
+  size_t max_bad_words = 128;  // vLLM's MAX_NUM_BAD_WORDS.
   size_t max_stop_token_ids = 1024;
   size_t max_logit_bias = 1024;
   size_t max_prompts = 1024;  // Entries of a batched completion prompt.
@@ -70,6 +71,7 @@ struct SamplingRequest {
   int min_tokens = 0;
   std::vector<std::string> stop;
   std::vector<int32_t> stop_token_ids;
+  std::vector<std::string> bad_words;
   std::vector<int32_t> allowed_token_ids;
   std::vector<std::pair<int32_t, double>> logit_bias;  // Token id -> bias in [-100, 100].
   std::optional<int> prompt_logprobs;

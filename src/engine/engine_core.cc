@@ -10,6 +10,7 @@
 
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "engine/bad_words.h"
 #include "engine/step_apply.h"
 
 namespace switchyard::engine {
@@ -159,6 +160,14 @@ absl::Status EngineCore::Validate(const EngineRequest& r) const {
       if (!in_vocab(id)) {
         return absl::InvalidArgumentError(
             fmt::format("token id {} is outside the vocabulary [0, {})", id, vocab));
+      }
+    }
+  }
+  for (const std::vector<int32_t>& word : r.bad_words) {
+    for (int32_t id : word) {
+      if (!in_vocab(id)) {
+        return absl::InvalidArgumentError(
+            fmt::format("bad_words token id {} is outside the vocabulary [0, {})", id, vocab));
       }
     }
   }
@@ -437,6 +446,10 @@ void EngineCore::ProcessSamples(std::span<const SeqId> sampled, std::span<float>
     if (seq.num_generated < r.stop.min_tokens) {
       banned_.assign(eos_ids_.begin(), eos_ids_.end());
       banned_.insert(banned_.end(), r.stop.stop_token_ids.begin(), r.stop.stop_token_ids.end());
+    }
+    if (!r.bad_words.empty()) {
+      const Sequence& s = *table_.Find(id);
+      AppendBadWordBans(r.bad_words, std::span(s.tokens).subspan(s.num_prompt_tokens), &banned_);
     }
     std::span<const uint32_t> allowed;
     if (seq.matcher != nullptr) {

@@ -43,6 +43,9 @@ struct EngineRequest {
   int32_t n = 1;
   SamplingParams sampling;
   StopConditions stop;
+  // vLLM's bad_words as token sequences (see engine/bad_words.h): the last token of each is
+  // banned whenever the generated tokens end with the rest.
+  std::vector<std::vector<int32_t>> bad_words;
   bool skip_special_tokens = true;
   // vLLM's spaces_between_special_tokens (see text::IncrementalDetokenizer).
   bool spaces_between_special_tokens = true;

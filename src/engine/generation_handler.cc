@@ -14,6 +14,7 @@
 #include "api/completion_request.h"
 #include "api/error.h"
 #include "base/status_macros.h"
+#include "engine/bad_words.h"
 #include "engine/internal/generation_stream.h"
 #include "engine/structured/request_grammar.h"
 #include "text/chat_prompt.h"
@@ -100,6 +101,13 @@ absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
   r.stop.stop_token_ids = s.stop_token_ids;
   r.stop.ignore_eos = s.ignore_eos;
   r.stop.include_stop_str_in_output = s.include_stop_str_in_output;
+  if (!s.bad_words.empty()) {
+    absl::StatusOr<std::vector<std::vector<int32_t>>> bad_words =
+        TokenizeBadWords(*ctx.tokenizer, s.bad_words);
+    if (!bad_words.ok())
+      return api::InvalidParam("bad_words", std::string(bad_words.status().message()));
+    r.bad_words = *std::move(bad_words);
+  }
   r.skip_special_tokens = s.skip_special_tokens;
   r.spaces_between_special_tokens = s.spaces_between_special_tokens;
   if (s.prompt_logprobs.has_value())

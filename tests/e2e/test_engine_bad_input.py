@@ -235,7 +235,7 @@ CASES = [
     ("response_format_bad_type", CH, chat(response_format={"type": "yaml"}), 400,
      "response_format.type"),
     ("beam_search", C, cmpl(use_beam_search=True), 501, None),
-    ("bad_words", C, cmpl(bad_words=["the"]), 501, None),
+    ("bad_words_blank", C, cmpl(bad_words=["the", "  "]), 400, "bad_words"),
     # The tokenizer routes.
     ("tokenize_prompt_number", "/tokenize", {"prompt": 5}, 400, None),
     ("detokenize_out_of_vocab", "/detokenize", {"tokens": [1, VOCAB]}, 400, "tokens"),

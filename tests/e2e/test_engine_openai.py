@@ -227,6 +227,31 @@ def test_completion_logprobs(client):
         assert top[token] == pytest.approx(logprob) and logprob >= max(top.values()) - 1e-6
 
 
+def test_bad_words_ban_the_greedy_token(client, engine):
+    """A banned word's token loses its step to the best token that is not a form of it."""
+    greedy = complete(client, logprobs=5, max_tokens=8).choices[0].logprobs
+    for i, token in enumerate(greedy.tokens):
+        word = token.strip()
+        if not word or "\ufffd" in word:
+            continue
+        ids = requests.post(f"{engine.url}/tokenize",
+                            json={"prompt": word, "add_special_tokens": False}, timeout=10).json()
+        if ids["count"] == 1:
+            break
+    else:
+        pytest.skip("no single-token word among the greedy tokens")
+    forms = {word, " " + word}
+    if any(t in forms for t in greedy.tokens[:i]):
+        pytest.skip("the word occurs before its chosen position")
+    banned = complete(client, logprobs=5, max_tokens=8,
+                      extra_body={**NO_EOS, "bad_words": [word]}).choices[0].logprobs
+    assert banned.tokens[:i] == greedy.tokens[:i]
+    top = greedy.top_logprobs[i]
+    expected = max((t for t in top if t not in forms), key=top.get)
+    assert banned.tokens[i] == expected
+    assert not forms.intersection(banned.tokens)
+
+
 def test_completion_logprobs_streamed(client):
     plain = complete(client, logprobs=2, max_tokens=6).choices[0].logprobs
     tokens, offsets, values = [], [], []

@@ -34,6 +34,14 @@ std::string Cmpl(const std::string& extra) {
   return R"({"prompt":"hi",)" + extra + "}";
 }
 
+// `count` JSON strings "s", comma-separated.
+std::string Strings(int count) {
+  std::string s;
+  for (int i = 0; i < count; ++i)
+    s += i == 0 ? "\"s\"" : ",\"s\"";
+  return s;
+}
+
 std::vector<Case> Cases() {
   using E = Endpoint;
   const std::string bad = "BadRequestError";
@@ -115,16 +123,7 @@ std::vector<Case> Cases() {
       // vLLM: prompt logprobs are never streamed.
       {"prompt_logprobs_stream", E::kChat, Chat(R"("prompt_logprobs":1,"stream":true)"), 400, bad,
        "prompt_logprobs"},
-      {"stop_too_many", E::kChat,
-       Chat(R"("stop":[)" +
-            [] {
-              std::string s;
-              for (int i = 0; i < 65; ++i)
-                s += (i ? ",\"s\"" : "\"s\"");
-              return s;
-            }() +
-            "]"),
-       400, bad, "stop"},
+      {"stop_too_many", E::kChat, Chat(R"("stop":[)" + Strings(65) + "]"), 400, bad, "stop"},
       // B9 empty inputs.
       {"empty_prompt", E::kCompletion, R"({"prompt":""})", 400, bad, "prompt"},
       {"empty_prompt_list", E::kCompletion, R"({"prompt":[]})", 400, bad, "prompt"},
@@ -153,7 +152,8 @@ std::vector<Case> Cases() {
        bad, "response_format.json_schema"},
       {"beam_search", E::kCompletion, Cmpl(R"("use_beam_search":true)"), 501, "NotImplementedError",
        ""},
-      {"bad_words", E::kCompletion, Cmpl(R"("bad_words":["x"])"), 501, "NotImplementedError", ""},
+      {"bad_words_too_many", E::kCompletion, Cmpl(R"("bad_words":[)" + Strings(129) + "]"), 400,
+       bad, "bad_words"},
       {"bad_words_not_strings", E::kCompletion, Cmpl(R"("bad_words":[1])"), 400, bad, "bad_words"},
       // B10 byte cap.
       {"body_too_large", E::kCompletion, R"({"prompt":")" + std::string(5 << 20, 'a') + R"("})",
