@@ -185,6 +185,27 @@ absl::Status ReadStructuredOutputs(FieldReader& fields, const RequestLimits& lim
   return absl::OkStatus();
 }
 
+// Beam search asks the engine for the 2n most likely next tokens of every beam, so n is bound
+// by max_logprobs as in vLLM; constraints it cannot honour are refused, not ignored.
+absl::Status VerifyBeamSearch(const RequestLimits& limits, const SamplingRequest& r) {
+  if (!r.use_beam_search)
+    return absl::OkStatus();
+  if (2 * static_cast<int64_t>(r.n) > limits.max_logprobs) {
+    return InvalidParam("n", fmt::format("Beam search takes the 2*n most likely tokens of each "
+                                         "beam per step; n must be at most {}, got {}.",
+                                         limits.max_logprobs / 2, r.n));
+  }
+  if (r.structured_outputs ||
+      (r.response_format.has_value() && r.response_format->type != "text")) {
+    return InvalidParam(r.structured_outputs ? "structured_outputs" : "response_format",
+                        "Structured outputs are not supported with beam search.");
+  }
+  if (r.prompt_logprobs) {
+    return InvalidParam("prompt_logprobs", "prompt_logprobs are not supported with beam search.");
+  }
+  return absl::OkStatus();
+}
+
 // vLLM's SamplingParams._verify_args, with its messages, plus our fan-out limits.
 absl::Status Verify(const RequestLimits& limits, const SamplingRequest& r) {
   if (r.n < 1)
@@ -255,7 +276,7 @@ absl::Status Verify(const RequestLimits& limits, const SamplingRequest& r) {
   if (r.stream_options && !r.stream) {
     return InvalidParam("stream_options", "Stream options can only be defined when `stream=True`.");
   }
-  return absl::OkStatus();
+  return VerifyBeamSearch(limits, r);
 }
 
 }  // namespace
@@ -323,10 +344,10 @@ absl::Status ReadSamplingFields(FieldReader& fields, const RequestLimits& limits
     }
     out->kv_transfer_params = internal::RawJson(*kv);
   }
-  bool use_beam_search = false;
-  SY_RETURN_IF_ERROR(fields.Bool("use_beam_search", &use_beam_search));
-  if (use_beam_search)
-    return absl::UnimplementedError("use_beam_search is not supported.");
+  SY_RETURN_IF_ERROR(fields.Bool("use_beam_search", &out->use_beam_search));
+  std::optional<double> length_penalty;
+  SY_RETURN_IF_ERROR(fields.Double("length_penalty", &length_penalty));
+  out->length_penalty = length_penalty.value_or(1.0);
   SY_RETURN_IF_ERROR(fields.StringOrList("bad_words", limits.max_bad_words, &out->bad_words));
   return Verify(limits, *out);
 }

@@ -89,6 +89,9 @@ struct SamplingRequest {
   std::string request_id;
   int priority = 0;
   std::string kv_transfer_params;  // Raw JSON object, passed through; empty when absent.
+  // vLLM's beam search: n beams, each step extended by their 2n most likely next tokens.
+  bool use_beam_search = false;
+  double length_penalty = 1.0;  // Beam score = cum_logprob / seq_len^length_penalty.
   // Unknown top-level keys, for a warning log; never forwarded to the engine.
   std::vector<std::string> ignored_fields;
 

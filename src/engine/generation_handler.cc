@@ -15,6 +15,8 @@
 #include "api/error.h"
 #include "base/status_macros.h"
 #include "engine/bad_words.h"
+#include "engine/beam_search.h"
+#include "engine/internal/beam_search_run.h"
 #include "engine/internal/generation_stream.h"
 #include "engine/structured/request_grammar.h"
 #include "text/chat_prompt.h"
@@ -40,6 +42,9 @@ int64_t UnixNow() {
 struct Submission {
   std::vector<EngineRequest> requests;
   internal::GenerationStreamOptions stream;
+  // use_beam_search: each request's n is its beam width.
+  bool beam_search = false;
+  double length_penalty = 1.0;
 };
 
 // The unsupported request features, refused rather than ignored.
@@ -118,6 +123,53 @@ absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
   return r;
 }
 
+// Runs one beam search per prompt (vLLM's beam_search in its serving layer); each answers
+// its prompt's n choices at once. A failed search cancels the others; a client that leaves
+// cancels them all.
+void SubmitBeamSearch(const ServingContext& ctx, Submission sub,
+                      std::shared_ptr<internal::GenerationStream> stream,
+                      const std::string& base_id, std::shared_ptr<net::HttpResponder> responder) {
+  // Weak: the runs are owned by their in-flight engine callbacks, never by the connection.
+  auto group = std::make_shared<std::vector<std::weak_ptr<internal::BeamSearchRun>>>();
+  std::vector<std::shared_ptr<internal::BeamSearchRun>> runs;
+  for (size_t i = 0; i < sub.requests.size(); ++i) {
+    const EngineRequest& r = sub.requests[i];
+    const BeamSearchOptions options{
+        .beam_width = r.n,
+        .max_tokens = r.stop.max_tokens,
+        .length_penalty = sub.length_penalty,
+        .eos_token_id = ctx.tokenizer->eos_id(),
+        .ignore_eos = r.stop.ignore_eos,
+        .include_stop_str_in_output = r.stop.include_stop_str_in_output,
+    };
+    auto done = [stream, group, i](RequestUpdate update) {
+      const bool failed = !update.error.ok();
+      stream->OnUpdate(i, std::move(update));
+      if (!failed)
+        return;
+      for (const std::weak_ptr<internal::BeamSearchRun>& weak : *group) {
+        if (std::shared_ptr<internal::BeamSearchRun> run = weak.lock())
+          run->Cancel();
+      }
+    };
+    runs.push_back(std::make_shared<internal::BeamSearchRun>(
+        ctx.engine, ctx.tokenizer, r, options, fmt::format("{}-{}", base_id, i), std::move(done)));
+    group->push_back(runs.back());
+  }
+  auto cancel_all = [group] {
+    for (const std::weak_ptr<internal::BeamSearchRun>& weak : *group) {
+      if (std::shared_ptr<internal::BeamSearchRun> run = weak.lock())
+        run->Cancel();
+    }
+  };
+  responder->OnClose(cancel_all);
+  for (const std::shared_ptr<internal::BeamSearchRun>& run : runs)
+    run->Start();
+  // The client may have left before the first steps were in.
+  if (responder->closed())
+    cancel_all();
+}
+
 // Submits every request; on a failure aborts those already in and answers the error.
 // The response id is vLLM's: "cmpl-"/"chatcmpl-" + the client's x-request-id when it sent
 // one, else + 32 random hex digits; x-request-id echoes the client's id (or the response id).
@@ -140,6 +192,10 @@ void SubmitAll(const ServingContext& ctx, Submission sub, const net::HttpRequest
   const std::string base_id = fmt::format("{}-{:016x}", sub.stream.header.id, hi ^ lo);
   auto stream =
       std::make_shared<internal::GenerationStream>(std::move(sub.stream), ctx.tokenizer, responder);
+  if (sub.beam_search) {
+    SubmitBeamSearch(ctx, std::move(sub), std::move(stream), base_id, std::move(responder));
+    return;
+  }
   std::vector<std::string> ids;
   for (size_t i = 0; i < sub.requests.size(); ++i)
     ids.push_back(fmt::format("{}-{}", base_id, i));
@@ -191,6 +247,8 @@ absl::StatusOr<Submission> PrepareCompletion(const ServingContext& ctx,
                       structured::GrammarForRequest(req.sampling, ctx.grammars));
   Submission sub;
   sub.stream = StreamOptions(req.sampling, false, req.logprobs.has_value());
+  sub.beam_search = req.sampling.use_beam_search;
+  sub.length_penalty = req.sampling.length_penalty;
   for (api::Prompt& prompt : req.prompts) {
     std::vector<int32_t> ids;
     if (prompt.is_tokens) {
@@ -227,6 +285,8 @@ absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::Htt
     logprobs = req.top_logprobs;
   Submission sub;
   sub.stream = StreamOptions(req.sampling, true, req.logprobs);
+  sub.beam_search = req.sampling.use_beam_search;
+  sub.length_penalty = req.sampling.length_penalty;
   SY_ASSIGN_OR_RETURN(EngineRequest r, MakeEngineRequest(ctx, req.sampling, std::move(ids),
                                                          logprobs, std::nullopt, "messages"));
   r.grammar = std::move(grammar);

@@ -5,6 +5,9 @@ tokenizer routes, the info routes and --api-key. One engine (CPU backend,
 the bundled tiny model, random weights: its text is gibberish but greedy is deterministic)
 serves the whole module."""
 import json
+import re
+import socket
+import time
 
 import openai
 import pytest
@@ -564,6 +567,122 @@ def test_unknown_model_is_404(client):
         client.completions.create(model="nope", prompt="x", max_tokens=1)
 
 
+# --- beam search (vLLM's use_beam_search) --------------------------------------------------
+
+BEAM_PROMPT = "The switchyard at dawn"
+EOS_TEXT = "<|eot_id|>"  # the tiny model's tokenizer EOS, the one beam search stops on
+
+
+def beam(client, n, max_tokens=8, **extra):
+    """A beam search completion with the chosen tokens' logprobs (EOS ignored)."""
+    return complete(client, prompt=BEAM_PROMPT, n=n, max_tokens=max_tokens, logprobs=1,
+                    extra_body={"use_beam_search": True, **NO_EOS, **extra})
+
+
+def beam_score(choice, prompt_tokens, length_penalty):
+    """vLLM's get_beam_search_score from the reported logprobs: cum / seq_len^penalty, the
+    prompt counted, an ending EOS not."""
+    lp = choice.logprobs
+    seq_len = prompt_tokens + len(lp.tokens) - (1 if lp.tokens[-1] == EOS_TEXT else 0)
+    return sum(lp.token_logprobs) / seq_len ** length_penalty
+
+
+def test_beam_search_returns_n_distinct_choices_best_first(client):
+    r = beam(client, 3)
+    assert [c.index for c in r.choices] == [0, 1, 2]
+    assert len({c.text for c in r.choices}) == 3
+    for c in r.choices:
+        assert c.finish_reason == "length"
+        assert len(c.logprobs.tokens) == 8 and len(c.logprobs.top_logprobs[0]) == 1
+    # vLLM counts every returned beam's tokens.
+    assert r.usage.completion_tokens == 3 * 8
+    scores = [beam_score(c, r.usage.prompt_tokens, 1.0) for c in r.choices]
+    assert scores == sorted(scores, reverse=True) or all(
+        a >= b - 1e-5 for a, b in zip(scores, scores[1:])), scores
+    assert beam(client, 3).choices[0].text == r.choices[0].text  # deterministic
+
+
+def test_beam_width_one_is_greedy(client):
+    greedy = complete(client, prompt=BEAM_PROMPT, max_tokens=8, logprobs=1).choices[0]
+    for length_penalty in (0.5, 1.0, 2.0):
+        b = beam(client, 1, length_penalty=length_penalty).choices[0]
+        assert b.text == greedy.text
+        assert b.logprobs.tokens == greedy.logprobs.tokens
+        assert b.logprobs.token_logprobs == pytest.approx(greedy.logprobs.token_logprobs,
+                                                          abs=LOGPROB_TOLERANCE)
+
+
+def test_best_beam_is_at_least_as_likely_as_greedy(client):
+    """With no length penalty the score is the cumulative logprob (beams of one length):
+    the best of 4 beams is no less likely than the greedy sequence, here."""
+    greedy = complete(client, prompt=BEAM_PROMPT, max_tokens=8, logprobs=1).choices[0]
+    r = beam(client, 4, length_penalty=0.0)
+    cums = [sum(c.logprobs.token_logprobs) for c in r.choices]
+    assert all(a >= b - 1e-5 for a, b in zip(cums, cums[1:])), cums
+    assert cums[0] >= sum(greedy.logprobs.token_logprobs) - LOGPROB_TOLERANCE
+
+
+def test_beam_search_streamed_equals_plain(client):
+    """As vLLM: the stream carries the final beams, one chunk each, then the usage."""
+    plain = beam(client, 2)
+    chunks = list(complete(client, prompt=BEAM_PROMPT, n=2, max_tokens=8, stream=True,
+                           stream_options={"include_usage": True},
+                           extra_body={"use_beam_search": True, **NO_EOS}))
+    texts, finish = {}, {}
+    for chunk in chunks[:-1]:
+        for c in chunk.choices:
+            texts[c.index] = texts.get(c.index, "") + c.text
+            finish[c.index] = c.finish_reason or finish.get(c.index)
+    assert texts == {c.index: c.text for c in plain.choices}
+    assert finish == {0: "length", 1: "length"}
+    assert chunks[-1].usage.completion_tokens == plain.usage.completion_tokens
+
+
+def test_beam_search_chat(client):
+    r = chat(client, n=2, max_tokens=6, logprobs=True, top_logprobs=2,
+             extra_body={"use_beam_search": True})
+    assert [c.index for c in r.choices] == [0, 1]
+    # Distinct beams. Their texts may still match (lone UTF-8 bytes all decode to U+FFFD);
+    # a token's logprob tells such tokens apart.
+    beams = [[(t.token, t.logprob) for t in c.logprobs.content] for c in r.choices]
+    assert beams[0] != beams[1]
+    total = 0
+    for c in r.choices:
+        assert c.finish_reason in ("stop", "length")
+        assert c.message.role == "assistant"
+        assert all(len(t.top_logprobs) == 2 for t in c.logprobs.content)
+        total += len(c.logprobs.content)
+    assert r.usage.completion_tokens == total
+
+
+def finished_requests(engine):
+    text = requests.get(f"{engine.url}/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:request_success_total{"))
+
+
+def test_beam_search_client_leaving_stops_the_search(engine):
+    """Each beam step is one engine request per beam; a client that leaves ends them, and no
+    further step starts."""
+    body = json.dumps({"model": MODEL_NAME, "prompt": BEAM_PROMPT, "n": 4, "max_tokens": 1500,
+                       "use_beam_search": True, "ignore_eos": True}).encode()
+    before = finished_requests(engine)
+    s = socket.create_connection(("127.0.0.1", engine.port), timeout=30)
+    s.sendall((f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json"
+               f"\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body)
+    deadline = time.monotonic() + 10
+    while finished_requests(engine) < before + 8:  # a couple of steps went through
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    s.close()
+    engine.wait_idle(timeout=5)
+    after = finished_requests(engine)
+    time.sleep(0.5)
+    assert finished_requests(engine) == after
+    # 1500 steps of 4 beams were asked for; far fewer ran.
+    assert after - before < 1000
+
+
 @pytest.fixture(scope="module")
 def keyed_engine():
     with EngineServer("--api-key", "sekret") as server:
@@ -714,6 +833,99 @@ def test_structured_outputs_json(client):
     check_person(r.choices[0].text)
 
 
+# Regexes whose every sentence is short, so that a random model finishes them.
+REGEXES = [
+    r"^(yes|no|[0-9]{1,3}-[a-z]{2})$",
+    r"[A-Z][a-z]{1,6} (is|was) \d{2}\.",
+    r"(?P<word>[\u03b1-\u03c9]{2,4})-[^\x00-\x7f]?\w{1,3}",
+]
+
+
+def test_structured_outputs_regex(client):
+    for pattern in REGEXES:
+        for seed in range(3):
+            r = client.completions.create(
+                model=MODEL_NAME, prompt="Hello", max_tokens=60, seed=seed,
+                extra_body={"structured_outputs": {"regex": pattern}})
+            text = r.choices[0].text
+            assert r.choices[0].finish_reason == "stop", (pattern, text)
+            assert re.fullmatch(pattern, text), (pattern, text)
+        free = client.completions.create(model=MODEL_NAME, prompt="Hello", max_tokens=20, seed=0)
+        assert not re.fullmatch(pattern, free.choices[0].text)
+    chunks = list(structured_chat(client, stream=True,
+                                  extra_body={"structured_outputs": {"regex": REGEXES[1]}}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert re.fullmatch(REGEXES[1], text), text
+
+
+# Nested parentheses around one x, with optional single spaces: not a regular language, and
+# the rule `ws` can match the empty string.
+NESTED_GRAMMAR = """
+root  ::= "(" ws inner ws ")"   # at least one pair
+inner ::= "x" | "(" ws inner ws ")"
+ws    ::= " "?
+"""
+
+
+def in_nested_language(text):
+    pos = 0
+
+    def eat(c):
+        nonlocal pos
+        if text.startswith(c, pos):
+            pos += 1
+            return True
+        return False
+
+    def group():
+        if not eat("("):
+            return False
+        eat(" ")
+        if not (eat("x") or group()):
+            return False
+        eat(" ")
+        return eat(")")
+
+    return group() and pos == len(text)
+
+
+def test_structured_outputs_grammar(client):
+    assert in_nested_language("( (x))") and not in_nested_language("((x)")
+    depths = set()
+    for seed in range(5):
+        r = client.completions.create(
+            model=MODEL_NAME, prompt="Hello", max_tokens=200, seed=seed,
+            extra_body={"structured_outputs": {"grammar": NESTED_GRAMMAR}})
+        text = r.choices[0].text
+        assert r.choices[0].finish_reason == "stop", text
+        assert in_nested_language(text), text
+        depths.add(text.count("("))
+    chat_r = structured_chat(client, extra_body={"structured_outputs": {"grammar": NESTED_GRAMMAR}})
+    assert in_nested_language(chat_r.choices[0].message.content)
+    assert len(depths) > 1  # the nesting is sampled, not fixed
+
+
+def test_structured_outputs_regex_and_grammar_errors(client):
+    cases = [
+        ({"regex": "(a)\\1"}, "structured_outputs.regex", "backreferences"),
+        ({"regex": "[abc"}, "structured_outputs.regex", "unterminated character set"),
+        ({"grammar": "root ::= item\nitem ::= [a-z"}, "structured_outputs.grammar",
+         "unterminated character class (at line 2, column 10)"),
+        ({"grammar": 'start ::= "a"'}, "structured_outputs.grammar", "no 'root' rule"),
+        ({"grammar": "root ::= a\na ::= b \"x\"\nb ::= \" \"* a"}, "structured_outputs.grammar",
+         "left recursion"),
+    ]
+    for structured, param, fragment in cases:
+        with pytest.raises(openai.BadRequestError) as err:
+            client.completions.create(model=MODEL_NAME, prompt="x", max_tokens=5,
+                                      extra_body={"structured_outputs": structured})
+        body = err.value.response.json()["error"]
+        assert body["code"] == 400 and body["type"] == "BadRequestError", body
+        assert body["param"] == param, body
+        assert fragment in body["message"], body
+
+
 def test_structured_output_max_tokens_cut(client):
     r = structured_chat(client, max_tokens=3, response_format=PERSON_FORMAT)
     choice = r.choices[0]
@@ -748,8 +960,9 @@ def test_structured_output_errors(client, engine):
         assert fragment in r.json()["error"]["message"], (extra, r.text)
     r = requests.post(engine.base_url + "/completions", timeout=30,
                       json={"model": MODEL_NAME, "prompt": "x", "max_tokens": 5,
-                            "structured_outputs": {"regex": "a+"}})
+                            "structured_outputs": {"structural_tag": "{}"}})
     assert r.status_code == 501, r.text
-    assert r.json()["error"]["message"] == "structured_outputs.regex is not supported yet."
+    assert r.json()["error"]["message"] == (
+        "structured_outputs.structural_tag is not supported yet.")
     # The server keeps serving.
     assert complete(client).choices[0].text

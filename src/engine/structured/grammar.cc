@@ -65,6 +65,7 @@ absl::StatusOr<std::shared_ptr<const Grammar>> GrammarBuilder::Build(int32_t roo
   std::vector<int32_t> stack;
   std::vector<Grammar::ByteEdge> edges;
   std::vector<Grammar::Call> calls;
+  size_t closure_work = 0;
   for (size_t s = 0; s < n; ++s) {
     const auto mark = static_cast<uint32_t>(s + 1);
     edges.clear();
@@ -75,6 +76,12 @@ absl::StatusOr<std::shared_ptr<const Grammar>> GrammarBuilder::Build(int32_t roo
     while (!stack.empty()) {
       const State& st = states_[static_cast<size_t>(stack.back())];
       stack.pop_back();
+      // Long chains of epsilon moves (many optional parts in a row) make closures quadratic.
+      closure_work += 1 + st.edges.size() + st.calls.size();
+      if (closure_work > kMaxClosureWork) {
+        return absl::InvalidArgumentError(
+            "the grammar is too large (too many optional parts in a row)");
+      }
       edges.insert(edges.end(), st.edges.begin(), st.edges.end());
       calls.insert(calls.end(), st.calls.begin(), st.calls.end());
       final = final || st.final;

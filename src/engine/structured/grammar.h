@@ -6,11 +6,12 @@
 // itself through calls without consuming a byte (Build checks both), so following calls and
 // returns always terminates.
 //
-// GrammarBuilder assembles one (the JSON-schema compiler, choices); Build freezes it. A built
-// Grammar is immutable and shared (shared_ptr) by the grammar cache and every matcher that
-// uses it, on any thread.
+// GrammarBuilder assembles one (the JSON-schema, regex and GBNF compilers, choices); Build
+// freezes it. A built Grammar is immutable and shared (shared_ptr) by the grammar cache and
+// every matcher that uses it, on any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -67,6 +68,10 @@ class GrammarBuilder {
  public:
   // Grammars past this many states are refused (a hostile schema must not exhaust memory).
   static constexpr int32_t kMaxStates = 1 << 18;
+  // Bound on Build's work (states visited plus edges and calls gathered while closing epsilon
+  // moves), which long chains of epsilon moves make quadratic in the number of states; it
+  // also bounds the built grammar's edges and calls.
+  static constexpr size_t kMaxClosureWork = size_t{1} << 22;
 
   // A new rule with a fresh start state; returns its id.
   int32_t NewRule();
@@ -84,8 +89,8 @@ class GrammarBuilder {
   int32_t num_states() const { return static_cast<int32_t>(states_.size()); }
 
   // Freezes the grammar with `root` as its start rule. InvalidArgument when it exceeds
-  // kMaxStates, when a called rule accepts the empty string, or when a rule can reach itself
-  // through calls before consuming a byte (left recursion).
+  // kMaxStates or kMaxClosureWork, when a called rule accepts the empty string, or when a
+  // rule can reach itself through calls before consuming a byte (left recursion).
   absl::StatusOr<std::shared_ptr<const Grammar>> Build(int32_t root) const;
 
  private:

@@ -3,7 +3,9 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 
+#include "engine/structured/gbnf_grammar.h"
 #include "engine/structured/json_schema_grammar.h"
+#include "engine/structured/regex_grammar.h"
 
 namespace switchyard::engine::structured {
 namespace {
@@ -14,9 +16,13 @@ constexpr size_t kMaxCachedKeyBytes = 64 << 10;
 std::string CacheKey(const StructuredOutputSpec& spec) {
   switch (spec.kind) {
     case StructuredOutputSpec::Kind::kJsonSchema:
-      return "s" + spec.json_schema;
+      return "s" + spec.text;
     case StructuredOutputSpec::Kind::kJsonObject:
       return "o";
+    case StructuredOutputSpec::Kind::kRegex:
+      return "r" + spec.text;
+    case StructuredOutputSpec::Kind::kGrammar:
+      return "g" + spec.text;
     case StructuredOutputSpec::Kind::kChoice:
       break;
   }
@@ -50,9 +56,13 @@ absl::StatusOr<std::shared_ptr<const Grammar>> CompileStructuredOutput(
     const StructuredOutputSpec& spec) {
   switch (spec.kind) {
     case StructuredOutputSpec::Kind::kJsonSchema:
-      return CompileJsonSchema(spec.json_schema);
+      return CompileJsonSchema(spec.text);
     case StructuredOutputSpec::Kind::kJsonObject:
       return JsonObjectGrammar();
+    case StructuredOutputSpec::Kind::kRegex:
+      return CompileRegex(spec.text);
+    case StructuredOutputSpec::Kind::kGrammar:
+      return CompileGbnf(spec.text);
     case StructuredOutputSpec::Kind::kChoice:
       break;
   }

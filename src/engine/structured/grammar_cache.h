@@ -1,7 +1,8 @@
 // Structured-output requests and the cache of their compiled grammars.
 //
 // StructuredOutputSpec is what a request constrains its output to (a JSON schema, any JSON
-// object, or one of a list of strings). CompileStructuredOutput turns one into a Grammar.
+// object, one of a list of strings, a regex or a GBNF grammar). CompileStructuredOutput turns
+// one into a Grammar.
 // GrammarCache keeps the most recently used compiled grammars (bounded LRU keyed by the
 // spec), so a schema that many requests repeat is compiled once; the HTTP threads compile
 // through it while validating a request, before anything is queued.
@@ -25,13 +26,14 @@
 namespace switchyard::engine::structured {
 
 struct StructuredOutputSpec {
-  enum class Kind { kJsonSchema, kJsonObject, kChoice };
+  enum class Kind { kJsonSchema, kJsonObject, kChoice, kRegex, kGrammar };
   Kind kind = Kind::kJsonObject;
-  std::string json_schema;           // kJsonSchema: the schema's JSON text
+  std::string text;  // kJsonSchema: the schema's JSON text; kRegex: the pattern; kGrammar: GBNF
   std::vector<std::string> choices;  // kChoice: the output is exactly one of these
 };
 
-// InvalidArgument for an invalid or unsupported schema, or an empty choice list.
+// InvalidArgument for an invalid or unsupported schema, regex or grammar, or an empty choice
+// list.
 absl::StatusOr<std::shared_ptr<const Grammar>> CompileStructuredOutput(
     const StructuredOutputSpec& spec);
 

@@ -15,6 +15,7 @@
 #include "simdjson.h"
 
 #include "base/status_macros.h"
+#include "engine/structured/ebnf.h"
 
 namespace switchyard::engine::structured {
 namespace {
@@ -38,16 +39,6 @@ constexpr std::array<std::string_view, 17> kKeywords = {
 
 bool IsAnnotation(std::string_view key) {
   return std::find(kAnnotations.begin(), kAnnotations.end(), key) != kAnnotations.end();
-}
-
-// Client text in an error message: short and printable.
-std::string Printable(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 64))
-    out.push_back(c >= 0x20 && c < 0x7F ? c : '?');
-  if (s.size() > 64)
-    out += "...";
-  return out;
 }
 
 absl::Status SchemaError(std::string_view path, std::string_view what) {

@@ -44,12 +44,14 @@ absl::StatusOr<std::shared_ptr<const Grammar>> GrammarForRequest(const api::Samp
     } else if (so.choice.has_value()) {
       spec = StructuredOutputSpec{StructuredOutputSpec::Kind::kChoice, "", *so.choice};
       param = "structured_outputs.choice";
+    } else if (so.regex.has_value()) {
+      spec = StructuredOutputSpec{StructuredOutputSpec::Kind::kRegex, *so.regex, {}};
+      param = "structured_outputs.regex";
+    } else if (so.grammar.has_value()) {
+      spec = StructuredOutputSpec{StructuredOutputSpec::Kind::kGrammar, *so.grammar, {}};
+      param = "structured_outputs.grammar";
     } else {
-      const char* kind = so.regex.has_value()     ? "regex"
-                         : so.grammar.has_value() ? "grammar"
-                                                  : "structural_tag";
-      return absl::UnimplementedError(
-          fmt::format("structured_outputs.{} is not supported yet.", kind));
+      return absl::UnimplementedError("structured_outputs.structural_tag is not supported yet.");
     }
   }
   if (!spec.has_value())
