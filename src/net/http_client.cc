@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/status_macros.h"
 #include "net/internal/client_call.h"
 #include "net/internal/client_loop.h"
 
@@ -18,9 +19,12 @@ using internal::ClientLoop;
 
 class HttpClientImpl final : public HttpClient {
  public:
-  explicit HttpClientImpl(const HttpClientOptions& options) : options_(options) {
-    for (int i = 0; i < options_.num_threads; ++i)
-      loops_.push_back(std::make_unique<ClientLoop>(i, options_));
+  // `owns_loops`: Stop stops them too.
+  HttpClientImpl(const HttpClientOptions& options, std::shared_ptr<EventLoops> event_loops,
+                 bool owns_loops)
+      : options_(options), event_loops_(std::move(event_loops)), owns_loops_(owns_loops) {
+    for (size_t i = 0; i < event_loops_->size(); ++i)
+      loops_.push_back(std::make_unique<ClientLoop>(&event_loops_->loop(i), options_));
   }
 
   ~HttpClientImpl() override { Stop(); }
@@ -67,6 +71,8 @@ class HttpClientImpl final : public HttpClient {
     }
     for (auto& loop : loops_)
       loop->Stop();
+    if (owns_loops_)
+      event_loops_->Stop();
   }
 
  private:
@@ -90,10 +96,15 @@ class HttpClientImpl final : public HttpClient {
       const int64_t wrapped = *hint % static_cast<int64_t>(n);
       return static_cast<size_t>(wrapped < 0 ? wrapped + static_cast<int64_t>(n) : wrapped);
     }
+    if (const std::optional<size_t> current = event_loops_->CurrentLoop())
+      return *current;
     return next_loop_.fetch_add(1, std::memory_order_relaxed) % n;
   }
 
   const HttpClientOptions options_;
+  // Declared before loops_, so destroyed after them: the io_contexts outlive the pools.
+  const std::shared_ptr<EventLoops> event_loops_;
+  const bool owns_loops_;
   std::vector<std::unique_ptr<ClientLoop>> loops_;
   std::atomic<size_t> next_loop_{0};
   base::Mutex stop_mu_;
@@ -105,7 +116,18 @@ class HttpClientImpl final : public HttpClient {
 absl::StatusOr<std::unique_ptr<HttpClient>> HttpClient::Start(const HttpClientOptions& options) {
   if (options.num_threads < 1)
     return absl::InvalidArgumentError("httpc: num_threads must be at least 1");
-  return std::unique_ptr<HttpClient>(std::make_unique<HttpClientImpl>(options));
+  SY_ASSIGN_OR_RETURN(std::shared_ptr<EventLoops> loops,
+                      EventLoops::Start(options.num_threads, "sy-httpc"));
+  return std::unique_ptr<HttpClient>(
+      std::make_unique<HttpClientImpl>(options, std::move(loops), true));
+}
+
+absl::StatusOr<std::unique_ptr<HttpClient>> HttpClient::Start(const HttpClientOptions& options,
+                                                              std::shared_ptr<EventLoops> loops) {
+  if (loops == nullptr)
+    return absl::InvalidArgumentError("httpc: no loops");
+  return std::unique_ptr<HttpClient>(
+      std::make_unique<HttpClientImpl>(options, std::move(loops), false));
 }
 
 }  // namespace switchyard::net

@@ -1,6 +1,7 @@
 // HttpClient: an HTTP/1.1 client for the router's upstream traffic (proxying to engines,
 // scraping metrics, health checks), on its own event loops (owned, named "sy-httpc-N",
-// joined by Stop). Each loop keeps its own keep-alive connection pool per upstream
+// joined by Stop) or on shared EventLoops. Each loop keeps its own keep-alive connection pool per
+// upstream
 // ("host:port"); a request runs entirely on one loop, chosen by the caller (a hint, so
 // that one downstream connection's upstream traffic stays on one loop) or round-robin.
 //
@@ -83,10 +84,16 @@ class HttpRequestHandle {
 class HttpClient {
  public:
   static absl::StatusOr<std::unique_ptr<HttpClient>> Start(const HttpClientOptions& options);
+  // The same on shared loops (options.num_threads is not used), such as an HttpServer's:
+  // a handler's Send then runs on the handler's own loop. Stop cancels this client's calls
+  // and closes its pools, and leaves the loops running (event_loops.h).
+  static absl::StatusOr<std::unique_ptr<HttpClient>> Start(const HttpClientOptions& options,
+                                                           std::shared_ptr<EventLoops> loops);
   virtual ~HttpClient() = default;
 
-  // Starts a request on loop `loop` (any value; taken modulo num_threads), or round-robin
-  // when unset.
+  // Starts a request on loop `loop` (any value; taken modulo the number of loops); when
+  // unset, on the calling thread's loop if it runs one of the client's loops (a callback of
+  // this client, or a handler of a server sharing its loops), else round-robin.
   virtual std::shared_ptr<HttpRequestHandle> Send(HttpClientRequest request,
                                                   HttpClientCallbacks callbacks,
                                                   std::optional<int> loop = std::nullopt) = 0;
@@ -100,7 +107,8 @@ class HttpClient {
   virtual void Fetch(HttpClientRequest request,
                      std::function<void(absl::StatusOr<Response>)> done) = 0;
 
-  // Cancels everything in flight (on_done(Cancelled)), closes pooled connections, joins.
+  // Cancels everything in flight (on_done(Cancelled)), closes pooled connections, joins the
+  // loops it owns; on shared loops, no handler of the client's runs once it returned.
   virtual void Stop() = 0;
 };
 

@@ -4,9 +4,6 @@
 #include <utility>
 #include <vector>
 
-#include "fmt/format.h"
-
-#include "base/logging.h"
 #include "base/mutex.h"
 #include "base/status_macros.h"
 #include "net/internal/beast.h"
@@ -37,23 +34,19 @@ using internal::tcp;
 
 class HttpServerImpl final : public HttpServer {
  public:
-  HttpServerImpl(const HttpServerOptions& options, HttpHandler handler)
-      : registries_(static_cast<size_t>(options.num_threads)) {
-    // spdlog creates its registry on first use, inside the uninstrumented libspdlog, so TSan
-    // cannot see that creation synchronised; making the first use here, before the loops
-    // start, keeps it off them.
-    spdlog::default_logger_raw();
+  // `owns_loops`: Stop stops them too.
+  HttpServerImpl(const HttpServerOptions& options, HttpHandler handler,
+                 std::shared_ptr<EventLoops> loops, bool owns_loops)
+      : loops_(std::move(loops)), owns_loops_(owns_loops), registries_(loops_->size()) {
     context_.options = options;
     if (!context_.options.error_body)
       context_.options.error_body = internal::DefaultErrorBody;
     context_.handler = std::move(handler);
-    std::vector<EventLoop*> loops;
-    for (int i = 0; i < options.num_threads; ++i) {
-      loops_.push_back(std::make_unique<EventLoop>(fmt::format("sy-http-{}", i)));
-      loops.push_back(loops_.back().get());
-    }
+    std::vector<EventLoop*> accept_loops;
+    for (size_t i = 0; i < loops_->size(); ++i)
+      accept_loops.push_back(&loops_->loop(i));
     listener_ = std::make_unique<Listener>(
-        std::move(loops), &context_,
+        std::move(accept_loops), &context_,
         [this](size_t loop_index, tcp::socket socket) { Adopt(loop_index, std::move(socket)); });
   }
 
@@ -74,23 +67,28 @@ class HttpServerImpl final : public HttpServer {
         return;
       stopped_ = true;
     }
-    // No new connections; then close every connection on its own loop (running their
-    // close callbacks); then let what responders posted meanwhile run and stop the loops.
-    loops_.front()->RunAndWait([this] { listener_->Close(); });
-    for (size_t i = 0; i < loops_.size(); ++i)
-      loops_[i]->RunAndWait([this, i] { registries_[i].CloseAll(); });
-    for (auto& loop : loops_)
-      loop->Stop();
+    // No new connections: the second round on the accepting loop runs after the accepts
+    // that completed meanwhile, which posted their connections' starts to the loops. Then
+    // close every connection on its own loop (running their close callbacks), after those
+    // starts. What is left posted touches only connections, which are closed.
+    EventLoop& accepting = loops_->loop(0);
+    accepting.RunAndWait([this] { listener_->Close(); });
+    accepting.RunAndWait([] {});
+    for (size_t i = 0; i < loops_->size(); ++i)
+      loops_->loop(i).RunAndWait([this, i] { registries_[i].CloseAll(); });
+    if (owns_loops_)
+      loops_->Stop();
   }
 
  private:
   // On the accepting loop: starts the connection on its own loop.
   void Adopt(size_t loop_index, tcp::socket socket) {
-    EventLoop& loop = *loops_[loop_index];
+    EventLoop& loop = loops_->loop(loop_index);
     const bool posted =
         loop.poster()->Post([this, loop_index, socket = std::move(socket)]() mutable {
-          auto connection = std::make_shared<HttpConnection>(
-              std::move(socket), &context_, &registries_[loop_index], loops_[loop_index]->poster());
+          auto connection = std::make_shared<HttpConnection>(std::move(socket), &context_,
+                                                             &registries_[loop_index],
+                                                             loops_->loop(loop_index).poster());
           registries_[loop_index].Add(connection);
           connection->Start();
         });
@@ -100,12 +98,25 @@ class HttpServerImpl final : public HttpServer {
 
   ServerContext context_;
   // Destroyed last: the io_contexts outlive every socket and timer on them.
-  std::vector<std::unique_ptr<EventLoop>> loops_;
-  std::vector<ConnectionRegistry> registries_;  // registries_[i] is used on loops_[i] only
+  const std::shared_ptr<EventLoops> loops_;
+  const bool owns_loops_;
+  std::vector<ConnectionRegistry> registries_;  // registries_[i] is used on loop i only
   std::unique_ptr<Listener> listener_;
   base::Mutex stop_mu_;
   bool stopped_ ABSL_GUARDED_BY(stop_mu_) = false;
 };
+
+absl::StatusOr<std::unique_ptr<HttpServer>> StartServer(const HttpServerOptions& options,
+                                                        HttpHandler handler,
+                                                        std::shared_ptr<EventLoops> loops,
+                                                        bool owns_loops) {
+  if (!handler)
+    return absl::InvalidArgumentError("http: no handler");
+  auto server =
+      std::make_unique<HttpServerImpl>(options, std::move(handler), std::move(loops), owns_loops);
+  SY_RETURN_IF_ERROR(server->Listen());
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
 
 }  // namespace
 
@@ -113,11 +124,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
                                                               HttpHandler handler) {
   if (options.num_threads < 1)
     return absl::InvalidArgumentError("http: num_threads must be at least 1");
-  if (!handler)
-    return absl::InvalidArgumentError("http: no handler");
-  auto server = std::make_unique<HttpServerImpl>(options, std::move(handler));
-  SY_RETURN_IF_ERROR(server->Listen());
-  return std::unique_ptr<HttpServer>(std::move(server));
+  SY_ASSIGN_OR_RETURN(std::shared_ptr<EventLoops> loops,
+                      EventLoops::Start(options.num_threads, "sy-http"));
+  return StartServer(options, std::move(handler), std::move(loops), true);
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                              HttpHandler handler,
+                                                              std::shared_ptr<EventLoops> loops) {
+  if (loops == nullptr)
+    return absl::InvalidArgumentError("http: no loops");
+  return StartServer(options, std::move(handler), std::move(loops), false);
 }
 
 }  // namespace switchyard::net

@@ -1,10 +1,11 @@
 // HttpServer: an HTTP/1.1 server on Boost.Beast for the engine's and the router's fronts.
 //
 // Threads: `num_threads` event loops, one io_context each, every one owned, named
-// ("sy-http-N") and joined by Stop(). A connection lives on one loop for its whole life;
-// the acceptor hands new connections out round-robin. The handler runs on the
-// connection's loop and must not block: long work (an engine request) is handed to
-// another thread, which answers later through the thread-safe HttpResponder.
+// ("sy-http-N") and joined by Stop(); or the loops of a shared EventLoops. A connection
+// lives on one loop for its whole life; the acceptor hands new connections out
+// round-robin. The handler runs on the connection's loop and must not block: long work (an
+// engine request) is handed to another thread, which answers later through the
+// thread-safe HttpResponder.
 //
 // Limits, decided before the bytes are buffered (each answered with the error body that
 // `options.error_body` formats, then the connection is closed):
@@ -37,6 +38,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+
+#include "net/event_loops.h"
 
 namespace switchyard::net {
 
@@ -116,12 +119,18 @@ class HttpServer {
   // bad host), invalid options (num_threads < 1).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
                                                            HttpHandler handler);
+  // The same on shared loops (options.num_threads is not used): Stop closes this server's
+  // listener and connections and leaves the loops running (event_loops.h).
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                           HttpHandler handler,
+                                                           std::shared_ptr<EventLoops> loops);
   virtual ~HttpServer() = default;
 
   // The bound port (useful with port 0).
   virtual int port() const = 0;
   // Stops accepting, closes every connection (their OnClose callbacks run) and joins the
-  // loops. Idempotent; the destructor calls it. Must not be called from a loop thread.
+  // loops it owns; on shared loops, no handler of the server's runs once it returned.
+  // Idempotent; the destructor calls it. Must not be called from a loop thread.
   virtual void Stop() = 0;
 };
 

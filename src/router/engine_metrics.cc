@@ -58,6 +58,10 @@ int64_t Count(double v) {
   return v > 1e12 ? int64_t{1'000'000'000'000} : static_cast<int64_t>(v + 0.5);
 }
 
+const Names& NamesOf(EngineKind kind) {
+  return kind == EngineKind::kVllm ? kVllm : kind == EngineKind::kSglang ? kSglang : kLlamaCpp;
+}
+
 }  // namespace
 
 absl::StatusOr<EngineKind> ParseEngineKind(std::string_view name) {
@@ -73,9 +77,7 @@ absl::StatusOr<EngineKind> ParseEngineKind(std::string_view name) {
 
 absl::StatusOr<EndpointMetrics> ExtractEndpointMetrics(EngineKind kind,
                                                        const std::vector<PromSample>& samples) {
-  const Names& n = kind == EngineKind::kVllm     ? kVllm
-                   : kind == EngineKind::kSglang ? kSglang
-                                                 : kLlamaCpp;
+  const Names& n = NamesOf(kind);
   EndpointMetrics m;
   bool has_waiting = false;
   bool has_running = false;
@@ -106,6 +108,19 @@ absl::StatusOr<EndpointMetrics> ExtractEndpointMetrics(EngineKind kind,
   m.kv_cache_usage = kv.value_or(kv_old.value_or(0.0));
   m.fresh = true;
   return m;
+}
+
+absl::StatusOr<EndpointMetrics> ParseEndpointMetrics(EngineKind kind, std::string_view text) {
+  const Names& n = NamesOf(kind);
+  absl::StatusOr<std::vector<PromSample>> samples =
+      ParsePrometheusText(text, [&n](std::string_view name) {
+        return name == n.waiting || name == n.running || name == n.kv_usage ||
+               (!n.kv_usage_old.empty() && name == n.kv_usage_old) ||
+               (!n.cache_info.empty() && name == n.cache_info);
+      });
+  if (!samples.ok())
+    return samples.status();
+  return ExtractEndpointMetrics(kind, *samples);
 }
 
 bool ServesNoMetrics(EngineKind kind, int http_status) {

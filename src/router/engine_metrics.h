@@ -31,6 +31,12 @@ absl::StatusOr<EngineKind> ParseEngineKind(std::string_view name);
 absl::StatusOr<EndpointMetrics> ExtractEndpointMetrics(EngineKind kind,
                                                        const std::vector<PromSample>& samples);
 
+// ExtractEndpointMetrics over a /metrics text: InvalidArgument for malformed text, else as
+// above. Only the few series it reads are copied out of the text (an engine serves
+// hundreds, mostly histogram buckets, and a router scrapes every engine many times a
+// second).
+absl::StatusOr<EndpointMetrics> ParseEndpointMetrics(EngineKind kind, std::string_view text);
+
 // Whether a /metrics answer with `http_status` means "this engine exposes no metrics" rather
 // than a failure: llama-cpp-python's server has no route (404), llama-server none without
 // --metrics (501). Such an endpoint is reachable, so healthy, with its metrics unknown.

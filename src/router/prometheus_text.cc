@@ -1,6 +1,9 @@
 #include "router/prometheus_text.h"
 
+#include <array>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 
@@ -9,11 +12,25 @@
 namespace switchyard::router {
 namespace {
 
+// Character classes by table: every byte of every scrape goes through these.
+constexpr uint8_t kNameStart = 1;
+constexpr uint8_t kNameChar = 2;
+constexpr std::array<uint8_t, 256> CharClasses() {
+  std::array<uint8_t, 256> table{};
+  for (int c = 0; c < 256; ++c) {
+    const bool start = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+    const bool digit = c >= '0' && c <= '9';
+    table[c] = static_cast<uint8_t>((start ? kNameStart | kNameChar : 0) | (digit ? kNameChar : 0));
+  }
+  return table;
+}
+constexpr std::array<uint8_t, 256> kCharClasses = CharClasses();
+
 bool IsNameStart(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':';
+  return (kCharClasses[static_cast<unsigned char>(c)] & kNameStart) != 0;
 }
 bool IsNameChar(char c) {
-  return IsNameStart(c) || (c >= '0' && c <= '9');
+  return (kCharClasses[static_cast<unsigned char>(c)] & kNameChar) != 0;
 }
 
 void SkipSpaces(std::string_view line, size_t* i) {
@@ -40,13 +57,44 @@ bool ParseValue(std::string_view token, double* out) {
   }
   if (token.empty() || token.size() > 64)
     return false;
-  const std::string copy(token);  // strtod needs a terminator
+  // from_chars reads the usual forms without a copy; what it does not take whole (a leading
+  // '+', a hex float) goes to strtod, which needs a terminated copy.
+  const auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), *out);
+  if (ec == std::errc() && ptr == token.data() + token.size())
+    return std::isfinite(*out);
+  const std::string copy(token);
   char* end = nullptr;
   *out = std::strtod(copy.c_str(), &end);
   return end == copy.c_str() + copy.size() && std::isfinite(*out);
 }
 
-absl::Status ParseLabels(std::string_view line, size_t line_no, size_t* i, PromSample* sample) {
+// One label as it stands in the line: the value still escaped.
+struct RawLabel {
+  std::string_view key;
+  std::string_view value;
+  bool escaped = false;
+};
+
+std::string Unescape(const RawLabel& label) {
+  if (!label.escaped)
+    return std::string(label.value);
+  std::string out;
+  out.reserve(label.value.size());
+  for (size_t i = 0; i < label.value.size(); ++i) {
+    const char c = label.value[i];
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    // ScanLabels let only \n, \\ and \" through.
+    const char e = label.value[++i];
+    out.push_back(e == 'n' ? '\n' : e);
+  }
+  return out;
+}
+
+absl::Status ScanLabels(std::string_view line, size_t line_no, size_t* i,
+                        std::vector<RawLabel>* labels) {
   ++*i;  // '{'
   for (;;) {
     SkipSpaces(line, i);
@@ -59,7 +107,8 @@ absl::Status ParseLabels(std::string_view line, size_t line_no, size_t* i, PromS
       ++*i;
     if (*i == start)
       return LineError(line_no, "expected a label name");
-    std::string key(line.substr(start, *i - start));
+    RawLabel label;
+    label.key = line.substr(start, *i - start);
     SkipSpaces(line, i);
     if (*i >= line.size() || line[*i] != '=')
       return LineError(line_no, "expected '=' after a label name");
@@ -68,29 +117,24 @@ absl::Status ParseLabels(std::string_view line, size_t line_no, size_t* i, PromS
     if (*i >= line.size() || line[*i] != '"')
       return LineError(line_no, "expected a quoted label value");
     ++*i;
-    std::string value;
+    const size_t value_start = *i;
     for (;;) {
+      while (*i < line.size() && line[*i] != '"' && line[*i] != '\\')
+        ++*i;
       if (*i >= line.size())
         return LineError(line_no, "unterminated label value");
       const char c = line[(*i)++];
       if (c == '"')
         break;
-      if (c != '\\') {
-        value.push_back(c);
-        continue;
-      }
       if (*i >= line.size())
         return LineError(line_no, "unterminated escape");
       const char e = line[(*i)++];
-      if (e == 'n') {
-        value.push_back('\n');
-      } else if (e == '\\' || e == '"') {
-        value.push_back(e);
-      } else {
+      if (e != 'n' && e != '\\' && e != '"')
         return LineError(line_no, "bad escape in a label value");
-      }
+      label.escaped = true;
     }
-    sample->labels.emplace_back(std::move(key), std::move(value));
+    label.value = line.substr(value_start, *i - 1 - value_start);
+    labels->push_back(label);
     SkipSpaces(line, i);
     if (*i < line.size() && line[*i] == ',')
       ++*i;
@@ -111,7 +155,16 @@ std::string_view PromSample::Label(std::string_view key) const {
 
 absl::StatusOr<std::vector<PromSample>> ParsePrometheusText(std::string_view text,
                                                             size_t max_samples) {
+  return ParsePrometheusText(
+      text, [](std::string_view) { return true; }, max_samples);
+}
+
+absl::StatusOr<std::vector<PromSample>> ParsePrometheusText(
+    std::string_view text, const std::function<bool(std::string_view name)>& keep,
+    size_t max_samples) {
   std::vector<PromSample> samples;
+  std::vector<RawLabel> labels;  // the current line's, reused
+  size_t num_samples = 0;
   size_t line_no = 0;
   while (!text.empty()) {
     ++line_no;
@@ -124,28 +177,30 @@ absl::StatusOr<std::vector<PromSample>> ParsePrometheusText(std::string_view tex
     SkipSpaces(line, &i);
     if (i == line.size() || line[i] == '#')
       continue;
-    if (samples.size() >= max_samples) {
+    if (num_samples >= max_samples) {
       return absl::ResourceExhaustedError(
           fmt::format("more than {} samples in the metrics text", max_samples));
     }
-    PromSample sample;
+    ++num_samples;
     if (!IsNameStart(line[i]))
       return LineError(line_no, "expected a metric name");
     const size_t start = i;
     while (i < line.size() && IsNameChar(line[i]))
       ++i;
-    sample.name = std::string(line.substr(start, i - start));
+    const std::string_view name = line.substr(start, i - start);
+    labels.clear();
     SkipSpaces(line, &i);
     if (i < line.size() && line[i] == '{') {
-      absl::Status labels = ParseLabels(line, line_no, &i, &sample);
-      if (!labels.ok())
-        return labels;
+      absl::Status status = ScanLabels(line, line_no, &i, &labels);
+      if (!status.ok())
+        return status;
     }
     SkipSpaces(line, &i);
     const size_t value_start = i;
     while (i < line.size() && line[i] != ' ' && line[i] != '\t')
       ++i;
-    if (!ParseValue(line.substr(value_start, i - value_start), &sample.value))
+    double value = 0;
+    if (!ParseValue(line.substr(value_start, i - value_start), &value))
       return LineError(line_no, "expected a number");
     SkipSpaces(line, &i);
     // An optional integer timestamp.
@@ -159,7 +214,14 @@ absl::StatusOr<std::vector<PromSample>> ParsePrometheusText(std::string_view tex
     SkipSpaces(line, &i);
     if (i != line.size())
       return LineError(line_no, "unexpected text after the value");
-    samples.push_back(std::move(sample));
+    if (!keep(name))
+      continue;
+    PromSample& sample = samples.emplace_back();
+    sample.name = std::string(name);
+    sample.labels.reserve(labels.size());
+    for (const RawLabel& label : labels)
+      sample.labels.emplace_back(std::string(label.key), Unescape(label));
+    sample.value = value;
   }
   return samples;
 }

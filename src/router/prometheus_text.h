@@ -2,9 +2,12 @@
 // on /metrics, parsed into samples. Input is untrusted (any upstream's bytes): every line is
 // bounded, malformed lines are errors naming the line, and nothing is allocated beyond the
 // input's size. Comments (# HELP / # TYPE) are skipped; timestamps are accepted and ignored.
+// A scraper that wants a few series out of hundreds (an engine's histograms) passes a name
+// filter: every line is still checked, but only the kept samples are copied out.
 // Stateless; any thread.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,5 +30,11 @@ struct PromSample {
 // holds more than max_samples samples.
 absl::StatusOr<std::vector<PromSample>> ParsePrometheusText(std::string_view text,
                                                             size_t max_samples = 100'000);
+
+// The same, returning only the samples whose name `keep` accepts (max_samples still counts
+// every sample in the text).
+absl::StatusOr<std::vector<PromSample>> ParsePrometheusText(
+    std::string_view text, const std::function<bool(std::string_view name)>& keep,
+    size_t max_samples = 100'000);
 
 }  // namespace switchyard::router

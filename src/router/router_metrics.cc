@@ -1,5 +1,6 @@
 #include "router/router_metrics.h"
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <set>
@@ -65,6 +66,20 @@ Family<Histogram>& AddHistogram(prometheus::Registry& registry, const std::strin
   return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
 }
 
+// The values of a child's labels, in the family's label order; looked up by string_views.
+template <size_t N>
+using LabelValues = std::array<std::string, N>;
+
+struct LabelValuesLess {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return std::lexicographical_compare(
+        a.begin(), a.end(), b.begin(), b.end(),
+        [](std::string_view x, std::string_view y) { return x < y; });
+  }
+};
+
 }  // namespace
 
 struct RouterMetrics::Impl {
@@ -128,13 +143,21 @@ struct RouterMetrics::Impl {
       AddGauge(registry, "switchyard_router_pool_ready_endpoints", "Healthy members of each pool.");
 
   base::Mutex mu;
-  std::map<std::pair<std::string, std::string>, EndpointSeries> series ABSL_GUARDED_BY(mu);
+  // The per-request children, found by their label values without building a label map
+  // (prometheus-cpp's Family::Add hashes and looks up a std::map of strings under its own
+  // lock; at every request that is measurable).
+  std::map<LabelValues<2>, EndpointSeries, LabelValuesLess> series ABSL_GUARDED_BY(mu);
+  std::map<LabelValues<4>, Counter*, LabelValuesLess> requests_by_labels ABSL_GUARDED_BY(mu);
   std::map<std::string, EndpointGauges> gauges ABSL_GUARDED_BY(mu);
   std::set<std::string> pools ABSL_GUARDED_BY(mu);
 
   EndpointSeries& Series(std::string_view endpoint, std::string_view pool)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    return series.try_emplace({std::string(endpoint), std::string(pool)}).first->second;
+    const std::array<std::string_view, 2> key = {endpoint, pool};
+    auto it = series.find(key);
+    if (it == series.end())
+      it = series.try_emplace({std::string(endpoint), std::string(pool)}).first;
+    return it->second;
   }
   prometheus::Labels EndpointLabels(std::string_view endpoint, std::string_view pool) const {
     return {{"endpoint", std::string(endpoint)}, {"pool", std::string(pool)}};
@@ -156,15 +179,23 @@ RouterMetrics::~RouterMetrics() = default;
 void RouterMetrics::RequestFinished(std::string_view model, std::string_view endpoint,
                                     std::string_view pool, std::string_view code,
                                     double latency_s) {
-  impl_->requests
-      .Add({{"model", std::string(model)},
-            {"endpoint", std::string(endpoint)},
-            {"pool", std::string(pool)},
-            {"code", std::string(code)}})
-      .Increment();
+  base::MutexLock lock(&impl_->mu);
+  const std::array<std::string_view, 4> key = {model, endpoint, pool, code};
+  auto it = impl_->requests_by_labels.find(key);
+  if (it == impl_->requests_by_labels.end()) {
+    Counter* counter = &impl_->requests.Add({{"model", std::string(model)},
+                                             {"endpoint", std::string(endpoint)},
+                                             {"pool", std::string(pool)},
+                                             {"code", std::string(code)}});
+    it = impl_->requests_by_labels
+             .try_emplace(
+                 {std::string(model), std::string(endpoint), std::string(pool), std::string(code)},
+                 counter)
+             .first;
+  }
+  it->second->Increment();
   if (endpoint.empty())
     return;
-  base::MutexLock lock(&impl_->mu);
   Impl::EndpointSeries& s = impl_->Series(endpoint, pool);
   if (s.latency == nullptr)
     s.latency = &impl_->latency.Add(impl_->EndpointLabels(endpoint, pool), LatencyBuckets());

@@ -25,7 +25,6 @@
 #include "router/internal/proxy_call.h"
 #include "router/prefix/block_keys.h"
 #include "router/prefix/kv_event_indexer.h"
-#include "router/prometheus_text.h"
 #include "router/request_id.h"
 #include "router/router_metrics.h"
 #include "router/scheduling/picker_config.h"
@@ -67,8 +66,7 @@ class RouterServerImpl final : public RouterServer {
 
  private:
   void Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder);
-  void Generate(const net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder,
-                bool chat);
+  void Generate(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder, bool chat);
   absl::StatusOr<std::vector<int32_t>> PromptTokens(const net::HttpRequest& request, bool chat,
                                                     bool* stream, std::string* cache_salt);
   void ScrapeLoop();
@@ -86,6 +84,9 @@ class RouterServerImpl final : public RouterServer {
   text::ModelChatTemplate special_;
   std::unique_ptr<KvEventIndexer> indexer_;
   std::unique_ptr<kvx::KvEventSubscriber> subscriber_;
+  // The HTTP server and the upstream client share these loops: a request's upstream call
+  // runs on the thread that took the request, with no hand-off between threads.
+  std::shared_ptr<net::EventLoops> loops_;
   std::unique_ptr<net::HttpClient> client_;
   // Scrapes have their own event loop and the scraping timeouts, so that neither proxied
   // traffic delays them nor they it.
@@ -148,12 +149,12 @@ absl::Status RouterServerImpl::Init() {
       }
     }
   }
+  SY_ASSIGN_OR_RETURN(loops_, net::EventLoops::Start(config_.threads, "sy-http"));
   net::HttpClientOptions client_options;
-  client_options.num_threads = config_.threads;
   client_options.connect_timeout = std::chrono::milliseconds(config_.connect_timeout_ms);
   client_options.first_byte_timeout = std::chrono::milliseconds(config_.first_byte_timeout_ms);
   client_options.idle_timeout = std::chrono::milliseconds(config_.idle_timeout_ms);
-  SY_ASSIGN_OR_RETURN(client_, net::HttpClient::Start(client_options));
+  SY_ASSIGN_OR_RETURN(client_, net::HttpClient::Start(client_options, loops_));
   net::HttpClientOptions scrape_options;
   scrape_options.num_threads = 1;
   scrape_options.connect_timeout = std::chrono::milliseconds(config_.scrape_timeout_ms);
@@ -163,16 +164,17 @@ absl::Status RouterServerImpl::Init() {
   net::HttpServerOptions server_options;
   server_options.host = config_.host;
   server_options.port = config_.port;
-  server_options.num_threads = config_.threads;
   server_options.error_body = [](int status, std::string_view message) {
     return std::make_pair(std::string(kJson),
                           api::ErrorBody(api::TransportError(status, std::string(message))));
   };
-  SY_ASSIGN_OR_RETURN(server_, net::HttpServer::Start(
-                                   server_options, [this](net::HttpRequest request,
-                                                          std::shared_ptr<net::HttpResponder> r) {
-                                     Dispatch(std::move(request), std::move(r));
-                                   }));
+  SY_ASSIGN_OR_RETURN(server_,
+                      net::HttpServer::Start(
+                          server_options,
+                          [this](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
+                            Dispatch(std::move(request), std::move(r));
+                          },
+                          loops_));
   scraper_ = std::thread([this] {
     pthread_setname_np(pthread_self(), "sy-scrape");
     ScrapeLoop();
@@ -196,6 +198,8 @@ void RouterServerImpl::Stop() {
     server_->Stop();
   if (client_ != nullptr)
     client_->Stop();
+  if (loops_ != nullptr)
+    loops_->Stop();
   if (scrape_client_ != nullptr)
     scrape_client_->Stop();
   if (subscriber_ != nullptr)
@@ -232,10 +236,7 @@ void RouterServerImpl::ScrapeOnce() {
             table_.ReportScrapeFailure(name);
             return;
           }
-          absl::StatusOr<std::vector<PromSample>> samples = ParsePrometheusText(response->body);
-          absl::StatusOr<EndpointMetrics> metrics =
-              samples.ok() ? ExtractEndpointMetrics(kind, *samples)
-                           : absl::StatusOr<EndpointMetrics>(samples.status());
+          absl::StatusOr<EndpointMetrics> metrics = ParseEndpointMetrics(kind, response->body);
           if (!metrics.ok()) {
             SY_LOG_WARN("router: metrics of {}: {}", name, std::string(metrics.status().message()));
             table_.ReportScrapeFailure(name);
@@ -286,7 +287,7 @@ absl::StatusOr<std::vector<int32_t>> RouterServerImpl::PromptTokens(const net::H
   return tokenizer_->Encode(req.prompts[0].text, req.add_special_tokens);
 }
 
-void RouterServerImpl::Generate(const net::HttpRequest& request,
+void RouterServerImpl::Generate(net::HttpRequest request,
                                 std::shared_ptr<net::HttpResponder> responder, bool chat) {
   const Clock::time_point arrival = Clock::now();
   std::string request_id = RequestIdOf(request);
@@ -303,10 +304,9 @@ void RouterServerImpl::Generate(const net::HttpRequest& request,
     return;
   }
   auto sched = std::make_shared<SchedulingRequest>();
-  auto prompt = std::make_shared<std::vector<int32_t>>(*std::move(tokens));
   sched->request_id = request_id;
   sched->model = config_.model;
-  sched->prompt_tokens = *prompt;
+  sched->prompt_tokens = *std::move(tokens);
   sched->cache_salt = cache_salt;
   if (std::optional<std::string_view> t = request.Header("x-session-token"))
     sched->session_token = std::string(*t);
@@ -314,18 +314,18 @@ void RouterServerImpl::Generate(const net::HttpRequest& request,
     sched->session_id = std::string(*id);
 
   internal::ProxyRequest proxy;
-  proxy.method = request.method;
-  proxy.target = request.target;
-  for (const auto& [name, value] : request.headers) {
+  proxy.method = std::move(request.method);
+  proxy.target = std::move(request.target);
+  for (auto& [name, value] : request.headers) {
     if (ForwardRequestHeader(name))
-      proxy.headers.emplace_back(name, value);
+      proxy.headers.emplace_back(std::move(name), std::move(value));
   }
   proxy.headers.emplace_back("x-request-id", request_id);
-  proxy.body = request.body;
+  proxy.body = std::move(request.body);
   proxy.request_id = std::move(request_id);
   proxy.model = config_.model;
   proxy.arrival = arrival;
-  proxy.prompt_tokens = static_cast<int64_t>(prompt->size());
+  proxy.prompt_tokens = static_cast<int64_t>(sched->prompt_tokens.size());
   proxy.stream = stream;
 
   const SchedulingProfile* profile = profile_;
@@ -335,7 +335,7 @@ void RouterServerImpl::Generate(const net::HttpRequest& request,
   // the two in turn, under its lock).
   auto last_pick = std::make_shared<std::optional<Endpoint>>();
   auto next_target =
-      [profile, table, metrics, sched, prompt,
+      [profile, table, metrics, sched,
        last_pick](const std::vector<std::string>& tried) -> std::optional<internal::ProxyTarget> {
     thread_local std::mt19937_64 rng(std::random_device{}());
     const Clock::time_point start = Clock::now();
@@ -380,9 +380,9 @@ void RouterServerImpl::Dispatch(net::HttpRequest request,
   const bool post = request.method == "POST";
   const bool get = request.method == "GET";
   if (path == "/v1/completions" && post) {
-    Generate(request, std::move(responder), false);
+    Generate(std::move(request), std::move(responder), false);
   } else if (path == "/v1/chat/completions" && post) {
-    Generate(request, std::move(responder), true);
+    Generate(std::move(request), std::move(responder), true);
   } else if (path == "/health" && get) {
     responder->Send(200, kJson, "");
   } else if (path == "/debug/endpoints" && get) {

@@ -12,12 +12,13 @@
 // x-switchyard-endpoint and a signed x-session-token, and every generation response its
 // x-request-id (request_id.h). Pools named by DNS are kept by a DnsPoolResolver.
 //
-// Threads: HTTP server loops run the handlers; the HTTP client loops run upstream calls;
-// one owned scraper thread polls every endpoint's /metrics through a client loop of its own
-// (scraping.timeoutMs bounds each scrape; at most one per endpoint in flight; an endpoint
-// leaves the snapshots after three failed scrapes in a row); a KV event subscriber thread
-// feeds the precise prefix index; with DNS pools, an owned "sy-dns" thread re-resolves
-// them. Start/Stop from one controlling thread.
+// Threads: `listen.threads` event loops run the handlers and the upstream calls they
+// start (the HTTP server and the upstream client share them, so a request stays on one
+// thread from its first byte to its last); one owned scraper thread polls every endpoint's /metrics
+// through a client loop of its own (scraping.timeoutMs bounds each scrape; at most one per endpoint
+// in flight; an endpoint leaves the snapshots after three failed scrapes in a row); a KV event
+// subscriber thread feeds the precise prefix index; with DNS pools, an owned "sy-dns" thread
+// re-resolves them. Start/Stop from one controlling thread.
 #pragma once
 
 #include <memory>

@@ -147,6 +147,7 @@ absl::StatusOr<int32_t> ReadTokenId(element value, std::string_view param) {
 
 absl::Status FieldReader::CheckNoDuplicateKeys() const {
   std::vector<std::string_view> keys;
+  keys.reserve(object_.size());
   for (auto field : object_)
     keys.push_back(field.key);
   std::sort(keys.begin(), keys.end());
@@ -158,6 +159,8 @@ absl::Status FieldReader::CheckNoDuplicateKeys() const {
 }
 
 std::optional<element> FieldReader::Get(std::string_view key) {
+  if (known_.empty())
+    known_.reserve(kKnownReserve);
   known_.push_back(key);
   element value;
   if (object_.at_key(key).get(value) != simdjson::SUCCESS || value.is_null())

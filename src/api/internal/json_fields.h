@@ -61,6 +61,9 @@ class FieldReader {
   std::vector<std::string> UnknownKeys() const;
 
  private:
+  // About the number of fields a request parser asks for, so that known_ grows once.
+  static constexpr size_t kKnownReserve = 64;
+
   simdjson::dom::object object_;
   std::vector<std::string_view> known_;
 };

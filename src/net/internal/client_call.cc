@@ -76,7 +76,7 @@ ClientCall::ClientCall(ClientLoop* loop, HttpClientRequest request, HttpClientCa
       handle_(std::move(handle)),
       body_limit_(body_limit),
       socket_(loop->context()),
-      deadline_(loop->context().get_executor()) {}
+      deadline_(loop->context().get_executor(), [this] { OnDeadline(); }) {}
 
 void ClientCall::Start() {
   if (loop_->stopping()) {
@@ -89,6 +89,7 @@ void ClientCall::Start() {
   }
   loop_->Add(shared_from_this());
   registered_ = true;
+  in_ = loop_->TakeReadBuffer();
   if (const absl::Status status = Prepare(); !status.ok()) {
     Finish(status);
     return;
@@ -209,7 +210,7 @@ void ClientCall::FailBeforeResponse(const ErrorCode& ec, std::string_view step) 
 }
 
 void ClientCall::ArmDeadline(std::chrono::milliseconds timeout) {
-  deadline_.Arm(timeout, [self = shared_from_this()] { self->OnDeadline(); });
+  deadline_.Arm(timeout, shared_from_this());
 }
 
 void ClientCall::OnDeadline() {
@@ -266,8 +267,10 @@ void ClientCall::Finish(const absl::Status& status) {
   CloseSocket();
   // The loop may hold the last reference.
   const std::shared_ptr<ClientCall> self = shared_from_this();
-  if (registered_)
+  if (registered_) {
+    loop_->GiveBackReadBuffer(std::move(in_));
     loop_->Remove(this);
+  }
   registered_ = false;
   HttpClientCallbacks callbacks = std::move(callbacks_);
   callbacks_ = {};

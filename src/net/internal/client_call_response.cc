@@ -20,7 +20,7 @@ constexpr size_t kReadBytes = 16 << 10;
 }  // namespace
 
 void ClientCall::NewParser() {
-  parser_.emplace();
+  parser_ = std::make_unique<http::response_parser<BodyPieceBody>>();
   parser_->get().body().piece = &body_piece_;
   parser_->header_limit(static_cast<uint32_t>(
       std::min<size_t>(options_.max_header_bytes, std::numeric_limits<uint32_t>::max())));

@@ -1,19 +1,25 @@
 #include "net/internal/client_loop.h"
 
-#include <string>
 #include <utility>
 #include <vector>
-
-#include "fmt/format.h"
 
 #include "net/internal/client_call.h"
 
 namespace switchyard::net::internal {
+namespace {
 
-ClientLoop::ClientLoop(int index, const HttpClientOptions& options)
+// Spare read buffers kept per loop, and the largest one kept (a long response head may
+// have grown one past the usual 16 KiB).
+constexpr size_t kMaxSpareBuffers = 64;
+constexpr size_t kMaxSpareBufferBytes = 64 << 10;
+
+}  // namespace
+
+ClientLoop::ClientLoop(EventLoop* loop, const HttpClientOptions& options)
     : options_(options),
-      loop_(fmt::format("sy-httpc-{}", index)),
-      pool_(loop_.context(), options.max_idle_connections_per_upstream, options.pool_idle_timeout) {
+      loop_(loop),
+      poster_(std::make_shared<LoopPoster>(&loop->context())),
+      pool_(loop->context(), options.max_idle_connections_per_upstream, options.pool_idle_timeout) {
 }
 
 ClientLoop::~ClientLoop() {
@@ -29,8 +35,28 @@ void ClientLoop::Remove(ClientCall* call) {
   calls_.erase(call);
 }
 
+beast::flat_buffer ClientLoop::TakeReadBuffer() {
+  if (spare_buffers_.empty())
+    return beast::flat_buffer();
+  beast::flat_buffer buffer = std::move(spare_buffers_.back());
+  spare_buffers_.pop_back();
+  return buffer;
+}
+
+void ClientLoop::GiveBackReadBuffer(beast::flat_buffer buffer) {
+  if (spare_buffers_.size() >= kMaxSpareBuffers || buffer.capacity() > kMaxSpareBufferBytes)
+    return;
+  buffer.clear();
+  spare_buffers_.push_back(std::move(buffer));
+}
+
 void ClientLoop::Stop() {
-  loop_.RunAndWait([this] {
+  if (stopped_)
+    return;
+  stopped_ = true;
+  // Once closed, no Send reaches the loop (it reports Cancelled on its caller's thread).
+  poster_->Close();
+  loop_->RunAndWait([this] {
     stopping_ = true;
     // Cancel removes from the map, so walk a copy.
     std::vector<std::shared_ptr<ClientCall>> calls;
@@ -41,7 +67,10 @@ void ClientLoop::Stop() {
       call->Cancel("the client is stopping");
     pool_.Close();
   });
-  loop_.Stop();
+  // A call's start posted from this loop's thread just before the poster closed may have
+  // queued behind the round above (asio queues a loop's own posts after its handler ends):
+  // a second round runs after it (and it, stopping, cancels itself).
+  loop_->RunAndWait([] {});
 }
 
 }  // namespace switchyard::net::internal

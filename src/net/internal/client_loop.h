@@ -1,15 +1,19 @@
-// ClientLoop: one of HttpClient's event loops ("sy-httpc-N") and what lives on it: its
-// keep-alive ConnectionPool and its calls in flight, so that Stop can cancel them.
+// ClientLoop: what one HttpClient keeps on one event loop (its own "sy-httpc-N", or one of a
+// shared EventLoops'): its keep-alive ConnectionPool and its calls in flight, so that Stop
+// can cancel them, and its own LoopPoster, which Stop closes so that nothing of this
+// client's is posted to the loop after it stopped.
 //
 // Threads: options() and poster() from any thread; pool(), stopping(), Add and Remove on
 // the loop's thread; Stop from the client's controlling thread.
 //
-// Ownership: HttpClient owns its loops. A ClientLoop holds each call in flight from Add
-// until Remove; the pool and the calls are destroyed before the io_context they use.
+// Ownership: HttpClient owns its ClientLoops and the loops they run on (or a share of
+// them). A ClientLoop holds each call in flight from Add until Remove; the pool and the
+// calls are destroyed before the io_context they use.
 #pragma once
 
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "net/http_client.h"
 #include "net/internal/client_pool.h"
@@ -21,15 +25,15 @@ class ClientCall;
 
 class ClientLoop {
  public:
-  // `options` must outlive the loop.
-  ClientLoop(int index, const HttpClientOptions& options);
+  // `options` and `loop` must outlive the ClientLoop.
+  ClientLoop(EventLoop* loop, const HttpClientOptions& options);
   ~ClientLoop();
   ClientLoop(const ClientLoop&) = delete;
   ClientLoop& operator=(const ClientLoop&) = delete;
 
   const HttpClientOptions& options() const { return options_; }
-  const std::shared_ptr<LoopPoster>& poster() const { return loop_.poster(); }
-  asio::io_context& context() { return loop_.context(); }
+  const std::shared_ptr<LoopPoster>& poster() const { return poster_; }
+  asio::io_context& context() { return loop_->context(); }
 
   ConnectionPool& pool() { return pool_; }
   // Set once Stop began: a call starting now is cancelled at once.
@@ -37,18 +41,27 @@ class ClientLoop {
   void Add(std::shared_ptr<ClientCall> call);
   void Remove(ClientCall* call);
 
-  // Cancels every call in flight (each on_done runs, on the loop), closes the pool, then
-  // lets what was posted meanwhile run, stops the loop and joins its thread. Idempotent.
+  // A call's read buffer: one a finished call gave back, or a new one. A call reads in
+  // 16 KiB steps; allocating and freeing that much per request costs more than parsing a
+  // small response.
+  beast::flat_buffer TakeReadBuffer();
+  void GiveBackReadBuffer(beast::flat_buffer buffer);
+
+  // Refuses further posts, cancels every call in flight (each on_done runs, on the loop) and
+  // closes the pool; returns once everything this client posted to the loop before has run,
+  // so that none of its handlers runs later. The loop keeps running. Idempotent.
   // REQUIRES: not called on this loop's thread.
   void Stop();
 
  private:
   const HttpClientOptions& options_;
-  // Declared first, destroyed last: the io_context outlives the sockets and timers below.
-  EventLoop loop_;
+  EventLoop* const loop_;
+  const std::shared_ptr<LoopPoster> poster_;
   ConnectionPool pool_;
   std::unordered_map<ClientCall*, std::shared_ptr<ClientCall>> calls_;
-  bool stopping_ = false;
+  std::vector<beast::flat_buffer> spare_buffers_;
+  bool stopping_ = false;  // loop thread
+  bool stopped_ = false;   // controlling thread
 };
 
 }  // namespace switchyard::net::internal

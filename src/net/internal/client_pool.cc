@@ -27,7 +27,9 @@ void CloseSocket(tcp::socket& socket) {
 
 ConnectionPool::ConnectionPool(asio::io_context& context, size_t max_idle,
                                std::chrono::milliseconds idle_timeout)
-    : max_idle_(max_idle), idle_timeout_(idle_timeout), sweep_deadline_(context.get_executor()) {}
+    : max_idle_(max_idle),
+      idle_timeout_(idle_timeout),
+      sweep_deadline_(context.get_executor(), [this] { Sweep(); }) {}
 
 std::optional<tcp::socket> ConnectionPool::Acquire(const std::string& upstream) {
   const auto it = idle_.find(upstream);
@@ -63,7 +65,7 @@ void ConnectionPool::Release(const std::string& upstream, tcp::socket socket) {
   connections.push_back({std::move(socket), std::chrono::steady_clock::now()});
   if (!sweep_armed_) {
     sweep_armed_ = true;
-    sweep_deadline_.Arm(idle_timeout_, [this] { Sweep(); });
+    sweep_deadline_.Arm(idle_timeout_, nullptr);
   }
 }
 
@@ -106,7 +108,7 @@ void ConnectionPool::Sweep() {
   if (oldest.has_value()) {
     sweep_armed_ = true;
     sweep_deadline_.Arm(std::chrono::ceil<std::chrono::milliseconds>(*oldest + idle_timeout_ - now),
-                        [this] { Sweep(); });
+                        nullptr);
   }
 }
 

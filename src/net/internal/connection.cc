@@ -56,8 +56,11 @@ HttpConnection::HttpConnection(tcp::socket socket, ServerContext* server,
       poster_(std::move(poster)),
       status_(std::make_shared<ConnectionStatus>()),
       socket_(std::move(socket)),
-      read_deadline_(socket_.get_executor()),
-      write_deadline_(socket_.get_executor()) {}
+      read_deadline_(socket_.get_executor(), [this] { OnReadTimeout(); }),
+      write_deadline_(socket_.get_executor(), [this] {
+        SY_LOG_DEBUG("http: closing {}: write timed out", remote_address_);
+        Close();
+      }) {}
 
 void HttpConnection::Start() {
   ErrorCode ec;
@@ -205,7 +208,7 @@ void HttpConnection::MaybeSendContinue() {
 }
 
 void HttpConnection::Dispatch() {
-  read_deadline_.Cancel();
+  read_deadline_.Disarm();
   phase_ = Phase::kHandling;
   const auto& message = parser_->get();
   keep_alive_ = message.keep_alive();
@@ -241,7 +244,7 @@ HttpRequest HttpConnection::TakeRequest() {
 
 void HttpConnection::Reject(int status, std::string_view message) {
   SY_LOG_DEBUG("http: {} from {}: {}", status, remote_address_, message);
-  read_deadline_.Cancel();
+  read_deadline_.Disarm();
   phase_ = Phase::kDraining;
   parser_.reset();
   in_.clear();
@@ -290,7 +293,7 @@ void HttpConnection::StartDraining() {
 }
 
 void HttpConnection::ArmReadTimer(std::chrono::milliseconds timeout) {
-  read_deadline_.Arm(timeout, [self = shared_from_this()] { self->OnReadTimeout(); });
+  read_deadline_.Arm(timeout, shared_from_this());
 }
 
 void HttpConnection::OnReadTimeout() {

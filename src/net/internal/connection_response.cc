@@ -117,10 +117,7 @@ void HttpConnection::Flush() {
   }
   writing_ = true;
   // A client that stops reading makes no progress at all; one that reads slowly does.
-  write_deadline_.Arm(server_->options.write_timeout, [self = shared_from_this()] {
-    SY_LOG_DEBUG("http: closing {}: write timed out", self->remote_address_);
-    self->Close();
-  });
+  write_deadline_.Arm(server_->options.write_timeout, shared_from_this());
   socket_.async_write_some(
       write_buffers_,
       [self = shared_from_this()](const ErrorCode& ec, size_t bytes) { self->OnWrite(ec, bytes); });
@@ -128,7 +125,7 @@ void HttpConnection::Flush() {
 
 void HttpConnection::OnWrite(const ErrorCode& ec, size_t bytes) {
   writing_ = false;
-  write_deadline_.Cancel();
+  write_deadline_.Disarm();
   if (closed_)
     return;
   if (ec) {

@@ -8,11 +8,17 @@
 #include "base/logging.h"
 
 namespace switchyard::net::internal {
+namespace {
+
+thread_local EventLoop* current_loop = nullptr;
+
+}  // namespace
 
 EventLoop::EventLoop(const std::string& thread_name)
     : work_(asio::make_work_guard(context_)),
       poster_(std::make_shared<LoopPoster>(&context_)),
       thread_([this] {
+        current_loop = this;
         // Handlers report failures through error codes; run() only throws what a user
         // handler throws, and that is a bug to crash on.
         context_.run();
@@ -23,6 +29,10 @@ EventLoop::EventLoop(const std::string& thread_name)
 
 EventLoop::~EventLoop() {
   Stop();
+}
+
+EventLoop* EventLoop::Current() {
+  return current_loop;
 }
 
 void EventLoop::RunAndWait(std::function<void()> fn) {

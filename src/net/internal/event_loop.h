@@ -1,6 +1,6 @@
 // EventLoop: one io_context run by one owned, named thread (the server's "sy-http-N", the
-// client's "sy-httpc-N"). Connections, timers and the acceptor live on a loop; other threads
-// reach them only through its LoopPoster.
+// client's "sy-httpc-N", or a shared EventLoops'). Connections, timers and the acceptor
+// live on a loop; other threads reach them only through its LoopPoster.
 //
 // LoopPoster is the loop's shared, thread-safe doorway: responders keep it (not the
 // io_context) so that a responder outliving the server posts nothing once the loop is
@@ -51,6 +51,9 @@ class EventLoop {
   ~EventLoop();
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
+
+  // The loop whose thread calls this, or nullptr on any other thread.
+  static EventLoop* Current();
 
   // For creating sockets and timers on this loop; use them only on the loop's thread.
   asio::io_context& context() { return context_; }

@@ -4,77 +4,86 @@
 
 namespace switchyard::net::internal {
 
-struct HttpResponderImpl::OpQueue {
-  struct Op {
-    size_t counted_bytes = 0;
-    std::function<void(HttpConnection&)> run;
-    // Runs instead of `run` when the connection is gone.
-    std::function<void()> on_gone;
-  };
-  std::weak_ptr<HttpConnection> connection;
-  std::shared_ptr<ConnectionStatus> status;
-  base::Mutex mu;
-  std::deque<Op> ops ABSL_GUARDED_BY(mu);
-  bool draining ABSL_GUARDED_BY(mu) = false;
-};
-
 HttpResponderImpl::HttpResponderImpl(std::shared_ptr<LoopPoster> poster,
                                      std::weak_ptr<HttpConnection> connection,
                                      std::shared_ptr<ConnectionStatus> status, uint64_t seq)
     : poster_(std::move(poster)),
-      queue_(std::make_shared<OpQueue>()),
       connection_(std::move(connection)),
       status_(std::move(status)),
       seq_(seq) {
-  queue_->connection = connection_;
-  queue_->status = status_;
+  base::MutexLock lock(&mu_);
+  ops_.reserve(2);  // the usual response: OnClose, then Send
 }
 
-void HttpResponderImpl::Drain(const std::shared_ptr<OpQueue>& queue) {
+void HttpResponderImpl::Run(Op& op) {
+  const std::shared_ptr<HttpConnection> connection = connection_.lock();
+  if (connection == nullptr) {
+    status_->pending_write_bytes -= op.data.size();
+    if (op.kind == Op::Kind::kOnClose && op.callback)
+      op.callback();
+    return;
+  }
+  switch (op.kind) {
+    case Op::Kind::kSend:
+      connection->Send(seq_, op.status, op.content_type, std::move(op.data), op.headers);
+      return;
+    case Op::Kind::kStartStream:
+      connection->StartStream(seq_, op.status, op.content_type, op.headers);
+      return;
+    case Op::Kind::kWrite:
+      connection->Write(seq_, std::move(op.data));
+      return;
+    case Op::Kind::kEnd:
+      connection->End(seq_);
+      return;
+    case Op::Kind::kOnClose:
+      connection->SetCloseCallback(seq_, std::move(op.callback));
+      return;
+  }
+}
+
+void HttpResponderImpl::Drain() {
   for (;;) {
-    OpQueue::Op op;
+    Op op;
     {
-      base::MutexLock lock(&queue->mu);
-      if (queue->ops.empty()) {
-        queue->draining = false;
+      base::MutexLock lock(&mu_);
+      if (next_op_ == ops_.size()) {
+        ops_.clear();
+        next_op_ = 0;
+        draining_ = false;
         return;
       }
-      op = std::move(queue->ops.front());
-      queue->ops.pop_front();
+      op = std::move(ops_[next_op_++]);
     }
-    if (std::shared_ptr<HttpConnection> locked = queue->connection.lock()) {
-      op.run(*locked);
-    } else {
-      queue->status->pending_write_bytes -= op.counted_bytes;
-      if (op.on_gone)
-        op.on_gone();
-    }
+    Run(op);
   }
 }
 
-void HttpResponderImpl::Enqueue(size_t counted_bytes, std::function<void(HttpConnection&)> run,
-                                std::function<void()> on_gone) {
-  status_->pending_write_bytes += counted_bytes;
+void HttpResponderImpl::Enqueue(Op op) {
+  status_->pending_write_bytes += op.data.size();
   bool schedule = false;
   {
-    base::MutexLock lock(&queue_->mu);
-    queue_->ops.push_back({counted_bytes, std::move(run), std::move(on_gone)});
-    schedule = !queue_->draining;
-    queue_->draining = true;
+    base::MutexLock lock(&mu_);
+    ops_.push_back(std::move(op));
+    schedule = !draining_;
+    draining_ = true;
   }
-  if (!schedule || poster_->Post([queue = queue_] { Drain(queue); }))
+  if (!schedule || poster_->Post([self = shared_from_this()] { self->Drain(); }))
     return;
   // The loop is gone, so is the connection: settle every queued op as undeliverable.
-  std::deque<OpQueue::Op> dropped;
+  std::vector<Op> dropped;
   {
-    base::MutexLock lock(&queue_->mu);
-    dropped.swap(queue_->ops);
-    queue_->draining = false;
+    base::MutexLock lock(&mu_);
+    dropped.assign(std::make_move_iterator(ops_.begin() + static_cast<ptrdiff_t>(next_op_)),
+                   std::make_move_iterator(ops_.end()));
+    ops_.clear();
+    next_op_ = 0;
+    draining_ = false;
   }
-  for (const OpQueue::Op& d : dropped) {
-    status_->pending_write_bytes -= d.counted_bytes;
-    if (d.on_gone)
-      d.on_gone();
+  for (Op& d : dropped) {
+    status_->pending_write_bytes -= d.data.size();
+    if (d.kind == Op::Kind::kOnClose && d.callback)
+      d.callback();
   }
 }
 
@@ -82,57 +91,55 @@ void HttpResponderImpl::Send(int status, std::string_view content_type, std::str
                              HeaderList extra_headers) {
   if (closed())
     return;
-  const size_t size = body.size();
-  Enqueue(size,
-          [seq = seq_, status, content_type = std::string(content_type), body = std::move(body),
-           extra_headers = std::move(extra_headers)](HttpConnection& connection) mutable {
-            connection.Send(seq, status, content_type, std::move(body), extra_headers);
-          });
+  Op op;
+  op.kind = Op::Kind::kSend;
+  op.status = status;
+  op.content_type = std::string(content_type);
+  op.data = std::move(body);
+  op.headers = std::move(extra_headers);
+  Enqueue(std::move(op));
 }
 
 void HttpResponderImpl::StartStream(int status, std::string_view content_type,
                                     HeaderList extra_headers) {
   if (closed())
     return;
-  Enqueue(0, [seq = seq_, status, content_type = std::string(content_type),
-              extra_headers = std::move(extra_headers)](HttpConnection& connection) {
-    connection.StartStream(seq, status, content_type, extra_headers);
-  });
+  Op op;
+  op.kind = Op::Kind::kStartStream;
+  op.status = status;
+  op.content_type = std::string(content_type);
+  op.headers = std::move(extra_headers);
+  Enqueue(std::move(op));
 }
 
 bool HttpResponderImpl::Write(std::string data) {
   if (closed())
     return false;
-  const size_t size = data.size();
-  Enqueue(size, [seq = seq_, data = std::move(data)](HttpConnection& connection) mutable {
-    connection.Write(seq, std::move(data));
-  });
+  Op op;
+  op.kind = Op::Kind::kWrite;
+  op.data = std::move(data);
+  Enqueue(std::move(op));
   return !closed();
 }
 
 void HttpResponderImpl::End() {
   if (closed())
     return;
-  Enqueue(0, [seq = seq_](HttpConnection& connection) { connection.End(seq); });
+  Op op;
+  op.kind = Op::Kind::kEnd;
+  Enqueue(std::move(op));
 }
 
 void HttpResponderImpl::OnClose(std::function<void()> callback) {
-  // Shared so that the callback is still here to run when it cannot be delivered.
-  auto shared = std::make_shared<std::function<void()>>(std::move(callback));
-  auto run_now = [shared] {
-    if (*shared)
-      (*shared)();
-  };
   if (closed()) {
-    run_now();
+    if (callback)
+      callback();
     return;
   }
-  Enqueue(
-      0,
-      [seq = seq_, shared](HttpConnection& connection) {
-        connection.SetCloseCallback(seq, std::move(*shared));
-      },
-      run_now);
+  Op op;
+  op.kind = Op::Kind::kOnClose;
+  op.callback = std::move(callback);
+  Enqueue(std::move(op));
 }
 
 bool HttpResponderImpl::closed() const {

@@ -6,14 +6,17 @@
 // chunks). Each runs against the connection if it still exists. It holds the connection only weakly
 // and the loop only through its LoopPoster, so a responder kept after the server stopped is
 // harmless: its calls are dropped (OnClose runs its callback at once).
+//
+// The queue holds plain operation records, not closures: a response costs no allocation
+// here beyond the responder itself (a proxy makes one per request).
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/mutex.h"
 #include "net/http_server.h"
@@ -22,7 +25,8 @@
 
 namespace switchyard::net::internal {
 
-class HttpResponderImpl final : public HttpResponder {
+class HttpResponderImpl final : public HttpResponder,
+                                public std::enable_shared_from_this<HttpResponderImpl> {
  public:
   HttpResponderImpl(std::shared_ptr<LoopPoster> poster, std::weak_ptr<HttpConnection> connection,
                     std::shared_ptr<ConnectionStatus> status, uint64_t seq);
@@ -37,21 +41,33 @@ class HttpResponderImpl final : public HttpResponder {
   size_t pending_write_bytes() const override;
 
  private:
-  // Queues run(connection) for the loop, or on_gone() when the connection no longer
-  // exists by then. `counted_bytes` are added to pending_write_bytes now; the connection
-  // takes them off when run runs, the queue does otherwise.
-  void Enqueue(size_t counted_bytes, std::function<void(HttpConnection&)> run,
-               std::function<void()> on_gone = nullptr);
+  struct Op {
+    enum class Kind { kSend, kStartStream, kWrite, kEnd, kOnClose };
+    Kind kind = Kind::kEnd;
+    int status = 0;
+    std::string content_type;
+    std::string data;  // Send's body, Write's chunk
+    HeaderList headers;
+    std::function<void()> callback;  // OnClose's
+  };
 
-  struct OpQueue;
+  // Queues `op` for the loop. Its data bytes are added to pending_write_bytes now; the
+  // connection takes them off when the op runs, the queue does otherwise.
+  void Enqueue(Op op);
   // Runs the queued ops in order, on the loop.
-  static void Drain(const std::shared_ptr<OpQueue>& queue);
+  void Drain();
+  // Runs `op` against the connection, or settles it when the connection is gone.
+  void Run(Op& op);
 
   const std::shared_ptr<LoopPoster> poster_;
-  const std::shared_ptr<OpQueue> queue_;
   const std::weak_ptr<HttpConnection> connection_;
   const std::shared_ptr<ConnectionStatus> status_;
   const uint64_t seq_;
+
+  base::Mutex mu_;
+  std::vector<Op> ops_ ABSL_GUARDED_BY(mu_);
+  size_t next_op_ ABSL_GUARDED_BY(mu_) = 0;  // ops_[next_op_..] are still to run
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace switchyard::net::internal

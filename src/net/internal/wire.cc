@@ -1,7 +1,8 @@
 #include "net/internal/wire.h"
 
 #include <algorithm>
-#include <cctype>
+#include <array>
+#include <iterator>
 
 #include "fmt/format.h"
 
@@ -10,19 +11,37 @@
 namespace switchyard::net::internal {
 namespace {
 
+constexpr size_t kHeadReserveBytes = 512;
+
+// ASCII only, whatever the locale: header names are ASCII tokens. (std::tolower and
+// std::isalnum consult the locale on every character; every header of every request and
+// response goes through these.)
+constexpr char AsciiLower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+}
+
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
+           return AsciiLower(x) == AsciiLower(y);
          });
 }
 
-// RFC 9110's token: what a method or a header name may be made of.
+// RFC 9110's token characters: what a method or a header name may be made of.
+constexpr std::array<bool, 256> TokenChars() {
+  std::array<bool, 256> table{};
+  for (int c = '0'; c <= '9'; ++c)
+    table[c] = true;
+  for (int c = 'a'; c <= 'z'; ++c)
+    table[c] = table[c - 'a' + 'A'] = true;
+  for (const char c : std::string_view("!#$%&'*+-.^_`|~"))
+    table[static_cast<unsigned char>(c)] = true;
+  return table;
+}
+constexpr std::array<bool, 256> kTokenChars = TokenChars();
+
 bool IsToken(std::string_view s) {
-  constexpr std::string_view kTokenPunctuation = "!#$%&'*+-.^_`|~";
-  return !s.empty() && std::all_of(s.begin(), s.end(), [&](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) ||
-           kTokenPunctuation.find(c) != std::string_view::npos;
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return kTokenChars[static_cast<unsigned char>(c)];
   });
 }
 
@@ -68,8 +87,11 @@ std::string EncodeHead(const ResponseHead& head) {
   const http::status known = http::int_to_status(static_cast<unsigned>(status));
   const beast::string_view reason =
       known == http::status::unknown ? "Unknown" : http::obsolete_reason(known);
-  std::string out =
-      fmt::format("HTTP/1.1 {} {}\r\n", status, std::string_view(reason.data(), reason.size()));
+  std::string out;
+  // Room for the usual head, so that the appends below do not grow it step by step.
+  out.reserve(kHeadReserveBytes);
+  fmt::format_to(std::back_inserter(out), "HTTP/1.1 {} {}\r\n", status,
+                 std::string_view(reason.data(), reason.size()));
   if (!head.server_name.empty())
     AppendHeader("Server", head.server_name, &out);
   if (!head.content_type.empty())
@@ -108,7 +130,9 @@ absl::StatusOr<std::string> EncodeRequestHead(const RequestHead& head) {
                                           [](char c) { return c > ' ' && c < 0x7f; });
   if (!target_ok)
     return absl::InvalidArgumentError(fmt::format("http: bad request target '{}'", head.target));
-  std::string out = fmt::format("{} {} HTTP/1.1\r\n", head.method, head.target);
+  std::string out;
+  out.reserve(kHeadReserveBytes + head.target.size());
+  fmt::format_to(std::back_inserter(out), "{} {} HTTP/1.1\r\n", head.method, head.target);
   AppendHeader("Host", head.host, &out);
   if (head.headers != nullptr) {
     for (const auto& header : *head.headers) {
@@ -127,12 +151,12 @@ absl::StatusOr<std::string> EncodeRequestHead(const RequestHead& head) {
 
 HeaderList ToHeaderList(const http::fields& fields) {
   HeaderList headers;
+  headers.reserve(static_cast<size_t>(std::distance(fields.begin(), fields.end())));
   for (const auto& field : fields) {
     const beast::string_view name = field.name_string();
     const beast::string_view value = field.value();
     std::string lower(name.size(), '\0');
-    std::transform(name.begin(), name.end(), lower.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(name.begin(), name.end(), lower.begin(), AsciiLower);
     headers.emplace_back(std::move(lower),
                          std::string(Trim(std::string_view(value.data(), value.size()))));
   }

@@ -27,7 +27,10 @@
 namespace switchyard::router {
 
 // Issues and verifies x-session-token values: base64url(endpoint) "." base64url(tag), the
-// tag the first 16 bytes of HMAC-SHA256(secret, endpoint).
+// tag the first 16 bytes of HMAC-SHA256(secret, endpoint). Every proxied response carries
+// a token, so the tags of the endpoints it issued for are kept (an HMAC costs microseconds;
+// a lookup does not). Only Issue adds to that cache: a forged token's endpoint never does.
+// Thread-safe.
 class SessionTokenCodec {
  public:
   explicit SessionTokenCodec(std::string secret) : secret_(std::move(secret)) {}
@@ -36,8 +39,16 @@ class SessionTokenCodec {
   std::optional<std::string> Verify(std::string_view token) const;
 
  private:
+  // The most tags kept; past it the cache starts over (endpoints come and go with DNS).
+  static constexpr size_t kMaxCachedTags = 4096;
+
   std::string Tag(std::string_view endpoint) const;
-  std::string secret_;
+  // The cached tag, else Tag(endpoint), cached when `remember`.
+  std::string CachedTag(std::string_view endpoint, bool remember) const;
+
+  const std::string secret_;
+  mutable base::Mutex mu_;
+  mutable absl::flat_hash_map<std::string, std::string> tags_ ABSL_GUARDED_BY(mu_);
 };
 
 class SessionAffinity final : public Filter, public Scorer, public PreRequest {

@@ -83,5 +83,54 @@ TEST(EngineMetricsTest, OtherEnginesAndMissingGauges) {
   EXPECT_EQ(ParseEngineKind("tgi").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(PrometheusTextTest, NameFilterKeepsSomeSamplesButChecksEveryLine) {
+  const std::string text =
+      "# TYPE h histogram\n"
+      "h_bucket{le=\"0.5\",model=\"m\"} 3\n"
+      "keep{a=\"x\\\"y\"} +1.5\n"
+      "h_bucket{le=\"+Inf\",model=\"m\"} 4\n"
+      "keep 0x10\n";
+  const auto keep = [](std::string_view name) { return name == "keep"; };
+  auto kept = ParsePrometheusText(text, keep);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  ASSERT_EQ(kept->size(), 2u);
+  EXPECT_EQ((*kept)[0].name, "keep");
+  EXPECT_EQ((*kept)[0].Label("a"), "x\"y");
+  EXPECT_EQ((*kept)[0].value, 1.5);
+  EXPECT_EQ((*kept)[1].value, 16);
+  // A malformed line is an error even when its series would not be kept.
+  auto bad = ParsePrometheusText(text + "h_bucket{le=\"1\" 2\n", keep);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("line 6"), std::string::npos);
+  // The sample limit counts every sample, kept or not.
+  EXPECT_EQ(ParsePrometheusText(text, keep, 3).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(EngineMetricsTest, ParseEndpointMetricsMatchesExtractOverTheWholeText) {
+  const std::string text =
+      "# HELP vllm:num_requests_waiting waiting\n"
+      "vllm:num_requests_waiting{engine=\"0\"} 3\n"
+      "vllm:e2e_request_latency_seconds_bucket{le=\"0.3\",model_name=\"m\"} 9\n"
+      "vllm:num_requests_running{engine=\"0\"} 7\n"
+      "vllm:kv_cache_usage_perc{engine=\"0\"} 0.25\n"
+      "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"4096\"} 1\n";
+  auto parsed = ParseEndpointMetrics(EngineKind::kVllm, text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  auto samples = ParsePrometheusText(text);
+  ASSERT_TRUE(samples.ok());
+  auto extracted = ExtractEndpointMetrics(EngineKind::kVllm, *samples);
+  ASSERT_TRUE(extracted.ok());
+  EXPECT_EQ(parsed->waiting_requests, extracted->waiting_requests);
+  EXPECT_EQ(parsed->running_requests, extracted->running_requests);
+  EXPECT_DOUBLE_EQ(parsed->kv_cache_usage, extracted->kv_cache_usage);
+  EXPECT_EQ(parsed->block_size, 16);
+  EXPECT_EQ(parsed->num_gpu_blocks, 4096);
+  EXPECT_EQ(ParseEndpointMetrics(EngineKind::kVllm, text + "x{ 1\n").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseEndpointMetrics(EngineKind::kSglang, text).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace switchyard::router
