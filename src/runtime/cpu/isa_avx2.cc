@@ -28,12 +28,10 @@ constexpr int64_t kWidth = 8;
 struct LoadQ8_0 {
   static __m256 Load(const uint8_t* row, int64_t t) {
     const uint8_t* block = row + (t / kQ8_0BlockElems) * kQ8_0BlockBytes;
-    uint16_t scale_bits;
-    std::memcpy(&scale_bits, block, sizeof(scale_bits));
     int64_t q8;
     std::memcpy(&q8, block + 2 + t % 32, sizeof(q8));
     const __m256i q = _mm256_cvtepi8_epi32(_mm_cvtsi64_si128(q8));
-    return _mm256_mul_ps(_mm256_set1_ps(_cvtsh_ss(scale_bits)), _mm256_cvtepi32_ps(q));
+    return _mm256_mul_ps(_mm256_set1_ps(Avx2Q8BlockScale(block)), _mm256_cvtepi32_ps(q));
   }
 };
 

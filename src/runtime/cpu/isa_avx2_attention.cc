@@ -38,23 +38,6 @@ constexpr int kTile = 6;
 // Head dimensions per transposed K block.
 constexpr int64_t kDimBlock = 64;
 
-// Pointers to rows p0 .. p0 + n - 1 (n <= 16); past rows.count, the last row again (its
-// results are not stored).
-void RowGroup(const KvRows& rows, int64_t p0, int64_t n, const uint8_t* group[]) {
-  const int64_t have = std::min(n, rows.count - p0);
-  int64_t b = p0 / rows.block_rows;
-  int64_t offset = p0 % rows.block_rows;
-  for (int64_t i = 0; i < have; ++i) {
-    group[i] = rows.blocks[b] + static_cast<size_t>(offset) * rows.row_stride;
-    if (++offset == rows.block_rows) {
-      offset = 0;
-      ++b;
-    }
-  }
-  for (int64_t i = have; i < n; ++i)
-    group[i] = group[have - 1];
-}
-
 // Lane i of the result: the lane sum of a[i].
 __attribute__((always_inline)) inline __m256 Fold8(const __m256 a[8]) {
   const __m256 s0123 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
@@ -92,7 +75,7 @@ void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows&
   const __m256 vscale = _mm256_set1_ps(scale);
   for (int64_t p0 = 0; p0 < rows.count; p0 += kWidth) {
     const uint8_t* group[kWidth];
-    RowGroup(rows, p0, kWidth, group);
+    rows.Gather(p0, kWidth, group);
     const __m256i store_mask = Avx2TailMask(rows.count - p0);
     for (int64_t r = 0; r < num_q; ++r) {
       const float* qr = q + r * head_dim;
@@ -158,7 +141,7 @@ void ScoresByColumns(const float* q, int64_t num_q, int64_t head_dim, const KvRo
   alignas(32) float kt[kDimBlock * kColumnRows];
   for (int64_t p0 = 0; p0 < rows.count; p0 += kColumnRows) {
     const uint8_t* group[kColumnRows];
-    RowGroup(rows, p0, kColumnRows, group);
+    rows.Gather(p0, kColumnRows, group);
     const __m256i mask0 = Avx2TailMask(rows.count - p0);
     const __m256i mask1 = Avx2TailMask(rows.count - p0 - kWidth);
     for (int64_t t0 = 0; t0 < head_dim; t0 += kDimBlock) {
@@ -308,9 +291,7 @@ float SoftmaxStep(float* x, int64_t n, float* max) {
     m = _mm256_max_ps(
         m, _mm256_blendv_ps(m, _mm256_maskload_ps(x + t, mask), _mm256_castsi256_ps(mask)));
   }
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  *max = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+  *max = Avx2ReduceMax(m);
   const __m256 shift = _mm256_set1_ps(*max);
   __m256 sum = _mm256_setzero_ps();
   for (int64_t t = 0; t < n; t += kWidth) {

@@ -16,7 +16,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
 #include "runtime/cpu/internal/avx2_loaders.h"
 #include "runtime/cpu/internal/isa_kernels.h"
@@ -44,9 +43,7 @@ void Quantize(const float* x, int64_t k, uint8_t* q, float* scales) {
       v[i] = _mm256_loadu_ps(x + b * kBlock + 8 * i);
       amax = _mm256_max_ps(amax, _mm256_and_ps(v[i], abs_mask));
     }
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    const float scale = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h))) / 127.0f;
+    const float scale = Avx2ReduceMax(amax) / 127.0f;
     const __m256 inv = _mm256_set1_ps(scale != 0.0f ? 1.0f / scale : 0.0f);
     __m256i i32[4];
     for (int i = 0; i < 4; ++i)
@@ -57,12 +54,6 @@ void Quantize(const float* x, int64_t k, uint8_t* q, float* scales) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + b * kBlock), i8);
     scales[b] = scale;
   }
-}
-
-float BlockScale(const uint8_t* block) {
-  uint16_t bits;
-  std::memcpy(&bits, block, sizeof(bits));
-  return _cvtsh_ss(bits);
 }
 
 // N activation rows against weight rows [m_begin, m_end): each weight block is loaded and
@@ -83,7 +74,7 @@ void DotRowsN(const uint8_t* xq, const float* xs, int64_t scale_stride, int64_t 
       const uint8_t* block = row + b * kQ8_0BlockBytes;
       const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
       const __m256i w_abs = _mm256_sign_epi8(wq, wq);
-      const __m256 w_scale = _mm256_set1_ps(BlockScale(block));
+      const __m256 w_scale = _mm256_set1_ps(Avx2Q8BlockScale(block));
 #pragma GCC unroll 16
       for (int i = 0; i < N; ++i) {
         const __m256i xv =

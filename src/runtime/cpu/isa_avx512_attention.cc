@@ -42,23 +42,6 @@ constexpr int kValueTile = 6;
 // Head dimensions per pass of the value tile and of the transposed K block.
 constexpr int64_t kDimBlock = 4 * kWidth;
 
-// Pointers to rows p0 .. p0 + 15; past rows.count, the last row again (its results are not
-// stored).
-void RowGroup(const KvRows& rows, int64_t p0, const uint8_t* group[kWidth]) {
-  const int64_t n = std::min(kWidth, rows.count - p0);
-  int64_t b = p0 / rows.block_rows;
-  int64_t offset = p0 % rows.block_rows;
-  for (int64_t i = 0; i < n; ++i) {
-    group[i] = rows.blocks[b] + static_cast<size_t>(offset) * rows.row_stride;
-    if (++offset == rows.block_rows) {
-      offset = 0;
-      ++b;
-    }
-  }
-  for (int64_t i = n; i < kWidth; ++i)
-    group[i] = group[n - 1];
-}
-
 // Per-lane products of q and one K row, summed over the head dimension: NV vectors of it
 // with q already in registers (head_dim == 16 * NV), or any head_dim with NV == 0.
 template <typename Loader, int NV>
@@ -87,7 +70,7 @@ void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows&
   const __m512 vscale = _mm512_set1_ps(scale);
   for (int64_t p0 = 0; p0 < rows.count; p0 += kWidth) {
     const uint8_t* group[kWidth];
-    RowGroup(rows, p0, group);
+    rows.Gather(p0, kWidth, group);
     for (int64_t r = 0; r < num_q; ++r) {
       const float* qr = q + r * head_dim;
       __m512 qv[NV == 0 ? 1 : NV];
@@ -145,7 +128,7 @@ void ScoresByColumns(const float* q, int64_t num_q, int64_t head_dim, const KvRo
   alignas(64) float kt[kDimBlock * kWidth];
   for (int64_t p0 = 0; p0 < rows.count; p0 += kWidth) {
     const uint8_t* group[kWidth];
-    RowGroup(rows, p0, group);
+    rows.Gather(p0, kWidth, group);
     const __mmask16 store_mask = TailMask(rows.count - p0);
     for (int64_t t0 = 0; t0 < head_dim; t0 += kDimBlock) {
       const int64_t dims = std::min(kDimBlock, head_dim - t0);

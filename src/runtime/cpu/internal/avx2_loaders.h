@@ -1,4 +1,5 @@
-// 8-lane f32 loads of F32, BF16 and F16 rows for the AVX2 kernels (isa_avx2*.cc):
+// 8-lane f32 loads of F32, BF16 and F16 rows for the AVX2 kernels (isa_avx2*.cc), and the
+// lane reductions and Q8_0 block scale they share:
 // Load(row, t) reads elements [t, t + 8) of the row at `row`; the partial form reads only
 // the first `left` of them (all 8 when left >= 8) and zeroes the other lanes, so row tails
 // need no scalar code of their own. Compiled for AVX2/F16C by their own attributes; call
@@ -61,11 +62,25 @@ struct Avx2LoadF16 {
   }
 };
 
+// The f16 scale that starts a Q8_0 block, as f32.
+SY_AVX2_LOADER inline float Avx2Q8BlockScale(const uint8_t* block) {
+  uint16_t bits;
+  std::memcpy(&bits, block, sizeof(bits));
+  return _cvtsh_ss(bits);
+}
+
 // Sum of the 8 lanes.
 SY_AVX2_LOADER inline float Avx2ReduceAdd(__m256 v) {
   const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   const __m128 s2 = _mm_add_ps(s, _mm_movehl_ps(s, s));
   return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// Largest of the 8 lanes.
+SY_AVX2_LOADER inline float Avx2ReduceMax(__m256 v) {
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
 }
 
 }  // namespace switchyard::runtime::cpu

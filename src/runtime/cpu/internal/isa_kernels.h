@@ -27,6 +27,22 @@ struct KvRows {
   const uint8_t* row(int64_t p) const {
     return blocks[p / block_rows] + static_cast<size_t>(p % block_rows) * row_stride;
   }
+  // group[i] = row(p0 + i) for i < n; past count, the last row again (callers do not store
+  // its results). REQUIRES: p0 < count.
+  void Gather(int64_t p0, int64_t n, const uint8_t* group[]) const {
+    const int64_t have = count - p0 < n ? count - p0 : n;
+    int64_t b = p0 / block_rows;
+    int64_t offset = p0 % block_rows;
+    for (int64_t i = 0; i < have; ++i) {
+      group[i] = blocks[b] + static_cast<size_t>(offset) * row_stride;
+      if (++offset == block_rows) {
+        offset = 0;
+        ++b;
+      }
+    }
+    for (int64_t i = have; i < n; ++i)
+      group[i] = group[have - 1];
+  }
   // Rows in block b: block_rows except for a short last block.
   int64_t rows_in_block(int64_t b) const {
     return count - b * block_rows < block_rows ? count - b * block_rows : block_rows;
