@@ -39,7 +39,7 @@ struct StreamOptions {
   bool continuous_usage_stats = false;
 };
 
-// OpenAI's response_format. The engine honours text, json_object and json_schema.
+// OpenAI's response_format (and vLLM's structural_tag type, whose fields stay in `raw`).
 struct ResponseFormat {
   std::string type = "text";  // text | json_object | json_schema | structural_tag
   std::string raw;            // The whole object, minified.

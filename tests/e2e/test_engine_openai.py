@@ -914,6 +914,98 @@ def test_structured_outputs_grammar(client):
     assert len(depths) > 1  # the nesting is sampled, not fixed
 
 
+# structural_tag (vLLM's structures-and-triggers form): free text until the trigger "<", then
+# one of the structures, then free text again. A bias toward "<" makes the random model reach
+# it often; every "<" outside a call must then begin a complete, schema-valid call.
+# (Multi-byte and overlapping triggers are unit-tested.)
+CALL_TAG = {
+    "type": "structural_tag",
+    "structures": [
+        {"begin": "<call=add>", "end": "</call>",
+         "schema": {"type": "object", "properties": {"a": {"type": "integer"},
+                                                      "b": {"type": "integer"}},
+                    "required": ["a", "b"], "additionalProperties": False}},
+        {"begin": "<call=echo>", "end": "</call>",
+         "schema": {"type": "object", "properties": {"text": {"type": "string", "maxLength": 6}},
+                    "required": ["text"], "additionalProperties": False}},
+    ],
+    "triggers": ["<"],
+}
+
+
+def check_calls(text, finished):
+    """The calls in `text`; each must be complete unless the output was cut by max_tokens."""
+    decoder = json.JSONDecoder()
+    calls, pos = [], 0
+    while (start := text.find("<", pos)) >= 0:
+        rest = text[start:]
+        name = next((n for n in ("add", "echo") if rest.startswith(f"<call={n}>")), None)
+        if name is None:
+            assert not finished and any(f"<call={n}>".startswith(rest) for n in ("add", "echo")), text
+            return calls
+        body = rest[len(f"<call={name}>"):]
+        try:
+            value, end = decoder.raw_decode(body)
+        except ValueError:
+            assert not finished, text
+            return calls
+        assert set(value) == ({"a", "b"} if name == "add" else {"text"}), text
+        if name == "add":
+            assert all(type(value[k]) is int for k in ("a", "b")), text
+        else:
+            assert isinstance(value["text"], str) and len(value["text"]) <= 6, text
+        if not body[end:].startswith("</call>"):
+            assert not finished and "</call>".startswith(body[end:]), text
+            return calls
+        calls.append((name, value))
+        pos = start + len(f"<call={name}>") + end + len("</call>")
+    return calls
+
+
+def test_structural_tag(engine, client):
+    ids = requests.post(engine.url + "/tokenize", json={"model": MODEL_NAME, "prompt": "<",
+                                                       "add_special_tokens": False},
+                        timeout=10).json()["tokens"]
+    bias = {str(ids[0]): 3, **CLOSE_BIAS}
+    total = 0
+    for seed in range(4):
+        r = structured_chat(client, seed=seed, max_tokens=120, logit_bias=bias,
+                            response_format=CALL_TAG)
+        choice = r.choices[0]
+        total += len(check_calls(choice.message.content, choice.finish_reason == "stop"))
+    # vLLM's other spelling: structured_outputs.structural_tag as a JSON string, completions.
+    r = client.completions.create(model=MODEL_NAME, prompt="Hello", max_tokens=120, seed=7, n=2,
+                                  logit_bias=bias,
+                                  extra_body={"structured_outputs": {
+                                      "structural_tag": json.dumps(CALL_TAG)}})
+    for choice in r.choices:
+        total += len(check_calls(choice.text, choice.finish_reason == "stop"))
+    assert total >= 3  # the bias makes calls common; unconstrained, none would parse
+    free = structured_chat(client, seed=0, max_tokens=120, logit_bias=bias)
+    with pytest.raises(AssertionError):
+        check_calls(free.choices[0].message.content, True)
+
+
+def test_structural_tag_errors(engine):
+    cases = [
+        ({"response_format": {"type": "structural_tag"}}, "response_format",
+         "structures is required"),
+        ({"response_format": {**CALL_TAG, "triggers": ["<tool"]}}, "response_format",
+         "does not start with any trigger"),
+        ({"structured_outputs": {"structural_tag": "{}"}}, "structured_outputs.structural_tag",
+         "structures is required"),
+        ({"structured_outputs": {"structural_tag": json.dumps(
+            {"type": "structural_tag", "format": {"type": "any_text"}})}},
+         "structured_outputs.structural_tag", "not `format`"),
+    ]
+    for extra, param, fragment in cases:
+        r = requests.post(engine.base_url + "/chat/completions", timeout=30,
+                          json={"model": MODEL_NAME, "messages": CHAT, "max_tokens": 5, **extra})
+        assert r.status_code == 400, (extra, r.text)
+        body = r.json()["error"]
+        assert body["param"] == param and fragment in body["message"], (extra, r.text)
+
+
 def test_structured_outputs_regex_and_grammar_errors(client):
     cases = [
         ({"regex": "(a)\\1"}, "structured_outputs.regex", "backreferences"),
@@ -966,11 +1058,5 @@ def test_structured_output_errors(client, engine):
                           json={"model": MODEL_NAME, "prompt": "x", "max_tokens": 5, **extra})
         assert r.status_code == 400, (extra, r.text)
         assert fragment in r.json()["error"]["message"], (extra, r.text)
-    r = requests.post(engine.base_url + "/completions", timeout=30,
-                      json={"model": MODEL_NAME, "prompt": "x", "max_tokens": 5,
-                            "structured_outputs": {"structural_tag": "{}"}})
-    assert r.status_code == 501, r.text
-    assert r.json()["error"]["message"] == (
-        "structured_outputs.structural_tag is not supported yet.")
     # The server keeps serving.
     assert complete(client).choices[0].text

@@ -47,6 +47,22 @@ void GrammarBuilder::SetFinal(int32_t state) {
   states_[static_cast<size_t>(state)].final = true;
 }
 
+int32_t GrammarBuilder::AddGrammar(const Grammar& g) {
+  const auto state_base = static_cast<int32_t>(states_.size());
+  const auto rule_base = static_cast<int32_t>(rule_start_.size());
+  for (int32_t s = 0; s < g.num_states(); ++s) {
+    State& copy = states_.emplace_back();
+    for (const Grammar::ByteEdge& e : g.edges(s))
+      copy.edges.push_back({e.lo, e.hi, e.target + state_base});
+    for (const Grammar::Call& c : g.calls(s))
+      copy.calls.push_back({c.rule + rule_base, c.ret + state_base});
+    copy.final = g.is_final(s);
+  }
+  for (int32_t r = 0; r < g.num_rules(); ++r)
+    rule_start_.push_back(g.rule_start(r) + state_base);
+  return rule_base + g.root_rule_;
+}
+
 absl::StatusOr<std::shared_ptr<const Grammar>> GrammarBuilder::Build(int32_t root) const {
   const size_t n = states_.size();
   if (n > static_cast<size_t>(kMaxStates)) {

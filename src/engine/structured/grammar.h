@@ -86,6 +86,9 @@ class GrammarBuilder {
   void AddEpsilon(int32_t from, int32_t to);
   void AddCall(int32_t from, int32_t rule, int32_t to);
   void SetFinal(int32_t state);
+  // Copies a built grammar's states and rules into this builder; returns the id its root
+  // rule has here, for AddCall. REQUIRES: `g` does not accept the empty string when called.
+  int32_t AddGrammar(const Grammar& g);
   int32_t num_states() const { return static_cast<int32_t>(states_.size()); }
 
   // Freezes the grammar with `root` as its start rule. InvalidArgument when it exceeds

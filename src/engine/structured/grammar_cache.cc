@@ -6,6 +6,7 @@
 #include "engine/structured/gbnf_grammar.h"
 #include "engine/structured/json_schema_grammar.h"
 #include "engine/structured/regex_grammar.h"
+#include "engine/structured/structural_tag_grammar.h"
 
 namespace switchyard::engine::structured {
 namespace {
@@ -23,6 +24,8 @@ std::string CacheKey(const StructuredOutputSpec& spec) {
       return "r" + spec.text;
     case StructuredOutputSpec::Kind::kGrammar:
       return "g" + spec.text;
+    case StructuredOutputSpec::Kind::kStructuralTag:
+      return "t" + spec.text;
     case StructuredOutputSpec::Kind::kChoice:
       break;
   }
@@ -63,6 +66,8 @@ absl::StatusOr<std::shared_ptr<const Grammar>> CompileStructuredOutput(
       return CompileRegex(spec.text);
     case StructuredOutputSpec::Kind::kGrammar:
       return CompileGbnf(spec.text);
+    case StructuredOutputSpec::Kind::kStructuralTag:
+      return CompileStructuralTag(spec.text);
     case StructuredOutputSpec::Kind::kChoice:
       break;
   }

@@ -1,11 +1,11 @@
 // Structured-output requests and the cache of their compiled grammars.
 //
 // StructuredOutputSpec is what a request constrains its output to (a JSON schema, any JSON
-// object, one of a list of strings, a regex or a GBNF grammar). CompileStructuredOutput turns
-// one into a Grammar.
-// GrammarCache keeps the most recently used compiled grammars (bounded LRU keyed by the
-// spec), so a schema that many requests repeat is compiled once; the HTTP threads compile
-// through it while validating a request, before anything is queued.
+// object, one of a list of strings, a regex, a GBNF grammar or a structural tag).
+// CompileStructuredOutput turns one into a Grammar. GrammarCache keeps the most recently used
+// compiled grammars (bounded LRU keyed by the spec), so a schema that many requests repeat is
+// compiled once; the HTTP threads compile through it while validating a request, before anything is
+// queued.
 //
 // GrammarCache is thread-safe; the grammars it returns are immutable and shared.
 #pragma once
@@ -26,14 +26,16 @@
 namespace switchyard::engine::structured {
 
 struct StructuredOutputSpec {
-  enum class Kind { kJsonSchema, kJsonObject, kChoice, kRegex, kGrammar };
+  enum class Kind { kJsonSchema, kJsonObject, kChoice, kRegex, kGrammar, kStructuralTag };
   Kind kind = Kind::kJsonObject;
-  std::string text;  // kJsonSchema: the schema's JSON text; kRegex: the pattern; kGrammar: GBNF
+  // kJsonSchema: the schema's JSON text; kRegex: the pattern; kGrammar: GBNF; kStructuralTag:
+  // its JSON text (structures and triggers).
+  std::string text;
   std::vector<std::string> choices;  // kChoice: the output is exactly one of these
 };
 
-// InvalidArgument for an invalid or unsupported schema, regex or grammar, or an empty choice
-// list.
+// InvalidArgument for an invalid or unsupported schema, regex, grammar or structural tag, or an
+// empty choice list.
 absl::StatusOr<std::shared_ptr<const Grammar>> CompileStructuredOutput(
     const StructuredOutputSpec& spec);
 

@@ -23,6 +23,9 @@ absl::StatusOr<std::shared_ptr<const Grammar>> GrammarForRequest(const api::Samp
     } else if (f.type == "json_schema") {
       spec = StructuredOutputSpec{StructuredOutputSpec::Kind::kJsonSchema, f.schema, {}};
       param = "response_format.json_schema.schema";
+    } else if (f.type == "structural_tag") {
+      spec = StructuredOutputSpec{StructuredOutputSpec::Kind::kStructuralTag, f.raw, {}};
+      param = "response_format";
     } else {
       return absl::UnimplementedError(
           fmt::format("response_format type '{}' is not supported yet.", f.type));
@@ -51,7 +54,9 @@ absl::StatusOr<std::shared_ptr<const Grammar>> GrammarForRequest(const api::Samp
       spec = StructuredOutputSpec{StructuredOutputSpec::Kind::kGrammar, *so.grammar, {}};
       param = "structured_outputs.grammar";
     } else {
-      return absl::UnimplementedError("structured_outputs.structural_tag is not supported yet.");
+      spec = StructuredOutputSpec{
+          StructuredOutputSpec::Kind::kStructuralTag, so.structural_tag.value_or(""), {}};
+      param = "structured_outputs.structural_tag";
     }
   }
   if (!spec.has_value())

@@ -1,6 +1,6 @@
 // The grammar an OpenAI request's structured-output fields ask for: response_format
-// (json_object, json_schema) or vLLM's structured_outputs (json, json_object, choice, regex,
-// grammar).
+// (json_object, json_schema, structural_tag) or vLLM's structured_outputs (json, json_object,
+// choice, regex, grammar, structural_tag).
 // Stateless; any thread (the HTTP front calls it while validating a request).
 #pragma once
 
@@ -15,8 +15,8 @@
 namespace switchyard::engine::structured {
 
 // Null when the request is unconstrained. Errors: InvalidParam naming the field for an
-// invalid or unsupported schema, regex or grammar, an empty choice list or two constraints at
-// once; Unimplemented for structural_tag. Compiles through `cache` when given.
+// invalid or unsupported schema, regex, grammar or structural tag, an empty choice list or two
+// constraints at once. Compiles through `cache` when given.
 absl::StatusOr<std::shared_ptr<const Grammar>> GrammarForRequest(const api::SamplingRequest& s,
                                                                  GrammarCache* cache);
 
