@@ -81,7 +81,7 @@ void RunAttention(benchmark::State& state, DType kv_dtype, int64_t q_len) {
   const Tensor ot(DType::kF32, {q_len, kHeads, kHeadDim}, out.data(), MemorySpace::kHost);
   const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   for (auto _ : state) {
-    if (!backend.PagedAttention(qt, k_pool, v_pool, {&seq, 1}, scale, ot).ok())
+    if (!backend.PagedAttention(qt, k_pool, v_pool, {&seq, 1}, scale, /*window=*/0, ot).ok())
       state.SkipWithError("PagedAttention failed");
     benchmark::DoNotOptimize(out.data());
   }

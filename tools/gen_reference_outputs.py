@@ -15,6 +15,9 @@ tests/data/reference/<model>.npz (logits, float32):
 
 With --llamacpp, llama-cpp-python (when importable) adds the llama.cpp logits and greedy tokens
 for model-q8_0.gguf under "llamacpp_q8_0"; without the package it says so and skips that part.
+Models with a sliding window (tiny-mistral-swa) get none: llama.cpp's `llama` architecture
+ignores `attention.sliding_window`. For them the script first checks that transformers applies
+the window (check_window_applied).
 
 torch is not in the main venv: use the reference venv (tools/requirements-reference.txt):
   .venv-ref/bin/python tools/gen_reference_outputs.py
@@ -27,7 +30,7 @@ import sys
 import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-mistral"]
+MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-mistral", "tiny-mistral-swa"]
 NEW_TOKENS = 64
 STEPS = 4  # decode positions whose logits are kept, after the prompt's last position
 
@@ -80,6 +83,32 @@ def run_torch(model_dir, dtype_name, prompt_ids, teacher_tokens):
     return results
 
 
+def check_window_applied(model_dir, ids):
+    """Fails unless transformers (eager) really applies the config's sliding window W: the
+    logits must equal those of the same weights without a window at positions < W, where
+    every token still sees the whole prefix, and differ from them past W."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    config = AutoConfig.from_pretrained(model_dir)
+    window = config.sliding_window
+    rows = []
+    for w in (window, None):
+        config.sliding_window = w
+        model = AutoModelForCausalLM.from_pretrained(model_dir, config=config,
+                                                     dtype=torch.float32,
+                                                     attn_implementation="eager")
+        with torch.no_grad():
+            rows.append(model(torch.tensor([ids], dtype=torch.long)).logits[0].numpy())
+    inside = np.abs(rows[0][:window] - rows[1][:window]).max()
+    past = np.abs(rows[0][window:] - rows[1][window:]).max(axis=-1)
+    if inside > 1e-6 or past.min() <= 1e-4:
+        raise SystemExit(f"{model_dir}: sliding window {window} not applied as expected: "
+                         f"max |diff| inside {inside:.2e}, min row diff past it {past.min():.2e}")
+    print(f"{model_dir.name}: window {window} applied (inside max |diff| {inside:.1e}, past it "
+          f"min row diff {past.min():.1e})")
+
+
 def run_llamacpp(gguf_path, prompt_ids):
     try:
         from llama_cpp import Llama
@@ -113,7 +142,7 @@ def main():
 
     import torch
     import transformers
-    from transformers import AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
     torch.set_num_threads(1)
     out_dir = pathlib.Path(args.out)
@@ -122,6 +151,9 @@ def main():
         model_dir = pathlib.Path(args.models) / name
         tok = AutoTokenizer.from_pretrained(model_dir)
         prompt_ids = [tok(p, add_special_tokens=True)["input_ids"] for p in PROMPTS]
+        windowed = bool(AutoConfig.from_pretrained(model_dir).sliding_window)
+        if windowed:
+            check_window_applied(model_dir, prompt_ids[0])
         f32 = run_torch(model_dir, "f32", prompt_ids, None)
         teacher = [r["greedy"] for r in f32]
         bf16 = run_torch(model_dir, "bf16", prompt_ids, teacher)
@@ -144,7 +176,10 @@ def main():
             "f32_logits": np.stack([r["logits"] for r in f32]).astype(np.float32),
             "bf16_logits": np.stack([r["logits"] for r in bf16]).astype(np.float32),
         }
-        if args.llamacpp:
+        if args.llamacpp and windowed:
+            print(f"{name}: no llama.cpp reference: its llama architecture ignores the sliding "
+                  "window", file=sys.stderr)
+        elif args.llamacpp:
             lc = run_llamacpp(model_dir / "model-q8_0.gguf", prompt_ids)
             if lc is not None:
                 meta["llamacpp_q8_0"] = [{"greedy": r["greedy"]} for r in lc]

@@ -93,7 +93,8 @@ absl::Status DecoderLayer(runtime::Backend* backend, const LlamaWeights& w, int6
   SY_RETURN_IF_ERROR(backend->Rope(rope, k3, positions));
   SY_RETURN_IF_ERROR(backend->WriteKv(k3, v3, a->slots.Slice(0, n), k_pool, v_pool));
   const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
-  SY_RETURN_IF_ERROR(backend->PagedAttention(q3, k_pool, v_pool, step.sequences, scale, attn3));
+  SY_RETURN_IF_ERROR(backend->PagedAttention(q3, k_pool, v_pool, step.sequences, scale,
+                                             c.sliding_window.value_or(0), attn3));
   SY_RETURN_IF_ERROR(backend->MatMul(attn, l.wo, nullptr, proj));
   SY_RETURN_IF_ERROR(backend->Add(x, proj, x));
 

@@ -83,15 +83,6 @@ absl::Status LlamaModel::CheckBatch(const ForwardBatch& batch, const KvCacheStor
         kv.shape().num_layers, kv.shape().kv_heads, kv.shape().head_dim, expected.num_layers,
         expected.kv_heads, expected.head_dim));
   }
-  const std::optional<int64_t>& window = config().sliding_window;
-  for (const runtime::AttentionSequence& s : batch.sequences) {
-    if (window.has_value() && s.context_len > *window) {
-      return absl::UnimplementedError(
-          fmt::format("forward: context of {} tokens exceeds the sliding window ({}), which is not "
-                      "implemented",
-                      s.context_len, *window));
-    }
-  }
   return absl::OkStatus();
 }
 

@@ -45,8 +45,10 @@ struct ModelConfig {
   bool qk_norm = false;         // RMSNorm on q and k per head (Qwen3)
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;
-  std::string torch_dtype;                // empty if unknown
-  std::optional<int64_t> sliding_window;  // effective window, if any
+  std::string torch_dtype;  // empty if unknown
+  // Effective sliding window W, if any: each token attends to the last W positions, itself
+  // included (see runtime::Backend::PagedAttention).
+  std::optional<int64_t> sliding_window;
 };
 
 // Architectures we can run; anything else is rejected with the list below.

@@ -49,12 +49,22 @@ struct AttentionSequence {
   int64_t q_begin = 0;
   int64_t q_len = 0;
   // Tokens of this sequence in the KV cache, INCLUDING the q_len new ones (already
-  // written by WriteKv). Query row i (0-based within q_len) attends to KV positions
-  // [0, context_len - q_len + i]: causal, and decode is just q_len == 1.
+  // written by WriteKv). Query row i (0-based within q_len) sits at position
+  // t = context_len - q_len + i and attends to KV positions [0, t]: causal, and decode is
+  // just q_len == 1. With a sliding window W (PagedAttention's `window` > 0) it attends to
+  // [max(0, t - W + 1), t] only: the last W positions, itself included.
   int64_t context_len = 0;
   // KV position p lives in block block_table[p / block_size] at offset p % block_size.
-  // Any block ids, in any order. REQUIRES: size >= ceil(context_len / block_size).
+  // Any block ids, in any order. REQUIRES: size >= ceil(context_len / block_size). With a
+  // window, the entries of blocks that end before row 0's window starts are never read
+  // and may hold anything (e.g. -1 for blocks the cache has already dropped).
   std::span<const int32_t> block_table = {};
+
+  // The first KV position query row i sees under `window` (0: no window).
+  int64_t WindowStart(int64_t i, int64_t window) const {
+    const int64_t t = context_len - q_len + i;
+    return window > 0 && t >= window ? t - window + 1 : 0;
+  }
 };
 
 class Backend {
@@ -140,13 +150,18 @@ class Backend {
   //   out[r, h] = softmax_p(scale * q[r, h] . K[p, h / (heads / kv_heads)]) . V[p, ...]
   // over the KV positions p the row may see (see AttentionSequence). Softmax is computed
   // in a numerically stable (online) way with f32 accumulation.
+  // window: 0 for full causal attention, else the sliding window W > 0: a query at
+  // position t sees positions p with t - W < p <= t. This is Hugging Face's
+  // `sliding_window` (Mistral: kv_idx > q_idx - sliding_window) and flash-attn's / vLLM's
+  // window_size = (W - 1, 0). Blocks wholly before a row's window are not read.
   // q: F32 [n, heads, head_dim]. k_pool, v_pool: as in WriteKv. out: F32 [n, heads,
   // head_dim]; must not alias q. heads % kv_heads == 0. Rows of q that no sequence covers
-  // are left untouched. Errors: a sequence whose rows fall outside q, q_len >
-  // context_len, a block table too short, or a block id outside the pool.
+  // are left untouched. Errors: a negative window, a sequence whose rows fall outside q,
+  // q_len > context_len, a block table too short, or a block id outside the pool (among
+  // the blocks the sequence's rows see).
   virtual absl::Status PagedAttention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                                       std::span<const AttentionSequence> sequences, float scale,
-                                      const Tensor& out) = 0;
+                                      int64_t window, const Tensor& out) = 0;
 };
 
 }  // namespace switchyard::runtime

@@ -16,7 +16,7 @@ from tokenizers import Tokenizer
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MODELS = REPO / "models"
-TINY = ["tiny-llama3", "tiny-qwen2", "tiny-mistral"]
+TINY = ["tiny-llama3", "tiny-qwen2", "tiny-mistral", "tiny-mistral-swa"]
 FILES = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
          "model.safetensors", "model.gguf", "model-q8_0.gguf"]
 SAMPLES = [
@@ -95,7 +95,7 @@ def test_gguf_has_tokenizer_and_tensors(model, file_name):
                 "tokenizer.chat_template"):
         assert key in fields, key
     assert len(fields["tokenizer.ggml.tokens"].data) == config["vocab_size"]
-    spm = model == "tiny-mistral"
+    spm = model.startswith("tiny-mistral")
     assert fields["tokenizer.ggml.model"].contents() == ("llama" if spm else "gpt2")
     assert ("tokenizer.ggml.scores" in fields) == spm
     assert ("tokenizer.ggml.merges" in fields) != spm
@@ -103,6 +103,8 @@ def test_gguf_has_tokenizer_and_tensors(model, file_name):
     assert "token_embd.weight" in names and "blk.0.attn_q.weight" in names
     assert ("output.weight" in names) != config["tie_word_embeddings"]
     assert ("rope_freqs.weight" in names) == (model == "tiny-llama3")
+    window = fields.get(f"{arch}.attention.sliding_window")
+    assert (window.contents() if window else None) == (24 if model == "tiny-mistral-swa" else None)
 
 
 def test_gguf_f32_weights_equal_safetensors():

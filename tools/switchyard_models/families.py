@@ -132,9 +132,18 @@ def tiny_mistral(docs: list[str]) -> ModelPlan:
                      {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
 
 
+def tiny_mistral_swa(mistral: ModelPlan) -> ModelPlan:
+    """tiny-mistral with a sliding window of 24, far shorter than the parity prompts (82-95
+    tokens) plus their 64 generated tokens. Weights are keyed by tensor name, so they are
+    tiny-mistral's: only the window tells the two models apart."""
+    config = {**mistral.config, "sliding_window": 24}
+    return dataclasses.replace(mistral, name="tiny-mistral-swa", config=config)
+
+
 def tiny_plans(seed: int) -> list[ModelPlan]:
     docs = corpus.build_corpus(seed)
-    return [tiny_llama3(docs), tiny_qwen2(docs), tiny_mistral(docs)]
+    mistral = tiny_mistral(docs)
+    return [tiny_llama3(docs), tiny_qwen2(docs), mistral, tiny_mistral_swa(mistral)]
 
 
 def _real_llama3_tokenizer() -> tuple[str, dict]:

@@ -170,6 +170,11 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
     w.add_rope_freq_base(config["rope_theta"])
     w.add_rope_dimension_count(head_dim)
     w.add_vocab_size(config["vocab_size"])
+    # As the engine reads config.json: Mistral's window applies unless use_sliding_window is
+    # false; Qwen2's only when it is true.
+    if config.get("use_sliding_window", config["model_type"] == "mistral"):
+        if config.get("sliding_window") is not None:
+            w.add_sliding_window(config["sliding_window"])
 
     tok = _token_metadata(json.loads(tokenizer_json), tok_config, config["vocab_size"])
     if tok["bos"] is None:

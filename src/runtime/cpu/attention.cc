@@ -6,6 +6,10 @@
 // scores of the block, then per query vector a running max and rescaled accumulators, in
 // f32, over a few KV blocks at a time. Rows of a tile see different numbers of positions
 // (causal); a vector's scores past its last visible position become zero probabilities.
+// With a sliding window an item starts at the block holding its first row's first visible
+// position, so blocks before the window are never read (decode over a long context reads
+// only the window's blocks); in that first block, and for later rows of a prefill tile
+// whose windows start later, scores before a vector's window become zero probabilities too.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -34,7 +38,7 @@ struct TileRef {
 
 void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tensor& k_pool,
                           const Tensor& v_pool, std::span<const AttentionSequence> sequences,
-                          float scale, const Tensor& out) {
+                          float scale, int64_t window, const Tensor& out) {
   const int64_t heads = q.dim(1);
   const int64_t head_dim = q.dim(2);
   const int64_t block_size = k_pool.dim(1);
@@ -61,7 +65,9 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
       tiles.push_back({static_cast<int32_t>(s), static_cast<int32_t>(i),
                        static_cast<int32_t>(std::min(tile_rows, sequences[s].q_len - i))});
     }
-    work += sequences[s].q_len * sequences[s].context_len * heads * head_dim * 2;
+    const int64_t seen =
+        window > 0 ? std::min(window, sequences[s].context_len) : sequences[s].context_len;
+    work += sequences[s].q_len * seen * heads * head_dim * 2;
   }
   const auto num_tiles = static_cast<int64_t>(tiles.size());
   const TileRef* tile_refs = tiles.data();
@@ -91,9 +97,11 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
         std::memcpy(q_tile + i * group * head_dim, qd + (q_row * heads + g * group) * head_dim,
                     static_cast<size_t>(group * head_dim) * sizeof(float));
       }
-      // Positions [0, visible) are seen by the tile's first row, one more by each next row.
+      // Row i of the tile sees positions [WindowStart(first_row + i), first_visible + i):
+      // one more at the end than the row before, and with a window one fewer at the start.
       const int64_t first_visible = seq.context_len - seq.q_len + tile.first_row + 1;
       const int64_t last_visible = first_visible + tile.rows - 1;
+      const int64_t first_block = seq.WindowStart(tile.first_row, window) / block_size;
       const size_t head_offset = RowBytes(kv_dtype, g * head_dim);
 
       std::fill(acc, acc + num_q * head_dim, 0.0f);
@@ -102,7 +110,7 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
 
       // One step: the scores of up to blocks_per_step blocks (positions [start, start +
       // count)), one softmax update, then their weighted V rows.
-      for (int64_t b0 = 0; b0 * block_size < last_visible; b0 += blocks_per_step) {
+      for (int64_t b0 = first_block; b0 * block_size < last_visible; b0 += blocks_per_step) {
         const int64_t start = b0 * block_size;
         const int64_t count = std::min(span, last_visible - start);
         for (int64_t b = 0; b * block_size < count; ++b) {
@@ -119,16 +127,20 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
         // was accumulated so far is rescaled to that max.
         for (int64_t r = 0; r < num_q; ++r) {
           float* s = scores + r * span;
-          const int64_t valid = std::min(count, first_visible + r / group - start);
-          if (valid <= 0) {
+          const int64_t i = r / group;
+          const int64_t lo =
+              std::max<int64_t>(0, seq.WindowStart(tile.first_row + i, window) - start);
+          const int64_t hi = std::min(count, first_visible + i - start);
+          if (hi <= lo) {
             std::fill(s, s + count, 0.0f);
             continue;
           }
           const float old_max = running_max[r];
-          const float sum = isa.softmax_step(s, valid, &running_max[r]);
+          const float sum = isa.softmax_step(s + lo, hi - lo, &running_max[r]);
           const float correction = std::exp(old_max - running_max[r]);
           running_sum[r] = running_sum[r] * correction + sum;
-          std::fill(s + valid, s + count, 0.0f);
+          std::fill(s, s + lo, 0.0f);
+          std::fill(s + hi, s + count, 0.0f);
           if (correction != 1.0f) {
             float* acc_r = acc + r * head_dim;
             for (int64_t t = 0; t < head_dim; ++t)

@@ -285,8 +285,11 @@ class CpuBackend final : public Backend {
 
   absl::Status PagedAttention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                               std::span<const AttentionSequence> sequences, float scale,
-                              const Tensor& out) override {
+                              int64_t window, const Tensor& out) override {
     constexpr std::string_view kName = "PagedAttention";
+    if (window < 0) {
+      return Invalid(kName, fmt::format("window {} must be >= 0", window));
+    }
     SY_RETURN_IF_ERROR(ExpectDType(kName, "q", q, DType::kF32));
     SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
     SY_RETURN_IF_ERROR(CheckPools(kName, k_pool, v_pool));
@@ -317,7 +320,7 @@ class CpuBackend final : public Backend {
         return Invalid(kName, fmt::format("sequence {}: block table has {} blocks, needs {}", s,
                                           seq.block_table.size(), blocks_needed));
       }
-      for (int64_t b = 0; b < blocks_needed; ++b) {
+      for (int64_t b = seq.WindowStart(0, window) / block_size; b < blocks_needed; ++b) {
         const int32_t id = seq.block_table[static_cast<size_t>(b)];
         if (id < 0 || id >= k_pool.dim(0)) {
           return absl::OutOfRangeError(
@@ -326,7 +329,7 @@ class CpuBackend final : public Backend {
         }
       }
     }
-    cpu::PagedAttentionKernel(ctx_, q, k_pool, v_pool, sequences, scale, out);
+    cpu::PagedAttentionKernel(ctx_, q, k_pool, v_pool, sequences, scale, window, out);
     return absl::OkStatus();
   }
 

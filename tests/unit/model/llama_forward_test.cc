@@ -186,6 +186,51 @@ TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkMistral) {
   CheckSchedulesAgree("tiny-mistral", 4);
 }
 
+TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkMistralSlidingWindow) {
+  // Window 24: the 37- and 50-token sequences run past it, in chunks across its edge.
+  CheckSchedulesAgree("tiny-mistral-swa", 4);
+  CheckSchedulesAgree("tiny-mistral-swa", 16);
+}
+
+// tiny-mistral-swa is tiny-mistral (same weights) with a sliding window of 24, in both its
+// config.json and its GGUF: logits agree while a token's whole prefix fits in the window
+// and differ once it does not.
+TEST(LlamaForwardTest, SlidingWindowChangesOnlyPositionsPastIt) {
+  Fixture full = Load("tiny-mistral");
+  Fixture swa = Load("tiny-mistral-swa");
+  Fixture swa_gguf = Load("tiny-mistral-swa/model.gguf");
+  ASSERT_NE(full.model, nullptr);
+  ASSERT_NE(swa.model, nullptr);
+  ASSERT_NE(swa_gguf.model, nullptr);
+  EXPECT_FALSE(full.model->config().sliding_window.has_value());
+  EXPECT_EQ(swa.model->config().sliding_window, 24);
+  EXPECT_EQ(swa_gguf.model->config().sliding_window, 24);
+  const int64_t vocab = full.model->config().vocab_size;
+  std::mt19937 rng(5);
+  Sequence s = MakeSequences(rng, vocab, 16, 8)[2];  // 50 tokens
+  std::vector<std::vector<float>> logits;
+  for (Fixture* f : {&full, &swa, &swa_gguf}) {
+    auto kv = KvCacheStorage::Create(f->backend.get(), f->model->KvShape(8, 16));
+    ASSERT_TRUE(kv.ok());
+    logits.emplace_back();
+    ASSERT_TRUE(RunStep(*f->model, **kv, {&s}, {50}, &logits.back()).ok());
+  }
+  for (int64_t p = 0; p < 50; ++p) {
+    float vs_full = 0, vs_gguf = 0;
+    for (int64_t v = 0; v < vocab; ++v) {
+      const auto i = static_cast<size_t>(p * vocab + v);
+      vs_full = std::max(vs_full, std::abs(logits[1][i] - logits[0][i]));
+      vs_gguf = std::max(vs_gguf, std::abs(logits[1][i] - logits[2][i]));
+    }
+    EXPECT_LE(vs_gguf, kTolerance) << "position " << p;
+    if (p < 24) {
+      EXPECT_LE(vs_full, kTolerance) << "position " << p;
+    } else {
+      EXPECT_GT(vs_full, 1e-4f) << "position " << p;
+    }
+  }
+}
+
 TEST(LlamaForwardTest, GgufMatchesSafetensors) {
   Fixture st = Load("tiny-llama3");
   Fixture gg = Load("tiny-llama3/model.gguf");

@@ -1,8 +1,10 @@
 // WriteKv + PagedAttention against a double-precision reference that reads K/V from the
 // unpaged per-sequence arrays. Covers GQA ratios 1/2/4/8, block tables with holes and
 // shuffled ids, mixed prefill chunks and decode rows in one call, long contexts, F16/BF16
-// pools. Tolerance: 2e-5 absolute (outputs are convex mixes of values in [-1, 1]; f32
-// online softmax). For F16/BF16 pools the reference uses the rounded K/V values.
+// pools, and sliding windows (prefill chunks crossing the window's edge, decode far past
+// it, window 1, windows covering the whole context). Tolerance: 2e-5 absolute (outputs are
+// convex mixes of values in [-1, 1]; f32 online softmax). For F16/BF16 pools the reference
+// uses the rounded K/V values.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -28,6 +30,7 @@ struct AttentionCase {
   int64_t heads, kv_heads, head_dim, block_size;
   std::vector<SeqSpec> seqs;
   DType pool_dtype = DType::kF32;
+  int64_t window = 0;  // PagedAttention's sliding window; 0: none
 };
 
 float RoundTo(DType dtype, float f) {
@@ -94,6 +97,18 @@ void RunCase(Backend& backend, const AttentionCase& c, uint32_t seed) {
                            HostTensor(DType::kI32, {n_kv}, slots.data()), k_pool, v_pool)
                   .ok());
 
+  // With a window, blocks that end before a sequence's first query row's window point at
+  // an unused block, still all 0xff bytes (NaN in F32, F16 and BF16): a kernel that reads
+  // one, even with zero weight, turns the output into NaN.
+  if (c.window > 0) {
+    const int32_t unused = ids.back();
+    for (size_t s = 0; s < c.seqs.size(); ++s) {
+      const int64_t first = c.seqs[s].context_len - c.seqs[s].q_len;
+      for (int64_t b = 0; (b + 1) * c.block_size <= first - c.window + 1; ++b)
+        tables[s][static_cast<size_t>(b)] = unused;
+    }
+  }
+
   // Queries: each sequence's last q_len tokens; rows interleaved in reverse sequence order
   // so q_begin is not monotonic.
   int64_t n = 0;
@@ -111,7 +126,7 @@ void RunCase(Backend& backend, const AttentionCase& c, uint32_t seed) {
   ASSERT_TRUE(backend
                   .PagedAttention(HostTensor(DType::kF32, {n, c.heads, c.head_dim},
                                              const_cast<float*>(q.data())),
-                                  k_pool, v_pool, batch, scale,
+                                  k_pool, v_pool, batch, scale, c.window,
                                   HostTensor(DType::kF32, {n, c.heads, c.head_dim}, out.data()))
                   .ok());
 
@@ -119,13 +134,15 @@ void RunCase(Backend& backend, const AttentionCase& c, uint32_t seed) {
   for (size_t s = 0; s < c.seqs.size(); ++s) {
     const AttentionSequence& seq = batch[s];
     for (int64_t i = 0; i < seq.q_len; ++i) {
+      // The row at position t sees (t - window, t].
       const int64_t visible = seq.context_len - seq.q_len + i + 1;
+      const int64_t first = c.window > 0 ? std::max<int64_t>(0, visible - c.window) : 0;
       for (int64_t h = 0; h < c.heads; ++h) {
         const int64_t g = h / group;
         const float* qv = q.data() + ((seq.q_begin + i) * c.heads + h) * c.head_dim;
-        std::vector<double> logits(static_cast<size_t>(visible));
+        std::vector<double> logits(static_cast<size_t>(visible), 0.0);
         double max_logit = -1e300;
-        for (int64_t p = 0; p < visible; ++p) {
+        for (int64_t p = first; p < visible; ++p) {
           double dot = 0;
           for (int64_t t = 0; t < c.head_dim; ++t) {
             dot +=
@@ -136,11 +153,13 @@ void RunCase(Backend& backend, const AttentionCase& c, uint32_t seed) {
           max_logit = std::max(max_logit, dot * scale);
         }
         double denom = 0;
-        for (double& l : logits)
+        for (int64_t p = first; p < visible; ++p) {
+          double& l = logits[static_cast<size_t>(p)];
           denom += (l = std::exp(l - max_logit));
+        }
         for (int64_t t = 0; t < c.head_dim; ++t) {
           double want = 0;
-          for (int64_t p = 0; p < visible; ++p) {
+          for (int64_t p = first; p < visible; ++p) {
             want +=
                 logits[static_cast<size_t>(p)] *
                 RoundTo(c.pool_dtype, values[s][static_cast<size_t>(p * row + g * c.head_dim + t)]);
@@ -228,6 +247,91 @@ TEST_P(PagedAttentionTest, HalfPools) {
   }
 }
 
+// Prefill chunks whose rows' windows start in different blocks (and, for chunks longer
+// than the window, rows that no longer see the chunk's start), next to decode rows, for
+// every GQA ratio and block sizes below, at and above the window.
+TEST_P(PagedAttentionTest, SlidingWindowPrefillCrossesWindowEdge) {
+  auto backend = MakeBackend(GetParam());
+  uint32_t seed = 50;
+  for (int64_t ratio : {1, 2, 4, 8}) {
+    for (int64_t block_size : {1, 3, 8, 16}) {
+      for (int64_t window : {5, 8, 19}) {
+        RunCase(*backend,
+                {.heads = 2 * ratio,
+                 .kv_heads = 2,
+                 .head_dim = 16,
+                 .block_size = block_size,
+                 .seqs = {{40, 16}, {33, 7}, {25, 25}, {60, 1}, {4, 4}},
+                 .window = window},
+                seed++);
+      }
+    }
+  }
+}
+
+// Decode (and a short chunk) with the context far longer than the window, which starts
+// mid-block or on a block edge; the blocks before it are poisoned, so they must be skipped.
+TEST_P(PagedAttentionTest, SlidingWindowLongContextDecode) {
+  auto backend = MakeBackend(GetParam());
+  for (int64_t window : {64, 100, 200}) {
+    RunCase(*backend,
+            {.heads = 8,
+             .kv_heads = 2,
+             .head_dim = 64,
+             .block_size = 16,
+             .seqs = {{2048, 1}, {2000, 3}, {1000, 1}},
+             .window = window},
+            60);
+  }
+}
+
+// Window 1: every row sees only its own position.
+TEST_P(PagedAttentionTest, SlidingWindowOfOne) {
+  auto backend = MakeBackend(GetParam());
+  for (int64_t block_size : {1, 4, 16}) {
+    RunCase(*backend,
+            {.heads = 4,
+             .kv_heads = 2,
+             .head_dim = 32,
+             .block_size = block_size,
+             .seqs = {{20, 20}, {9, 1}, {37, 5}},
+             .window = 1},
+            70);
+  }
+}
+
+// Windows at least as long as every context: the same as no window.
+TEST_P(PagedAttentionTest, SlidingWindowCoveringContext) {
+  auto backend = MakeBackend(GetParam());
+  for (int64_t window : {20, 21, 4096}) {
+    RunCase(*backend,
+            {.heads = 4,
+             .kv_heads = 1,
+             .head_dim = 16,
+             .block_size = 3,
+             .seqs = {{1, 1}, {9, 9}, {20, 1}, {17, 5}},
+             .window = window},
+            80);
+  }
+}
+
+TEST_P(PagedAttentionTest, SlidingWindowHalfPools) {
+  auto backend = MakeBackend(GetParam());
+  for (DType d : {DType::kF16, DType::kBF16}) {
+    for (int64_t head_dim : {32, 64, 128}) {
+      RunCase(*backend,
+              {.heads = 6,
+               .kv_heads = 2,
+               .head_dim = head_dim,
+               .block_size = 16,
+               .seqs = {{70, 1}, {37, 37}, {90, 6}},
+               .pool_dtype = d,
+               .window = 24},
+              90);
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, PagedAttentionTest, ::testing::ValuesIn(testing::SupportedIsas()),
                          testing::IsaParamName);
 
@@ -239,15 +343,29 @@ TEST(PagedAttentionValidationTest, RejectsBadBatches) {
   const Tensor ot = HostTensor(DType::kF32, {2, 2, 4}, out.data());
   std::vector<int32_t> table = {0};
   std::vector<AttentionSequence> too_short = {{0, 1, 3, table}};
-  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, too_short, 1.0f, ot).code(),
+  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, too_short, 1.0f, 0, ot).code(),
             absl::StatusCode::kInvalidArgument);
   std::vector<int32_t> bad_ids = {0, 4};
   std::vector<AttentionSequence> bad_block = {{0, 1, 3, bad_ids}};
-  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, bad_block, 1.0f, ot).code(),
+  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, bad_block, 1.0f, 0, ot).code(),
             absl::StatusCode::kOutOfRange);
   std::vector<AttentionSequence> rows_outside = {{1, 2, 2, table}};
-  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, rows_outside, 1.0f, ot).code(),
+  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, rows_outside, 1.0f, 0, ot).code(),
             absl::StatusCode::kInvalidArgument);
+  std::vector<AttentionSequence> fine = {{0, 1, 1, table}};
+  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, fine, 1.0f, -1, ot).code(),
+            absl::StatusCode::kInvalidArgument);
+  // Context 5 in blocks of 2: under window 2 or 3 the row at position 4 sees positions
+  // from 3 (or 2) on, in blocks 1 and 2, so block 0 may be missing; window 4 reaches
+  // position 1, in block 0.
+  std::vector<int32_t> dropped_first = {-1, 0, 1};
+  std::vector<AttentionSequence> windowed = {{0, 1, 5, dropped_first}};
+  EXPECT_TRUE(backend->PagedAttention(qt, kp, kp, windowed, 1.0f, 2, ot).ok());
+  EXPECT_TRUE(backend->PagedAttention(qt, kp, kp, windowed, 1.0f, 3, ot).ok());
+  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, windowed, 1.0f, 4, ot).code(),
+            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(backend->PagedAttention(qt, kp, kp, windowed, 1.0f, 0, ot).code(),
+            absl::StatusCode::kOutOfRange);
   int32_t slot = 8;
   EXPECT_EQ(backend
                 ->WriteKv(HostTensor(DType::kF32, {1, 1, 4}, q.data()),

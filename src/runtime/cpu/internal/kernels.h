@@ -50,6 +50,6 @@ void WriteKvKernel(const KernelContext& ctx, const Tensor& k, const Tensor& v,
                    const int32_t* slot_ids, const Tensor& k_pool, const Tensor& v_pool);
 void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tensor& k_pool,
                           const Tensor& v_pool, std::span<const AttentionSequence> sequences,
-                          float scale, const Tensor& out);
+                          float scale, int64_t window, const Tensor& out);
 
 }  // namespace switchyard::runtime::cpu
