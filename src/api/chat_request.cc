@@ -205,7 +205,7 @@ absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const Reques
   SY_RETURN_IF_ERROR(ReadTemplateKwargs(fields, &request));
   SY_RETURN_IF_ERROR(ReadTools(fields, &request));
   SY_RETURN_IF_ERROR(fields.String("reasoning_effort", &request.reasoning_effort));
-  SY_RETURN_IF_ERROR(ReadSamplingFields(fields, limits, &request.sampling));
+  SY_RETURN_IF_ERROR(ReadSamplingFields(fields, limits, false, &request.sampling));
   request.sampling.ignored_fields = fields.UnknownKeys();
   return request;
 }

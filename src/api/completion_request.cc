@@ -107,7 +107,11 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
   SY_RETURN_IF_ERROR(fields.String("suffix", &suffix));
   if (!suffix.empty())
     return InvalidParam("suffix", "suffix is not currently supported");
-  SY_RETURN_IF_ERROR(ReadSamplingFields(fields, limits, &request.sampling));
+  SY_RETURN_IF_ERROR(ReadSamplingFields(fields, limits, request.echo, &request.sampling));
+  // The echoed prompt's logprobs are prompt logprobs, which beam search does not compute.
+  if (request.echo && request.logprobs && request.sampling.use_beam_search) {
+    return InvalidParam("echo", "echo with logprobs is not supported with beam search.");
+  }
   request.sampling.ignored_fields = fields.UnknownKeys();
   return request;
 }

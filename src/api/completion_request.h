@@ -27,6 +27,8 @@ struct CompletionRequest {
   std::string model;            // Empty: the served model.
   std::vector<Prompt> prompts;  // A batch; each prompt yields n choices.
   std::optional<int> logprobs;  // Top-k alternatives per token, <= limits.max_logprobs.
+  // Each choice starts with its prompt (with logprobs: the prompt tokens' logprobs first).
+  // max_tokens may then be 0: the choices hold the prompt alone (vLLM runs one token).
   bool echo = false;
   bool add_special_tokens = true;
   SamplingRequest sampling;

@@ -1,5 +1,6 @@
 #include "api/response_writer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "fmt/format.h"
@@ -34,6 +35,14 @@ void Float(double v, std::string* out) {
   fmt::format_to(std::back_inserter(*out), "{}", v);
   if (out->find_first_of(".e", start) == std::string::npos)
     out->append(".0");
+}
+
+void FloatOrNull(const std::optional<double>& v, std::string* out) {
+  if (v) {
+    Float(*v, out);
+  } else {
+    out->append("null");
+  }
 }
 
 void Header(const ResponseHeader& header, std::string_view object, std::string* out) {
@@ -73,7 +82,7 @@ void AppendCompletionLogprobs(const std::optional<std::vector<TokenLogprob>>& lo
   for (size_t i = 0; i < logprobs->size(); ++i) {
     if (i)
       out->push_back(',');
-    Float((*logprobs)[i].logprob, out);
+    FloatOrNull((*logprobs)[i].logprob, out);
   }
   out->append("],\"tokens\":[");
   for (size_t i = 0; i < logprobs->size(); ++i) {
@@ -85,6 +94,10 @@ void AppendCompletionLogprobs(const std::optional<std::vector<TokenLogprob>>& lo
   for (size_t i = 0; i < logprobs->size(); ++i) {
     if (i)
       out->push_back(',');
+    if (!(*logprobs)[i].logprob) {
+      out->append("null");
+      continue;
+    }
     out->push_back('{');
     const std::vector<TopLogprob>& top = (*logprobs)[i].top;
     bool first = true;
@@ -128,7 +141,7 @@ void AppendChatLogprobs(const std::optional<std::vector<TokenLogprob>>& logprobs
     out->append(i ? ",{\"token\":" : "{\"token\":");
     Str(entry.token, out);
     out->append(",\"logprob\":");
-    Float(entry.logprob, out);
+    FloatOrNull(entry.logprob, out);
     AppendBytes(entry.token, out);
     out->append(",\"top_logprobs\":[");
     for (size_t j = 0; j < entry.top.size(); ++j) {
@@ -212,6 +225,22 @@ std::string CompletionId(uint64_t hi, uint64_t lo) {
 }
 std::string ChatCompletionId(uint64_t hi, uint64_t lo) {
   return Hex128("chatcmpl-", hi, lo);
+}
+
+std::vector<TokenLogprob> EchoedPromptLogprobs(std::string_view first_token,
+                                               const PromptLogprobs& positions, int top_n) {
+  std::vector<TokenLogprob> out;
+  out.reserve(positions.size() + 1);
+  out.push_back({std::string(first_token), std::nullopt, {}});
+  const size_t keep = static_cast<size_t>(std::max(top_n, 0)) + 1;
+  for (const std::vector<PromptLogprobEntry>& position : positions) {
+    TokenLogprob& token = out.emplace_back();
+    token.token = position.front().decoded_token;
+    token.logprob = position.front().logprob;
+    for (size_t i = 0; i < position.size() && i < keep; ++i)
+      token.top.push_back({position[i].decoded_token, position[i].logprob});
+  }
+  return out;
 }
 
 std::string CompletionResponse(const ResponseHeader& header,

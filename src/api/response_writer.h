@@ -38,10 +38,12 @@ struct TopLogprob {
   double logprob = 0.0;
 };
 
-// One sampled token with its logprob and the top alternatives.
+// One sampled (or echoed prompt) token with its logprob and the top alternatives.
 struct TokenLogprob {
   std::string token;
-  double logprob = 0.0;
+  // None for the first prompt token of an echo, which has no logprob: its token_logprobs
+  // and top_logprobs entries are written as null.
+  std::optional<double> logprob = 0.0;
   std::vector<TopLogprob> top;
 };
 
@@ -58,6 +60,14 @@ struct PromptLogprobEntry {
 // is null (the first prompt token has no logprob), then one object per position:
 // {"<token id>": {"logprob": f, "rank": n, "decoded_token": s}, ...} in the given order.
 using PromptLogprobs = std::vector<std::vector<PromptLogprobEntry>>;
+
+// The completions-format logprobs of an echoed prompt, as vLLM builds them from the
+// prompt logprobs: `first_token` with no logprob, then each position's prompt token with
+// its logprob and, as its top alternatives, the first top_n + 1 entries of the position
+// (the prompt token, then the most likely ids).
+// REQUIRES: every position holds its prompt token first (as PromptLogprobs does).
+std::vector<TokenLogprob> EchoedPromptLogprobs(std::string_view first_token,
+                                               const PromptLogprobs& positions, int top_n);
 
 struct CompletionChoice {
   int index = 0;

@@ -206,22 +206,38 @@ absl::Status VerifyBeamSearch(const RequestLimits& limits, const SamplingRequest
   return absl::OkStatus();
 }
 
+// best_of as vLLM's V0 SamplingParams checks it (>= n; a stream, whose output kind is
+// DELTA there, only with best_of == n), bounded like n. Beam search ignores it.
+absl::Status VerifyBestOf(const RequestLimits& limits, const SamplingRequest& r) {
+  if (!r.best_of)
+    return absl::OkStatus();
+  if (*r.best_of < r.n) {
+    return InvalidParam("best_of",
+                        fmt::format("best_of must be greater than or equal to n, got n={} and "
+                                    "best_of={}.",
+                                    r.n, *r.best_of));
+  }
+  if (*r.best_of > limits.max_n) {
+    return InvalidParam(
+        "best_of", fmt::format("best_of must be at most {}, got {}.", limits.max_n, *r.best_of));
+  }
+  if (*r.best_of != r.n && r.stream && !r.use_beam_search) {
+    return InvalidParam("best_of",
+                        fmt::format("best_of results cannot be streamed: best_of must equal n "
+                                    "when stream=true, got n={} and best_of={}.",
+                                    r.n, *r.best_of));
+  }
+  return absl::OkStatus();
+}
+
 // vLLM's SamplingParams._verify_args, with its messages, plus our fan-out limits.
-absl::Status Verify(const RequestLimits& limits, const SamplingRequest& r) {
+absl::Status Verify(const RequestLimits& limits, bool allow_zero_max_tokens,
+                    const SamplingRequest& r) {
   if (r.n < 1)
     return InvalidParam("n", fmt::format("n must be at least 1, got {}.", r.n));
   if (r.n > limits.max_n)
     return InvalidParam("n", fmt::format("n must be at most {}, got {}.", limits.max_n, r.n));
-  if (r.best_of) {
-    if (*r.best_of < r.n) {
-      return InvalidParam("best_of",
-                          fmt::format("best_of must be greater than or equal to n, got n={} and "
-                                      "best_of={}.",
-                                      r.n, *r.best_of));
-    }
-    if (*r.best_of > r.n)
-      return InvalidParam("best_of", "best_of > n is not supported.");
-  }
+  SY_RETURN_IF_ERROR(VerifyBestOf(limits, r));
   if (r.presence_penalty < -2.0 || r.presence_penalty > 2.0) {
     return InvalidParam(
         "presence_penalty",
@@ -249,9 +265,9 @@ absl::Status Verify(const RequestLimits& limits, const SamplingRequest& r) {
   }
   if (r.min_p && (*r.min_p < 0.0 || *r.min_p > 1.0))
     return InvalidParam("min_p", fmt::format("min_p must be in [0, 1], got {}.", *r.min_p));
-  if (r.max_tokens && *r.max_tokens < 1) {
-    return InvalidParam("max_tokens",
-                        fmt::format("max_tokens must be at least 1, got {}.", *r.max_tokens));
+  if (r.max_tokens && *r.max_tokens < (allow_zero_max_tokens ? 0 : 1)) {
+    return InvalidParam("max_tokens", fmt::format("max_tokens must be at least {}, got {}.",
+                                                  allow_zero_max_tokens ? 0 : 1, *r.max_tokens));
   }
   if (r.max_tokens && *r.max_tokens > limits.max_tokens) {
     return InvalidParam("max_tokens", fmt::format("max_tokens must be at most {}, got {}.",
@@ -282,7 +298,7 @@ absl::Status Verify(const RequestLimits& limits, const SamplingRequest& r) {
 }  // namespace
 
 absl::Status ReadSamplingFields(FieldReader& fields, const RequestLimits& limits,
-                                SamplingRequest* out) {
+                                bool allow_zero_max_tokens, SamplingRequest* out) {
   // Wide type bounds first (so a 2^40 never narrows), then vLLM's semantic checks in Verify.
   std::optional<int64_t> max_tokens;
   SY_RETURN_IF_ERROR(fields.Int("max_tokens", INT64_MIN, INT64_MAX, &max_tokens));
@@ -349,7 +365,7 @@ absl::Status ReadSamplingFields(FieldReader& fields, const RequestLimits& limits
   SY_RETURN_IF_ERROR(fields.Double("length_penalty", &length_penalty));
   out->length_penalty = length_penalty.value_or(1.0);
   SY_RETURN_IF_ERROR(fields.StringOrList("bad_words", limits.max_bad_words, &out->bad_words));
-  return Verify(limits, *out);
+  return Verify(limits, allow_zero_max_tokens, *out);
 }
 
 absl::StatusOr<int64_t> ResolveMaxTokens(const SamplingRequest& request, int64_t prompt_tokens,

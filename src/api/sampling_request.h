@@ -22,7 +22,8 @@ class FieldReader;
 struct RequestLimits {
   size_t max_body_bytes = 4 << 20;  // 413 above this, decided before parsing.
   size_t max_json_depth = 64;
-  int max_n = 128;               // vLLM's VLLM_MAX_N_SEQUENCES is 16384; its docs advise 64-128.
+  // Bounds n and best_of. vLLM's VLLM_MAX_N_SEQUENCES is 16384; its docs advise 64-128.
+  int max_n = 128;
   int64_t max_tokens = 1 << 20;  // Upper bound of max_tokens before the context-window check.
   int max_logprobs = 20;         // vLLM's default max_logprobs.
   size_t max_stop_strings = 64;
@@ -59,6 +60,9 @@ struct StructuredOutputs {
 struct SamplingRequest {
   std::optional<int64_t> max_tokens;  // max_completion_tokens wins over max_tokens (chat).
   int n = 1;
+  // vLLM's (V0) best_of: sequences generated per prompt, of which the n with the highest
+  // cumulative logprob are answered, best first. Not on a stream unless equal to n; ignored
+  // by beam search (its width is n).
   std::optional<int> best_of;
   std::optional<double> temperature;  // Unset: the model's generation_config default.
   std::optional<double> top_p;
@@ -101,9 +105,10 @@ struct SamplingRequest {
 };
 
 // Reads the shared fields from `fields` and checks them (vLLM's SamplingParams rules plus
-// `limits`). Errors are InvalidParam naming the field.
+// `limits`). Errors are InvalidParam naming the field. `allow_zero_max_tokens`: max_tokens
+// may be 0 (a completion with echo answers the prompt alone, as vLLM does).
 absl::Status ReadSamplingFields(internal::FieldReader& fields, const RequestLimits& limits,
-                                SamplingRequest* out);
+                                bool allow_zero_max_tokens, SamplingRequest* out);
 
 // The max_tokens to run with, given the prompt length: the request's value, or what is left of the
 // context window when unset. Over-long prompts and prompt + max_tokens beyond `max_model_len` are

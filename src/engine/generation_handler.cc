@@ -57,6 +57,14 @@ absl::Status CheckSupported(const ServingContext& ctx, const api::SamplingReques
   return absl::OkStatus();
 }
 
+// vLLM's best_of outside beam search (whose width is n): the sequences generated per prompt
+// when their best n are answered. A stream has best_of == n and answers them as they come.
+std::optional<int32_t> RankedBestOf(const api::SamplingRequest& s) {
+  if (!s.best_of.has_value() || s.use_beam_search || s.stream)
+    return std::nullopt;
+  return *s.best_of;
+}
+
 // The engine request of one tokenized prompt. `prompt_param` names the field errors point at.
 absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
                                                 const api::SamplingRequest& s,
@@ -81,7 +89,8 @@ absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
                                             ctx.max_model_len, prompt_param));
   EngineRequest r;
   r.prompt_tokens = std::move(prompt);
-  r.n = s.n;
+  const std::optional<int32_t> best_of = RankedBestOf(s);
+  r.n = best_of.value_or(s.n);
   SamplingParams& p = r.sampling;
   const GenerationDefaults& d = ctx.defaults;
   p.temperature = s.temperature.value_or(d.temperature.value_or(1.0));
@@ -95,8 +104,11 @@ absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
   p.frequency_penalty = s.frequency_penalty;
   if (s.seed.has_value())
     p.seed = static_cast<uint64_t>(*s.seed);
-  if (logprobs.has_value())
+  if (logprobs.has_value()) {
     p.logprobs = *logprobs;
+  } else if (best_of.has_value()) {
+    p.logprobs = 0;  // the sampled tokens' logprobs rank the sequences
+  }
   for (const auto& [id, bias] : s.logit_bias)
     p.logit_bias.emplace_back(id, static_cast<float>(bias));
   p.allowed_token_ids = s.allowed_token_ids;
@@ -232,6 +244,7 @@ internal::GenerationStreamOptions StreamOptions(const api::SamplingRequest& s, b
   o.include_usage = s.include_usage_in_stream();
   o.continuous_usage = o.include_usage && s.stream_options->continuous_usage_stats;
   o.n = s.n;
+  o.best_of = RankedBestOf(s);
   o.logprobs = logprobs;
   o.prompt_logprobs = s.prompt_logprobs.has_value();
   return o;
@@ -245,8 +258,20 @@ absl::StatusOr<Submission> PrepareCompletion(const ServingContext& ctx,
   SY_RETURN_IF_ERROR(CheckSupported(ctx, req.sampling));
   SY_ASSIGN_OR_RETURN(std::shared_ptr<const structured::Grammar> grammar,
                       structured::GrammarForRequest(req.sampling, ctx.grammars));
+  // vLLM's echo: with logprobs, the prompt tokens' logprobs are its prompt logprobs (with
+  // `logprobs` top ids unless prompt_logprobs is given); with max_tokens 0, one token runs
+  // and the prompt alone comes back.
+  const bool echo_logprobs = req.echo && req.logprobs.has_value();
+  if (echo_logprobs && !req.sampling.prompt_logprobs.has_value())
+    req.sampling.prompt_logprobs = *req.logprobs;
+  const bool echo_only = req.echo && req.sampling.max_tokens == 0;
+  if (echo_only)
+    req.sampling.max_tokens = 1;
   Submission sub;
   sub.stream = StreamOptions(req.sampling, false, req.logprobs.has_value());
+  sub.stream.echo_logprobs = echo_logprobs;
+  sub.stream.echo_top_logprobs = req.logprobs.value_or(0);
+  sub.stream.echo_only = echo_only;
   sub.beam_search = req.sampling.use_beam_search;
   sub.length_penalty = req.sampling.length_penalty;
   for (api::Prompt& prompt : req.prompts) {
@@ -264,6 +289,7 @@ absl::StatusOr<Submission> PrepareCompletion(const ServingContext& ctx,
                                           kCompletionDefaultMaxTokens, "prompt"));
     r.grammar = grammar;
     sub.stream.prompt_tokens.push_back(static_cast<int64_t>(r.prompt_tokens.size()));
+    sub.stream.first_prompt_token.push_back(r.prompt_tokens.front());
     sub.stream.echo_prefix.push_back(std::move(echo));
     sub.requests.push_back(std::move(r));
   }

@@ -1,9 +1,10 @@
 // The generation routes, POST /v1/completions and POST /v1/chat/completions: parse and
 // validate (api/), apply the chat template, tokenize, resolve max_tokens against the
-// context, submit one EngineRequest per prompt (with use_beam_search, run one beam search
-// per prompt instead: internal/beam_search_run.h), and answer: one JSON body when every
-// choice has finished, or an SSE stream of chunks ending with the usage chunk (when asked)
-// and `data: [DONE]`. A client that goes away aborts its engine requests at once.
+// context, submit one EngineRequest per prompt (with n sequences, or best_of of which the n
+// best are answered; with use_beam_search, run one beam search per prompt instead:
+// internal/beam_search_run.h), and answer: one JSON body when every choice has finished,
+// or an SSE stream of chunks ending with the usage chunk (when asked) and `data: [DONE]`.
+// A client that goes away aborts its engine requests at once.
 //
 // Threads: Handle* run on an HTTP loop thread and return without waiting; engine updates
 // arrive on the engine loop thread and go to the connection through its thread-safe

@@ -159,6 +159,15 @@ CASES = [
     ("n_int64_overflow", C, cmpl(n=2**70), 400, None),
     ("n_uint64_max", C, cmpl(n=2**64 - 1), 400, "n"),
     ("best_of_below_n", C, cmpl(n=2, best_of=1), 400, "best_of"),
+    # best_of is bounded as n is; its results cannot be streamed (vLLM V0, OpenAI).
+    ("best_of_over_limit", C, cmpl(best_of=129), 400, "best_of"),
+    ("best_of_huge", C, cmpl(best_of=10**9), 400, "best_of"),
+    ("best_of_streamed", C, cmpl(n=2, best_of=3, stream=True), 400, "best_of"),
+    ("best_of_streamed_chat", CH, chat(best_of=2, stream=True), 400, "best_of"),
+    # Echoed prompt logprobs are prompt logprobs, which beam search does not compute.
+    ("echo_logprobs_beam_search", C, cmpl(echo=True, logprobs=1, use_beam_search=True), 400,
+     "echo"),
+    ("max_tokens_zero_chat_echo", CH, chat(max_tokens=0, echo=True), 400, "max_tokens"),
     ("max_tokens_zero", C, cmpl(max_tokens=0), 400, "max_tokens"),
     ("max_tokens_negative", CH, chat(max_tokens=-1), 400, "max_tokens"),
     ("max_tokens_huge", C, cmpl(max_tokens=10**12), 400, "max_tokens"),

@@ -1,9 +1,9 @@
 """`switchyard engine` served to the official `openai` Python client: completions and chat
-(plain and streamed), n > 1, stop strings, logprobs, prompt logprobs, seeds, usage (also
-continuous) and cached tokens, echo, batched prompts, special tokens in the text, the
-tokenizer routes, the info routes and --api-key. One engine (CPU backend,
-the bundled tiny model, random weights: its text is gibberish but greedy is deterministic)
-serves the whole module."""
+(plain and streamed), n > 1, best_of, stop strings, logprobs, prompt logprobs, seeds, usage
+(also continuous) and cached tokens, echo (with logprobs, with max_tokens 0), batched
+prompts, special tokens in the text, the tokenizer routes, the info routes and --api-key. One
+engine (CPU backend, the bundled tiny model, random weights: its text is gibberish but greedy
+is deterministic) serves the whole module."""
 import json
 import re
 import socket
@@ -331,6 +331,148 @@ def test_echo(client):
     streamed = "".join(c.choices[0].text for c in
                        complete(client, prompt="Echo this", max_tokens=5, echo=True, stream=True))
     assert streamed == "Echo this" + plain
+
+
+def tokenize(engine, prompt):
+    return requests.post(f"{engine.url}/tokenize", json={"model": MODEL_NAME, "prompt": prompt},
+                         timeout=10).json()["tokens"]
+
+
+def check_offsets(lp):
+    """text_offset starts at 0 and moves by each token's length (characters, as vLLM)."""
+    assert lp.text_offset[0] == 0
+    for a, b, token in zip(lp.text_offset, lp.text_offset[1:], lp.tokens):
+        assert b - a == len(token)
+
+
+ECHO_PROMPT = "Echo the switchyard"
+
+
+def test_echo_logprobs(client, engine):
+    """vLLM's echo with logprobs: the prompt's tokens come first in the choice's logprobs (the
+    first with null logprob and null top entries), taken from the prompt logprobs, then the
+    completion's; offsets run through both."""
+    ids = tokenize(engine, ECHO_PROMPT)
+    k = len(ids)
+    r = complete(client, prompt=ECHO_PROMPT, max_tokens=4, echo=True, logprobs=2)
+    plain = complete(client, prompt=ECHO_PROMPT, max_tokens=4, logprobs=2).choices[0]
+    choice = r.choices[0]
+    assert choice.text == ECHO_PROMPT + plain.text
+    lp = choice.logprobs
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == k + 4
+    # The BOS the tokenizer adds is echoed as a token, not as text (vLLM does the same).
+    assert lp.tokens[0] == "<|begin_of_text|>" and ids[0] == 1000
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert "".join(lp.tokens[1:k]) == ECHO_PROMPT
+    check_offsets(lp)
+    assert lp.tokens[k:] == plain.logprobs.tokens
+    assert lp.token_logprobs[k:] == pytest.approx(plain.logprobs.token_logprobs,
+                                                  abs=LOGPROB_TOLERANCE)
+    # The prompt part is what prompt_logprobs gives for the same prompt: the prompt token's
+    # logprob, and as top entries the prompt token then the 2 most likely ids.
+    _, plp = with_prompt_logprobs(client, ECHO_PROMPT, 2)
+    for position in range(1, k):
+        entry = plp[position]
+        own = entry[str(ids[position])]
+        assert lp.tokens[position] == own["decoded_token"]
+        assert lp.token_logprobs[position] == pytest.approx(own["logprob"], abs=1e-6)
+        top = {}
+        for value in entry.values():
+            top.setdefault(value["decoded_token"], value["logprob"])
+        assert lp.top_logprobs[position] == pytest.approx(top, abs=1e-6)
+    # As vLLM, echo with logprobs asks the engine for prompt logprobs; the choice has them.
+    assert choice.prompt_logprobs == plp
+
+
+def test_echo_logprobs_streamed(client):
+    plain = complete(client, prompt=ECHO_PROMPT, max_tokens=4, echo=True, logprobs=2).choices[0]
+    text, tokens, offsets, values = "", [], [], []
+    for c in complete(client, prompt=ECHO_PROMPT, max_tokens=4, echo=True, logprobs=2,
+                      stream=True):
+        (choice,) = c.choices
+        text += choice.text
+        if choice.logprobs is not None:
+            tokens += choice.logprobs.tokens
+            offsets += choice.logprobs.text_offset
+            values += choice.logprobs.token_logprobs
+    assert text == plain.text
+    assert tokens == plain.logprobs.tokens
+    assert offsets == plain.logprobs.text_offset
+    assert values[0] is None
+    assert values[1:] == pytest.approx(plain.logprobs.token_logprobs[1:], abs=LOGPROB_TOLERANCE)
+
+
+def test_echo_logprobs_streamed_n_over_chunked_prefill(client):
+    """200 prompt tokens take the first sequence several steps to score (64 prompt positions a
+    step) while its sibling prefills at once and starts generating: each choice's stream still
+    opens with the whole echoed prompt and its logprobs, then the completion."""
+    chunks = list(complete(client, prompt=LONG_PROMPT, n=2, max_tokens=3, echo=True, logprobs=1,
+                           stream=True))
+    plain = complete(client, prompt=LONG_PROMPT, n=2, max_tokens=3, echo=True, logprobs=1)
+    for index in (0, 1):
+        mine = [c.choices[0] for c in chunks if c.choices and c.choices[0].index == index]
+        first = mine[0].logprobs
+        assert len(first.tokens) == len(LONG_PROMPT) and first.token_logprobs[0] is None
+        assert "".join(c.text for c in mine) == plain.choices[index].text
+        assert [t for c in mine for t in c.logprobs.tokens] == plain.choices[index].logprobs.tokens
+        assert ([o for c in mine for o in c.logprobs.text_offset]
+                == plain.choices[index].logprobs.text_offset)
+        check_offsets(plain.choices[index].logprobs)
+
+
+def test_echo_max_tokens_zero(client, engine):
+    """vLLM takes max_tokens 0 with echo: it runs one token and answers the prompt alone (the
+    token counts in usage, as there)."""
+    k = len(tokenize(engine, ECHO_PROMPT))
+    r = complete(client, prompt=ECHO_PROMPT, max_tokens=0, echo=True, logprobs=1)
+    (choice,) = r.choices
+    assert choice.text == ECHO_PROMPT and choice.finish_reason == "length"
+    assert len(choice.logprobs.tokens) == k and choice.logprobs.token_logprobs[0] is None
+    assert r.usage.prompt_tokens == k and r.usage.completion_tokens == 1
+    streamed = list(complete(client, prompt=ECHO_PROMPT, max_tokens=0, echo=True, stream=True))
+    assert "".join(c.choices[0].text for c in streamed) == ECHO_PROMPT
+    assert streamed[-1].choices[0].finish_reason == "length"
+    with pytest.raises(openai.BadRequestError) as err:
+        complete(client, prompt=ECHO_PROMPT, max_tokens=0)
+    assert "max_tokens" in str(err.value)
+
+
+BEST_OF = {"temperature": 1.0, "seed": 7, "max_tokens": 8}
+
+
+def test_best_of_answers_the_most_likely_sequences(client):
+    """vLLM's best_of: best_of sequences are sampled (sequence i from seed + i, as with n) and
+    the n whose summed token logprobs are highest answer, best first; usage counts every
+    sequence's tokens."""
+    every = complete(client, n=3, logprobs=0, **BEST_OF)
+    sums = [sum(c.logprobs.token_logprobs) for c in every.choices]
+    assert len({c.text for c in every.choices}) == 3
+    ranked = sorted(range(3), key=lambda i: -sums[i])
+    best = complete(client, best_of=3, logprobs=0, **BEST_OF)
+    (choice,) = best.choices
+    assert choice.index == 0 and choice.text == every.choices[ranked[0]].text
+    assert sum(choice.logprobs.token_logprobs) == pytest.approx(max(sums), abs=LOGPROB_TOLERANCE)
+    assert best.usage.completion_tokens == every.usage.completion_tokens == 24
+    two = complete(client, n=2, best_of=3, **BEST_OF)
+    assert [c.index for c in two.choices] == [0, 1]
+    assert [c.text for c in two.choices] == [every.choices[i].text for i in ranked[:2]]
+    assert all(c.logprobs is None for c in two.choices)
+    # best_of == n streams, in sequence order.
+    streamed = {}
+    for c in complete(client, n=2, best_of=2, stream=True, **BEST_OF):
+        for ch in c.choices:
+            streamed[ch.index] = streamed.get(ch.index, "") + ch.text
+    assert [streamed[0], streamed[1]] == [c.text for c in every.choices[:2]]
+
+
+def test_best_of_chat(client):
+    every = chat(client, n=3, logprobs=True, **BEST_OF)
+    sums = [sum(t.logprob for t in c.logprobs.content) for c in every.choices]
+    best = chat(client, extra_body={**NO_EOS, "best_of": 3}, **BEST_OF)
+    assert len(best.choices) == 1
+    want = every.choices[max(range(3), key=lambda i: sums[i])]
+    assert best.choices[0].message.content == want.message.content
+    assert best.usage.completion_tokens == 24
 
 
 def test_batched_prompts(client):

@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 
 #include "api/error.h"
+#include "engine/best_of.h"
 
 namespace switchyard::engine::internal {
 namespace {
@@ -28,16 +29,23 @@ GenerationStream::GenerationStream(GenerationStreamOptions options,
     : options_(std::move(options)), tokenizer_(tokenizer), responder_(std::move(responder)) {
   base::MutexLock lock(&mu_);
   const size_t num_prompts = options_.prompt_tokens.size();
-  choices_.resize(num_prompts * static_cast<size_t>(options_.n));
+  choices_.resize(num_prompts * SequencesPerPrompt());
   cached_tokens_.assign(num_prompts, 0);
-  if (options_.prompt_logprobs)
+  echoed_.assign(num_prompts, false);
+  if (KeepsPromptLogprobs())
     prompt_logprobs_.resize(num_prompts);
-  for (size_t i = 0; i < choices_.size(); ++i) {
-    const std::string& prefix = options_.echo_prefix[i / static_cast<size_t>(options_.n)];
-    choices_[i].text_chars = api::TextOffsetLength(prefix);
-    if (!options_.stream)
-      choices_[i].text = prefix;
+  if (!options_.stream) {
+    for (size_t i = 0; i < choices_.size(); ++i)
+      choices_[i].text = options_.echo_prefix[i / SequencesPerPrompt()];
   }
+}
+
+size_t GenerationStream::SequencesPerPrompt() const {
+  return static_cast<size_t>(options_.best_of.value_or(options_.n));
+}
+
+bool GenerationStream::KeepsPromptLogprobs() const {
+  return options_.echo_logprobs || (options_.prompt_logprobs && !options_.stream);
 }
 
 void GenerationStream::BeginStream() {
@@ -45,26 +53,54 @@ void GenerationStream::BeginStream() {
     return;
   responder_->StartStream(200, "text/event-stream", options_.extra_headers);
   answered_ = true;
-  // Echoed prompts go out first, one chunk per choice.
-  for (size_t i = 0; i < choices_.size(); ++i) {
-    const size_t prompt = i / static_cast<size_t>(options_.n);
-    const std::string& prefix = options_.echo_prefix[prompt];
-    if (prefix.empty())
-      continue;
-    const api::Usage usage{options_.prompt_tokens[prompt], 0, std::nullopt};
-    const api::Usage* chunk_usage = options_.continuous_usage ? &usage : nullptr;
-    if (options_.chat) {
+  for (size_t prompt = 0; prompt < echoed_.size(); ++prompt)
+    SendEchoIfReady(prompt);
+}
+
+void GenerationStream::SendEchoIfReady(size_t prompt) {
+  if (echoed_[prompt])
+    return;
+  // Position 0 has no prompt logprob: a prompt of k tokens has k - 1.
+  if (options_.echo_logprobs) {
+    const auto have = static_cast<int64_t>(prompt_logprobs_[prompt].size());
+    if (have < options_.prompt_tokens[prompt] - 1)
+      return;
+  }
+  SendEcho(prompt);
+}
+
+void GenerationStream::SendEcho(size_t prompt) {
+  echoed_[prompt] = true;
+  const std::string& prefix = options_.echo_prefix[prompt];
+  std::optional<std::vector<api::TokenLogprob>> lps;
+  size_t lps_chars = 0;
+  if (options_.echo_logprobs) {
+    lps = EchoLogprobs(prompt);
+    for (const api::TokenLogprob& lp : *lps)
+      lps_chars += api::TextOffsetLength(lp.token);
+  }
+  const api::Usage usage{options_.prompt_tokens[prompt], 0, std::nullopt};
+  const api::Usage* chunk_usage = options_.continuous_usage ? &usage : nullptr;
+  const size_t per_prompt = SequencesPerPrompt();
+  for (size_t i = prompt * per_prompt; i < (prompt + 1) * per_prompt; ++i) {
+    Choice& choice = choices_[i];
+    if (!prefix.empty() && options_.chat) {
       api::ChatChoice c;
       c.index = static_cast<int>(i);
       c.content = prefix;
       responder_->Write(api::ChatCompletionChunk(options_.header, c, true, chunk_usage));
-      choices_[i].sent_role = true;
-    } else {
+      choice.sent_role = true;
+    } else if (!prefix.empty()) {
       api::CompletionChoice c;
       c.index = static_cast<int>(i);
       c.text = prefix;
+      c.logprobs = lps;
+      choice.text_chars = lps_chars;
       responder_->Write(api::CompletionChunk(options_.header, c, chunk_usage));
     }
+    std::vector<SequenceUpdate> held = std::move(choice.held);
+    for (SequenceUpdate& seq : held)
+      TakeSequence(prompt, std::move(seq));
   }
 }
 
@@ -104,6 +140,11 @@ std::vector<api::PromptLogprobEntry> GenerationStream::ToPromptLogprob(
   return out;
 }
 
+std::vector<api::TokenLogprob> GenerationStream::EchoLogprobs(size_t prompt) const {
+  return api::EchoedPromptLogprobs(DecodeOne(options_.first_prompt_token[prompt]),
+                                   prompt_logprobs_[prompt], options_.echo_top_logprobs);
+}
+
 void GenerationStream::OnUpdate(size_t prompt, RequestUpdate update) {
   base::MutexLock lock(&mu_);
   if (prompts_finished_ > options_.prompt_tokens.size())
@@ -112,40 +153,57 @@ void GenerationStream::OnUpdate(size_t prompt, RequestUpdate update) {
     FailLocked(update.error);
     return;
   }
-  if (options_.stream)
-    BeginStream();
   cached_tokens_[prompt] = update.num_cached_tokens;
-  if (options_.prompt_logprobs && !options_.stream) {
+  if (KeepsPromptLogprobs()) {
     for (const SampleResult& s : update.prompt_logprobs)
       prompt_logprobs_[prompt].push_back(ToPromptLogprob(s));
   }
-  for (SequenceUpdate& seq : update.sequences) {
-    const int index = static_cast<int>(prompt) * options_.n + seq.index;
-    Choice& choice = choices_[static_cast<size_t>(index)];
-    choice.num_tokens += static_cast<int64_t>(seq.token_ids.size());
-    std::vector<api::TokenLogprob> lps;
-    lps.reserve(seq.logprobs.size());
-    for (const SampleResult& s : seq.logprobs)
-      lps.push_back(ToApiLogprob(s));
-    if (seq.finish_reason.has_value()) {
-      choice.finish_reason = std::string(FinishReasonName(*seq.finish_reason));
-      choice.stop_reason = StopReasonText(seq.stop_reason);
-    }
-    if (options_.stream) {
-      StreamChoice(index, seq, std::move(lps));
-    } else {
-      choice.text.append(seq.text);
-      for (api::TokenLogprob& lp : lps)
-        choice.logprobs.push_back(std::move(lp));
-    }
+  if (options_.stream) {
+    BeginStream();
+    SendEchoIfReady(prompt);
   }
+  for (SequenceUpdate& seq : update.sequences)
+    TakeSequence(prompt, std::move(seq));
   if (update.finished && ++prompts_finished_ == options_.prompt_tokens.size())
     Finish();
 }
 
-void GenerationStream::StreamChoice(int index, const SequenceUpdate& update,
+void GenerationStream::TakeSequence(size_t prompt, SequenceUpdate seq) {
+  const size_t index = prompt * SequencesPerPrompt() + static_cast<size_t>(seq.index);
+  Choice& choice = choices_[index];
+  if (options_.stream && !echoed_[prompt]) {
+    choice.held.push_back(std::move(seq));
+    return;
+  }
+  choice.num_tokens += static_cast<int64_t>(seq.token_ids.size());
+  for (const SampleResult& s : seq.logprobs)
+    choice.cumulative_logprob += s.logprob;
+  if (seq.finish_reason.has_value()) {
+    choice.finish_reason = std::string(FinishReasonName(*seq.finish_reason));
+    choice.stop_reason = StopReasonText(seq.stop_reason);
+  }
+  if (options_.echo_only) {
+    seq.text.clear();
+    seq.logprobs.clear();
+  }
+  std::vector<api::TokenLogprob> lps;
+  if (options_.logprobs) {
+    lps.reserve(seq.logprobs.size());
+    for (const SampleResult& s : seq.logprobs)
+      lps.push_back(ToApiLogprob(s));
+  }
+  if (options_.stream) {
+    StreamChoice(index, seq, std::move(lps));
+  } else {
+    choice.text.append(seq.text);
+    for (api::TokenLogprob& lp : lps)
+      choice.logprobs.push_back(std::move(lp));
+  }
+}
+
+void GenerationStream::StreamChoice(size_t index, const SequenceUpdate& update,
                                     std::vector<api::TokenLogprob> lps) {
-  Choice& choice = choices_[static_cast<size_t>(index)];
+  Choice& choice = choices_[index];
   const bool finishing = update.finish_reason.has_value();
   // Tokens whose text is held back still move a continuous usage count, as in vLLM.
   if (update.text.empty() && lps.empty() && !finishing && choice.sent_role &&
@@ -156,12 +214,12 @@ void GenerationStream::StreamChoice(int index, const SequenceUpdate& update,
   for (const api::TokenLogprob& lp : lps)
     choice.text_chars += api::TextOffsetLength(lp.token);
   // vLLM's continuous usage: the prompt's tokens and this choice's completion tokens so far.
-  const api::Usage usage{options_.prompt_tokens[static_cast<size_t>(index / options_.n)],
-                         choice.num_tokens, std::nullopt};
+  const api::Usage usage{options_.prompt_tokens[index / SequencesPerPrompt()], choice.num_tokens,
+                         std::nullopt};
   const api::Usage* chunk_usage = options_.continuous_usage ? &usage : nullptr;
   if (options_.chat) {
     api::ChatChoice c;
-    c.index = index;
+    c.index = static_cast<int>(index);
     c.content = update.text;
     if (options_.logprobs)
       c.logprobs = std::move(lps);
@@ -171,7 +229,7 @@ void GenerationStream::StreamChoice(int index, const SequenceUpdate& update,
     choice.sent_role = true;
   } else {
     api::CompletionChoice c;
-    c.index = index;
+    c.index = static_cast<int>(index);
     c.text = update.text;
     if (options_.logprobs) {
       c.logprobs = std::move(lps);
@@ -199,9 +257,15 @@ api::Usage GenerationStream::TotalUsage() const {
 }
 
 void GenerationStream::Finish() {
-  const api::Usage usage = TotalUsage();
   if (options_.stream) {
+    // A prompt whose request ended before its prompt logprobs were all in (an abort) still
+    // gets its echo and what its choices held.
+    for (size_t prompt = 0; prompt < echoed_.size(); ++prompt) {
+      if (!echoed_[prompt])
+        SendEcho(prompt);
+    }
     if (options_.include_usage) {
+      const api::Usage usage = TotalUsage();
       responder_->Write(options_.chat ? api::ChatUsageChunk(options_.header, usage)
                                       : api::CompletionUsageChunk(options_.header, usage));
     }
@@ -210,32 +274,57 @@ void GenerationStream::Finish() {
     return;
   }
   answered_ = true;
+  // The generated sequence behind each answered choice: in order, or a prompt's best n.
+  const auto n = static_cast<size_t>(options_.n);
+  const size_t per_prompt = SequencesPerPrompt();
+  const size_t num_prompts = options_.prompt_tokens.size();
+  std::vector<size_t> source(num_prompts * n);
+  std::vector<double> cumulative(options_.best_of ? per_prompt : 0);
+  for (size_t p = 0; p < num_prompts; ++p) {
+    if (!options_.best_of) {
+      for (size_t r = 0; r < n; ++r)
+        source[p * n + r] = p * n + r;
+      continue;
+    }
+    for (size_t j = 0; j < per_prompt; ++j)
+      cumulative[j] = choices_[p * per_prompt + j].cumulative_logprob;
+    const std::vector<int32_t> best = SelectBestOf(cumulative, options_.n);
+    for (size_t r = 0; r < n; ++r)
+      source[p * n + r] = p * per_prompt + static_cast<size_t>(best[r]);
+  }
+  const api::Usage usage = TotalUsage();
   std::string body;
   if (options_.chat) {
-    std::vector<api::ChatChoice> out(choices_.size());
-    for (size_t i = 0; i < choices_.size(); ++i) {
+    std::vector<api::ChatChoice> out(source.size());
+    for (size_t i = 0; i < source.size(); ++i) {
+      Choice& choice = choices_[source[i]];
       out[i].index = static_cast<int>(i);
-      out[i].content = std::move(choices_[i].text);
+      out[i].content = std::move(choice.text);
       if (options_.logprobs)
-        out[i].logprobs = std::move(choices_[i].logprobs);
-      out[i].finish_reason = choices_[i].finish_reason;
+        out[i].logprobs = std::move(choice.logprobs);
+      out[i].finish_reason = choice.finish_reason;
     }
     body = api::ChatCompletionResponse(options_.header, out, usage, {},
                                        options_.prompt_logprobs ? &prompt_logprobs_[0] : nullptr);
   } else {
-    std::vector<api::CompletionChoice> out(choices_.size());
-    for (size_t i = 0; i < choices_.size(); ++i) {
+    std::vector<api::CompletionChoice> out(source.size());
+    for (size_t i = 0; i < source.size(); ++i) {
+      Choice& choice = choices_[source[i]];
+      const size_t prompt = i / n;
       out[i].index = static_cast<int>(i);
-      out[i].text = std::move(choices_[i].text);
+      out[i].text = std::move(choice.text);
       if (options_.logprobs) {
-        out[i].logprobs = std::move(choices_[i].logprobs);
-        out[i].text_offset_base =
-            api::TextOffsetLength(options_.echo_prefix[i / static_cast<size_t>(options_.n)]);
+        std::vector<api::TokenLogprob> lps;
+        if (options_.echo_logprobs)
+          lps = EchoLogprobs(prompt);
+        for (api::TokenLogprob& lp : choice.logprobs)
+          lps.push_back(std::move(lp));
+        out[i].logprobs = std::move(lps);
       }
-      out[i].finish_reason = choices_[i].finish_reason;
-      out[i].stop_reason = choices_[i].stop_reason;
+      out[i].finish_reason = choice.finish_reason;
+      out[i].stop_reason = choice.stop_reason;
       if (options_.prompt_logprobs)
-        out[i].prompt_logprobs = prompt_logprobs_[i / static_cast<size_t>(options_.n)];
+        out[i].prompt_logprobs = prompt_logprobs_[prompt];
     }
     body = api::CompletionResponse(options_.header, out, usage);
   }

@@ -4,7 +4,14 @@
 // update (carrying the choice's usage so far under continuous_usage); others get the whole
 // response once every choice has finished, with the prompt logprobs when asked (vLLM sends
 // them on non-streaming responses only: each completion choice of a prompt carries its
-// prompt's, a chat response carries them at the top level).
+// prompt's, a chat response carries them at the top level). With best_of, a prompt's
+// best_of sequences are generated and its n choices are the best of them by cumulative
+// logprob (engine/best_of.h); usage counts the tokens of all of them.
+//
+// Echo: each choice starts with its prompt's text; with logprobs (completions) its logprobs
+// start with the prompt's tokens, built from the prompt logprobs. A stream sends a prompt's
+// echo once they are all in, and holds its choices' updates until then (a sibling sequence
+// may finish its own prefill before the first one has computed the prompt's logprobs).
 //
 // Threads: OnUpdate runs on the engine loop thread; Fail on either. A mutex orders them.
 // A streaming response's head goes out with its first chunk, from the engine thread, so
@@ -15,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,12 +40,24 @@ struct GenerationStreamOptions {
   bool include_usage = false;
   // Usage on every chunk too (include_usage and stream_options.continuous_usage_stats).
   bool continuous_usage = false;
-  int32_t n = 1;
+  int32_t n = 1;  // choices answered per prompt
+  // Sequences generated per prompt when their best n are answered (best_of, not streamed);
+  // unset: n, answered in order.
+  std::optional<int32_t> best_of;
   bool logprobs = false;         // the request asked for logprobs
-  bool prompt_logprobs = false;  // the request asked for prompt_logprobs
-  // Per prompt: text put before each choice's output (echo), and the prompt's length.
+  bool prompt_logprobs = false;  // the response carries prompt_logprobs
+  // Completions with echo and logprobs: each choice's logprobs start with its prompt's
+  // tokens, whose top alternatives are cut to echo_top_logprobs + 1 entries.
+  bool echo_logprobs = false;
+  int32_t echo_top_logprobs = 0;
+  // Completions with echo and max_tokens 0: each choice is its echoed prompt alone (the
+  // token the engine ran counts in usage only).
+  bool echo_only = false;
+  // Per prompt: text put before each choice's output (echo), the prompt's length, and (with
+  // echo_logprobs) its first token, which has no prompt logprob.
   std::vector<std::string> echo_prefix;
   std::vector<int64_t> prompt_tokens;
+  std::vector<int32_t> first_prompt_token;
   api::ResponseHeader header;
   // Sent on every response (x-request-id and the like).
   net::HeaderList extra_headers;
@@ -62,15 +82,28 @@ class GenerationStream {
     std::string finish_reason;
     std::string stop_reason;
     int64_t num_tokens = 0;
+    double cumulative_logprob = 0;     // of the sampled tokens (ranks best_of sequences)
+    std::vector<SequenceUpdate> held;  // streaming: waiting for the prompt's echo
   };
 
+  size_t SequencesPerPrompt() const;
+  // Engine updates carry prompt logprobs this stream keeps.
+  bool KeepsPromptLogprobs() const;
   std::string DecodeOne(int32_t id) const;
   api::TokenLogprob ToApiLogprob(const SampleResult& sample) const;
   std::vector<api::PromptLogprobEntry> ToPromptLogprob(const SampleResult& sample) const;
-  // Sends the SSE head and the echoed prompts, once.
+  std::vector<api::TokenLogprob> EchoLogprobs(size_t prompt) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends the SSE head and the echoes that are ready, once.
   void BeginStream() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Streaming: sends the prompt's echo chunks (once its prompt logprobs are in, when the
+  // echo carries them), then the updates its choices held meanwhile.
+  void SendEchoIfReady(size_t prompt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SendEcho(size_t prompt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One sequence's update: counted, then streamed (or held), or kept for the response.
+  void TakeSequence(size_t prompt, SequenceUpdate seq) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FailLocked(const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StreamChoice(int index, const SequenceUpdate& update, std::vector<api::TokenLogprob> lps)
+  void StreamChoice(size_t index, const SequenceUpdate& update, std::vector<api::TokenLogprob> lps)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   api::Usage TotalUsage() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -83,6 +116,7 @@ class GenerationStream {
   std::vector<Choice> choices_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> cached_tokens_ ABSL_GUARDED_BY(mu_);
   std::vector<api::PromptLogprobs> prompt_logprobs_ ABSL_GUARDED_BY(mu_);  // per prompt
+  std::vector<bool> echoed_ ABSL_GUARDED_BY(mu_);  // streaming, per prompt: echo sent
   size_t prompts_finished_ ABSL_GUARDED_BY(mu_) = 0;
   bool answered_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -112,6 +112,7 @@ std::vector<Case> Cases() {
       {"n_zero", E::kCompletion, Cmpl(R"("n":0)"), 400, bad, "n"},
       {"best_of_million", E::kCompletion, Cmpl(R"("best_of":1000000)"), 400, bad, "best_of"},
       {"best_of_below_n", E::kCompletion, Cmpl(R"("n":3,"best_of":2)"), 400, bad, "best_of"},
+      {"best_of_stream", E::kCompletion, Cmpl(R"("best_of":2,"stream":true)"), 400, bad, "best_of"},
       {"logprobs_million", E::kCompletion, Cmpl(R"("logprobs":1000000)"), 400, bad, "logprobs"},
       {"logprobs_negative", E::kCompletion, Cmpl(R"("logprobs":-1)"), 400, bad, "logprobs"},
       {"top_logprobs_million", E::kChat, Chat(R"("logprobs":true,"top_logprobs":1000000)"), 400,

@@ -1,5 +1,6 @@
 // Good requests parse into the expected typed fields.
 #include <string>
+#include <string_view>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -81,6 +82,56 @@ TEST(CompletionRequestTest, PromptLogprobsAndContinuousUsageOnStreams) {
   auto plain = ParseCompletionRequest(R"({"prompt": "x", "prompt_logprobs": 2})", RequestLimits{});
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_EQ(plain->sampling.prompt_logprobs, 2);
+}
+
+// best_of (vLLM V0): at least n, at most max_n, and on a stream only equal to n (beam
+// search, whose width is n, ignores it).
+TEST(CompletionRequestTest, BestOf) {
+  auto r = ParseCompletionRequest(R"({"prompt": "x", "n": 2, "best_of": 5})", RequestLimits{});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->sampling.n, 2);
+  EXPECT_EQ(r->sampling.best_of, 5);
+  auto equal_streamed = ParseCompletionRequest(
+      R"({"prompt": "x", "n": 2, "best_of": 2, "stream": true})", RequestLimits{});
+  EXPECT_TRUE(equal_streamed.ok()) << equal_streamed.status();
+  auto beam_streamed = ParseCompletionRequest(
+      R"({"prompt": "x", "best_of": 4, "stream": true, "use_beam_search": true})", RequestLimits{});
+  EXPECT_TRUE(beam_streamed.ok()) << beam_streamed.status();
+  for (std::string_view body :
+       {R"({"prompt": "x", "best_of": 3, "stream": true})",
+        R"({"prompt": "x", "n": 3, "best_of": 2})", R"({"prompt": "x", "best_of": 129})"}) {
+    auto bad = ParseCompletionRequest(body, RequestLimits{});
+    ASSERT_FALSE(bad.ok()) << body;
+    EXPECT_EQ(HttpErrorFor(bad.status()).http_status, 400) << body;
+    EXPECT_EQ(ErrorParam(bad.status()).value_or(""), "best_of") << body;
+  }
+}
+
+// vLLM takes max_tokens 0 with echo (the prompt alone comes back), not without it.
+TEST(CompletionRequestTest, MaxTokensZeroOnlyWithEcho) {
+  auto echo =
+      ParseCompletionRequest(R"({"prompt": "x", "echo": true, "max_tokens": 0})", RequestLimits{});
+  ASSERT_TRUE(echo.ok()) << echo.status();
+  EXPECT_EQ(echo->sampling.max_tokens, 0);
+  auto plain = ParseCompletionRequest(R"({"prompt": "x", "max_tokens": 0})", RequestLimits{});
+  ASSERT_FALSE(plain.ok());
+  EXPECT_EQ(ErrorParam(plain.status()).value_or(""), "max_tokens");
+  auto chat = ParseChatRequest(
+      R"({"messages": [{"role": "user", "content": "x"}], "echo": true, "max_tokens": 0})",
+      RequestLimits{});
+  ASSERT_FALSE(chat.ok());
+  EXPECT_EQ(ErrorParam(chat.status()).value_or(""), "max_tokens");
+}
+
+// The echoed prompt's logprobs are prompt logprobs, which beam search does not compute.
+TEST(CompletionRequestTest, EchoLogprobsRefusedWithBeamSearch) {
+  auto r = ParseCompletionRequest(
+      R"({"prompt": "x", "echo": true, "logprobs": 1, "use_beam_search": true})", RequestLimits{});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(ErrorParam(r.status()).value_or(""), "echo");
+  EXPECT_TRUE(ParseCompletionRequest(R"({"prompt": "x", "echo": true, "use_beam_search": true})",
+                                     RequestLimits{})
+                  .ok());
 }
 
 TEST(CompletionRequestTest, DefaultsMatchVllm) {

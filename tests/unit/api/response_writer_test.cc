@@ -59,6 +59,31 @@ TEST(ResponseWriterTest, TextOffsetsCountCharacters) {
   EXPECT_NE(body.find(R"("text_offset":[3,4])"), std::string::npos) << body;
 }
 
+// An echoed prompt in the completions format (vLLM): the first token's logprob and top
+// entries are null; the others are the prompt token then its position's top ids, cut to
+// logprobs + 1 entries; offsets run through the prompt into the completion.
+TEST(ResponseWriterTest, EchoedPromptLogprobsGolden) {
+  const PromptLogprobs positions = {
+      {{7, -2.5, 3, "b"}, {1, -0.5, 1, "c"}, {2, -1.5, 2, "d"}},
+      {{1, -0.25, 1, "c"}, {2, -2.0, 2, "d"}},
+  };
+  std::vector<TokenLogprob> logprobs = EchoedPromptLogprobs("<s>", positions, 1);
+  ASSERT_EQ(logprobs.size(), 3u);
+  EXPECT_FALSE(logprobs[0].logprob.has_value());
+  logprobs.push_back({"x", -0.125, {{"x", -0.125}}});
+  CompletionChoice choice;
+  choice.text = "abcx";
+  choice.logprobs = std::move(logprobs);
+  const std::string body = CompletionResponse(kCmpl, {choice}, Usage{3, 1, std::nullopt});
+  EXPECT_NE(body.find(R"("logprobs":{"text_offset":[0,3,4,5],)"
+                      R"("token_logprobs":[null,-2.5,-0.25,-0.125],)"
+                      R"("tokens":["<s>","b","c","x"],)"
+                      R"("top_logprobs":[null,{"b":-2.5,"c":-0.5},{"c":-0.25,"d":-2.0},)"
+                      R"({"x":-0.125}]})"),
+            std::string::npos)
+      << body;
+}
+
 TEST(ResponseWriterTest, ChatGolden) {
   ChatChoice choice;
   choice.content = "caf\xC3\xA9 \xFF";  // Invalid byte from a model becomes U+FFFD.

@@ -218,6 +218,147 @@ TEST(GenerationStreamTest, ChatCarriesPromptLogprobsAtTheTop) {
   EXPECT_GT(at, body.find(R"("usage":)")) << body;
 }
 
+SampleResult Sampled(int32_t token, float logprob) {
+  SampleResult r;
+  r.token = token;
+  r.logprob = logprob;
+  return r;
+}
+
+SequenceUpdate Sequence(int32_t index, std::string text, std::vector<SampleResult> sampled) {
+  SequenceUpdate s;
+  s.index = index;
+  s.text = std::move(text);
+  for (const SampleResult& r : sampled)
+    s.token_ids.push_back(r.token);
+  s.logprobs = std::move(sampled);
+  s.finish_reason = FinishReason::kLength;
+  return s;
+}
+
+// best_of 3, n 2: the two sequences with the highest sum of sampled-token logprobs answer,
+// best first, as choices 0 and 1; usage counts the tokens of all three.
+TEST(GenerationStreamTest, BestOfAnswersTheBestNByCumulativeLogprob) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStreamOptions o = StreamingCompletion();
+  o.stream = false;
+  o.n = 2;
+  o.best_of = 3;
+  GenerationStream stream(std::move(o), tokenizer.get(), responder);
+  RequestUpdate u;
+  u.sequences.push_back(Sequence(0, "aa", {Sampled(0, -2.0f), Sampled(0, -1.5f)}));      // -3.5
+  u.sequences.push_back(Sequence(1, "a", {Sampled(0, -3.0f)}));                          // -3.0
+  u.sequences.push_back(Sequence(2, "a<eos>", {Sampled(0, -0.5f), Sampled(3, -1.0f)}));  // -1.5
+  u.finished = true;
+  stream.OnUpdate(0, std::move(u));
+  ASSERT_EQ(responder->calls.size(), 1u);
+  const std::string& body = responder->calls[0];
+  EXPECT_NE(body.find(R"("choices":[{"index":0,"text":"a<eos>","logprobs":null,)"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find(R"({"index":1,"text":"a","logprobs":null,)"), std::string::npos) << body;
+  EXPECT_EQ(body.find(R"("text":"aa")"), std::string::npos) << body;
+  EXPECT_NE(body.find(R"("completion_tokens":5,)"), std::string::npos) << body;
+}
+
+GenerationStreamOptions EchoWithLogprobs(std::string prefix) {
+  GenerationStreamOptions o = StreamingCompletion();
+  o.logprobs = true;
+  o.echo_logprobs = true;
+  o.echo_top_logprobs = 1;
+  o.echo_prefix = {std::move(prefix)};
+  o.first_prompt_token = {0};
+  return o;
+}
+
+// The prompt "a", "a", "<eos>" echoed with logprobs 1: its tokens come first (the first one
+// with null logprob and top entries), then the completion's, offsets running through both.
+constexpr std::string_view kEchoedLogprobsJson =
+    R"("logprobs":{"text_offset":[0,1,2,7],"token_logprobs":[null,-0.5,-2.0,-0.25],)"
+    R"("tokens":["a","a","<eos>","a"],"top_logprobs":[null,{"a":-0.5,"<eos>":-1.0},)"
+    R"({"<eos>":-2.0,"a":-0.25},{}]})";
+
+TEST(GenerationStreamTest, EchoCarriesThePromptLogprobsFirst) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStreamOptions o = EchoWithLogprobs("aa<eos>");
+  o.stream = false;
+  GenerationStream stream(std::move(o), tokenizer.get(), responder);
+  RequestUpdate u;
+  u.prompt_logprobs = {PromptLogprob(0, -0.5f, 1, {{0, -0.5f}, {3, -1.0f}}),
+                       PromptLogprob(3, -2.0f, 4, {{0, -0.25f}})};
+  u.sequences.push_back(Sequence(0, "a", {Sampled(0, -0.25f)}));
+  u.finished = true;
+  stream.OnUpdate(0, std::move(u));
+  ASSERT_EQ(responder->calls.size(), 1u);
+  const std::string& body = responder->calls[0];
+  EXPECT_NE(body.find(R"("text":"aa<eos>a",)" + std::string(kEchoedLogprobsJson)),
+            std::string::npos)
+      << body;
+}
+
+// max_tokens 0 with echo: the prompt alone answers; the token the engine ran is in usage.
+TEST(GenerationStreamTest, EchoOnlyAnswersThePromptAlone) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStreamOptions o = EchoWithLogprobs("aa<eos>");
+  o.stream = false;
+  o.echo_only = true;
+  GenerationStream stream(std::move(o), tokenizer.get(), responder);
+  RequestUpdate u;
+  u.prompt_logprobs = {PromptLogprob(0, -0.5f, 1, {{0, -0.5f}, {3, -1.0f}}),
+                       PromptLogprob(3, -2.0f, 4, {{0, -0.25f}})};
+  u.sequences.push_back(Sequence(0, "a", {Sampled(0, -0.25f)}));
+  u.finished = true;
+  stream.OnUpdate(0, std::move(u));
+  ASSERT_EQ(responder->calls.size(), 1u);
+  const std::string& body = responder->calls[0];
+  EXPECT_NE(body.find(R"("text":"aa<eos>","logprobs":{"text_offset":[0,1,2],)"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find(R"("tokens":["a","a","<eos>"],)"), std::string::npos) << body;
+  EXPECT_NE(body.find(R"("finish_reason":"length")"), std::string::npos) << body;
+  EXPECT_NE(body.find(R"("completion_tokens":1,)"), std::string::npos) << body;
+}
+
+// A stream's echo with logprobs waits for all of its prompt logprobs; a sibling sequence's
+// tokens that come first are held and follow the echo, offsets continuing from it.
+TEST(GenerationStreamTest, StreamedEchoWaitsForThePromptLogprobs) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStreamOptions o = EchoWithLogprobs("aa<eos>");
+  o.n = 2;
+  GenerationStream stream(std::move(o), tokenizer.get(), responder);
+  RequestUpdate early;
+  early.prompt_logprobs = {PromptLogprob(0, -0.5f, 1, {{0, -0.5f}, {3, -1.0f}})};
+  SequenceUpdate sibling = Sequence(1, "a", {Sampled(0, -0.75f)});
+  sibling.finish_reason.reset();
+  early.sequences.push_back(std::move(sibling));
+  stream.OnUpdate(0, std::move(early));
+  ASSERT_EQ(responder->calls.size(), 1u);  // the head alone
+  RequestUpdate rest;
+  rest.prompt_logprobs = {PromptLogprob(3, -2.0f, 4, {{0, -0.25f}})};
+  SequenceUpdate first = Sequence(0, "a", {Sampled(0, -0.25f)});
+  first.finish_reason.reset();
+  rest.sequences.push_back(std::move(first));
+  stream.OnUpdate(0, std::move(rest));
+  ASSERT_EQ(responder->calls.size(), 5u);
+  const std::string echo =
+      R"("logprobs":{"text_offset":[0,1,2],"token_logprobs":[null,-0.5,-2.0],)"
+      R"("tokens":["a","a","<eos>"],"top_logprobs":[null,{"a":-0.5,"<eos>":-1.0},)"
+      R"({"<eos>":-2.0,"a":-0.25}]})";
+  EXPECT_NE(responder->calls[1].find(R"("index":0,"text":"aa<eos>",)" + echo), std::string::npos)
+      << responder->calls[1];
+  EXPECT_NE(responder->calls[2].find(R"("index":1,"text":"aa<eos>",)" + echo), std::string::npos)
+      << responder->calls[2];
+  EXPECT_NE(responder->calls[3].find(R"("index":1,"text":"a","logprobs":{"text_offset":[7],)"),
+            std::string::npos)
+      << responder->calls[3];
+  EXPECT_NE(responder->calls[4].find(R"("index":0,"text":"a","logprobs":{"text_offset":[7],)"),
+            std::string::npos)
+      << responder->calls[4];
+}
+
 // stream_options.continuous_usage_stats: every chunk carries the prompt's tokens and the
 // choice's completion tokens so far, including a chunk whose text is still held back.
 TEST(GenerationStreamTest, ContinuousUsageOnEveryChunk) {
