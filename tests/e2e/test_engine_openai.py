@@ -255,6 +255,22 @@ def test_bad_words_ban_the_greedy_token(client, engine):
     assert not forms.intersection(banned.tokens)
 
 
+def test_completion_logprobs_show_a_sampled_token_outside_the_top(client):
+    """vLLM's completions: top_logprobs holds the top N and the sampled token (N + 1 entries
+    when it is not among them); chat keeps OpenAI's top N."""
+    r = complete(client, logprobs=1, max_tokens=24, temperature=2.0, seed=3)
+    lp = r.choices[0].logprobs
+    outside = [i for i, (token, top) in enumerate(zip(lp.tokens, lp.top_logprobs))
+               if len(top) == 2]
+    assert outside, lp.top_logprobs  # at temperature 2 some token is not the most likely
+    for i in outside:
+        top = lp.top_logprobs[i]
+        assert top[lp.tokens[i]] == pytest.approx(lp.token_logprobs[i])
+        assert max(top.values()) > lp.token_logprobs[i]
+    c = chat(client, logprobs=True, top_logprobs=1, max_tokens=24, temperature=2.0, seed=3)
+    assert all(len(t.top_logprobs) == 1 for t in c.choices[0].logprobs.content)
+
+
 def test_completion_logprobs_streamed(client):
     plain = complete(client, logprobs=2, max_tokens=6).choices[0].logprobs
     tokens, offsets, values = [], [], []
@@ -735,7 +751,10 @@ def test_beam_search_returns_n_distinct_choices_best_first(client):
     assert len({c.text for c in r.choices}) == 3
     for c in r.choices:
         assert c.finish_reason == "length"
-        assert len(c.logprobs.tokens) == 8 and len(c.logprobs.top_logprobs[0]) == 1
+        assert len(c.logprobs.tokens) == 8
+        # The top-1 entry, plus the beam's own token when it is not the top one.
+        assert all(1 <= len(top) <= 2 and token in top
+                   for token, top in zip(c.logprobs.tokens, c.logprobs.top_logprobs))
     # vLLM counts every returned beam's tokens.
     assert r.usage.completion_tokens == 3 * 8
     scores = [beam_score(c, r.usage.prompt_tokens, 1.0) for c in r.choices]

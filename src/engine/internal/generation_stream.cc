@@ -112,7 +112,14 @@ api::TokenLogprob GenerationStream::ToApiLogprob(const SampleResult& sample) con
   api::TokenLogprob out;
   out.token = DecodeOne(sample.token);
   out.logprob = sample.logprob;
-  out.top.reserve(sample.top_logprobs.size());
+  out.top.reserve(sample.top_logprobs.size() + 1);
+  // Completions (vLLM): the sampled token first, then the top ones, so a token sampled
+  // outside the top N still shows (N + 1 entries). Chat: the top N only, as OpenAI's.
+  bool sampled_in_top = options_.chat;
+  for (const TokenLogprob& t : sample.top_logprobs)
+    sampled_in_top = sampled_in_top || t.token == sample.token;
+  if (!sampled_in_top)
+    out.top.push_back({out.token, sample.logprob});
   for (const TokenLogprob& t : sample.top_logprobs)
     out.top.push_back({DecodeOne(t.token), t.logprob});
   return out;
