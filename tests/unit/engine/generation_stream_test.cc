@@ -273,11 +273,12 @@ GenerationStreamOptions EchoWithLogprobs(std::string prefix) {
 }
 
 // The prompt "a", "a", "<eos>" echoed with logprobs 1: its tokens come first (the first one
-// with null logprob and top entries), then the completion's, offsets running through both.
+// with null logprob and top entries), then the completion's (its sampled token shown in its top
+// entries, as vLLM does), offsets running through both.
 constexpr std::string_view kEchoedLogprobsJson =
     R"("logprobs":{"text_offset":[0,1,2,7],"token_logprobs":[null,-0.5,-2.0,-0.25],)"
     R"("tokens":["a","a","<eos>","a"],"top_logprobs":[null,{"a":-0.5,"<eos>":-1.0},)"
-    R"({"<eos>":-2.0,"a":-0.25},{}]})";
+    R"({"<eos>":-2.0,"a":-0.25},{"a":-0.25}]})";
 
 TEST(GenerationStreamTest, EchoCarriesThePromptLogprobsFirst) {
   auto tokenizer = MakeTokenizer();
