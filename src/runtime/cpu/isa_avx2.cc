@@ -47,14 +47,18 @@ void DotRowsN(DType dtype, const float* x, int64_t k, const uint8_t* w, size_t w
   const int64_t k_vec = k / kWidth * kWidth;
   for (int64_t j = m_begin; j < m_end; ++j) {
     const uint8_t* row = w + static_cast<size_t>(j) * w_row_bytes;
+    // The unroll pragmas keep the accumulators in registers: without them GCC keeps the
+    // arrays on the stack for N > 1 and every FMA waits on a store and a reload.
     __m256 acc0[N];
     __m256 acc1[N];
+#pragma GCC unroll 8
     for (int i = 0; i < N; ++i)
       acc0[i] = acc1[i] = _mm256_setzero_ps();
     int64_t t = 0;
     for (; t + 2 * kWidth <= k_vec; t += 2 * kWidth) {
       const __m256 w0 = Loader::Load(row, t);
       const __m256 w1 = Loader::Load(row, t + kWidth);
+#pragma GCC unroll 8
       for (int i = 0; i < N; ++i) {
         acc0[i] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * k + t), w0, acc0[i]);
         acc1[i] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * k + t + kWidth), w1, acc1[i]);
@@ -62,10 +66,12 @@ void DotRowsN(DType dtype, const float* x, int64_t k, const uint8_t* w, size_t w
     }
     for (; t < k_vec; t += kWidth) {
       const __m256 w0 = Loader::Load(row, t);
+#pragma GCC unroll 8
       for (int i = 0; i < N; ++i) {
         acc0[i] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * k + t), w0, acc0[i]);
       }
     }
+#pragma GCC unroll 8
     for (int i = 0; i < N; ++i) {
       float sum = Avx2ReduceAdd(_mm256_add_ps(acc0[i], acc1[i]));
       for (int64_t tt = k_vec; tt < k; ++tt)
@@ -84,6 +90,9 @@ void DotRowsLoader(DType dtype, const float* x, int64_t n, int64_t k, const uint
   for (int64_t j0 = m_begin; j0 < m_end; j0 += kRowBlock) {
     const int64_t j1 = std::min(m_end, j0 + kRowBlock);
     int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      DotRowsN<4, Loader>(dtype, x + i * k, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
+    }
     for (; i + 2 <= n; i += 2) {
       DotRowsN<2, Loader>(dtype, x + i * k, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
     }

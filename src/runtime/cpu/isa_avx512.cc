@@ -57,14 +57,17 @@ void DotRowsN(DType dtype, const float* x, int64_t k, const uint8_t* w, size_t w
   const int64_t k_vec = k / kWidth * kWidth;
   for (int64_t j = m_begin; j < m_end; ++j) {
     const uint8_t* row = w + static_cast<size_t>(j) * w_row_bytes;
+    // Unrolled so that the accumulators stay in registers (see isa_avx2.cc).
     __m512 acc0[N];
     __m512 acc1[N];
+#pragma GCC unroll 8
     for (int i = 0; i < N; ++i)
       acc0[i] = acc1[i] = _mm512_setzero_ps();
     int64_t t = 0;
     for (; t + 2 * kWidth <= k_vec; t += 2 * kWidth) {
       const __m512 w0 = Loader::Load(row, t);
       const __m512 w1 = Loader::Load(row, t + kWidth);
+#pragma GCC unroll 8
       for (int i = 0; i < N; ++i) {
         acc0[i] = _mm512_fmadd_ps(_mm512_loadu_ps(x + i * k + t), w0, acc0[i]);
         acc1[i] = _mm512_fmadd_ps(_mm512_loadu_ps(x + i * k + t + kWidth), w1, acc1[i]);
@@ -72,10 +75,12 @@ void DotRowsN(DType dtype, const float* x, int64_t k, const uint8_t* w, size_t w
     }
     for (; t < k_vec; t += kWidth) {
       const __m512 w0 = Loader::Load(row, t);
+#pragma GCC unroll 8
       for (int i = 0; i < N; ++i) {
         acc0[i] = _mm512_fmadd_ps(_mm512_loadu_ps(x + i * k + t), w0, acc0[i]);
       }
     }
+#pragma GCC unroll 8
     for (int i = 0; i < N; ++i) {
       float sum = _mm512_reduce_add_ps(_mm512_add_ps(acc0[i], acc1[i]));
       for (int64_t tt = k_vec; tt < k; ++tt)
