@@ -207,10 +207,11 @@ TEST(LlamaForwardTest, SlidingWindowChangesOnlyPositionsPastIt) {
   EXPECT_EQ(swa_gguf.model->config().sliding_window, 24);
   const int64_t vocab = full.model->config().vocab_size;
   std::mt19937 rng(5);
-  Sequence s = MakeSequences(rng, vocab, 16, 8)[2];  // 50 tokens
+  // The four sequences need 3 + 1 + 4 + 2 blocks of 16; the third (50 tokens) is the one run.
+  Sequence s = MakeSequences(rng, vocab, 16, 10)[2];
   std::vector<std::vector<float>> logits;
   for (Fixture* f : {&full, &swa, &swa_gguf}) {
-    auto kv = KvCacheStorage::Create(f->backend.get(), f->model->KvShape(8, 16));
+    auto kv = KvCacheStorage::Create(f->backend.get(), f->model->KvShape(10, 16));
     ASSERT_TRUE(kv.ok());
     logits.emplace_back();
     ASSERT_TRUE(RunStep(*f->model, **kv, {&s}, {50}, &logits.back()).ok());
