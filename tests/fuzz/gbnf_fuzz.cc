@@ -7,23 +7,16 @@
 #include <string_view>
 
 #include "engine/structured/gbnf_grammar.h"
-#include "engine/structured/grammar_matcher.h"
+#include "grammar_walk.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using switchyard::engine::structured::CompileGbnf;
-  using switchyard::engine::structured::GrammarMatcher;
   std::string_view text(reinterpret_cast<const char*>(data), size);
   auto grammar = CompileGbnf(text);
   if (!grammar.ok())
     return 0;
-  for (std::string_view sample : {text, std::string_view("(1+2)*3 abc, def"),
-                                  std::string_view("{\"a\": [1, \"x\"]}\n\xC3\xA9")}) {
-    GrammarMatcher m(*grammar);
-    for (char c : sample) {
-      if (!m.AcceptBytes(std::string_view(&c, 1)))
-        break;
-    }
-    (void)m.CanEnd();
-  }
+  switchyard::engine::structured::WalkTexts(*grammar,
+                                            {text, std::string_view("(1+2)*3 abc, def"),
+                                             std::string_view("{\"a\": [1, \"x\"]}\n\xC3\xA9")});
   return 0;
 }
