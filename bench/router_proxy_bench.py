@@ -5,7 +5,9 @@ Upstream: one `switchyard engine --backend sim --sim-latency zero` (tiny-llama3)
 it, side by side in one invocation:
   - nginx (Debian's package: `apt-get install -y nginx wrk`), `worker_processes 1`, an
     upstream block with `keepalive 64`, `proxy_http_version 1.1`, `Connection ""`,
-    access log off; the config is written next to the logs.
+    access log off, and no limit on requests per keep-alive connection either side
+    (`keepalive_requests`; nginx's default of 1000 would make it reconnect where the router
+    does not); the config is written next to the logs.
   - router, default profile: no `scheduling:` section, so llm-d's Helm default profile
     (approximate prefix-cache-scorer 3, queue-scorer 2, kv-cache-utilization-scorer 2,
     max-score-picker); with `tokenizer:` set, so every prompt is tokenized.
@@ -73,6 +75,7 @@ error_log {dir}/nginx-error.log warn;
 events {{ worker_connections 4096; }}
 http {{
   access_log off;
+  keepalive_requests 1000000000;
   client_body_temp_path {dir}/body;
   proxy_temp_path {dir}/proxy;
   fastcgi_temp_path {dir}/fastcgi;
@@ -81,6 +84,7 @@ http {{
   upstream engine {{
     server {upstream};
     keepalive 64;
+    keepalive_requests 1000000000;
   }}
   server {{
     listen 127.0.0.1:{port};

@@ -149,9 +149,10 @@ absl::Status ReadTools(internal::FieldReader& fields, ChatRequest* out) {
 }  // namespace
 
 absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits) {
-  simdjson::dom::parser parser;
-  SY_ASSIGN_OR_RETURN(object root, internal::ParseRequestObject(body, limits.max_body_bytes,
-                                                                limits.max_json_depth, &parser));
+  internal::ParserLease parser;
+  SY_ASSIGN_OR_RETURN(
+      object root, internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth,
+                                                parser.get()));
   internal::FieldReader fields(root);
   ChatRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));

@@ -75,10 +75,10 @@ absl::Status ReadPrompts(element value, const RequestLimits& limits, std::vector
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
                                                          const RequestLimits& limits) {
-  simdjson::dom::parser parser;
-  SY_ASSIGN_OR_RETURN(
-      simdjson::dom::object object,
-      internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth, &parser));
+  internal::ParserLease parser;
+  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
+                      internal::ParseRequestObject(body, limits.max_body_bytes,
+                                                   limits.max_json_depth, parser.get()));
   internal::FieldReader fields(object);
   CompletionRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));

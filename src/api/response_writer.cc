@@ -381,10 +381,10 @@ std::string ModelList(const std::vector<ModelCard>& models) {
 
 absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(std::string_view body,
                                                      const RequestLimits& limits) {
-  simdjson::dom::parser parser;
-  SY_ASSIGN_OR_RETURN(
-      simdjson::dom::object object,
-      internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth, &parser));
+  internal::ParserLease parser;
+  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
+                      internal::ParseRequestObject(body, limits.max_body_bytes,
+                                                   limits.max_json_depth, parser.get()));
   internal::FieldReader fields(object);
   TokenizeRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
@@ -415,10 +415,10 @@ std::string TokenizeResponse(const std::vector<int32_t>& tokens, int64_t max_mod
 
 absl::StatusOr<DetokenizeRequest> ParseDetokenizeRequest(std::string_view body,
                                                          const RequestLimits& limits) {
-  simdjson::dom::parser parser;
-  SY_ASSIGN_OR_RETURN(
-      simdjson::dom::object object,
-      internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth, &parser));
+  internal::ParserLease parser;
+  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
+                      internal::ParseRequestObject(body, limits.max_body_bytes,
+                                                   limits.max_json_depth, parser.get()));
   internal::FieldReader fields(object);
   DetokenizeRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));

@@ -6,12 +6,61 @@
 #include <vector>
 
 #include "base/mutex.h"
+#include "base/recycling_allocator.h"
 #include "base/status_macros.h"
 #include "net/internal/client_call.h"
 #include "net/internal/client_loop.h"
 
 namespace switchyard::net {
 namespace {
+
+class CallbackHandler final : public HttpResponseHandler {
+ public:
+  explicit CallbackHandler(HttpClientCallbacks callbacks) : callbacks_(std::move(callbacks)) {}
+
+  void OnHead(int status, const HeaderList& headers) override {
+    if (callbacks_.on_head)
+      callbacks_.on_head(status, headers);
+  }
+  bool OnBody(std::string_view chunk) override {
+    return !callbacks_.on_body || callbacks_.on_body(chunk);
+  }
+  void OnDone(const absl::Status& status) override {
+    if (callbacks_.on_done)
+      callbacks_.on_done(status);
+  }
+
+ private:
+  const HttpClientCallbacks callbacks_;
+};
+
+// Collects a Fetch's response. Its methods run on the call's loop, one after another: no lock
+// needed.
+class FetchHandler final : public HttpResponseHandler {
+ public:
+  explicit FetchHandler(std::function<void(absl::StatusOr<HttpClient::Response>)> done)
+      : done_(std::move(done)) {}
+
+  void OnHead(int status, const HeaderList& headers) override {
+    response_.status = status;
+    response_.headers = headers;
+  }
+  bool OnBody(std::string_view chunk) override {
+    response_.body.append(chunk);
+    return true;
+  }
+  void OnDone(const absl::Status& status) override {
+    if (status.ok()) {
+      done_(std::move(response_));
+    } else {
+      done_(status);
+    }
+  }
+
+ private:
+  const std::function<void(absl::StatusOr<HttpClient::Response>)> done_;
+  HttpClient::Response response_;
+};
 
 using internal::ClientCall;
 using internal::ClientCallHandle;
@@ -29,37 +78,16 @@ class HttpClientImpl final : public HttpClient {
 
   ~HttpClientImpl() override { Stop(); }
 
-  std::shared_ptr<HttpRequestHandle> Send(HttpClientRequest request, HttpClientCallbacks callbacks,
+  std::shared_ptr<HttpRequestHandle> Send(HttpClientRequest request,
+                                          std::shared_ptr<HttpResponseHandler> handler,
                                           std::optional<int> loop) override {
-    return StartCall(std::move(request), std::move(callbacks), loop, std::nullopt);
+    return StartCall(std::move(request), std::move(handler), loop, std::nullopt);
   }
 
   void Fetch(HttpClientRequest request,
              std::function<void(absl::StatusOr<Response>)> done) override {
-    // Every callback runs on the call's loop, one after another: no lock needed.
-    struct Collected {
-      Response response;
-      std::function<void(absl::StatusOr<Response>)> done;
-    };
-    auto collected = std::make_shared<Collected>();
-    collected->done = std::move(done);
-    HttpClientCallbacks callbacks;
-    callbacks.on_head = [collected](int status, const HeaderList& headers) {
-      collected->response.status = status;
-      collected->response.headers = headers;
-    };
-    callbacks.on_body = [collected](std::string_view chunk) {
-      collected->response.body.append(chunk);
-      return true;
-    };
-    callbacks.on_done = [collected](const absl::Status& status) {
-      if (status.ok()) {
-        collected->done(std::move(collected->response));
-      } else {
-        collected->done(status);
-      }
-    };
-    StartCall(std::move(request), std::move(callbacks), std::nullopt, options_.max_response_bytes);
+    StartCall(std::move(request), std::make_shared<FetchHandler>(std::move(done)), std::nullopt,
+              options_.max_response_bytes);
   }
 
   void Stop() override {
@@ -77,13 +105,14 @@ class HttpClientImpl final : public HttpClient {
 
  private:
   std::shared_ptr<HttpRequestHandle> StartCall(HttpClientRequest request,
-                                               HttpClientCallbacks callbacks,
+                                               std::shared_ptr<HttpResponseHandler> handler,
                                                std::optional<int> loop_hint,
                                                std::optional<size_t> body_limit) {
     ClientLoop& loop = *loops_[PickLoop(loop_hint)];
     auto handle = std::make_shared<ClientCallHandle>(loop.poster());
-    auto call = std::make_shared<ClientCall>(&loop, std::move(request), std::move(callbacks),
-                                             handle, body_limit);
+    auto call = std::allocate_shared<ClientCall>(base::RecyclingAllocator<ClientCall>(), &loop,
+                                                 std::move(request), std::move(handler), handle,
+                                                 body_limit);
     handle->Bind(call);
     if (!loop.poster()->Post([call] { call->Start(); }))
       call->Abandon();
@@ -112,6 +141,12 @@ class HttpClientImpl final : public HttpClient {
 };
 
 }  // namespace
+
+std::shared_ptr<HttpRequestHandle> HttpClient::Send(HttpClientRequest request,
+                                                    HttpClientCallbacks callbacks,
+                                                    std::optional<int> loop) {
+  return Send(std::move(request), std::make_shared<CallbackHandler>(std::move(callbacks)), loop);
+}
 
 absl::StatusOr<std::unique_ptr<HttpClient>> HttpClient::Start(const HttpClientOptions& options) {
   if (options.num_threads < 1)

@@ -5,14 +5,14 @@
 // ("host:port"); a request runs entirely on one loop, chosen by the caller (a hint, so
 // that one downstream connection's upstream traffic stays on one loop) or round-robin.
 //
-// A request is one call with callbacks:
-//   on_head(status, headers)  once, when the response head arrived (time to first byte)
-//   on_body(chunk)            zero or more times, in order, as body bytes arrive (chunked
-//                             framing removed); returns false to pause reading until
-//                             Resume() (back-pressure from a slow downstream client);
-//                             on_done(OK) still follows at once when that chunk ended
-//                             the body
-//   on_done(status)           exactly once: OK after the whole body, or the error
+// A request is one call with a response handler (or the same as three callbacks):
+//   OnHead(status, headers)  once, when the response head arrived (time to first byte)
+//   OnBody(chunk)            zero or more times, in order, as body bytes arrive (chunked
+//                            framing removed); returns false to pause reading until
+//                            Resume() (back-pressure from a slow downstream client);
+//                            OnDone(OK) still follows at once when that chunk ended
+//                            the body
+//   OnDone(status)           exactly once: OK after the whole body, or the error
 // Errors: Unavailable (name not resolved, connect refused, reset or closed before the first
 // response byte: nothing reached the client, safe to retry elsewhere; a pooled connection
 // found closed this way is first retried once, internally, on a fresh one),
@@ -51,6 +51,17 @@ struct HttpClientRequest {
   std::string body;
 };
 
+// Receives one request's response, on the request's loop, in the order above. The call holds
+// it until OnDone returned.
+class HttpResponseHandler {
+ public:
+  virtual ~HttpResponseHandler() = default;
+  virtual void OnHead(int status, const HeaderList& headers) = 0;
+  virtual bool OnBody(std::string_view chunk) = 0;
+  virtual void OnDone(const absl::Status& status) = 0;
+};
+
+// The handler as callbacks; an unset one is skipped (on_body then reads on).
 struct HttpClientCallbacks {
   std::function<void(int status, const HeaderList& headers)> on_head;
   std::function<bool(std::string_view chunk)> on_body;
@@ -95,8 +106,10 @@ class HttpClient {
   // unset, on the calling thread's loop if it runs one of the client's loops (a callback of
   // this client, or a handler of a server sharing its loops), else round-robin.
   virtual std::shared_ptr<HttpRequestHandle> Send(HttpClientRequest request,
-                                                  HttpClientCallbacks callbacks,
+                                                  std::shared_ptr<HttpResponseHandler> handler,
                                                   std::optional<int> loop = std::nullopt) = 0;
+  std::shared_ptr<HttpRequestHandle> Send(HttpClientRequest request, HttpClientCallbacks callbacks,
+                                          std::optional<int> loop = std::nullopt);
 
   // Convenience for small responses (metrics scrapes, health): the whole body, or the error.
   struct Response {

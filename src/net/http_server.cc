@@ -86,9 +86,8 @@ class HttpServerImpl final : public HttpServer {
     EventLoop& loop = loops_->loop(loop_index);
     const bool posted =
         loop.poster()->Post([this, loop_index, socket = std::move(socket)]() mutable {
-          auto connection = std::make_shared<HttpConnection>(std::move(socket), &context_,
-                                                             &registries_[loop_index],
-                                                             loops_->loop(loop_index).poster());
+          auto connection = std::make_shared<HttpConnection>(
+              std::move(socket), &context_, &registries_[loop_index], &loops_->loop(loop_index));
           registries_[loop_index].Add(connection);
           connection->Start();
         });

@@ -3,11 +3,14 @@
 // and the requests the router itself has in flight to it.
 //
 // Scheduling reads immutable snapshots (a vector of Endpoints swapped by pointer by the
-// endpoint table's owner), so plain values; any thread may read a snapshot.
+// endpoint table), so plain values, except the router's own load on the endpoint, which
+// every snapshot shares live; any thread may read a snapshot.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -27,16 +30,32 @@ struct EndpointMetrics {
   bool fresh = true;
 };
 
+// The router's own requests in flight to one endpoint. The endpoint table updates it as
+// they start and end; every snapshot of the endpoint shares it, so scheduling sees it live.
+struct EndpointLoad {
+  explicit EndpointLoad(int64_t active = 0, int64_t inflight = 0)
+      : active_requests(active), inflight_prompt_tokens(inflight) {}
+
+  std::atomic<int64_t> active_requests;
+  // Prompt tokens of those requests not yet past their first token (the prefill work queued
+  // on the endpoint, for TTFT estimates).
+  std::atomic<int64_t> inflight_prompt_tokens;
+};
+
 struct Endpoint {
   std::string name;     // unique in the pool, e.g. "10.0.0.7:8000"
   std::string address;  // host:port to connect to
   std::string pool;     // the config pool it belongs to
   std::map<std::string, std::string> labels;
   EndpointMetrics metrics;
-  int64_t active_requests = 0;  // router-tracked in-flight requests
-  // Router-tracked prompt tokens of those requests not yet past their first token (the
-  // prefill work queued on the endpoint, for TTFT estimates).
-  int64_t inflight_prompt_tokens = 0;
+  std::shared_ptr<const EndpointLoad> load;  // null: no router requests known
+
+  int64_t active_requests() const {
+    return load == nullptr ? 0 : load->active_requests.load(std::memory_order_relaxed);
+  }
+  int64_t inflight_prompt_tokens() const {
+    return load == nullptr ? 0 : load->inflight_prompt_tokens.load(std::memory_order_relaxed);
+  }
 
   std::optional<std::string> Label(const std::string& key) const {
     auto it = labels.find(key);

@@ -1,5 +1,7 @@
 #include "router/endpoint_table.h"
 
+#include <algorithm>
+#include <atomic>
 #include <set>
 
 #include "fmt/format.h"
@@ -7,10 +9,21 @@
 #include "base/json.h"
 
 namespace switchyard::router {
+namespace {
+
+// Adds `delta` to a load counter, never below 0. Its writers hold the table's mutex, so a
+// load and a store do; snapshots read it without the mutex.
+void AddTo(std::atomic<int64_t>& counter, int64_t delta) {
+  counter.store(std::max<int64_t>(0, counter.load(std::memory_order_relaxed) + delta),
+                std::memory_order_relaxed);
+}
+
+}  // namespace
 
 void EndpointTable::SetPoolMembers(const std::string& pool,
                                    const std::vector<EndpointSpec>& specs) {
   base::MutexLock lock(&mu_);
+  Changed();
   std::set<std::string> keep;
   for (const EndpointSpec& spec : specs) {
     keep.insert(spec.name);
@@ -37,6 +50,7 @@ void EndpointTable::ReportMetrics(const std::string& name, const EndpointMetrics
   it->second.metrics_at = at;
   it->second.healthy = true;
   it->second.consecutive_failures = 0;
+  Changed();
 }
 
 void EndpointTable::ReportReachable(const std::string& name) {
@@ -44,6 +58,8 @@ void EndpointTable::ReportReachable(const std::string& name) {
   auto it = endpoints_.find(name);
   if (it == endpoints_.end())
     return;
+  if (!it->second.healthy)
+    Changed();
   it->second.healthy = true;
   it->second.consecutive_failures = 0;
 }
@@ -53,8 +69,10 @@ void EndpointTable::ReportScrapeFailure(const std::string& name) {
   auto it = endpoints_.find(name);
   if (it == endpoints_.end())
     return;
-  if (++it->second.consecutive_failures >= kUnhealthyAfterFailures)
+  if (++it->second.consecutive_failures >= kUnhealthyAfterFailures && it->second.healthy) {
     it->second.healthy = false;
+    Changed();
+  }
 }
 
 void EndpointTable::RequestStarted(const std::string& name, int64_t prompt_tokens) {
@@ -62,8 +80,8 @@ void EndpointTable::RequestStarted(const std::string& name, int64_t prompt_token
   auto it = endpoints_.find(name);
   if (it == endpoints_.end())
     return;
-  ++it->second.active_requests;
-  it->second.inflight_prompt_tokens += prompt_tokens;
+  AddTo(it->second.load->active_requests, 1);
+  AddTo(it->second.load->inflight_prompt_tokens, prompt_tokens);
 }
 
 void EndpointTable::PrefillDone(const std::string& name, int64_t prompt_tokens) {
@@ -71,8 +89,7 @@ void EndpointTable::PrefillDone(const std::string& name, int64_t prompt_tokens) 
   auto it = endpoints_.find(name);
   if (it == endpoints_.end())
     return;
-  it->second.inflight_prompt_tokens =
-      std::max<int64_t>(0, it->second.inflight_prompt_tokens - prompt_tokens);
+  AddTo(it->second.load->inflight_prompt_tokens, -prompt_tokens);
 }
 
 void EndpointTable::RequestEnded(const std::string& name, int64_t prompt_tokens,
@@ -81,11 +98,9 @@ void EndpointTable::RequestEnded(const std::string& name, int64_t prompt_tokens,
   auto it = endpoints_.find(name);
   if (it == endpoints_.end())
     return;
-  it->second.active_requests = std::max<int64_t>(0, it->second.active_requests - 1);
-  if (prefill_pending) {
-    it->second.inflight_prompt_tokens =
-        std::max<int64_t>(0, it->second.inflight_prompt_tokens - prompt_tokens);
-  }
+  AddTo(it->second.load->active_requests, -1);
+  if (prefill_pending)
+    AddTo(it->second.load->inflight_prompt_tokens, -prompt_tokens);
 }
 
 Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const {
@@ -96,20 +111,29 @@ Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const 
   e.labels = s.spec.labels;
   e.metrics = s.metrics;
   e.metrics.fresh = s.has_metrics && now - s.metrics_at <= staleness_;
-  e.active_requests = s.active_requests;
-  e.inflight_prompt_tokens = s.inflight_prompt_tokens;
+  e.load = s.load;
   return e;
 }
 
-std::vector<Endpoint> EndpointTable::Snapshot(Clock::time_point now) const {
+std::shared_ptr<const std::vector<Endpoint>> EndpointTable::Snapshot(Clock::time_point now) const {
   base::MutexLock lock(&mu_);
-  std::vector<Endpoint> out;
-  out.reserve(endpoints_.size());
+  // Still right when nothing changed since and no endpoint fresh in it went stale (nor is
+  // `now` before it, when a stale one might have been fresh).
+  if (snapshot_ != nullptr && now >= snapshot_at_ && now <= fresh_until_)
+    return snapshot_;
+  auto out = std::make_shared<std::vector<Endpoint>>();
+  out->reserve(endpoints_.size());
+  fresh_until_ = Clock::time_point::max();
   for (const auto& [name, s] : endpoints_) {
-    if (s.healthy)
-      out.push_back(ToEndpoint(s, now));
+    if (!s.healthy)
+      continue;
+    out->push_back(ToEndpoint(s, now));
+    if (out->back().metrics.fresh)
+      fresh_until_ = std::min(fresh_until_, s.metrics_at + staleness_);
   }
-  return out;
+  snapshot_ = std::move(out);
+  snapshot_at_ = now;
+  return snapshot_;
 }
 
 std::vector<EndpointSpec> EndpointTable::Members() const {
@@ -160,7 +184,7 @@ std::string EndpointTable::DebugJson(Clock::time_point now) const {
         "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"inflight_prompt_tokens\":{}}}",
         status.healthy, e.metrics.fresh, status.metrics_age_s, e.metrics.waiting_requests,
         e.metrics.running_requests, e.metrics.kv_cache_usage, e.metrics.block_size,
-        e.metrics.num_gpu_blocks, e.active_requests, e.inflight_prompt_tokens));
+        e.metrics.num_gpu_blocks, e.active_requests(), e.inflight_prompt_tokens()));
   }
   out.append("]}");
   return out;

@@ -1,15 +1,18 @@
 // EndpointTable: the router's view of its endpoints: membership (from static config and DNS
 // re-resolution), health, the last scraped metrics and when they came, and the requests
-// the router itself has in flight to each. Scheduling takes a Snapshot per request: a copy
-// of every healthy endpoint with `fresh` computed against the staleness bound, so plugins
-// read plain values while scrapes and requests go on.
+// the router itself has in flight to each. Scheduling takes a Snapshot per request: every
+// healthy endpoint with `fresh` computed against the staleness bound, immutable, so plugins
+// read plain values while scrapes and requests go on. The snapshot is built once and shared
+// by pointer until the table changes (membership, health, metrics) or an endpoint's metrics
+// go stale, not copied per request; the in-flight counts (EndpointLoad) are live in it.
 //
-// Thread-safe: one mutex; Snapshot copies (tens of microseconds for a hundred endpoints).
+// Thread-safe: one mutex, held briefly (Snapshot copies a pointer, except when it rebuilds).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,7 +65,7 @@ class EndpointTable {
   void RequestEnded(const std::string& name, int64_t prompt_tokens, bool prefill_pending);
 
   // Healthy endpoints, in name order.
-  std::vector<Endpoint> Snapshot(Clock::time_point now) const;
+  std::shared_ptr<const std::vector<Endpoint>> Snapshot(Clock::time_point now) const;
   std::vector<EndpointSpec> Members() const;
   // Every member, healthy or not, in name order (GET /debug/endpoints, router metrics).
   std::vector<EndpointStatus> Statuses(Clock::time_point now) const;
@@ -77,14 +80,21 @@ class EndpointTable {
     EndpointMetrics metrics;
     bool has_metrics = false;
     Clock::time_point metrics_at;
-    int64_t active_requests = 0;
-    int64_t inflight_prompt_tokens = 0;
+    // Written under mu_, read by snapshots without it.
+    std::shared_ptr<EndpointLoad> load = std::make_shared<EndpointLoad>();
   };
   Endpoint ToEndpoint(const State& s, Clock::time_point now) const;
+  // The snapshot is to be rebuilt (membership, health or metrics changed).
+  void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { snapshot_ = nullptr; }
 
   const std::chrono::milliseconds staleness_;
   mutable base::Mutex mu_;
   std::map<std::string, State> endpoints_ ABSL_GUARDED_BY(mu_);
+  // The last snapshot, built at snapshot_at_ and right until fresh_until_ (when the first
+  // endpoint fresh in it goes stale); null when the table changed since.
+  mutable std::shared_ptr<const std::vector<Endpoint>> snapshot_ ABSL_GUARDED_BY(mu_);
+  mutable Clock::time_point snapshot_at_ ABSL_GUARDED_BY(mu_);
+  mutable Clock::time_point fresh_until_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::router

@@ -5,8 +5,6 @@
 #include <random>
 #include <string_view>
 
-#include "fmt/format.h"
-
 namespace switchyard::router {
 
 namespace {
@@ -26,8 +24,17 @@ std::string NewRequestId() {
   uint64_t lo = rng();
   hi = (hi & ~uint64_t{0xf000}) | uint64_t{0x4000};            // version 4
   lo = (lo & ~(uint64_t{0xc} << 60)) | (uint64_t{0x8} << 60);  // variant 10
-  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", hi >> 32, (hi >> 16) & 0xffff,
-                     hi & 0xffff, lo >> 48, lo & 0xffffffffffffULL);
+  // "xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx": hi's 16 hex digits, then lo's, dashes between.
+  constexpr std::string_view kHex = "0123456789abcdef";
+  std::string id(36, '-');
+  size_t pos = 0;
+  for (int i = 0; i < 32; ++i) {
+    if (pos == 8 || pos == 13 || pos == 18 || pos == 23)
+      ++pos;
+    const uint64_t word = i < 16 ? hi : lo;
+    id[pos++] = kHex[(word >> (60 - 4 * (i % 16))) & 0xf];
+  }
+  return id;
 }
 
 std::string RequestIdOf(const net::HttpRequest& request) {

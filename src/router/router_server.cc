@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include "api/response_writer.h"
 #include "base/logging.h"
 #include "base/mutex.h"
+#include "base/recycling_allocator.h"
 #include "base/status_macros.h"
 #include "kvx/kv_event_subscriber.h"
 #include "net/http_client.h"
@@ -51,6 +53,71 @@ std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
     names.push_back(pool.name);
   return names;
 }
+
+// The scheduling of one proxied request: the profile picks from a fresh snapshot per attempt,
+// without the endpoints already tried.
+class RequestRouting final : public internal::ProxyRouting {
+ public:
+  RequestRouting(const SchedulingProfile* profile, EndpointTable* table, RouterMetrics* metrics,
+                 const PluginSet* plugins, std::vector<int32_t> prompt_tokens)
+      : profile_(profile),
+        table_(table),
+        metrics_(metrics),
+        plugins_(plugins),
+        prompt_tokens_(std::move(prompt_tokens)) {
+    request_.prompt_tokens = prompt_tokens_;
+  }
+
+  // What the plugins see; its prompt_tokens view this object's tokens.
+  SchedulingRequest& request() { return request_; }
+
+  std::optional<internal::ProxyTarget> NextTarget(const std::vector<std::string>& tried) override {
+    thread_local std::mt19937_64 rng(std::random_device{}());
+    const Clock::time_point start = Clock::now();
+    last_pick_ = nullptr;  // it points into the snapshot replaced here
+    snapshot_ = table_->Snapshot(start);
+    Candidates candidates;
+    candidates.reserve(snapshot_->size());
+    for (const Endpoint& e : *snapshot_) {
+      if (std::find(tried.begin(), tried.end(), e.name) == tried.end())
+        candidates.push_back(&e);
+    }
+    if (candidates.empty())
+      return std::nullopt;
+    request_.prefix_match.reset();
+    ProfileResult result = profile_->Run(request_, candidates, rng);
+    metrics_->ObserveSchedule(SecondsSince(start));
+    if (result.picked.empty())
+      return std::nullopt;
+    const Endpoint& picked = *result.picked[0];
+    last_pick_ = &picked;
+    if (request_.prefix_match.has_value()) {
+      metrics_->PrefixPrediction(picked.name, picked.pool, request_.prefix_match->prompt_tokens,
+                                 request_.prefix_match->CachedTokens(picked.name));
+    }
+    return internal::ProxyTarget{picked.name, picked.address, picked.pool};
+  }
+
+  void Picked(const internal::ProxyTarget& target) override {
+    if (last_pick_ != nullptr && last_pick_->name == target.name)
+      profile_->NotifyPicked(request_, *last_pick_);
+  }
+
+  std::string SessionToken(const std::string& endpoint) override {
+    return plugins_->session_codec().Issue(endpoint);
+  }
+
+ private:
+  const SchedulingProfile* const profile_;
+  EndpointTable* const table_;
+  RouterMetrics* const metrics_;
+  const PluginSet* const plugins_;
+  const std::vector<int32_t> prompt_tokens_;
+  SchedulingRequest request_;
+  // The snapshot NextTarget picked from and its pick, for Picked.
+  std::shared_ptr<const std::vector<Endpoint>> snapshot_;
+  const Endpoint* last_pick_ = nullptr;
+};
 
 class RouterServerImpl final : public RouterServer {
  public:
@@ -303,19 +370,21 @@ void RouterServerImpl::Generate(net::HttpRequest request,
                     {{"x-request-id", request_id}});
     return;
   }
-  auto sched = std::make_shared<SchedulingRequest>();
-  sched->request_id = request_id;
-  sched->model = config_.model;
-  sched->prompt_tokens = *std::move(tokens);
-  sched->cache_salt = cache_salt;
+  auto routing = std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
+                                                  *std::move(tokens));
+  SchedulingRequest& sched = routing->request();
+  sched.request_id = request_id;
+  sched.model = config_.model;
+  sched.cache_salt = std::move(cache_salt);
   if (std::optional<std::string_view> t = request.Header("x-session-token"))
-    sched->session_token = std::string(*t);
+    sched.session_token = std::string(*t);
   if (std::optional<std::string_view> id = request.Header("x-session-id"))
-    sched->session_id = std::string(*id);
+    sched.session_id = std::string(*id);
 
   internal::ProxyRequest proxy;
   proxy.method = std::move(request.method);
   proxy.target = std::move(request.target);
+  proxy.headers.reserve(request.headers.size() + 1);
   for (auto& [name, value] : request.headers) {
     if (ForwardRequestHeader(name))
       proxy.headers.emplace_back(std::move(name), std::move(value));
@@ -325,52 +394,11 @@ void RouterServerImpl::Generate(net::HttpRequest request,
   proxy.request_id = std::move(request_id);
   proxy.model = config_.model;
   proxy.arrival = arrival;
-  proxy.prompt_tokens = static_cast<int64_t>(sched->prompt_tokens.size());
+  proxy.prompt_tokens = static_cast<int64_t>(sched.prompt_tokens.size());
   proxy.stream = stream;
-
-  const SchedulingProfile* profile = profile_;
-  EndpointTable* table = &table_;
-  RouterMetrics* metrics = &metrics_;
-  // The endpoint next_target picked, as the snapshot had it, for on_picked (ProxyCall calls
-  // the two in turn, under its lock).
-  auto last_pick = std::make_shared<std::optional<Endpoint>>();
-  auto next_target =
-      [profile, table, metrics, sched,
-       last_pick](const std::vector<std::string>& tried) -> std::optional<internal::ProxyTarget> {
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    const Clock::time_point start = Clock::now();
-    const std::vector<Endpoint> snapshot = table->Snapshot(start);
-    Candidates candidates;
-    for (const Endpoint& e : snapshot) {
-      if (std::find(tried.begin(), tried.end(), e.name) == tried.end())
-        candidates.push_back(&e);
-    }
-    if (candidates.empty())
-      return std::nullopt;
-    sched->prefix_match.reset();
-    ProfileResult result = profile->Run(*sched, candidates, rng);
-    metrics->ObserveSchedule(SecondsSince(start));
-    if (result.picked.empty())
-      return std::nullopt;
-    const Endpoint& picked = *result.picked[0];
-    *last_pick = picked;
-    if (sched->prefix_match.has_value()) {
-      metrics->PrefixPrediction(picked.name, picked.pool, sched->prefix_match->prompt_tokens,
-                                sched->prefix_match->CachedTokens(picked.name));
-    }
-    return internal::ProxyTarget{picked.name, picked.address, picked.pool};
-  };
-  const PluginSet* plugins = plugins_.get();
-  auto issue_token = [plugins](const std::string& endpoint) {
-    return plugins->session_codec().Issue(endpoint);
-  };
-  auto on_picked = [profile, sched, last_pick](const internal::ProxyTarget& target) {
-    if (last_pick->has_value() && (*last_pick)->name == target.name)
-      profile->NotifyPicked(*sched, **last_pick);
-  };
-  auto call = std::make_shared<internal::ProxyCall>(
-      std::move(proxy), std::move(responder), client_.get(), &table_, &metrics_,
-      config_.max_retries, next_target, issue_token, on_picked);
+  auto call = std::allocate_shared<internal::ProxyCall>(
+      base::RecyclingAllocator<internal::ProxyCall>(), std::move(proxy), std::move(responder),
+      client_.get(), &table_, &metrics_, config_.max_retries, std::move(routing));
   call->Start();
 }
 

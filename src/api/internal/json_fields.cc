@@ -40,7 +40,31 @@ absl::Status WrongType(std::string_view param, std::string_view expected, elemen
                                          TypeName(value.type())));
 }
 
+struct ThreadParser {
+  simdjson::dom::parser parser;
+  bool lent = false;
+};
+thread_local ThreadParser thread_parser;
+
 }  // namespace
+
+ParserLease::ParserLease() {
+  if (thread_parser.lent) {
+    own_ = std::make_unique<simdjson::dom::parser>();
+    parser_ = own_.get();
+    return;
+  }
+  thread_parser.lent = true;
+  parser_ = &thread_parser.parser;
+}
+
+ParserLease::~ParserLease() {
+  if (own_ != nullptr)
+    return;
+  if (thread_parser.parser.capacity() > kMaxKeptBytes)
+    thread_parser.parser = simdjson::dom::parser();
+  thread_parser.lent = false;
+}
 
 absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
                                                          size_t max_body_bytes, size_t max_depth,
@@ -146,9 +170,9 @@ absl::StatusOr<int32_t> ReadTokenId(element value, std::string_view param) {
 }
 
 absl::Status FieldReader::CheckNoDuplicateKeys() const {
-  std::vector<std::string_view> keys;
-  keys.reserve(object_.size());
-  for (auto field : object_)
+  absl::InlinedVector<std::string_view, 16> keys;
+  keys.reserve(fields_.size());
+  for (const Field& field : fields_)
     keys.push_back(field.key);
   std::sort(keys.begin(), keys.end());
   auto dup = std::adjacent_find(keys.begin(), keys.end());
@@ -158,14 +182,23 @@ absl::Status FieldReader::CheckNoDuplicateKeys() const {
   return absl::InvalidArgumentError("Request body has a duplicate key.");
 }
 
+FieldReader::FieldReader(simdjson::dom::object object) {
+  fields_.reserve(object.size());
+  for (auto field : object)
+    fields_.push_back({.key = field.key, .value = field.value, .read = false});
+}
+
 std::optional<element> FieldReader::Get(std::string_view key) {
-  if (known_.empty())
-    known_.reserve(kKnownReserve);
-  known_.push_back(key);
-  element value;
-  if (object_.at_key(key).get(value) != simdjson::SUCCESS || value.is_null())
-    return std::nullopt;
-  return value;
+  // The first match, as object::at_key.
+  for (Field& field : fields_) {
+    if (field.key == key) {
+      field.read = true;
+      if (field.value.is_null())
+        return std::nullopt;
+      return field.value;
+    }
+  }
+  return std::nullopt;
 }
 
 absl::Status FieldReader::Bool(std::string_view key, bool* out) {
@@ -263,8 +296,8 @@ absl::Status FieldReader::TokenIds(std::string_view key, size_t max_items,
 
 std::vector<std::string> FieldReader::UnknownKeys() const {
   std::vector<std::string> unknown;
-  for (auto field : object_) {
-    if (std::find(known_.begin(), known_.end(), field.key) == known_.end())
+  for (const Field& field : fields_) {
+    if (!field.read)
       unknown.emplace_back(field.key);
   }
   return unknown;

@@ -5,16 +5,39 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "simdjson.h"
 
 namespace switchyard::api::internal {
+
+// The calling thread's request parser, lent for one parse: a fresh simdjson parser allocates
+// its buffers (text, tape, structural indexes) on every request, a reused one only when a body
+// outgrows them. Keep the lease while reading the object parsed into it. A lease taken while
+// the thread's parser is lent (a parse inside a parse) gets a parser of its own; a parser
+// grown past kMaxKeptBytes by a large body is let go when its lease ends.
+class ParserLease {
+ public:
+  ParserLease();
+  ~ParserLease();
+  ParserLease(const ParserLease&) = delete;
+  ParserLease& operator=(const ParserLease&) = delete;
+
+  simdjson::dom::parser* get() { return parser_; }
+
+  static constexpr size_t kMaxKeptBytes = 64 << 10;
+
+ private:
+  std::unique_ptr<simdjson::dom::parser> own_;  // nested lease only
+  simdjson::dom::parser* parser_;
+};
 
 // Parses a request `body` into `parser`: a body over `max_body_bytes` is 413 (PayloadTooLarge);
 // malformed JSON, nesting over `max_depth`, numbers outside double range (1e999), a non-object
@@ -37,7 +60,7 @@ absl::StatusOr<int32_t> ReadTokenId(simdjson::dom::element value, std::string_vi
 
 class FieldReader {
  public:
-  explicit FieldReader(simdjson::dom::object object) : object_(object) {}
+  explicit FieldReader(simdjson::dom::object object);
 
   // Duplicate keys are rejected: a proxy and the server must never see different values.
   absl::Status CheckNoDuplicateKeys() const;
@@ -61,11 +84,15 @@ class FieldReader {
   std::vector<std::string> UnknownKeys() const;
 
  private:
-  // About the number of fields a request parser asks for, so that known_ grows once.
-  static constexpr size_t kKnownReserve = 64;
+  struct Field {
+    std::string_view key;
+    simdjson::dom::element value;
+    bool read = false;  // a getter asked for it
+  };
 
-  simdjson::dom::object object_;
-  std::vector<std::string_view> known_;
+  // The object's fields in document order, listed once: a request parser asks for some forty
+  // keys, most of them absent, and walking the DOM for each costs more than this list.
+  absl::InlinedVector<Field, 16> fields_;
 };
 
 }  // namespace switchyard::api::internal

@@ -66,13 +66,14 @@ void ClientCallHandle::Resume() {
   });
 }
 
-ClientCall::ClientCall(ClientLoop* loop, HttpClientRequest request, HttpClientCallbacks callbacks,
+ClientCall::ClientCall(ClientLoop* loop, HttpClientRequest request,
+                       std::shared_ptr<HttpResponseHandler> handler,
                        std::shared_ptr<const ClientCallHandle> handle,
                        std::optional<size_t> body_limit)
     : loop_(loop),
       options_(loop->options()),
       request_(std::move(request)),
-      callbacks_(std::move(callbacks)),
+      handler_(std::move(handler)),
       handle_(std::move(handle)),
       body_limit_(body_limit),
       socket_(loop->context()),
@@ -252,9 +253,8 @@ void ClientCall::Cancel(std::string_view reason) {
 void ClientCall::Abandon() {
   // Not on the loop: nothing here touches the loop or its io_context.
   stage_ = Stage::kDone;
-  HttpClientCallbacks callbacks = std::move(callbacks_);
-  if (callbacks.on_done)
-    callbacks.on_done(absl::CancelledError(fmt::format("{}: the client is stopped", Describe())));
+  const std::shared_ptr<HttpResponseHandler> handler = std::move(handler_);
+  handler->OnDone(absl::CancelledError(fmt::format("{}: the client is stopped", Describe())));
 }
 
 void ClientCall::Finish(const absl::Status& status) {
@@ -272,11 +272,9 @@ void ClientCall::Finish(const absl::Status& status) {
     loop_->Remove(this);
   }
   registered_ = false;
-  HttpClientCallbacks callbacks = std::move(callbacks_);
-  callbacks_ = {};
+  const std::shared_ptr<HttpResponseHandler> handler = std::move(handler_);
   request_ = {};
-  if (callbacks.on_done)
-    callbacks.on_done(status);
+  handler->OnDone(status);
 }
 
 void ClientCall::CloseSocket() {

@@ -1,6 +1,6 @@
 // ClientCall: one HttpClient request on one ClientLoop, from taking a pooled connection
 // (or resolving and connecting) through writing the request and reading the response
-// incrementally to on_done. client_call.cc has the connection side (connect, write,
+// incrementally to OnDone. client_call.cc has the connection side (connect, write,
 // retry, finish), client_call_response.cc the response side (read, parse, deliver,
 // back-pressure, idle timeout).
 //
@@ -33,6 +33,7 @@
 #include "net/internal/beast.h"
 #include "net/internal/deadline.h"
 #include "net/internal/event_loop.h"
+#include "net/internal/message_parser.h"
 
 namespace switchyard::net::internal {
 
@@ -41,7 +42,7 @@ class ClientLoop;
 
 // The HttpRequestHandle of one call. Cancel and Resume post to the call's loop; Cancel also
 // sets a flag the loop checks before every callback, so that once Cancel returned no
-// on_head or on_body starts and on_done reports Cancelled (unless it already started).
+// OnHead or OnBody starts and OnDone reports Cancelled (unless it already started).
 class ClientCallHandle final : public HttpRequestHandle {
  public:
   explicit ClientCallHandle(std::shared_ptr<LoopPoster> poster) : poster_(std::move(poster)) {}
@@ -59,45 +60,12 @@ class ClientCallHandle final : public HttpRequestHandle {
   std::atomic<bool> cancel_requested_{false};
 };
 
-// The response parser's Body: instead of storing the body, it points at each piece where
-// the parser found it in the read buffer, so that on_body gets the bytes without a copy.
-// The parser is not eager, so one put() yields at most one piece; a second one in the same
-// put() is refused (left unconsumed) until the first was delivered.
-struct BodyPieceBody {
-  // Beast's Body concept names these two.
-  struct value_type {  // NOLINT(readability-identifier-naming)
-    std::string_view* piece = nullptr;
-  };
-
-  class reader {  // NOLINT(readability-identifier-naming)
-   public:
-    template <bool kIsRequest, class Fields>
-    reader(http::header<kIsRequest, Fields>& /*header*/, value_type& body) : body_(body) {}
-
-    void init(const boost::optional<uint64_t>& /*content_length*/, ErrorCode& ec) { ec = {}; }
-
-    template <class ConstBufferSequence>
-    size_t put(const ConstBufferSequence& buffers, ErrorCode& ec) {
-      ec = {};
-      if (!body_.piece->empty())
-        return 0;
-      const asio::const_buffer buffer = *asio::buffer_sequence_begin(buffers);
-      *body_.piece = std::string_view(static_cast<const char*>(buffer.data()), buffer.size());
-      return buffer.size();
-    }
-
-    void finish(ErrorCode& ec) { ec = {}; }
-
-   private:
-    value_type& body_;
-  };
-};
-
 class ClientCall final : public std::enable_shared_from_this<ClientCall> {
  public:
   // `body_limit`: the most body bytes accepted (more fails with ResourceExhausted); unset
   // for no limit (a stream).
-  ClientCall(ClientLoop* loop, HttpClientRequest request, HttpClientCallbacks callbacks,
+  ClientCall(ClientLoop* loop, HttpClientRequest request,
+             std::shared_ptr<HttpResponseHandler> handler,
              std::shared_ptr<const ClientCallHandle> handle, std::optional<size_t> body_limit);
   ClientCall(const ClientCall&) = delete;
   ClientCall& operator=(const ClientCall&) = delete;
@@ -106,7 +74,7 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   void Start();
   // Loop thread: closes the connection and reports Cancelled, unless already done.
   void Cancel(std::string_view reason);
-  // Loop thread: continues reading after on_body returned false.
+  // Loop thread: continues reading after OnBody returned false.
   void Resume();
   // The caller's thread, instead of Start, when the call could not be posted to its loop
   // (the client stopped): reports Cancelled there.
@@ -119,7 +87,7 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
     kWriting,     // writing the request
     kHead,        // reading the response head
     kBody,        // reading the body
-    kDone,        // on_done was called (or is being called)
+    kDone,        // OnDone was called (or is being called)
   };
 
   absl::Status Prepare();
@@ -133,7 +101,7 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   void FailBeforeResponse(const ErrorCode& ec, std::string_view step);
   void ArmDeadline(std::chrono::milliseconds timeout);
   void OnDeadline();
-  // Ends the call: closes the socket unless it went back to the pool, runs on_done.
+  // Ends the call: closes the socket unless it went back to the pool, runs OnDone.
   void Finish(const absl::Status& status);
   void CloseSocket();
   std::string Describe() const;
@@ -151,7 +119,7 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   ClientLoop* const loop_;
   const HttpClientOptions& options_;
   HttpClientRequest request_;
-  HttpClientCallbacks callbacks_;
+  std::shared_ptr<HttpResponseHandler> handler_;  // until OnDone
   const std::shared_ptr<const ClientCallHandle> handle_;
   const std::optional<size_t> body_limit_;
 
@@ -170,14 +138,10 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
 
   // Response side. Reads append to in_; the parser consumes from it.
   bool reading_ = false;
-  bool paused_ = false;  // on_body returned false; no reads until Resume
+  bool paused_ = false;  // OnBody returned false; no reads until Resume
   size_t received_bytes_ = 0;
   beast::flat_buffer in_;
-  // Allocated apart: inline, it would make the call (allocated per request) larger than
-  // glibc's 1 KiB bound for small allocations, past which every allocation first
-  // consolidates the fast bins.
-  std::unique_ptr<http::response_parser<BodyPieceBody>> parser_;
-  std::string_view body_piece_;  // set by the parser's BodyPieceBody during put()
+  std::optional<ResponseParser> parser_;
 };
 
 }  // namespace switchyard::net::internal

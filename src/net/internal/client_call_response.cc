@@ -14,14 +14,13 @@ namespace switchyard::net::internal {
 namespace {
 
 // Bytes asked of one read. A streamed response's events are far smaller; a large body
-// comes in pieces of this size, each handed to on_body straight from the read buffer.
+// comes in pieces of this size, each handed to OnBody straight from the read buffer.
 constexpr size_t kReadBytes = 16 << 10;
 
 }  // namespace
 
 void ClientCall::NewParser() {
-  parser_ = std::make_unique<http::response_parser<BodyPieceBody>>();
-  parser_->get().body().piece = &body_piece_;
+  parser_.emplace();
   parser_->header_limit(static_cast<uint32_t>(
       std::min<size_t>(options_.max_header_bytes, std::numeric_limits<uint32_t>::max())));
   // Not boost::none for "no limit": Boost 1.74 compares a Content-Length against an empty
@@ -87,7 +86,6 @@ void ClientCall::Parse() {
       Read();
       return;
     }
-    body_piece_ = {};
     const bool had_head = parser_->is_header_done();
     ErrorCode ec;
     const size_t used = parser_->put(in_.data(), ec);
@@ -101,7 +99,7 @@ void ClientCall::Parse() {
       return;
     }
     if (!had_head && parser_->is_header_done()) {
-      const unsigned status = parser_->get().result_int();
+      const int status = parser_->status();
       if (status >= 100 && status < 200 && status != 101) {
         // An interim response (100 Continue, 103 Early Hints): the real one follows.
         in_.consume(used);
@@ -112,14 +110,14 @@ void ClientCall::Parse() {
       if (stage_ == Stage::kDone)
         return;
     }
-    const std::string_view piece = body_piece_;
+    const std::string_view piece = parser_->TakePiece();
     if (!piece.empty()) {
       // The piece points into in_: deliver it before consuming.
       if (handle_->cancel_requested()) {
         Cancel("request cancelled");
         return;
       }
-      if (callbacks_.on_body && !callbacks_.on_body(piece))
+      if (!handler_->OnBody(piece))
         paused_ = true;
     } else if (used == 0 && had_head && !parser_->is_done()) {
       // No progress from what is buffered: wait for more rather than spin.
@@ -138,10 +136,7 @@ void ClientCall::OnHead() {
   stage_ = Stage::kBody;
   last_read_ = std::chrono::steady_clock::now();
   ArmDeadline(options_.idle_timeout);
-  if (callbacks_.on_head) {
-    const auto& message = parser_->get();
-    callbacks_.on_head(static_cast<int>(message.result_int()), ToHeaderList(message));
-  }
+  handler_->OnHead(parser_->status(), parser_->headers());
 }
 
 void ClientCall::Resume() {
@@ -160,8 +155,7 @@ void ClientCall::OnMessageDone() {
   }
   // Bytes past the message would be read as the next response's: such a connection, one
   // the server will close, and a switched protocol are not reused.
-  const bool reusable =
-      parser_->keep_alive() && in_.size() == 0 && parser_->get().result_int() != 101;
+  const bool reusable = parser_->keep_alive() && in_.size() == 0 && parser_->status() != 101;
   if (reusable)
     loop_->pool().Release(request_.upstream, std::move(socket_));
   Finish(absl::OkStatus());

@@ -47,7 +47,7 @@ class ClientLoop {
   beast::flat_buffer TakeReadBuffer();
   void GiveBackReadBuffer(beast::flat_buffer buffer);
 
-  // Refuses further posts, cancels every call in flight (each on_done runs, on the loop) and
+  // Refuses further posts, cancels every call in flight (each OnDone runs, on the loop) and
   // closes the pool; returns once everything this client posted to the loop before has run,
   // so that none of its handlers runs later. The loop keeps running. Idempotent.
   // REQUIRES: not called on this loop's thread.

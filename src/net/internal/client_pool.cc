@@ -47,8 +47,8 @@ std::optional<tcp::socket> ConnectionPool::Acquire(const std::string& upstream) 
       CloseSocket(idle.socket);
     }
   }
-  if (connections.empty())
-    idle_.erase(it);
+  // An upstream left with none keeps its (empty) entry until the sweep: the next Release
+  // reuses it instead of allocating it again.
   return found;
 }
 

@@ -50,7 +50,7 @@ class ConnectionPool {
 
   const size_t max_idle_;
   const std::chrono::milliseconds idle_timeout_;
-  // Per upstream, oldest first; an upstream with none is erased.
+  // Per upstream, oldest first; the sweep erases an upstream with none.
   std::unordered_map<std::string, std::deque<Idle>> idle_;
   Deadline sweep_deadline_;
   bool sweep_armed_ = false;

@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 
 #include "base/logging.h"
+#include "base/recycling_allocator.h"
 #include "net/internal/responder.h"
 
 namespace switchyard::net::internal {
@@ -17,10 +18,6 @@ namespace {
 // discarding) what the client still sends, so that the close does not reset the
 // connection before the client has read that response.
 constexpr std::chrono::milliseconds kDrainTimeout{1'000};
-
-std::string ToString(beast::string_view s) {
-  return std::string(s.data(), s.size());
-}
 
 std::string FormatEndpoint(const tcp::endpoint& endpoint) {
   const asio::ip::address address = endpoint.address();
@@ -50,10 +47,10 @@ void ConnectionRegistry::CloseAll() {
 }
 
 HttpConnection::HttpConnection(tcp::socket socket, ServerContext* server,
-                               ConnectionRegistry* registry, std::shared_ptr<LoopPoster> poster)
+                               ConnectionRegistry* registry, EventLoop* loop)
     : server_(server),
       registry_(registry),
-      poster_(std::move(poster)),
+      loop_(loop),
       status_(std::make_shared<ConnectionStatus>()),
       socket_(std::move(socket)),
       read_deadline_(socket_.get_executor(), [this] { OnReadTimeout(); }),
@@ -197,49 +194,31 @@ void HttpConnection::Parse() {
 }
 
 void HttpConnection::MaybeSendContinue() {
-  const auto& message = parser_->get();
-  if (parser_->is_done() || message.version() < 11)
+  if (parser_->is_done() || parser_->version() < 11 || !parser_->expects_continue())
     return;
-  const auto expect = message.find(http::field::expect);
-  if (expect != message.end() && beast::iequals(expect->value(), "100-continue")) {
-    Enqueue(std::string(kContinue));
-    Flush();
-  }
+  Enqueue(std::string(kContinue));
+  Flush();
 }
 
 void HttpConnection::Dispatch() {
   read_deadline_.Disarm();
   phase_ = Phase::kHandling;
-  const auto& message = parser_->get();
-  keep_alive_ = message.keep_alive();
-  http11_ = message.version() >= 11;
-  head_only_ = message.method() == http::verb::head;
-  HttpRequest request = TakeRequest();
+  keep_alive_ = parser_->keep_alive();
+  http11_ = parser_->version() >= 11;
+  head_only_ = parser_->head_method();
+  HttpRequest request = parser_->TakeRequest();
+  request.remote_address = remote_address_;
+  parser_.reset();
   ++seq_;
   response_ = Response::kAwaiting;
   close_callback_ = nullptr;
-  auto responder = std::make_shared<HttpResponderImpl>(poster_, weak_from_this(), status_, seq_);
+  auto responder = std::allocate_shared<HttpResponderImpl>(
+      base::RecyclingAllocator<HttpResponderImpl>(), loop_, weak_from_this(), status_, seq_);
   responder_ = responder;
   // Keep a read outstanding so that a client going away is noticed while the handler works.
   if (in_.size() < server_->options.max_header_bytes)
     Read();
   server_->handler(std::move(request), std::move(responder));
-}
-
-HttpRequest HttpConnection::TakeRequest() {
-  http::request<http::string_body> message = parser_->release();
-  parser_.reset();
-  HttpRequest request;
-  request.method = ToString(message.method_string());
-  request.target = ToString(message.target());
-  const size_t question = request.target.find('?');
-  request.path = request.target.substr(0, question);
-  if (question != std::string::npos)
-    request.query = request.target.substr(question + 1);
-  request.headers = ToHeaderList(message);
-  request.body = std::move(message.body());
-  request.remote_address = remote_address_;
-  return request;
 }
 
 void HttpConnection::Reject(int status, std::string_view message) {

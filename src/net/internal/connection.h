@@ -1,5 +1,5 @@
 // HttpConnection: one accepted socket on one EventLoop, from accept to close. It reads and
-// parses requests one at a time (Beast's request_parser under the server's limits and
+// parses requests one at a time (a RequestParser under the server's limits and
 // timeouts), hands each to the handler with an HttpResponder, writes the response through
 // a queue with one write outstanding, then reads the next request or closes.
 //
@@ -30,6 +30,7 @@
 #include "net/internal/beast.h"
 #include "net/internal/deadline.h"
 #include "net/internal/event_loop.h"
+#include "net/internal/message_parser.h"
 #include "net/internal/server_context.h"
 #include "net/internal/wire.h"
 
@@ -59,8 +60,9 @@ class ConnectionRegistry {
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
+  // Constructed on `loop`, the loop it lives on.
   HttpConnection(tcp::socket socket, ServerContext* server, ConnectionRegistry* registry,
-                 std::shared_ptr<LoopPoster> poster);
+                 EventLoop* loop);
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
 
@@ -100,7 +102,6 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void OnRead(const ErrorCode& ec, size_t bytes);
   void Parse();
   void Dispatch();
-  HttpRequest TakeRequest();
   void Reject(int status, std::string_view message);
   void MaybeSendContinue();
 
@@ -117,7 +118,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   ServerContext* const server_;
   ConnectionRegistry* const registry_;
-  const std::shared_ptr<LoopPoster> poster_;
+  EventLoop* const loop_;
   const std::shared_ptr<ConnectionStatus> status_;
   tcp::socket socket_;
   std::string remote_address_;
@@ -129,7 +130,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool reading_ = false;
   std::array<char, 16 << 10> read_chunk_{};
   beast::flat_buffer in_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   Deadline read_deadline_;  // header, body idle, keep-alive or drain timeout, by phase_
 
   // The response to the current request.

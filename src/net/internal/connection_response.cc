@@ -74,7 +74,11 @@ void HttpConnection::Write(uint64_t seq, std::string data) {
   if (status_->pending_write_bytes > server_->options.max_pending_write_bytes) {
     SY_LOG_DEBUG("http: closing {}: {} bytes unsent", remote_address_,
                  status_->pending_write_bytes.load());
-    Close();
+    // Closed by a handler of its own, not inside this call: a writer on the loop may hold a
+    // lock that the close callback takes. Its responder reports closed from now on, so that
+    // nothing more is queued for it.
+    status_->closed = true;
+    asio::post(socket_.get_executor(), [self = shared_from_this()] { self->Close(); });
     return;
   }
   Flush();

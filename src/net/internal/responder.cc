@@ -4,16 +4,13 @@
 
 namespace switchyard::net::internal {
 
-HttpResponderImpl::HttpResponderImpl(std::shared_ptr<LoopPoster> poster,
-                                     std::weak_ptr<HttpConnection> connection,
+HttpResponderImpl::HttpResponderImpl(EventLoop* loop, std::weak_ptr<HttpConnection> connection,
                                      std::shared_ptr<ConnectionStatus> status, uint64_t seq)
-    : poster_(std::move(poster)),
+    : loop_(loop),
+      poster_(loop->poster()),
       connection_(std::move(connection)),
       status_(std::move(status)),
-      seq_(seq) {
-  base::MutexLock lock(&mu_);
-  ops_.reserve(2);  // the usual response: OnClose, then Send
-}
+      seq_(seq) {}
 
 void HttpResponderImpl::Run(Op& op) {
   const std::shared_ptr<HttpConnection> connection = connection_.lock();
@@ -61,12 +58,23 @@ void HttpResponderImpl::Drain() {
 
 void HttpResponderImpl::Enqueue(Op op) {
   status_->pending_write_bytes += op.data.size();
+  const bool on_loop = EventLoop::Current() == loop_;
+  bool run_now = false;
   bool schedule = false;
   {
     base::MutexLock lock(&mu_);
-    ops_.push_back(std::move(op));
-    schedule = !draining_;
+    if (on_loop && !draining_) {
+      run_now = true;
+    } else {
+      ops_.push_back(std::move(op));
+      schedule = !draining_;
+    }
     draining_ = true;
+  }
+  if (run_now) {
+    Run(op);
+    Drain();  // what other threads queued meanwhile
+    return;
   }
   if (!schedule || poster_->Post([self = shared_from_this()] { self->Drain(); }))
     return;

@@ -3,9 +3,11 @@
 // loop, so calls run in call order even when they come from different threads (asio with
 // concurrency hint 1 runs a post made from inside a loop handler after posts other threads
 // made meanwhile, so posting each call separately could reorder a stream's head and its
-// chunks). Each runs against the connection if it still exists. It holds the connection only weakly
-// and the loop only through its LoopPoster, so a responder kept after the server stopped is
-// harmless: its calls are dropped (OnClose runs its callback at once).
+// chunks). A call made on the connection's own loop while nothing is queued runs at once
+// instead (a proxy answers from the loop that holds the connection: no post, no second
+// handler). Each runs against the connection if it still exists. It holds the connection
+// only weakly and the loop only through its LoopPoster, so a responder kept after the server
+// stopped is harmless: its calls are dropped (OnClose runs its callback at once).
 //
 // The queue holds plain operation records, not closures: a response costs no allocation
 // here beyond the responder itself (a proxy makes one per request).
@@ -28,7 +30,9 @@ namespace switchyard::net::internal {
 class HttpResponderImpl final : public HttpResponder,
                                 public std::enable_shared_from_this<HttpResponderImpl> {
  public:
-  HttpResponderImpl(std::shared_ptr<LoopPoster> poster, std::weak_ptr<HttpConnection> connection,
+  // `loop` is the connection's; it is only compared with the calling thread's loop, never
+  // used, so the responder may outlive it.
+  HttpResponderImpl(EventLoop* loop, std::weak_ptr<HttpConnection> connection,
                     std::shared_ptr<ConnectionStatus> status, uint64_t seq);
 
   void Send(int status, std::string_view content_type, std::string body,
@@ -51,14 +55,16 @@ class HttpResponderImpl final : public HttpResponder,
     std::function<void()> callback;  // OnClose's
   };
 
-  // Queues `op` for the loop. Its data bytes are added to pending_write_bytes now; the
-  // connection takes them off when the op runs, the queue does otherwise.
+  // Runs `op` now when called on the loop with nothing queued, else queues it for the loop.
+  // Its data bytes are added to pending_write_bytes now; the connection takes them off when
+  // the op runs, the queue does otherwise.
   void Enqueue(Op op);
   // Runs the queued ops in order, on the loop.
   void Drain();
   // Runs `op` against the connection, or settles it when the connection is gone.
   void Run(Op& op);
 
+  const EventLoop* const loop_;
   const std::shared_ptr<LoopPoster> poster_;
   const std::weak_ptr<HttpConnection> connection_;
   const std::shared_ptr<ConnectionStatus> status_;
@@ -67,6 +73,7 @@ class HttpResponderImpl final : public HttpResponder,
   base::Mutex mu_;
   std::vector<Op> ops_ ABSL_GUARDED_BY(mu_);
   size_t next_op_ ABSL_GUARDED_BY(mu_) = 0;  // ops_[next_op_..] are still to run
+  // An op is running or a drain is posted: later ops queue behind it.
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
 };
 

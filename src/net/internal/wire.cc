@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
+#include <charconv>
+#include <cstdint>
 
 #include "fmt/format.h"
 
@@ -45,10 +46,12 @@ bool IsToken(std::string_view s) {
   });
 }
 
-// A header that cannot end the line or the head early.
+// A header that cannot end the line or the head early. (Not find_first_of: libstdc++'s
+// searches the set once per character of the value, a call each.)
 bool IsSafeHeader(const std::pair<std::string, std::string>& header) {
   return IsToken(header.first) &&
-         header.second.find_first_of(std::string_view("\r\n\0", 3)) == std::string::npos;
+         std::none_of(header.second.begin(), header.second.end(),
+                      [](char c) { return c == '\r' || c == '\n' || c == '\0'; });
 }
 
 // The headers that say where the message ends and what happens to the connection after it:
@@ -72,6 +75,14 @@ std::string_view Trim(std::string_view s) {
   return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
 }
 
+// `value` in `base` (10 or 16), without the cost of a format string.
+void AppendNumber(uint64_t value, int base, std::string* out) {
+  std::array<char, 20> digits;  // 2^64 has 20 decimal digits
+  const std::to_chars_result result =
+      std::to_chars(digits.data(), digits.data() + digits.size(), value, base);
+  out->append(digits.data(), result.ptr);
+}
+
 void AppendHeader(std::string_view name, std::string_view value, std::string* out) {
   out->append(name);
   out->append(": ");
@@ -90,14 +101,19 @@ std::string EncodeHead(const ResponseHead& head) {
   std::string out;
   // Room for the usual head, so that the appends below do not grow it step by step.
   out.reserve(kHeadReserveBytes);
-  fmt::format_to(std::back_inserter(out), "HTTP/1.1 {} {}\r\n", status,
-                 std::string_view(reason.data(), reason.size()));
+  out.append("HTTP/1.1 ");
+  AppendNumber(static_cast<uint64_t>(status), 10, &out);
+  out.push_back(' ');
+  out.append(reason.data(), reason.size());
+  out.append("\r\n");
   if (!head.server_name.empty())
     AppendHeader("Server", head.server_name, &out);
   if (!head.content_type.empty())
     AppendHeader("Content-Type", head.content_type, &out);
   if (head.content_length.has_value()) {
-    AppendHeader("Content-Length", fmt::format("{}", *head.content_length), &out);
+    out.append("Content-Length: ");
+    AppendNumber(*head.content_length, 10, &out);
+    out.append("\r\n");
   } else if (head.chunked) {
     AppendHeader("Transfer-Encoding", "chunked", &out);
   }
@@ -132,7 +148,10 @@ absl::StatusOr<std::string> EncodeRequestHead(const RequestHead& head) {
     return absl::InvalidArgumentError(fmt::format("http: bad request target '{}'", head.target));
   std::string out;
   out.reserve(kHeadReserveBytes + head.target.size());
-  fmt::format_to(std::back_inserter(out), "{} {} HTTP/1.1\r\n", head.method, head.target);
+  out.append(head.method);
+  out.push_back(' ');
+  out.append(head.target);
+  out.append(" HTTP/1.1\r\n");
   AppendHeader("Host", head.host, &out);
   if (head.headers != nullptr) {
     for (const auto& header : *head.headers) {
@@ -142,29 +161,27 @@ absl::StatusOr<std::string> EncodeRequestHead(const RequestHead& head) {
         AppendHeader(header.first, header.second, &out);
     }
   }
-  if (head.content_length.has_value())
-    AppendHeader("Content-Length", fmt::format("{}", *head.content_length), &out);
+  if (head.content_length.has_value()) {
+    out.append("Content-Length: ");
+    AppendNumber(*head.content_length, 10, &out);
+    out.append("\r\n");
+  }
   AppendHeader("Connection", "keep-alive", &out);
   out.append("\r\n");
   return out;
 }
 
-HeaderList ToHeaderList(const http::fields& fields) {
-  HeaderList headers;
-  headers.reserve(static_cast<size_t>(std::distance(fields.begin(), fields.end())));
-  for (const auto& field : fields) {
-    const beast::string_view name = field.name_string();
-    const beast::string_view value = field.value();
-    std::string lower(name.size(), '\0');
-    std::transform(name.begin(), name.end(), lower.begin(), AsciiLower);
-    headers.emplace_back(std::move(lower),
-                         std::string(Trim(std::string_view(value.data(), value.size()))));
-  }
-  return headers;
+void AddReceivedHeader(std::string_view name, std::string_view value, HeaderList* headers) {
+  std::string lower(name.size(), '\0');
+  std::transform(name.begin(), name.end(), lower.begin(), AsciiLower);
+  headers->emplace_back(std::move(lower), std::string(Trim(value)));
 }
 
 std::string ChunkPrefix(size_t data_size) {
-  return fmt::format("{:x}\r\n", data_size);
+  std::string prefix;
+  AppendNumber(data_size, 16, &prefix);
+  prefix.append("\r\n");
+  return prefix;
 }
 
 std::pair<std::string, std::string> DefaultErrorBody(int http_status, std::string_view message) {

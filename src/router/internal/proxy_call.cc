@@ -28,21 +28,16 @@ std::string HeaderValue(const net::HeaderList& headers, std::string_view name) {
 
 }  // namespace
 
-ProxyCall::ProxyCall(
-    ProxyRequest request, std::shared_ptr<net::HttpResponder> responder, net::HttpClient* client,
-    EndpointTable* table, RouterMetrics* metrics, int max_retries,
-    std::function<std::optional<ProxyTarget>(const std::vector<std::string>&)> next_target,
-    std::function<std::string(const std::string&)> issue_token,
-    std::function<void(const ProxyTarget&)> on_picked)
+ProxyCall::ProxyCall(ProxyRequest request, std::shared_ptr<net::HttpResponder> responder,
+                     net::HttpClient* client, EndpointTable* table, RouterMetrics* metrics,
+                     int max_retries, std::unique_ptr<ProxyRouting> routing)
     : request_(std::move(request)),
       responder_(std::move(responder)),
       client_(client),
       table_(table),
       metrics_(metrics),
       max_retries_(max_retries),
-      next_target_(std::move(next_target)),
-      issue_token_(std::move(issue_token)),
-      on_picked_(std::move(on_picked)) {}
+      routing_(std::move(routing)) {}
 
 void ProxyCall::Start() {
   std::weak_ptr<ProxyCall> weak = weak_from_this();
@@ -66,7 +61,7 @@ void ProxyCall::Start() {
 void ProxyCall::TryNext() {
   std::optional<ProxyTarget> target;
   if (static_cast<int>(tried_.size()) <= max_retries_)
-    target = next_target_(tried_);
+    target = routing_->NextTarget(tried_);
   if (!target.has_value()) {
     done_ = true;
     absl::Status error =
@@ -84,21 +79,14 @@ void ProxyCall::TryNext() {
   prefill_pending_ = true;
   retry_this_attempt_ = false;
   table_->RequestStarted(target->name, request_.prompt_tokens);
-  on_picked_(*target);
+  routing_->Picked(*target);
   net::HttpClientRequest upstream;
   upstream.method = request_.method;
   upstream.upstream = target->address;
   upstream.target = request_.target;
   upstream.headers = request_.headers;
   upstream.body = request_.body;
-  std::shared_ptr<ProxyCall> self = shared_from_this();
-  net::HttpClientCallbacks callbacks;
-  callbacks.on_head = [self](int status, const net::HeaderList& headers) {
-    self->OnHead(status, headers);
-  };
-  callbacks.on_body = [self](std::string_view chunk) { return self->OnBody(chunk); };
-  callbacks.on_done = [self](const absl::Status& status) { self->OnDone(status); };
-  handle_ = client_->Send(std::move(upstream), std::move(callbacks));
+  handle_ = client_->Send(std::move(upstream), shared_from_this());
 }
 
 void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
@@ -112,13 +100,14 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
     return;
   }
   net::HeaderList out;
+  out.reserve(4);  // the three below, and rarely more than one forwarded
   for (const auto& [name, value] : headers) {
     if (ForwardResponseHeader(name))
       out.emplace_back(name, value);
   }
   out.emplace_back("x-request-id", request_.request_id);
   out.emplace_back("x-switchyard-endpoint", current_->name);
-  out.emplace_back("x-session-token", issue_token_(current_->name));
+  out.emplace_back("x-session-token", routing_->SessionToken(current_->name));
   head_status_ = status;
   head_content_type_ = HeaderValue(headers, "content-type");
   if (head_content_type_.empty())

@@ -1,6 +1,6 @@
 // ProxyCall: one client request proxied to the engines, with retries on the next-best
-// endpoint while nothing has reached the client. Owned by shared_ptr: the upstream
-// callbacks and the client's close callback hold it until the exchange ends.
+// endpoint while nothing has reached the client. Owned by shared_ptr: the upstream call
+// (whose response handler it is) holds it until the exchange ends.
 //
 // Retried while no byte has reached the client: connect failures (refused, reset, closed,
 // unresolved), 502 and 503 heads, an upstream that dies after its head but before any body
@@ -15,12 +15,11 @@
 // its [DONE] event, as the openai client does, counts under the stream's status), latency,
 // first byte, retries.
 //
-// Threads: Start on the HTTP server loop; upstream callbacks on an HTTP client loop; the
-// client's close callback on the server loop. A mutex orders them.
+// Threads: Start on the HTTP server loop; the response handler's methods on an HTTP client
+// loop; the client's close callback on the server loop. A mutex orders them.
 #pragma once
 
 #include <chrono>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -55,25 +54,36 @@ struct ProxyRequest {
   bool stream = false;
 };
 
-class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
+// Where a ProxyCall goes: the router's scheduling for one request. Called under the
+// ProxyCall's lock, so one call at a time.
+class ProxyRouting {
  public:
-  // `next_target(tried)` returns the next endpoint to try, excluding those already tried,
-  // or nullopt when none is left. `issue_token(endpoint)` makes the x-session-token.
-  ProxyCall(
-      ProxyRequest request, std::shared_ptr<net::HttpResponder> responder, net::HttpClient* client,
-      EndpointTable* table, RouterMetrics* metrics, int max_retries,
-      std::function<std::optional<ProxyTarget>(const std::vector<std::string>& tried)> next_target,
-      std::function<std::string(const std::string& endpoint)> issue_token,
-      std::function<void(const ProxyTarget&)> on_picked);
+  virtual ~ProxyRouting() = default;
+  // The next endpoint to try, excluding those already `tried`; nullopt when none is left.
+  virtual std::optional<ProxyTarget> NextTarget(const std::vector<std::string>& tried) = 0;
+  // The request goes to `target`, which NextTarget has just returned.
+  virtual void Picked(const ProxyTarget& target) = 0;
+  // The x-session-token of responses from `endpoint`.
+  virtual std::string SessionToken(const std::string& endpoint) = 0;
+};
+
+class ProxyCall final : public net::HttpResponseHandler,
+                        public std::enable_shared_from_this<ProxyCall> {
+ public:
+  ProxyCall(ProxyRequest request, std::shared_ptr<net::HttpResponder> responder,
+            net::HttpClient* client, EndpointTable* table, RouterMetrics* metrics, int max_retries,
+            std::unique_ptr<ProxyRouting> routing);
 
   // Tries the first target.
   void Start();
 
+  // The upstream attempt's response (net::HttpResponseHandler).
+  void OnHead(int status, const net::HeaderList& headers) override;
+  bool OnBody(std::string_view chunk) override;
+  void OnDone(const absl::Status& status) override;
+
  private:
   void TryNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void OnHead(int status, const net::HeaderList& headers);
-  bool OnBody(std::string_view chunk);
-  void OnDone(const absl::Status& status);
   void FinishAttempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps the last bytes passed on of a stream, to tell whether it ended with [DONE].
   void KeepSseTail(std::string_view chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -90,11 +100,9 @@ class ProxyCall : public std::enable_shared_from_this<ProxyCall> {
   EndpointTable* const table_;
   RouterMetrics* const metrics_;
   const int max_retries_;
-  const std::function<std::optional<ProxyTarget>(const std::vector<std::string>&)> next_target_;
-  const std::function<std::string(const std::string&)> issue_token_;
-  const std::function<void(const ProxyTarget&)> on_picked_;
 
   base::Mutex mu_;
+  const std::unique_ptr<ProxyRouting> routing_ ABSL_PT_GUARDED_BY(mu_);
   std::vector<std::string> tried_ ABSL_GUARDED_BY(mu_);
   std::optional<ProxyTarget> current_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<net::HttpRequestHandle> handle_ ABSL_GUARDED_BY(mu_);

@@ -55,9 +55,9 @@ void ActiveRequestScorer::Score(const SchedulingRequest&, const Candidates& cand
                                 std::span<double> scores) {
   int64_t max_active = 0;
   for (const Endpoint* e : candidates)
-    max_active = std::max(max_active, e->active_requests);
+    max_active = std::max(max_active, e->active_requests());
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const int64_t a = candidates[i]->active_requests;
+    const int64_t a = candidates[i]->active_requests();
     if (a <= idle_threshold_) {
       scores[i] = 1.0;
     } else {

@@ -38,11 +38,15 @@ Candidates MaxScorePicker::Pick(const Candidates& candidates, std::span<const do
 
 Candidates RandomPicker::Pick(const Candidates& candidates, std::span<const double>,
                               std::mt19937_64& rng) {
-  std::vector<size_t> order = ShuffledOrder(candidates.size(), rng);
-  Candidates out;
-  const size_t n = std::min(order.size(), static_cast<size_t>(std::max(max_endpoints_, 1)));
-  for (size_t i = 0; i < n; ++i)
-    out.push_back(candidates[order[i]]);
+  // The first n steps of a Fisher-Yates shuffle: a uniform sample in random order, without
+  // shuffling (or allocating an order for) the rest.
+  Candidates out = candidates;
+  const size_t n = std::min(out.size(), static_cast<size_t>(std::max(max_endpoints_, 1)));
+  for (size_t i = 0; i < n; ++i) {
+    std::uniform_int_distribution<size_t> rest(i, out.size() - 1);
+    std::swap(out[i], out[rest(rng)]);
+  }
+  out.resize(n);
   return out;
 }
 

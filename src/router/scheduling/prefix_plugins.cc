@@ -74,7 +74,7 @@ void PrefixCacheScorer::Score(const SchedulingRequest& request, const Candidates
 }
 
 double PrefixCacheAffinityFilter::TtftMs(const Endpoint& e) const {
-  return static_cast<double>(e.inflight_prompt_tokens) / options_.peak_prefill_tokens_per_s *
+  return static_cast<double>(e.inflight_prompt_tokens()) / options_.peak_prefill_tokens_per_s *
          1000.0;
 }
 

@@ -69,26 +69,29 @@ std::string SessionTokenCodec::Tag(std::string_view endpoint) const {
   return std::string(reinterpret_cast<const char*>(mac.data()), kTagBytes);
 }
 
-std::string SessionTokenCodec::CachedTag(std::string_view endpoint, bool remember) const {
+std::string SessionTokenCodec::Cached(std::string_view endpoint, bool remember,
+                                      std::string Signed::*field) const {
   {
     base::MutexLock lock(&mu_);
     // Debian's absl::string_view is not std::string_view: the heterogeneous lookup needs it.
-    if (const auto it = tags_.find(absl::string_view(endpoint.data(), endpoint.size()));
-        it != tags_.end())
-      return it->second;
+    if (const auto it = signed_.find(absl::string_view(endpoint.data(), endpoint.size()));
+        it != signed_.end())
+      return it->second.*field;
   }
-  std::string tag = Tag(endpoint);
+  Signed s;
+  s.tag = Tag(endpoint);
+  s.token = Base64Url(endpoint) + "." + Base64Url(s.tag);
   if (remember) {
     base::MutexLock lock(&mu_);
-    if (tags_.size() >= kMaxCachedTags)
-      tags_.clear();
-    tags_.try_emplace(std::string(endpoint), tag);
+    if (signed_.size() >= kMaxCachedTags)
+      signed_.clear();
+    signed_.try_emplace(std::string(endpoint), s);
   }
-  return tag;
+  return s.*field;
 }
 
 std::string SessionTokenCodec::Issue(std::string_view endpoint) const {
-  return Base64Url(endpoint) + "." + Base64Url(CachedTag(endpoint, true));
+  return Cached(endpoint, true, &Signed::token);
 }
 
 std::optional<std::string> SessionTokenCodec::Verify(std::string_view token) const {
@@ -101,7 +104,7 @@ std::optional<std::string> SessionTokenCodec::Verify(std::string_view token) con
   std::optional<std::string> tag = FromBase64Url(token.substr(dot + 1));
   if (!endpoint.has_value() || !tag.has_value() || tag->size() != kTagBytes)
     return std::nullopt;
-  const std::string want = CachedTag(*endpoint, false);
+  const std::string want = Cached(*endpoint, false, &Signed::tag);
   if (CRYPTO_memcmp(want.data(), tag->data(), kTagBytes) != 0)
     return std::nullopt;
   return endpoint;

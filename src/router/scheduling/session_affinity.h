@@ -28,8 +28,9 @@ namespace switchyard::router {
 
 // Issues and verifies x-session-token values: base64url(endpoint) "." base64url(tag), the
 // tag the first 16 bytes of HMAC-SHA256(secret, endpoint). Every proxied response carries
-// a token, so the tags of the endpoints it issued for are kept (an HMAC costs microseconds;
-// a lookup does not). Only Issue adds to that cache: a forged token's endpoint never does.
+// a token, so the tags and tokens of the endpoints it issued for are kept (an HMAC costs
+// microseconds; a lookup does not). Only Issue adds to that cache: a forged token's endpoint
+// never does.
 // Thread-safe.
 class SessionTokenCodec {
  public:
@@ -42,13 +43,19 @@ class SessionTokenCodec {
   // The most tags kept; past it the cache starts over (endpoints come and go with DNS).
   static constexpr size_t kMaxCachedTags = 4096;
 
+  struct Signed {
+    std::string tag;
+    std::string token;
+  };
+
   std::string Tag(std::string_view endpoint) const;
-  // The cached tag, else Tag(endpoint), cached when `remember`.
-  std::string CachedTag(std::string_view endpoint, bool remember) const;
+  // The endpoint's cached tag or token (`field`), else both computed now and cached when
+  // `remember`.
+  std::string Cached(std::string_view endpoint, bool remember, std::string Signed::*field) const;
 
   const std::string secret_;
   mutable base::Mutex mu_;
-  mutable absl::flat_hash_map<std::string, std::string> tags_ ABSL_GUARDED_BY(mu_);
+  mutable absl::flat_hash_map<std::string, Signed> signed_ ABSL_GUARDED_BY(mu_);
 };
 
 class SessionAffinity final : public Filter, public Scorer, public PreRequest {

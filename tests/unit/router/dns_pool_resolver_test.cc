@@ -127,7 +127,7 @@ TEST(DnsPoolResolverTest, RefreshesOnScheduleAndKeepsMembersThroughFailures) {
   EXPECT_EQ(resolver.RefreshDue(t0 + seconds(20)), t0 + seconds(30));
   EXPECT_EQ(Names(table), (std::vector<std::string>{"10.0.0.1:8000", "10.0.0.3:8000",
                                                     "[fd00::1]:9000", "q:1", "static:1"}));
-  const std::vector<Endpoint> snapshot = table.Snapshot(t0 + seconds(10));
+  const std::vector<Endpoint> snapshot = *table.Snapshot(t0 + seconds(10));
   EXPECT_EQ(snapshot[0].name, "10.0.0.1:8000");
   EXPECT_EQ(snapshot[0].metrics.waiting_requests, 7);
   EXPECT_TRUE(snapshot[0].metrics.fresh);

@@ -21,58 +21,58 @@ TEST(EndpointTableTest, MembershipHealthStalenessAndInflight) {
   EndpointTable table(milliseconds(2000));
   const auto t0 = EndpointTable::Clock::now();
   table.SetPoolMembers("p", {Spec("a"), Spec("b")});
-  std::vector<Endpoint> snap = table.Snapshot(t0);
+  std::vector<Endpoint> snap = *table.Snapshot(t0);
   ASSERT_EQ(snap.size(), 2u);
   EXPECT_FALSE(snap[0].metrics.fresh);  // never scraped
 
   EndpointMetrics m;
   m.waiting_requests = 4;
   table.ReportMetrics("a", m, t0);
-  snap = table.Snapshot(t0 + milliseconds(1000));
+  snap = *table.Snapshot(t0 + milliseconds(1000));
   EXPECT_TRUE(snap[0].metrics.fresh);
   EXPECT_EQ(snap[0].metrics.waiting_requests, 4);
-  EXPECT_FALSE(table.Snapshot(t0 + milliseconds(2500))[0].metrics.fresh);
+  EXPECT_FALSE((*table.Snapshot(t0 + milliseconds(2500)))[0].metrics.fresh);
 
   // One or two failed scrapes in a row keep "b" routable; the third takes it out; a good
   // scrape brings it back with a fresh count.
   for (int i = 1; i < EndpointTable::kUnhealthyAfterFailures; ++i) {
     table.ReportScrapeFailure("b");
-    EXPECT_EQ(table.Snapshot(t0).size(), 2u) << i;
+    EXPECT_EQ(table.Snapshot(t0)->size(), 2u) << i;
   }
   table.ReportScrapeFailure("b");
-  snap = table.Snapshot(t0);
+  snap = *table.Snapshot(t0);
   ASSERT_EQ(snap.size(), 1u);
   EXPECT_EQ(snap[0].name, "a");
   table.ReportMetrics("b", m, t0);
-  EXPECT_EQ(table.Snapshot(t0).size(), 2u);
+  EXPECT_EQ(table.Snapshot(t0)->size(), 2u);
   table.ReportScrapeFailure("b");
-  EXPECT_EQ(table.Snapshot(t0).size(), 2u);
+  EXPECT_EQ(table.Snapshot(t0)->size(), 2u);
   for (int i = 1; i < EndpointTable::kUnhealthyAfterFailures; ++i)
     table.ReportScrapeFailure("b");
-  EXPECT_EQ(table.Snapshot(t0).size(), 1u);
+  EXPECT_EQ(table.Snapshot(t0)->size(), 1u);
   table.ReportReachable("b");  // answers, without metrics: routable, metrics unknown
-  snap = table.Snapshot(t0);
+  snap = *table.Snapshot(t0);
   ASSERT_EQ(snap.size(), 2u);
   EXPECT_TRUE(snap[1].metrics.fresh);  // the metrics of the good scrape above are kept
 
   table.RequestStarted("a", 100);
   table.RequestStarted("a", 50);
   table.PrefillDone("a", 100);
-  snap = table.Snapshot(t0);
-  EXPECT_EQ(snap[0].active_requests, 2);
-  EXPECT_EQ(snap[0].inflight_prompt_tokens, 50);
+  snap = *table.Snapshot(t0);
+  EXPECT_EQ(snap[0].active_requests(), 2);
+  EXPECT_EQ(snap[0].inflight_prompt_tokens(), 50);
   table.RequestEnded("a", 100, false);
   table.RequestEnded("a", 50, true);
-  snap = table.Snapshot(t0);
-  EXPECT_EQ(snap[0].active_requests, 0);
-  EXPECT_EQ(snap[0].inflight_prompt_tokens, 0);
+  snap = *table.Snapshot(t0);
+  EXPECT_EQ(snap[0].active_requests(), 0);
+  EXPECT_EQ(snap[0].inflight_prompt_tokens(), 0);
 
   // Survivors keep their state; the departed go; other pools are untouched.
   table.SetPoolMembers("q", {Spec("c")});
   table.SetPoolMembers("p", {Spec("a")});
   std::vector<EndpointSpec> members = table.Members();
   ASSERT_EQ(members.size(), 2u);
-  snap = table.Snapshot(t0 + milliseconds(10));
+  snap = *table.Snapshot(t0 + milliseconds(10));
   EXPECT_EQ(snap[0].metrics.waiting_requests, 4);
   EXPECT_NE(table.DebugJson(t0).find("\"name\":\"c\""), std::string::npos);
 }

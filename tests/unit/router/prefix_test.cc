@@ -1,3 +1,4 @@
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -219,8 +220,8 @@ TEST_F(PrefixPluginsTest, AffinityFilterKeepsStickyEndpointsUntilTheLoadGate) {
   PrefixCacheAffinityFilter filter(Matcher(), o, 1);
   EXPECT_EQ(Names(filter.Apply(req_, candidates_)), std::vector<std::string>{"e1"});
   // e1 has 1500 ms of queued prefill more than e0: stickiness breaks.
-  eps_[1].inflight_prompt_tokens = 1600;
-  eps_[0].inflight_prompt_tokens = 100;
+  eps_[1].load = std::make_shared<EndpointLoad>(0, 1600);
+  eps_[0].load = std::make_shared<EndpointLoad>(0, 100);
   EXPECT_EQ(filter.Apply(req_, candidates_).size(), 3u);
   // A short shared prefix (below the threshold) is not sticky.
   std::vector<int32_t> other = Tokens(64);
@@ -228,7 +229,7 @@ TEST_F(PrefixPluginsTest, AffinityFilterKeepsStickyEndpointsUntilTheLoadGate) {
     other[i] = 7;
   SchedulingRequest r2 = req_;
   r2.prompt_tokens = other;
-  eps_[1].inflight_prompt_tokens = 0;
+  eps_[1].load = nullptr;
   EXPECT_EQ(filter.Apply(r2, candidates_).size(), 3u);
 }
 

@@ -162,6 +162,25 @@ struct Reply {
   }
 };
 
+// Routes to the upstreams in the order given.
+class InOrder final : public ProxyRouting {
+ public:
+  explicit InOrder(std::vector<std::string> upstreams) : upstreams_(std::move(upstreams)) {}
+
+  std::optional<ProxyTarget> NextTarget(const std::vector<std::string>& tried) override {
+    for (const std::string& u : upstreams_) {
+      if (std::find(tried.begin(), tried.end(), u) == tried.end())
+        return ProxyTarget{u, u, "default"};
+    }
+    return std::nullopt;
+  }
+  void Picked(const ProxyTarget& /*target*/) override {}
+  std::string SessionToken(const std::string& /*endpoint*/) override { return "token"; }
+
+ private:
+  const std::vector<std::string> upstreams_;
+};
+
 // A front that proxies every request with ProxyCall to `upstreams`, tried in order.
 class ProxyCallTest : public ::testing::Test {
  protected:
@@ -186,17 +205,9 @@ class ProxyCallTest : public ::testing::Test {
           proxy.model = "m";
           proxy.arrival = std::chrono::steady_clock::now();
           proxy.prompt_tokens = 3;
-          auto next = [upstreams](const std::vector<std::string>& tried) {
-            for (const std::string& u : upstreams) {
-              if (std::find(tried.begin(), tried.end(), u) == tried.end())
-                return std::optional<ProxyTarget>(ProxyTarget{u, u, "default"});
-            }
-            return std::optional<ProxyTarget>();
-          };
           auto call = std::make_shared<ProxyCall>(
               std::move(proxy), std::move(r), upstream_client_.get(), &table_, &metrics_,
-              /*max_retries=*/2, next, [](const std::string&) { return std::string("token"); },
-              [](const ProxyTarget&) {});
+              /*max_retries=*/2, std::make_unique<InOrder>(upstreams));
           call->Start();
         });
     ASSERT_TRUE(front.ok()) << front.status();
@@ -284,8 +295,8 @@ class ProxyCallTest : public ::testing::Test {
   // Nothing is left in flight in the router's accounting.
   void ExpectIdle() {
     for (const EndpointStatus& s : table_.Statuses(std::chrono::steady_clock::now())) {
-      EXPECT_EQ(s.endpoint.active_requests, 0) << s.endpoint.name;
-      EXPECT_EQ(s.endpoint.inflight_prompt_tokens, 0) << s.endpoint.name;
+      EXPECT_EQ(s.endpoint.active_requests(), 0) << s.endpoint.name;
+      EXPECT_EQ(s.endpoint.inflight_prompt_tokens(), 0) << s.endpoint.name;
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <utility>
@@ -142,7 +143,7 @@ TEST(RouterMetricsTest, RequestsLatenciesRetriesAndPrefixAddUp) {
 TEST(RouterMetricsTest, EndpointAndPoolGaugesFollowTheTable) {
   RouterMetrics metrics({"default", "empty"});
   EndpointStatus a = Status("a", "default", true);
-  a.endpoint.active_requests = 3;
+  a.endpoint.load = std::make_shared<EndpointLoad>(3);
   a.endpoint.metrics.waiting_requests = 5;
   a.endpoint.metrics.running_requests = 7;
   a.endpoint.metrics.kv_cache_usage = 0.25;

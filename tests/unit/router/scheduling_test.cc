@@ -1,3 +1,5 @@
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -60,8 +62,8 @@ TEST(LoadScorersTest, StaleMetricsScoreZero) {
 TEST(LoadScorersTest, ActiveRequestScorer) {
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
                                MakeEndpoint("c", 0, 0)};
-  eps[1].active_requests = 1;
-  eps[2].active_requests = 3;
+  eps[1].load = std::make_shared<EndpointLoad>(1);
+  eps[2].load = std::make_shared<EndpointLoad>(3);
   std::vector<double> scores(3);
   ActiveRequestScorer().Score({}, Ptrs(eps), scores);
   EXPECT_DOUBLE_EQ(scores[0], 1.0);
@@ -133,6 +135,24 @@ TEST(PickersTest, WeightedRandomFollowsTheWeights) {
     a += c[0]->name == "a";
   }
   EXPECT_NEAR(a / 4000.0, 0.75, 0.04);
+}
+
+TEST(PickersTest, RandomPicksUniformlyAndDistinct) {
+  std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
+                               MakeEndpoint("c", 0, 0)};
+  std::vector<double> scores = {0.0, 5.0, 1.0};
+  std::mt19937_64 rng(11);
+  std::map<std::string, int> first;
+  for (int i = 0; i < 3000; ++i) {
+    Candidates c = RandomPicker(2).Pick(Ptrs(eps), scores, rng);
+    ASSERT_EQ(c.size(), 2u);
+    ASSERT_NE(c[0], c[1]);
+    ++first[c[0]->name];
+  }
+  ASSERT_EQ(first.size(), 3u);
+  for (const auto& [name, n] : first)
+    EXPECT_NEAR(n / 3000.0, 1.0 / 3, 0.04) << name;
+  EXPECT_EQ(RandomPicker(5).Pick(Ptrs(eps), scores, rng).size(), 3u);
 }
 
 TEST(PickersTest, RoundRobinCyclesThroughTheCandidatesIgnoringScores) {
