@@ -22,6 +22,24 @@
 
 namespace switchyard::router {
 
+// What the prefix-cache scorer predicted in a scheduling cycle (llm-d's PrefixCacheMatchInfo):
+// per scored endpoint, how many of the prompt's tokens it should already hold. Written by
+// the scorer's Score (a later prefix scorer in the profile replaces it), read after the
+// pick for the prefix-hit metrics, so nothing is matched twice.
+struct PrefixMatch {
+  int64_t prompt_tokens = 0;
+  std::vector<std::pair<std::string, int64_t>> cached_tokens;  // (endpoint name, tokens)
+
+  // 0 for an endpoint the scorer did not see or matched nothing on.
+  int64_t CachedTokens(std::string_view endpoint) const {
+    for (const auto& [name, tokens] : cached_tokens) {
+      if (name == endpoint)
+        return tokens;
+    }
+    return 0;
+  }
+};
+
 // What the scheduler knows about one request.
 struct SchedulingRequest {
   std::string request_id;
@@ -49,23 +67,7 @@ struct SchedulingRequest {
     std::vector<uint64_t> keys;
   };
   mutable std::deque<PrefixKeys> prefix_keys;
-  // What the prefix-cache scorer predicted in this cycle (llm-d's PrefixCacheMatchInfo):
-  // per scored endpoint, how many of the prompt's tokens it should already hold. Written by
-  // the scorer's Score (a later prefix scorer in the profile replaces it), read after the
-  // pick for the prefix-hit metrics, so nothing is matched twice.
-  struct PrefixMatch {
-    int64_t prompt_tokens = 0;
-    std::vector<std::pair<std::string, int64_t>> cached_tokens;  // (endpoint name, tokens)
-
-    // 0 for an endpoint the scorer did not see or matched nothing on.
-    int64_t CachedTokens(std::string_view endpoint) const {
-      for (const auto& [name, tokens] : cached_tokens) {
-        if (name == endpoint)
-          return tokens;
-      }
-      return 0;
-    }
-  };
+  // What the prefix-cache scorer predicted in this cycle (PrefixMatch above).
   mutable std::optional<PrefixMatch> prefix_match;
 };
 

@@ -51,7 +51,7 @@ void PrefixMatcher::Record(const SchedulingRequest& request, const Endpoint& pic
 void PrefixCacheScorer::Score(const SchedulingRequest& request, const Candidates& candidates,
                               std::span<double> scores) {
   std::fill(scores.begin(), scores.end(), 0.0);
-  SchedulingRequest::PrefixMatch& prediction = request.prefix_match.emplace();
+  PrefixMatch& prediction = request.prefix_match.emplace();
   prediction.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
   const std::vector<uint64_t>& keys = matcher_.Keys(request);
   if (keys.empty())
