@@ -27,6 +27,9 @@
 namespace switchyard::engine {
 
 using BlockId = int32_t;
+// A block-table entry for a block the sequence no longer holds because attention never
+// reads it again (sliding window); runners skip such entries.
+inline constexpr BlockId kNullBlock = -1;
 
 class BlockPool {
  public:

@@ -83,16 +83,22 @@ absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOp
         budget.max_num_seqs, budget.max_num_batched_tokens, limits.max_logit_rows,
         limits.max_num_batched_tokens));
   }
+  // One sequence alone must always fit: under a sliding window it holds its window and one
+  // step's tokens, not its whole length.
   if (options.max_model_len <= 0 ||
-      (options.max_model_len + limits.block_size - 1) / limits.block_size > limits.num_kv_blocks) {
+      MaxBlocksPerSequence(options.max_model_len, budget.max_num_batched_tokens,
+                           limits.sliding_window, limits.block_size) > limits.num_kv_blocks) {
     return absl::InvalidArgumentError(fmt::format(
-        "max_model_len {} needs more KV blocks than the cache holds ({} blocks of {} tokens); "
-        "lower --max-model-len or give the KV cache more memory",
-        options.max_model_len, limits.num_kv_blocks, limits.block_size));
+        "max_model_len {} needs more KV blocks than the cache holds ({} blocks of {} tokens; "
+        "sliding window {}, {} tokens per step); lower --max-model-len or give the KV cache "
+        "more memory",
+        options.max_model_len, limits.num_kv_blocks, limits.block_size, limits.sliding_window,
+        budget.max_num_batched_tokens));
   }
   KvCacheOptions kv_options;
   kv_options.num_blocks = limits.num_kv_blocks;
   kv_options.block_size = limits.block_size;
+  kv_options.sliding_window = limits.sliding_window;
   kv_options.enable_prefix_caching = options.enable_prefix_caching;
   kv_options.hash_seed = options.hash_seed;
   kv_options.enable_events = options.kv_events != nullptr;
@@ -360,7 +366,7 @@ absl::Status EngineCore::Step() {
   const StepPlan plan = Schedule(table_.View(oracle), options_.budget);
   if (plan.scheduled.empty()) {
     // Nothing runs and the head of the queue cannot start: it can never fit (Start checked
-    // that a full-length sequence fits an empty cache, so this is a bug guard, not a path).
+    // that one sequence's blocks fit an empty cache, so this is a bug guard, not a path).
     if (table_.running().empty() && !table_.waiting().empty()) {
       const SeqId head = table_.waiting().front();
       AbortRequest(seqs_.at(head)->request->request.request_id, FinishReason::kError,
@@ -423,6 +429,9 @@ absl::Status EngineCore::Step() {
   const auto vocab = static_cast<size_t>(runner_->limits().vocab_size);
   std::span<float> logits = std::span<float>(logits_).first(batch_logit_rows_.size() * vocab);
   SY_RETURN_IF_ERROR(runner_->Execute(batch, logits));
+  // The step has read its windows; what lies wholly before the next ones goes back.
+  for (const ScheduledSeq& s : committed)
+    kv_->ReleaseSkippedBlocks(s.id);
   ProcessPromptLogprobs(logits.subspan(sampled_.size() * vocab));
   ProcessSamples(sampled_, logits.first(sampled_.size() * vocab));
   {

@@ -72,8 +72,9 @@ class EngineCore {
  public:
   using UpdateCallback = std::function<void(RequestUpdate update)>;
 
-  // Starts the loop thread. Errors: budgets beyond the runner's limits, a max_model_len
-  // whose blocks exceed the runner's KV cache. The runner's logit rows beyond
+  // Starts the loop thread. Errors: budgets beyond the runner's limits, a sequence whose
+  // blocks exceed the runner's KV cache (MaxBlocksPerSequence: max_model_len's blocks, or
+  // under a sliding window those of the window and one step). The runner's logit rows beyond
   // budget.max_num_seqs become budget.max_prompt_logit_rows (prompt logprobs).
   static absl::StatusOr<std::unique_ptr<EngineCore>> Start(const EngineCoreOptions& options,
                                                            std::unique_ptr<ModelRunner> runner,

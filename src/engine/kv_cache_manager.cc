@@ -14,7 +14,33 @@ int32_t CeilDiv(int64_t a, int32_t b) {
   return static_cast<int32_t>((a + b - 1) / b);
 }
 
+// Extends `chain`, the hashes of the first full blocks of `tokens`, to `num_blocks` blocks.
+void ExtendChain(BlockHasher& hasher, std::span<const int32_t> tokens,
+                 const BlockHashExtras& extras, int32_t block_size, int32_t num_blocks,
+                 std::vector<BlockHash>* chain) {
+  SY_CHECK(static_cast<int64_t>(num_blocks) * block_size <= static_cast<int64_t>(tokens.size()));
+  for (auto i = static_cast<int32_t>(chain->size()); i < num_blocks; ++i) {
+    const BlockHash* parent = i == 0 ? nullptr : &(*chain)[i - 1];
+    // Hash into a local first: push_back may move the parent it reads.
+    const BlockHash hash = hasher.Hash(
+        parent, tokens.subspan(static_cast<size_t>(i) * block_size, block_size), extras, i);
+    chain->push_back(hash);
+  }
+}
+
+bool IsHeld(BlockId block) {
+  return block != kNullBlock;
+}
+
 }  // namespace
+
+int32_t MaxBlocksPerSequence(int64_t max_model_len, int64_t max_step_tokens, int32_t window,
+                             int32_t block_size) {
+  const int32_t full = CeilDiv(max_model_len, block_size);
+  if (window <= 0)
+    return full;
+  return std::min(full, CeilDiv(window - 1 + max_step_tokens, block_size) + 1);
+}
 
 absl::StatusOr<std::unique_ptr<KvCacheManager>> KvCacheManager::Create(
     const KvCacheOptions& options) {
@@ -26,6 +52,10 @@ absl::StatusOr<std::unique_ptr<KvCacheManager>> KvCacheManager::Create(
     return absl::InvalidArgumentError(
         fmt::format("KV cache: block_size must be positive, got {}", options.block_size));
   }
+  if (options.sliding_window < 0) {
+    return absl::InvalidArgumentError(fmt::format(
+        "KV cache: sliding_window must be >= 0 (0: none), got {}", options.sliding_window));
+  }
   std::optional<std::string_view> seed;
   if (options.hash_seed.has_value())
     seed = *options.hash_seed;
@@ -34,6 +64,7 @@ absl::StatusOr<std::unique_ptr<KvCacheManager>> KvCacheManager::Create(
 
 KvCacheManager::KvCacheManager(const KvCacheOptions& options, BlockHasher hasher)
     : block_size_(options.block_size),
+      window_(options.sliding_window),
       enable_caching_(options.enable_prefix_caching),
       enable_events_(options.enable_events),
       hasher_(std::move(hasher)),
@@ -53,14 +84,53 @@ absl::Status KvCacheManager::AddSequence(SeqId seq, BlockHashExtras extras,
 
 void KvCacheManager::EnsureHashes(Sequence& seq, std::span<const int32_t> tokens,
                                   int32_t num_blocks) {
-  SY_CHECK(static_cast<int64_t>(num_blocks) * block_size_ <= static_cast<int64_t>(tokens.size()));
-  for (auto i = static_cast<int32_t>(seq.hashes.size()); i < num_blocks; ++i) {
-    const BlockHash* parent = i == 0 ? nullptr : &seq.hashes[i - 1];
-    // Hash into a local first: push_back may move the parent it reads.
-    const BlockHash hash = hasher_.Hash(
-        parent, tokens.subspan(static_cast<size_t>(i) * block_size_, block_size_), seq.extras, i);
-    seq.hashes.push_back(hash);
+  ExtendChain(hasher_, tokens, seq.extras, block_size_, num_blocks, &seq.hashes);
+}
+
+int32_t KvCacheManager::MaxHitBlocks(size_t num_tokens) const {
+  // The last token is always recomputed: it is the one whose logits the step needs.
+  if (!enable_caching_ || num_tokens == 0)
+    return 0;
+  return static_cast<int32_t>((num_tokens - 1) / block_size_);
+}
+
+int32_t KvCacheManager::NumSkippedBlocks(int64_t position) const {
+  if (window_ == 0 || position < window_)
+    return 0;
+  return static_cast<int32_t>((position - window_ + 1) / block_size_);
+}
+
+PrefixHit KvCacheManager::FindHit(int32_t max_blocks,
+                                  absl::FunctionRef<const BlockHash&(int32_t)> hash_at) const {
+  // The hit is blocks [0, end).
+  int32_t end = 0;
+  if (window_ == 0) {
+    while (end < max_blocks && pool_.Lookup(hash_at(end)).has_value())
+      ++end;
+  } else {
+    // An end e is good when the blocks e's window reads (at least one) are cached: scan
+    // from the right for the first run that long. Without one, the run that starts the
+    // sequence (shorter) is the hit.
+    const int32_t needed = std::max(1, CeilDiv(window_ - 1, block_size_));
+    int32_t run = 0;
+    for (int32_t i = max_blocks - 1; i >= 0; --i) {
+      run = pool_.Lookup(hash_at(i)).has_value() ? run + 1 : 0;
+      if (run == needed) {
+        end = i + run;
+        break;
+      }
+    }
+    if (end == 0)
+      end = run;
   }
+  PrefixHit hit;
+  hit.num_tokens = end * block_size_;
+  hit.epoch = epoch_;
+  const int32_t skipped = NumSkippedBlocks(hit.num_tokens);
+  hit.blocks.assign(static_cast<size_t>(skipped), kNullBlock);
+  for (int32_t i = skipped; i < end; ++i)
+    hit.blocks.push_back(*pool_.Lookup(hash_at(i)));
+  return hit;
 }
 
 absl::StatusOr<PrefixHit> KvCacheManager::GetComputedBlocks(SeqId seq_id,
@@ -74,24 +144,26 @@ absl::StatusOr<PrefixHit> KvCacheManager::GetComputedBlocks(SeqId seq_id,
     return absl::FailedPreconditionError(
         fmt::format("KV cache: sequence {} already holds blocks", seq_id));
   }
-  PrefixHit hit;
-  hit.epoch = epoch_;
-  if (!enable_caching_ || tokens.empty())
-    return hit;
-  // The last token is always recomputed: it is the one whose logits the step needs.
-  const auto max_blocks = static_cast<int32_t>((tokens.size() - 1) / block_size_);
-  for (int32_t i = 0; i < max_blocks; ++i) {
+  PrefixHit hit = FindHit(MaxHitBlocks(tokens.size()), [&](int32_t i) -> const BlockHash& {
     EnsureHashes(seq, tokens, i + 1);
-    std::optional<BlockId> block = pool_.Lookup(seq.hashes[i]);
-    if (!block.has_value())
-      break;
-    hit.blocks.push_back(*block);
+    return seq.hashes[i];
+  });
+  if (enable_caching_ && !tokens.empty()) {
+    ++stats_.requests;
+    stats_.queries += static_cast<int64_t>(tokens.size());
+    stats_.hits += hit.num_tokens;
   }
-  hit.num_tokens = static_cast<int32_t>(hit.blocks.size()) * block_size_;
-  ++stats_.requests;
-  stats_.queries += static_cast<int64_t>(tokens.size());
-  stats_.hits += hit.num_tokens;
   return hit;
+}
+
+PrefixHit KvCacheManager::ProbeComputedBlocks(std::span<const int32_t> tokens,
+                                              const BlockHashExtras& extras,
+                                              BlockHasher* hasher) const {
+  std::vector<BlockHash> chain;
+  return FindHit(MaxHitBlocks(tokens.size()), [&](int32_t i) -> const BlockHash& {
+    ExtendChain(*hasher, tokens, extras, block_size_, i + 1, &chain);
+    return chain[i];
+  });
 }
 
 absl::StatusOr<AllocationPlan> KvCacheManager::Plan(SeqId seq_id, std::span<const int32_t> tokens,
@@ -127,8 +199,10 @@ absl::StatusOr<AllocationPlan> KvCacheManager::Plan(SeqId seq_id, std::span<cons
   const int32_t num_held = static_cast<int32_t>(seq.blocks.size() + hit.blocks.size());
   const int32_t num_new_blocks = std::max(0, num_required - num_held);
   // Hit blocks nobody references sit in the free queue; touching them shrinks it.
-  const auto num_evictable_hits = static_cast<int32_t>(std::count_if(
-      hit.blocks.begin(), hit.blocks.end(), [&](BlockId b) { return pool_.ref_count(b) == 0; }));
+  const auto num_evictable_hits =
+      static_cast<int32_t>(std::count_if(hit.blocks.begin(), hit.blocks.end(), [&](BlockId b) {
+        return IsHeld(b) && pool_.ref_count(b) == 0;
+      }));
   if (num_new_blocks > pool_.num_free_blocks() - num_evictable_hits) {
     return absl::ResourceExhaustedError(
         fmt::format("KV cache: sequence {} needs {} new blocks, {} free", seq_id, num_new_blocks,
@@ -149,14 +223,34 @@ void KvCacheManager::Commit(const AllocationPlan& plan, std::span<const int32_t>
   Sequence& seq = seqs_.at(plan.seq);
   ++epoch_;
   if (!plan.hit_blocks.empty()) {
-    pool_.Touch(plan.hit_blocks);
+    const auto skipped =
+        static_cast<int32_t>(std::find_if(plan.hit_blocks.begin(), plan.hit_blocks.end(), IsHeld) -
+                             plan.hit_blocks.begin());
+    pool_.Touch(std::span(plan.hit_blocks).subspan(static_cast<size_t>(skipped)));
     seq.blocks.insert(seq.blocks.end(), plan.hit_blocks.begin(), plan.hit_blocks.end());
+    seq.num_null_blocks = skipped;
     seq.num_cached_blocks = static_cast<int32_t>(plan.hit_blocks.size());
   }
   pool_.Allocate(plan.num_new_blocks, &seq.blocks);
   seq.num_tokens = plan.num_tokens_after;
   if (enable_caching_)
     CacheFullBlocks(seq, tokens, seq.num_tokens / block_size_);
+}
+
+void KvCacheManager::ReleaseSkippedBlocks(SeqId seq_id) {
+  Sequence& seq = seqs_.at(seq_id);
+  const int32_t skipped =
+      std::min(NumSkippedBlocks(seq.num_tokens), static_cast<int32_t>(seq.blocks.size()));
+  if (skipped <= seq.num_null_blocks)
+    return;
+  ++epoch_;
+  // Oldest first: the pool evicts them first, keeping longest the blocks near the window
+  // that longer prefix hits need.
+  for (int32_t i = seq.num_null_blocks; i < skipped; ++i) {
+    pool_.Release(seq.blocks[i]);
+    seq.blocks[i] = kNullBlock;
+  }
+  seq.num_null_blocks = skipped;
 }
 
 void KvCacheManager::CacheFullBlocks(Sequence& seq, std::span<const int32_t> tokens,
@@ -206,10 +300,10 @@ absl::Status KvCacheManager::Preempt(SeqId seq_id) {
 
 void KvCacheManager::ReleaseBlocks(Sequence& seq) {
   ++epoch_;
-  for (auto block = seq.blocks.rbegin(); block != seq.blocks.rend(); ++block) {
-    pool_.Release(*block);
-  }
+  for (auto i = static_cast<int32_t>(seq.blocks.size()) - 1; i >= seq.num_null_blocks; --i)
+    pool_.Release(seq.blocks[i]);
   seq.blocks.clear();
+  seq.num_null_blocks = 0;
   seq.num_cached_blocks = 0;
   seq.num_tokens = 0;
 }
@@ -233,7 +327,8 @@ absl::StatusOr<std::optional<BlockCopy>> KvCacheManager::Fork(SeqId parent_id, S
   const Sequence& parent = seqs_.at(parent_id);
   child = parent;
   std::optional<BlockCopy> copy;
-  std::span<const BlockId> shared = parent.blocks;
+  std::span<const BlockId> shared =
+      std::span(parent.blocks).subspan(static_cast<size_t>(parent.num_null_blocks));
   if (partial_tail)
     shared = shared.first(shared.size() - 1);
   pool_.Touch(shared);

@@ -4,11 +4,21 @@
 //   hit  = GetComputedBlocks(seq, tokens)          // only before the sequence has blocks
 //   plan = Plan(seq, tokens, num_new_tokens, hit)  // may fail; changes nothing
 //   Commit(plan, tokens)                           // cannot fail
+//   ... the forward step runs ...
+//   ReleaseSkippedBlocks(seq)                      // sliding window only
 //
 // Every full block is hashed (block_hash.h) and published in the cache as soon as the step
 // that fills it is committed, so later sequences in the same step can already hit it.
 // Sequences are identified by caller-chosen integer ids; the caller owns the token lists and
 // passes them in (prompt followed by generated tokens, append-only).
+//
+// Sliding window (options.sliding_window = W > 0; the token at t sees t - W < p <= t): a
+// step computing from position c reads no key before c - W + 1, so the blocks wholly before
+// it are *skipped* (vLLM's SlidingWindowManager). Their table entries are kNullBlock and
+// they go back to the pool, cached full blocks keeping their hash until reused, exactly like
+// a freed sequence's blocks. A table is always ceil(num_tokens / block_size) entries long;
+// its null entries form a prefix. A prefix hit needs only the blocks its end's window
+// reads to be cached; the ones before are null in the hit and never touched.
 //
 // Threading: the engine loop thread owns the manager; nothing here locks. Steady-state
 // decode (one token, no new block) allocates nothing.
@@ -22,6 +32,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
@@ -40,7 +51,16 @@ struct KvCacheOptions {
   // PYTHONHASHSEED semantics (see BlockHasher); unset makes hashes process-private.
   std::optional<std::string> hash_seed;
   bool enable_events = false;
+  // The attention window W in tokens (Hugging Face's `sliding_window`); 0: full attention.
+  int32_t sliding_window = 0;
 };
+
+// The most blocks one sequence holds at once: every block of max_model_len tokens under
+// full attention; under a window W at most those of a step's own tokens (up to
+// max_step_tokens) plus the W - 1 before them, unaligned (vLLM's SlidingWindowSpec
+// max_memory_usage_bytes).
+int32_t MaxBlocksPerSequence(int64_t max_model_len, int64_t max_step_tokens, int32_t window,
+                             int32_t block_size);
 
 // vLLM's PrefixCacheStats, counted in tokens: one query of the sequence's full length per
 // GetComputedBlocks call, hits = tokens served from the cache.
@@ -52,6 +72,7 @@ struct PrefixCacheStats {
 
 // The longest cached prefix of a new sequence. Valid only until the next state change.
 struct PrefixHit {
+  // One per full block of the prefix; kNullBlock for those the window skips.
   std::vector<BlockId> blocks;
   int32_t num_tokens = 0;
   uint64_t epoch = 0;
@@ -83,10 +104,16 @@ class KvCacheManager {
   // Registers a sequence with no blocks. `lora_id` is reported in BlockStored events.
   absl::Status AddSequence(SeqId seq, BlockHashExtras extras, std::optional<int64_t> lora_id);
 
-  // Longest run of cached full blocks matching `tokens`, never covering the last token
-  // (its logits must be computed). Counts one prefix-cache query when caching is enabled.
+  // Longest prefix of full blocks of `tokens` whose KV is cached, never covering the last
+  // token (its logits must be computed): under full attention every block of it is cached;
+  // under a window, those its end's window reads are (or all of them when the prefix is
+  // shorter than that). Counts one prefix-cache query when caching is enabled.
   // REQUIRES: the sequence has no blocks yet (new or preempted and freed).
   absl::StatusOr<PrefixHit> GetComputedBlocks(SeqId seq, std::span<const int32_t> tokens);
+  // What GetComputedBlocks would return for a new sequence with these tokens and extras,
+  // without its side effects; `hasher` is the caller's copy of hasher() (scratch only).
+  PrefixHit ProbeComputedBlocks(std::span<const int32_t> tokens, const BlockHashExtras& extras,
+                                BlockHasher* hasher) const;
 
   // Plans a step that computes `num_new_tokens` more tokens of `tokens` after the hit.
   // ResourceExhausted when the free blocks (minus hit blocks that would leave the free
@@ -97,6 +124,15 @@ class KvCacheManager {
   // REQUIRES: `tokens` is the list the plan was made with (or an extension of it).
   void Commit(const AllocationPlan& plan, std::span<const int32_t> tokens);
 
+  // Releases, oldest first, the blocks the window skips from the sequence's next position
+  // (num_tokens(seq)) on; nothing under full attention. Call it once the step that computed
+  // those tokens has run: that step may still read them.
+  // REQUIRES: HasSequence(seq).
+  void ReleaseSkippedBlocks(SeqId seq);
+  // Leading blocks a step computing from `position` never reads: floor(max(0, position -
+  // W + 1) / block_size); 0 under full attention.
+  int32_t NumSkippedBlocks(int64_t position) const;
+
   // Releases the sequence's blocks, tail first, so that chain tails are evicted first, and
   // forgets the sequence.
   absl::Status Free(SeqId seq);
@@ -105,8 +141,9 @@ class KvCacheManager {
   absl::Status Preempt(SeqId seq);
 
   // Makes `child` share `parent`'s blocks (n > 1 sampling). Full blocks are shared by
-  // reference; a partially filled last block is given a fresh block in the child, and the
-  // caller must copy its KV (the returned BlockCopy) before the child's next step.
+  // reference (null entries stay null); a partially filled last block is given a fresh block
+  // in the child, and the caller must copy its KV (the returned BlockCopy) before the
+  // child's next step.
   // ResourceExhausted, changing nothing, when that fresh block is not available.
   absl::StatusOr<std::optional<BlockCopy>> Fork(SeqId parent, SeqId child);
 
@@ -119,10 +156,11 @@ class KvCacheManager {
   double usage() const { return pool_.Usage(); }
   const PrefixCacheStats& prefix_cache_stats() const { return stats_; }
   int32_t block_size() const { return block_size_; }
+  int32_t sliding_window() const { return window_; }
   const BlockPool& pool() const { return pool_; }
   const BlockHasher& hasher() const { return hasher_; }
   bool HasSequence(SeqId seq) const { return seqs_.contains(seq); }
-  // REQUIRES: HasSequence(seq).
+  // REQUIRES: HasSequence(seq). Released blocks read kNullBlock.
   std::span<const BlockId> block_table(SeqId seq) const { return seqs_.at(seq).blocks; }
   int32_t num_tokens(SeqId seq) const { return seqs_.at(seq).num_tokens; }
   // Ids of all registered sequences, unordered.
@@ -133,6 +171,8 @@ class KvCacheManager {
     BlockHashExtras extras;
     std::optional<int64_t> lora_id;
     std::vector<BlockId> blocks;
+    // blocks[0, num_null_blocks) are kNullBlock.
+    int32_t num_null_blocks = 0;
     // Hashes of the sequence's first hashes.size() full blocks (computed lazily).
     std::vector<BlockHash> hashes;
     // Blocks [0, num_cached_blocks) are published in the pool's cache map.
@@ -144,11 +184,17 @@ class KvCacheManager {
 
   // Extends seq.hashes to cover `num_blocks` full blocks of `tokens`.
   void EnsureHashes(Sequence& seq, std::span<const int32_t> tokens, int32_t num_blocks);
+  // Full blocks a hit may cover: never the last token, whose logits the step needs; 0
+  // without caching.
+  int32_t MaxHitBlocks(size_t num_tokens) const;
+  // The hit among the first `max_blocks` full blocks; `hash_at(i)` gives block i's hash.
+  PrefixHit FindHit(int32_t max_blocks, absl::FunctionRef<const BlockHash&(int32_t)> hash_at) const;
   void ReleaseBlocks(Sequence& seq);
   // Publishes the sequence's full blocks up to `num_full_blocks`, with one BlockStored.
   void CacheFullBlocks(Sequence& seq, std::span<const int32_t> tokens, int32_t num_full_blocks);
 
   const int32_t block_size_;
+  const int32_t window_;
   const bool enable_caching_;
   const bool enable_events_;
   BlockHasher hasher_;

@@ -35,6 +35,10 @@ struct RunnerLimits {
   // KV blocks the runner allocated, and their size in tokens.
   int32_t num_kv_blocks = 0;
   int32_t block_size = 16;
+  // The sliding window W the runner's attention applies (a query at t reads keys t - W < p
+  // <= t); 0: full attention. The engine drops the KV blocks it never reads again, and
+  // their block-table entries read kNullBlock (runtime::AttentionSequence).
+  int32_t sliding_window = 0;
 };
 
 class ModelRunner {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <numeric>
 #include <tuple>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -43,7 +44,7 @@ class CapacityTracker {
   // prefix blocks stay taken until their last holder goes).
   void Release(SeqId seq) {
     for (BlockId block : kv_.block_table(seq)) {
-      if (kv_.ref_count(block) - ++released_[block] == 0)
+      if (block != kNullBlock && kv_.ref_count(block) - ++released_[block] == 0)
         ++free_;
     }
   }
@@ -52,12 +53,17 @@ class CapacityTracker {
   int32_t NumEvictableHits(std::span<const BlockId> hit) const {
     int32_t n = 0;
     for (BlockId block : hit) {
-      if (kv_.ref_count(block) == 0 && !touched_.contains(block))
+      if (block != kNullBlock && kv_.ref_count(block) == 0 && !touched_.contains(block))
         ++n;
     }
     return n;
   }
-  void Touch(std::span<const BlockId> hit) { touched_.insert(hit.begin(), hit.end()); }
+  void Touch(std::span<const BlockId> hit) {
+    for (BlockId block : hit) {
+      if (block != kNullBlock)
+        touched_.insert(block);
+    }
+  }
 
  private:
   const KvCapacityOracle& kv_;
@@ -222,28 +228,10 @@ std::span<const BlockId> KvCacheOracle::block_table(SeqId seq) const {
 }
 
 PrefixProbe KvCacheOracle::ProbePrefix(const SeqView& seq) const {
-  PrefixProbe probe;
-  const BlockPool& pool = manager_.pool();
-  if (!pool.caching_enabled() || seq.tokens.empty())
-    return probe;
   static const BlockHashExtras kNoExtras;
-  const BlockHashExtras& extras = seq.extras != nullptr ? *seq.extras : kNoExtras;
-  const int32_t block_size = manager_.block_size();
-  // As GetComputedBlocks: the last token is always recomputed for its logits.
-  const auto max_blocks = static_cast<int32_t>((seq.tokens.size() - 1) / block_size);
-  BlockHash parent;
-  for (int32_t i = 0; i < max_blocks; ++i) {
-    const BlockHash hash = hasher_.Hash(
-        i == 0 ? nullptr : &parent,
-        seq.tokens.subspan(static_cast<size_t>(i) * block_size, block_size), extras, i);
-    std::optional<BlockId> block = pool.Lookup(hash);
-    if (!block.has_value())
-      break;
-    probe.blocks.push_back(*block);
-    parent = hash;
-  }
-  probe.num_tokens = static_cast<int32_t>(probe.blocks.size()) * block_size;
-  return probe;
+  PrefixHit hit = manager_.ProbeComputedBlocks(
+      seq.tokens, seq.extras != nullptr ? *seq.extras : kNoExtras, &hasher_);
+  return PrefixProbe{.blocks = std::move(hit.blocks), .num_tokens = hit.num_tokens};
 }
 
 }  // namespace switchyard::engine

@@ -19,6 +19,10 @@
 //  that those positions fit the step's max_prompt_logit_rows (shared, in the order above);
 //  a sequence with no row left gets no tokens this step.
 //
+// Block counts are table lengths: a sliding-window sequence's table keeps null entries for
+// the blocks the KV cache manager released after earlier steps (those are already free),
+// and an admission touches only the hit blocks its window reads.
+//
 // Schedule is a pure function of the state and the budget: it reads the KV cache through
 // the const KvCapacityOracle and tracks, in its own locals, the blocks its earlier choices
 // in the same step consume or free. The engine loop then commits the plan (ApplyPlan in
@@ -79,7 +83,8 @@ struct SeqView {
 
 // The cached prefix a waiting sequence would start from.
 struct PrefixProbe {
-  // Full blocks; never covers the sequence's last token.
+  // Full blocks, kNullBlock for those the sliding window skips (never touched); never
+  // covers the sequence's last token.
   std::vector<BlockId> blocks;
   int32_t num_tokens = 0;
 };
@@ -90,7 +95,8 @@ class KvCapacityOracle {
   virtual ~KvCapacityOracle() = default;
   virtual int32_t block_size() const = 0;
   virtual int32_t num_free_blocks() const = 0;
-  // Blocks the sequence holds; empty for one that holds none (or is unknown).
+  // The sequence's block table (kNullBlock for released blocks); empty for one that holds
+  // none (or is unknown).
   virtual std::span<const BlockId> block_table(SeqId seq) const = 0;
   virtual int32_t ref_count(BlockId block) const = 0;
   // What KvCacheManager::GetComputedBlocks would return now, without its side effects.
@@ -144,8 +150,8 @@ struct StepPlan {
 // sequence holds blocks for its num_computed_tokens.
 StepPlan Schedule(const SchedulerState& state, const SchedulerBudget& budget);
 
-// The oracle over a real KvCacheManager. Probes hash with a private copy of the manager's
-// hasher, so they agree with GetComputedBlocks and leave the manager untouched.
+// The oracle over a real KvCacheManager. Probes (ProbeComputedBlocks) hash with a private
+// copy of the manager's hasher, so they leave the manager untouched.
 // Not owned: `manager` must outlive the oracle. Engine loop thread only.
 class KvCacheOracle final : public KvCapacityOracle {
  public:

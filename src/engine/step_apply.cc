@@ -44,6 +44,12 @@ absl::StatusOr<std::vector<ScheduledSeq>> ApplyPlan(const StepPlan& plan, Sequen
     }
     absl::StatusOr<AllocationPlan> allocation =
         kv->Plan(planned.id, seq->tokens, done.num_new_tokens, hit);
+    if (!allocation.ok() && planned.admitted && absl::IsResourceExhausted(allocation.status())) {
+      ScheduledSeq waits;
+      waits.id = planned.id;
+      committed.push_back(waits);
+      continue;
+    }
     if (!allocation.ok())
       return PlanMismatch(planned.id, allocation.status());
     kv->Commit(*allocation, seq->tokens);

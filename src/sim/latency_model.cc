@@ -89,7 +89,7 @@ std::string FormatLatencyParams(const LatencyParams& params) {
   return out;
 }
 
-StepShape ShapeOf(std::span<const runtime::AttentionSequence> sequences) {
+StepShape ShapeOf(std::span<const runtime::AttentionSequence> sequences, int64_t window) {
   StepShape shape;
   for (const runtime::AttentionSequence& s : sequences) {
     if (s.q_len == 1 && s.context_len > 1) {
@@ -97,7 +97,7 @@ StepShape ShapeOf(std::span<const runtime::AttentionSequence> sequences) {
     } else {
       shape.prefill_tokens += s.q_len;
     }
-    shape.context_tokens += s.context_len;
+    shape.context_tokens += s.context_len - s.WindowStart(0, window);
   }
   return shape;
 }

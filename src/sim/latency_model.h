@@ -4,13 +4,15 @@
 //   seconds = step_overhead
 //           + prefill_per_token * (new tokens of prefill sequences)
 //           + decode_per_seq    * (decode sequences)
-//           + attention_per_context_token * (sum of context_len over all sequences)
+//           + attention_per_context_token * (KV positions read, summed over sequences)
 //
 // A sequence of the step is a *decode* sequence when q_len == 1 and context_len > 1 (one
 // new token after at least one cached one); every other sequence is a *prefill* sequence
 // and all its q_len tokens count as prefill tokens. (A 1-token tail of a chunked prefill
 // therefore costs as a decode: on a real backend the two cost the same.) context_len
-// includes the step's new tokens, as in runtime::AttentionSequence.
+// includes the step's new tokens, as in runtime::AttentionSequence. A sequence reads its
+// context_len positions, or under a sliding window W those from its first row's window on:
+// min(context_len, q_len - 1 + W), so a decode reads min(context_len, W).
 //
 // The overhead stands for the per-step weight pass (decode reads every weight once per
 // step, whatever the batch); decode_per_seq for the per-row matmul work (large on our CPU
@@ -78,7 +80,8 @@ struct StepShape {
   int64_t decode_seqs = 0;
   int64_t context_tokens = 0;
 };
-StepShape ShapeOf(std::span<const runtime::AttentionSequence> sequences);
+// `window`: the runner's sliding window (0: full attention).
+StepShape ShapeOf(std::span<const runtime::AttentionSequence> sequences, int64_t window);
 
 std::chrono::nanoseconds StepLatency(const LatencyParams& params, const StepShape& shape);
 

@@ -125,7 +125,9 @@ absl::Status SimRunner::CheckBatch(const model::ForwardBatch& batch,
       return Invalid(fmt::format("sequence {}: block table has {} blocks, needs {}", s,
                                  seq.block_table.size(), blocks_needed));
     }
-    for (int64_t b = 0; b < blocks_needed; ++b) {
+    // As PagedAttention: blocks before the first row's window are never read.
+    const int64_t window = limits_.sliding_window;
+    for (int64_t b = seq.WindowStart(0, window) / block_size; b < blocks_needed; ++b) {
       const int32_t id = seq.block_table[static_cast<size_t>(b)];
       if (id < 0 || id >= limits_.num_kv_blocks) {
         return Invalid(fmt::format("sequence {}: block_table[{}] = {} outside [0, {})", s, b, id,
@@ -160,7 +162,8 @@ absl::Status SimRunner::Execute(const model::ForwardBatch& batch, std::span<floa
     const int32_t chosen = ChosenToken(batch.tokens[row], batch.positions[row]);
     logits[r * vocab + static_cast<size_t>(chosen)] = kSimChosenLogit;
   }
-  clock_->SleepUntil(start + StepLatency(latency_, ShapeOf(batch.sequences)));
+  clock_->SleepUntil(start +
+                     StepLatency(latency_, ShapeOf(batch.sequences, limits_.sliding_window)));
   return absl::OkStatus();
 }
 

@@ -60,8 +60,9 @@ class SimRunner final : public engine::ModelRunner {
 
   // Errors: InvalidArgument for a batch the real runner could not run right: sizes over
   // the limits or disagreeing, a logits span of the wrong size, a logit row, token id,
-  // block id or slot id out of range, a sequence outside the batch or whose positions and
-  // slot ids do not follow its context length and block table. Nothing is charged then.
+  // block id (among those the window reads, limits().sliding_window) or slot id out of
+  // range, a sequence outside the batch or whose positions and slot ids do not follow its
+  // context length and block table. Nothing is charged then.
   absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) override;
 
   // Checks the ids; there is no KV to copy.

@@ -1,7 +1,8 @@
 // Randomized operation sequences (admit with prefix hits and chunked prefill, decode,
 // fork, preempt, free, reset) against the KV cache manager, checking after every step the
 // invariants that make the block pool and the prefix cache sound, and that the KV events
-// replayed by a subscriber reproduce the cache exactly.
+// replayed by a subscriber reproduce the cache exactly. With a sliding window, every step
+// is followed by the release of the blocks the window skips, as in the engine.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -21,6 +22,7 @@ struct Config {
   int32_t num_blocks;
   int32_t block_size;
   bool caching;
+  int32_t window;  // 0: full attention
 };
 
 class Harness {
@@ -33,6 +35,7 @@ class Harness {
     options.enable_prefix_caching = config.caching;
     options.hash_seed = "42";
     options.enable_events = true;
+    options.sliding_window = config.window;
     auto manager = KvCacheManager::Create(options);
     EXPECT_TRUE(manager.ok());
     m_ = std::move(*manager);
@@ -138,6 +141,21 @@ class Harness {
     }
     m_->Commit(*plan, tokens);
     ++committed_;
+    NoteHashes(seq);
+    m_->ReleaseSkippedBlocks(seq);
+  }
+
+  // The blocks a step fills may leave the window as soon as it ran: checks their hashes and
+  // notes them while the sequence still holds them.
+  void NoteHashes(SeqId seq) {
+    const auto table = m_->block_table(seq);
+    for (size_t i = 0; i < table.size(); ++i) {
+      const BlockHash* h = table[i] == kNullBlock ? nullptr : m_->pool().hash(table[i]);
+      if (h == nullptr)
+        continue;
+      ASSERT_EQ(*h, ReferenceHash(seq, tokens_[seq], static_cast<int32_t>(i)));
+      last_hash_[table[i]] = *h;
+    }
   }
 
   void ForkOne() {
@@ -184,6 +202,30 @@ class Harness {
     return chain[index];
   }
 
+  // Blocks wholly before the window of a step computing from `position`.
+  int32_t Skipped(int32_t position) const {
+    if (config_.window == 0)
+      return 0;
+    return std::max(0, position - config_.window + 1) / config_.block_size;
+  }
+
+  bool Cached(SeqId seq, const std::vector<int32_t>& tokens, int32_t index) {
+    return m_->pool().Lookup(ReferenceHash(seq, tokens, index)).has_value();
+  }
+
+  // A hit ending at block `end` is usable when the blocks its window reads are cached (under
+  // a window, at least the last one, as vLLM asks).
+  bool Usable(SeqId seq, const std::vector<int32_t>& tokens, int32_t end) {
+    int32_t first = Skipped(end * config_.block_size);
+    if (config_.window > 0)
+      first = std::min(first, end - 1);
+    for (int32_t i = first; i < end; ++i) {
+      if (!Cached(seq, tokens, i))
+        return false;
+    }
+    return true;
+  }
+
   void CheckHit(SeqId seq, const std::vector<int32_t>& tokens, const PrefixHit& hit) {
     const int32_t bs = config_.block_size;
     ASSERT_EQ(hit.num_tokens, static_cast<int32_t>(hit.blocks.size()) * bs);
@@ -191,16 +233,27 @@ class Harness {
     if (!config_.caching) {
       ASSERT_TRUE(hit.blocks.empty());
     }
+    const int32_t skipped = Skipped(hit.num_tokens);
     for (size_t i = 0; i < hit.blocks.size(); ++i) {
+      if (static_cast<int32_t>(i) < skipped) {
+        ASSERT_EQ(hit.blocks[i], kNullBlock);
+        continue;
+      }
       const BlockHash* h = m_->pool().hash(hit.blocks[i]);
       ASSERT_NE(h, nullptr);
       ASSERT_EQ(*h, ReferenceHash(seq, tokens, static_cast<int32_t>(i)));
     }
-    // Longest: the next block (if the limit allows one) is not cached.
-    const auto next = static_cast<int32_t>(hit.blocks.size());
-    if (config_.caching && (next + 1) * bs <= static_cast<int32_t>(tokens.size()) - 1) {
-      ASSERT_FALSE(m_->pool().Lookup(ReferenceHash(seq, tokens, next)).has_value());
+    if (!hit.blocks.empty()) {
+      ASSERT_TRUE(Usable(seq, tokens, static_cast<int32_t>(hit.blocks.size())));
     }
+    // Longest: no longer prefix (within the limit) is usable.
+    const int32_t max_blocks = (static_cast<int32_t>(tokens.size()) - 1) / bs;
+    for (auto end = static_cast<int32_t>(hit.blocks.size()) + 1;
+         config_.caching && end <= max_blocks; ++end) {
+      ASSERT_FALSE(Usable(seq, tokens, end)) << "a hit of " << end << " blocks was missed";
+    }
+    if (skipped > 0)
+      ++window_hits_;
   }
 
   void CheckInvariants() {
@@ -214,8 +267,15 @@ class Harness {
       const int32_t num_tokens = m_->num_tokens(seq);
       ASSERT_LE(num_tokens, static_cast<int32_t>(tokens_[seq].size()));
       ASSERT_EQ(static_cast<int32_t>(table.size()), (num_tokens + bs - 1) / bs);
+      // Exactly the blocks before the next position's window are released.
+      const int32_t skipped = Skipped(num_tokens);
       for (size_t i = 0; i < table.size(); ++i) {
         const BlockId b = table[i];
+        ASSERT_EQ(b == kNullBlock, static_cast<int32_t>(i) < skipped) << "block " << i;
+        if (b == kNullBlock) {
+          ++released_;
+          continue;
+        }
         ASSERT_GE(b, 0);
         ASSERT_LT(b, n);
         ++holders[b];
@@ -296,6 +356,8 @@ class Harness {
  public:
   int64_t committed_ = 0;
   int64_t exhausted_ = 0;
+  int64_t released_ = 0;     // null table entries seen by the invariant checks
+  int64_t window_hits_ = 0;  // hits with skipped blocks
 
  private:
   Config config_;
@@ -313,10 +375,14 @@ class Harness {
 
 TEST(KvCacheManagerPropertyTest, RandomOperationSequencesKeepInvariants) {
   const std::vector<Config> configs = {
-      {4, 1, true}, {8, 2, true}, {16, 4, true}, {40, 4, true}, {12, 16, true}, {16, 4, false},
+      {4, 1, true, 0},   {8, 2, true, 0},   {16, 4, true, 0}, {40, 4, true, 0},
+      {12, 16, true, 0}, {16, 4, false, 0}, {16, 4, true, 6}, {12, 2, true, 3},
+      {40, 4, true, 9},  {16, 4, false, 6}, {8, 1, true, 1},  {8, 4, true, 1},
   };
   int64_t committed = 0;
   int64_t exhausted = 0;
+  int64_t released = 0;
+  int64_t window_hits = 0;
   for (const Config& config : configs) {
     for (uint64_t seed = 0; seed < 10; ++seed) {
       SCOPED_TRACE(testing::Message()
@@ -330,11 +396,15 @@ TEST(KvCacheManagerPropertyTest, RandomOperationSequencesKeepInvariants) {
       }
       committed += harness.committed_;
       exhausted += harness.exhausted_;
+      released += harness.released_;
+      window_hits += harness.window_hits_;
     }
   }
-  // The runs exercise both outcomes of Plan.
+  // The runs exercise both outcomes of Plan, released blocks and hits that skip blocks.
   EXPECT_GT(committed, 1000);
   EXPECT_GT(exhausted, 10);
+  EXPECT_GT(released, 1000);
+  EXPECT_GT(window_hits, 10);
 }
 
 }  // namespace

@@ -3,10 +3,11 @@
 #include "engine/kv_cache_manager.h"
 
 #include <cstdint>
-#include <numeric>
 #include <vector>
 
 #include "gtest/gtest.h"
+
+#include "kv_cache_test_support.h"
 
 namespace switchyard::engine {
 namespace {
@@ -14,25 +15,6 @@ namespace {
 using kvx::AllBlocksCleared;
 using kvx::BlockRemoved;
 using kvx::BlockStored;
-
-std::vector<int32_t> Iota(int32_t n, int32_t start = 0) {
-  std::vector<int32_t> v(n);
-  std::iota(v.begin(), v.end(), start);
-  return v;
-}
-
-std::unique_ptr<KvCacheManager> MakeManager(int32_t num_blocks, int32_t block_size = 4,
-                                            bool caching = true) {
-  KvCacheOptions options;
-  options.num_blocks = num_blocks;
-  options.block_size = block_size;
-  options.enable_prefix_caching = caching;
-  options.hash_seed = "0";
-  options.enable_events = true;
-  auto manager = KvCacheManager::Create(options);
-  EXPECT_TRUE(manager.ok()) << manager.status();
-  return std::move(*manager);
-}
 
 // Admits `seq` with its whole prompt in one step; returns the hit size in tokens.
 int32_t Admit(KvCacheManager& m, SeqId seq, const std::vector<int32_t>& tokens,
@@ -65,7 +47,7 @@ class PrefixHitTest : public testing::TestWithParam<HitCase> {};
 
 TEST_P(PrefixHitTest, LongestFullBlockPrefixNeverCoveringLastToken) {
   const HitCase& c = GetParam();
-  auto m = MakeManager(32, 4);
+  auto m = MakeKvCacheManager(32, 4);
   Admit(*m, 1, Iota(c.cached_prompt_len));
   EXPECT_EQ(Admit(*m, 2, Iota(c.query_prompt_len)), c.expected_hit_tokens);
   EXPECT_EQ(m->prefix_cache_stats().queries, c.cached_prompt_len + c.query_prompt_len);
@@ -84,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<HitCase>& param_info) { return param_info.param.name; });
 
 TEST(KvCacheManagerTest, ExtraKeysIsolateCaches) {
-  auto m = MakeManager(32, 4);
+  auto m = MakeKvCacheManager(32, 4);
   const auto prompt = Iota(9);
   Admit(*m, 1, prompt, {.lora_name = std::nullopt, .cache_salt = "tenant-a"});
   EXPECT_EQ(Admit(*m, 2, prompt), 0);
@@ -95,7 +77,7 @@ TEST(KvCacheManagerTest, ExtraKeysIsolateCaches) {
 }
 
 TEST(KvCacheManagerTest, FreeReturnsBlocksTailFirstAndTailIsEvictedFirst) {
-  auto m = MakeManager(3, 4);
+  auto m = MakeKvCacheManager(3, 4);
   Admit(*m, 1, Iota(12));
   const std::vector<BlockId> table(m->block_table(1).begin(), m->block_table(1).end());
   ASSERT_EQ(table.size(), 3u);
@@ -114,7 +96,7 @@ TEST(KvCacheManagerTest, FreeReturnsBlocksTailFirstAndTailIsEvictedFirst) {
 }
 
 TEST(KvCacheManagerTest, HitTouchRemovesBlocksFromFreeQueue) {
-  auto m = MakeManager(4, 4);
+  auto m = MakeKvCacheManager(4, 4);
   Admit(*m, 1, Iota(9));
   ASSERT_TRUE(m->Free(1).ok());
   EXPECT_EQ(m->pool().num_free_blocks(), 4);
@@ -125,7 +107,7 @@ TEST(KvCacheManagerTest, HitTouchRemovesBlocksFromFreeQueue) {
 }
 
 TEST(KvCacheManagerTest, PlanCountsEvictableHitsAndFailsWithoutChanges) {
-  auto m = MakeManager(4, 4);
+  auto m = MakeKvCacheManager(4, 4);
   Admit(*m, 1, Iota(9));  // 3 blocks, 2 of them cached
   ASSERT_TRUE(m->Free(1).ok());
   // 17 tokens: 2 hit blocks (both in the free queue) + 3 new = 5 > 4 blocks.
@@ -148,7 +130,7 @@ TEST(KvCacheManagerTest, PlanCountsEvictableHitsAndFailsWithoutChanges) {
 }
 
 TEST(KvCacheManagerTest, StaleHitIsRejected) {
-  auto m = MakeManager(8, 4);
+  auto m = MakeKvCacheManager(8, 4);
   Admit(*m, 1, Iota(9));
   ASSERT_TRUE(m->AddSequence(2, {}, std::nullopt).ok());
   auto hit = m->GetComputedBlocks(2, Iota(9));
@@ -158,7 +140,7 @@ TEST(KvCacheManagerTest, StaleHitIsRejected) {
 }
 
 TEST(KvCacheManagerTest, DecodeCachesBlocksAsTheyFillWithChainedEvents) {
-  auto m = MakeManager(8, 4);
+  auto m = MakeKvCacheManager(8, 4);
   auto tokens = Iota(6);
   Admit(*m, 1, tokens);
   auto events = m->TakeEvents();
@@ -186,7 +168,7 @@ TEST(KvCacheManagerTest, DecodeCachesBlocksAsTheyFillWithChainedEvents) {
 }
 
 TEST(KvCacheManagerTest, ForkSharesFullBlocksAndCopiesPartialTail) {
-  auto m = MakeManager(8, 4);
+  auto m = MakeKvCacheManager(8, 4);
   const auto prompt = Iota(10);
   Admit(*m, 1, prompt);
   auto copy = m->Fork(1, 2);
@@ -212,7 +194,7 @@ TEST(KvCacheManagerTest, ForkSharesFullBlocksAndCopiesPartialTail) {
 }
 
 TEST(KvCacheManagerTest, ForkFailsWithoutChangesWhenNoBlockForTail) {
-  auto m = MakeManager(3, 4);
+  auto m = MakeKvCacheManager(3, 4);
   Admit(*m, 1, Iota(10));
   EXPECT_EQ(m->Fork(1, 2).status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_FALSE(m->HasSequence(2));
@@ -220,7 +202,7 @@ TEST(KvCacheManagerTest, ForkFailsWithoutChangesWhenNoBlockForTail) {
 }
 
 TEST(KvCacheManagerTest, ResetPrefixCacheOnlyWhenIdle) {
-  auto m = MakeManager(8, 4);
+  auto m = MakeKvCacheManager(8, 4);
   Admit(*m, 1, Iota(9));
   m->TakeEvents();
   EXPECT_EQ(m->ResetPrefixCache().code(), absl::StatusCode::kFailedPrecondition);
@@ -234,7 +216,7 @@ TEST(KvCacheManagerTest, ResetPrefixCacheOnlyWhenIdle) {
 }
 
 TEST(KvCacheManagerTest, PreemptKeepsSequenceForRescheduling) {
-  auto m = MakeManager(8, 4);
+  auto m = MakeKvCacheManager(8, 4);
   Admit(*m, 1, Iota(9));
   ASSERT_TRUE(m->Preempt(1).ok());
   EXPECT_TRUE(m->block_table(1).empty());
@@ -245,7 +227,7 @@ TEST(KvCacheManagerTest, PreemptKeepsSequenceForRescheduling) {
 }
 
 TEST(KvCacheManagerTest, CachingDisabledNeverHits) {
-  auto m = MakeManager(8, 4, /*caching=*/false);
+  auto m = MakeKvCacheManager(8, 4, /*window=*/0, /*caching=*/false);
   Admit(*m, 1, Iota(9));
   EXPECT_EQ(Admit(*m, 2, Iota(9)), 0);
   EXPECT_TRUE(m->pool().cache_map().empty());

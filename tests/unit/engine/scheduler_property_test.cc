@@ -2,7 +2,8 @@
 // per-step invariants: budget and seat limits, no sequence both running and waiting, every
 // running sequence's blocks cover its computed tokens, the planned free-block count is a
 // lower bound). On top: Schedule is pure (same plan twice, no KV change), and every
-// request finishes when each alone fits in the cache.
+// request finishes when each alone fits in the cache, which under a sliding window may
+// hold fewer blocks than a request's length.
 #include <cstdint>
 #include <random>
 #include <string>
@@ -45,6 +46,7 @@ TEST(SchedulerPropertyTest, RandomScriptsKeepInvariantsAndFinish) {
   // The scripts must reach the interesting paths, not only pass.
   int64_t num_preemptions = 0;
   int64_t num_hit_admissions = 0;
+  int64_t num_long_requests = 0;  // longer than the cache holds (sliding window)
   for (int script_index = 0; script_index < kScripts; ++script_index) {
     std::mt19937_64 rng(script_index);
     auto uniform = [&](int32_t lo, int32_t hi) {
@@ -60,8 +62,19 @@ TEST(SchedulerPropertyTest, RandomScriptsKeepInvariantsAndFinish) {
     // Prompt logprobs draw from their own generator, so the scripts above stay as they were.
     std::mt19937_64 logprobs_rng(1000000 + script_index);
     budget.max_prompt_logit_rows = std::uniform_int_distribution<int32_t>(1, 12)(logprobs_rng);
-    // Every request alone fits: prompt + outputs need at most num_blocks blocks.
-    const int32_t max_len = num_blocks * block_size;
+    // A quarter of the scripts run a sliding window, drawn from its own generator too.
+    std::mt19937_64 window_rng(2000000 + script_index);
+    const int32_t window = std::uniform_int_distribution<int32_t>(0, 3)(window_rng) == 0
+                               ? std::uniform_int_distribution<int32_t>(1, 24)(window_rng)
+                               : 0;
+    // Every request alone fits: at full attention prompt + outputs need at most num_blocks
+    // blocks; under a window, requests may be 4 times as long when their window and one
+    // step still fit.
+    int32_t max_len = num_blocks * block_size;
+    if (window > 0 && MaxBlocksPerSequence(4 * max_len, budget.max_num_batched_tokens, window,
+                                           block_size) <= num_blocks) {
+      max_len *= 4;
+    }
     std::vector<Request> script;
     const int32_t num_requests = uniform(1, 16);
     for (int32_t i = 0; i < num_requests; ++i) {
@@ -73,6 +86,7 @@ TEST(SchedulerPropertyTest, RandomScriptsKeepInvariantsAndFinish) {
       r.priority = uniform(0, 3);
       r.shared_prefix = uniform(0, 1) == 0 ? 0 : uniform(0, r.prompt_len);
       r.prompt_logprobs = std::uniform_int_distribution<int32_t>(0, 3)(logprobs_rng) == 0;
+      num_long_requests += r.prompt_len + r.max_tokens > num_blocks * block_size ? 1 : 0;
       script.push_back(r);
     }
     SCOPED_TRACE(::testing::Message()
@@ -80,8 +94,8 @@ TEST(SchedulerPropertyTest, RandomScriptsKeepInvariantsAndFinish) {
                  << " budget " << budget.max_num_batched_tokens << "/" << budget.max_num_seqs
                  << " threshold " << budget.long_prefill_token_threshold << " priority "
                  << (budget.policy == SchedulingPolicy::kPriority) << " prompt logit rows "
-                 << budget.max_prompt_logit_rows);
-    Sim sim(num_blocks, block_size, budget, script, /*caching=*/uniform(0, 3) != 0);
+                 << budget.max_prompt_logit_rows << " window " << window);
+    Sim sim(num_blocks, block_size, budget, script, /*caching=*/uniform(0, 3) != 0, window);
     while (!sim.Done() && sim.step() < kMaxSteps) {
       const testing_sim::StepRecord record = sim.Step();
       if (testing::Test::HasFailure())
@@ -90,11 +104,13 @@ TEST(SchedulerPropertyTest, RandomScriptsKeepInvariantsAndFinish) {
       for (const auto& [id, hit] : record.hits)
         num_hit_admissions += hit > 0 ? 1 : 0;
     }
+
     ASSERT_TRUE(sim.Done()) << "not finished after " << kMaxSteps << " steps";
     EXPECT_EQ(sim.kv().pool().num_free_blocks(), num_blocks);
   }
   EXPECT_GT(num_preemptions, kScripts);
   EXPECT_GT(num_hit_admissions, kScripts);
+  EXPECT_GT(num_long_requests, 10);
   RecordProperty("preemptions", std::to_string(num_preemptions));
   RecordProperty("hit_admissions", std::to_string(num_hit_admissions));
 }

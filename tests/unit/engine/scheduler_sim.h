@@ -1,6 +1,7 @@
 // A step-by-step simulation for scheduler tests: a request script drives the real
 // KvCacheManager, SequenceTable, Schedule and ApplyPlan, with a fake model step that
-// computes every scheduled token and samples one token per sequence that reaches its end.
+// computes every scheduled token and samples one token per sequence that reaches its end
+// (and, as the engine does after a step, releases the blocks a sliding window skips).
 // Every step checks the invariants that must hold whatever the script, among them that a
 // prompt-logprobs request gets the logits of every prompt position but the last exactly
 // once, in order, within max_prompt_logit_rows per step.
@@ -54,13 +55,14 @@ inline std::string ToString(const StepRecord& r) {
 class Sim {
  public:
   Sim(int32_t num_blocks, int32_t block_size, SchedulerBudget budget, std::vector<Request> script,
-      bool caching = true)
+      bool caching = true, int32_t sliding_window = 0)
       : budget_(budget), script_(std::move(script)) {
     KvCacheOptions options;
     options.num_blocks = num_blocks;
     options.block_size = block_size;
     options.enable_prefix_caching = caching;
     options.hash_seed = "0";
+    options.sliding_window = sliding_window;
     auto kv = KvCacheManager::Create(options);
     EXPECT_TRUE(kv.ok()) << kv.status();
     kv_ = std::move(*kv);
@@ -99,6 +101,10 @@ class Sim {
     }
     CheckState();
     // The fake model step.
+    for (const ScheduledSeq& s : *committed) {
+      kv_->ReleaseSkippedBlocks(s.id);
+      CheckWindow(s.id);
+    }
     for (const ScheduledSeq& s : *committed) {
       if (!s.samples)
         continue;
@@ -172,6 +178,25 @@ class Sim {
     EXPECT_LE(total, budget_.max_num_batched_tokens);
     EXPECT_LE(prompt_rows, budget_.max_prompt_logit_rows);
     EXPECT_GE(plan.num_free_blocks_after, 0);
+  }
+
+  // After a step, a sequence holds exactly the blocks from its next position's window on:
+  // those wholly before it are null, and one sequence never holds more than
+  // MaxBlocksPerSequence.
+  void CheckWindow(SeqId id) {
+    const int32_t window = kv_->sliding_window();
+    const int32_t bs = kv_->block_size();
+    const std::span<const BlockId> table = kv_->block_table(id);
+    const int32_t first_read = std::max(0, kv_->num_tokens(id) - (window > 0 ? window - 1 : 0));
+    for (size_t i = 0; i < table.size(); ++i) {
+      const bool skipped = window > 0 && static_cast<int32_t>(i + 1) * bs <= first_read;
+      EXPECT_EQ(table[i] == kNullBlock, skipped) << id << " block " << i;
+    }
+    const auto held =
+        std::count_if(table.begin(), table.end(), [](BlockId b) { return b != kNullBlock; });
+    EXPECT_LE(held,
+              MaxBlocksPerSequence(kv_->num_tokens(id), budget_.max_num_batched_tokens, window, bs))
+        << id;
   }
 
   void CheckState() {

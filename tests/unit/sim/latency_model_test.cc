@@ -44,24 +44,36 @@ TEST(LatencyModelTest, ShapeSortsPrefillFromDecode) {
       {"mixed", {Seq(1, 9), Seq(6, 6), Seq(1, 2), Seq(3, 10)}, 9, 2, 27},
   };
   for (const Case& c : cases) {
-    const StepShape shape = ShapeOf(c.seqs);
+    const StepShape shape = ShapeOf(c.seqs, 0);
     EXPECT_EQ(shape.prefill_tokens, c.prefill_tokens) << c.name;
     EXPECT_EQ(shape.decode_seqs, c.decode_seqs) << c.name;
     EXPECT_EQ(shape.context_tokens, c.context_tokens) << c.name;
   }
 }
 
+TEST(LatencyModelTest, SlidingWindowChargesTheKvPositionsRead) {
+  // Window 24: a decode reads min(context, 24) positions; a chunk of q_len new tokens reads
+  // min(context, q_len - 1 + 24), from its first row's window on.
+  const StepShape shape = ShapeOf(std::vector{Seq(1, 10), Seq(1, 24), Seq(1, 25), Seq(1, 500),
+                                              Seq(16, 16), Seq(16, 39), Seq(16, 40), Seq(16, 200)},
+                                  24);
+  EXPECT_EQ(shape.context_tokens, 10 + 24 + 24 + 24 + 16 + 39 + 39 + 39);
+  EXPECT_EQ(shape.decode_seqs, 4);
+  EXPECT_EQ(shape.prefill_tokens, 64);
+  EXPECT_EQ(ShapeOf(std::vector{Seq(1, 500)}, 0).context_tokens, 500);
+}
+
 TEST(LatencyModelTest, LatencyIsTheSumOfTheFourTerms) {
   const LatencyParams p = Params(2, 150, 1.5, 0.01);  // attention: 10 ns per context token
   EXPECT_EQ(StepLatency(p, StepShape{}), nanoseconds(2'000'000));
   // Prefill chunk of 100 tokens: 2 ms + 100 * 150 us + 100 * 10 ns.
-  EXPECT_EQ(StepLatency(p, ShapeOf(std::vector{Seq(100, 100)})),
+  EXPECT_EQ(StepLatency(p, ShapeOf(std::vector{Seq(100, 100)}, 0)),
             nanoseconds(2'000'000 + 15'000'000 + 1'000));
   // Four decode rows at contexts 10, 20, 30, 40: 2 ms + 4 * 1.5 ms + 100 * 10 ns.
-  EXPECT_EQ(StepLatency(p, ShapeOf(std::vector{Seq(1, 10), Seq(1, 20), Seq(1, 30), Seq(1, 40)})),
+  EXPECT_EQ(StepLatency(p, ShapeOf(std::vector{Seq(1, 10), Seq(1, 20), Seq(1, 30), Seq(1, 40)}, 0)),
             nanoseconds(2'000'000 + 6'000'000 + 1'000));
   // Mixed: a 16-token chunk continuing a 32-token context, plus two decodes.
-  EXPECT_EQ(StepLatency(p, ShapeOf(std::vector{Seq(16, 48), Seq(1, 5), Seq(1, 7)})),
+  EXPECT_EQ(StepLatency(p, ShapeOf(std::vector{Seq(16, 48), Seq(1, 5), Seq(1, 7)}, 0)),
             nanoseconds(2'000'000 + 16 * 150'000 + 2 * 1'500'000 + 60 * 10));
 }
 

@@ -197,6 +197,32 @@ TEST_F(SimRunnerTest, FakeClockSeesTheModeledDurations) {
   EXPECT_EQ(waits_[1], nanoseconds(2'000'000 + 5 * 100'000 + 2 * 1'000'000 + 16 * 10));
 }
 
+TEST_F(SimRunnerTest, SlidingWindowSkipsDroppedBlocksAndChargesTheWindow) {
+  LatencyParams p = LatencyParams::Zero();
+  p.attention_us_per_context_token = 0.01;  // 10 ns
+  engine::RunnerLimits limits = Limits();
+  limits.sliding_window = 6;
+  auto runner = SimRunner::Create(limits, p, EmitTokens(), std::make_unique<FakeClock>(&waits_));
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  // A decode at position 12 sees 7..12, from block 1 on: block 0 was dropped.
+  TestBatch decode;
+  decode.Add({11}, 13, {engine::kNullBlock, 4, 5, 6});
+  Picks(**runner, decode);
+  // A chunk at positions 9..11: its first row sees 4..9, from block 1 on.
+  TestBatch chunk;
+  chunk.Add({1, 2, 3}, 12, {engine::kNullBlock, 4, 5});
+  Picks(**runner, chunk);
+  ASSERT_EQ(waits_.size(), 2u);
+  EXPECT_EQ(waits_[0], nanoseconds(6 * 10));
+  EXPECT_EQ(waits_[1], nanoseconds(8 * 10));
+  // Block 1 holds position 7, which the decode still reads.
+  TestBatch reads_dropped;
+  reads_dropped.Add({11}, 13, {engine::kNullBlock, engine::kNullBlock, 5, 6});
+  std::vector<float> logits(kVocab);
+  EXPECT_EQ((*runner)->Execute(reads_dropped.View(), logits).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(SimRunnerTest, ZeroLatencyWaitsNothing) {
   auto runner = MakeRunner(LatencyParams::Zero());
   TestBatch batch;
