@@ -172,10 +172,14 @@ def router_yaml(engines, model, scheduling, threads=1, tokenizer=None, scrape_in
 
 
 class Router(Proc):
-    def __init__(self, binary, name, log_dir, config_text, cpus=None):
+    """`switchyard router` with `config_text` as its router.yaml; `wrapper` (argv) runs it
+    under another program, such as valgrind."""
+
+    def __init__(self, binary, name, log_dir, config_text, cpus=None, wrapper=()):
         self.config_path = pathlib.Path(log_dir) / f"{name}.yaml"
         self.config_path.write_text(config_text)
-        super().__init__(name, [binary, "router", "--config", self.config_path], log_dir, cpus)
+        super().__init__(name, [*wrapper, binary, "router", "--config", self.config_path],
+                         log_dir, cpus)
 
     def wait_ready(self, num_endpoints, timeout=120):
         found = self.wait_for(ROUTER_READY, timeout=timeout)
