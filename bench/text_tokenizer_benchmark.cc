@@ -72,6 +72,18 @@ void BM_Encode(benchmark::State& state, bool distinct) {
 BENCHMARK_CAPTURE(BM_Encode, repetitive, false)->Arg(1)->Arg(64);
 BENCHMARK_CAPTURE(BM_Encode, distinct, true)->Arg(64);
 
+// The router's case: one short prompt per request (9 tokens with BOS), so the per-call
+// overhead is most of the cost.
+void BM_EncodeShortPrompt(benchmark::State& state) {
+  const Tokenizer& tokenizer = SharedTokenizer();
+  const std::string text = "Hello world, this is a small prompt";
+  for (auto _ : state) {
+    auto ids = tokenizer.Encode(text, true);
+    benchmark::DoNotOptimize(ids->data());
+  }
+}
+BENCHMARK(BM_EncodeShortPrompt);
+
 void BM_Decode(benchmark::State& state) {
   const Tokenizer& tokenizer = SharedTokenizer();
   const std::string text = SampleText(static_cast<int>(state.range(0)), false);

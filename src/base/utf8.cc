@@ -66,6 +66,11 @@ void AppendUtf8(uint32_t cp, std::string* out) {
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
+    // ASCII runs (most prompts are mostly ASCII) need no decoding.
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
     const Utf8Decoded d = DecodeUtf8(s.substr(i));
     if (!d.valid)
       return false;

@@ -88,6 +88,11 @@ std::pair<size_t, int32_t> AddedTokenMatcher::LongestAt(std::string_view text, s
 
 void AddedTokenMatcher::Split(std::string_view text, bool at_origin,
                               std::vector<Segment>* out) const {
+  if (tokens_.empty()) {  // nothing to look for
+    if (!text.empty())
+      out->push_back(Segment{text, -1, at_origin});
+    return;
+  }
   size_t emitted = 0;  // end of the last segment pushed
   size_t pos = 0;
   while (pos < text.size()) {

@@ -130,13 +130,20 @@ void BpeModel::EncodeCached(std::string_view word, std::vector<int32_t>* ids) co
     EncodeUncached(word, ids);
     return;
   }
-  size_t hash = std::hash<std::string_view>()(word);
-  CacheShard& shard = cache_[hash % kShards];
+  // One hash per word: the map's own picks the shard (by bits its slot choice does not use
+  // at a cache's size) and is passed to the lookup.
+  const size_t hash = CacheMap::hasher()(AbslView(word));
+  CacheShard& shard = cache_[(hash >> 48) % kShards];
   {
     base::MutexLock lock(&shard.mu);
-    auto it = shard.map.find(AbslView(word));
+    auto it = shard.map.find(AbslView(word), hash);
     if (it != shard.map.end()) {
-      ids->insert(ids->end(), it->second.begin(), it->second.end());
+      // Most words are one token; a range insert costs several times a push_back.
+      if (it->second.size() == 1) {
+        ids->push_back(it->second[0]);
+      } else {
+        ids->insert(ids->end(), it->second.begin(), it->second.end());
+      }
       return;
     }
   }

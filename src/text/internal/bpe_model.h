@@ -80,9 +80,10 @@ class BpeModel {
   bool split_at_marker_ = false;
   absl::flat_hash_set<uint32_t> marker_joiners_;
 
+  using CacheMap = absl::flat_hash_map<std::string, std::vector<int32_t>>;
   struct CacheShard {
     mutable base::Mutex mu;
-    absl::flat_hash_map<std::string, std::vector<int32_t>> map ABSL_GUARDED_BY(mu);
+    CacheMap map ABSL_GUARDED_BY(mu);
   };
   static constexpr size_t kShards = 16;
   mutable std::array<CacheShard, kShards> cache_;

@@ -1,5 +1,6 @@
 #include "text/internal/pre_tokenizer.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "fmt/format.h"
@@ -15,11 +16,21 @@ namespace {
 
 using Ranges = std::vector<std::pair<size_t, size_t>>;
 
+// Words (or pieces) of a short prompt: the lists start with room for this many.
+constexpr size_t kTypicalWords = 16;
+
+// Makes room for `more` pieces in `out`, at least doubling the capacity when it grows.
+void ReserveMore(std::vector<Piece>* out, size_t more) {
+  const size_t needed = out->size() + more;
+  if (needed > out->capacity())
+    out->reserve(std::max(needed, 2 * out->capacity()));
+}
+
 // Applies `split` to every piece, replacing the list.
 template <typename Fn>
 absl::Status ForEachPiece(std::vector<Piece>* pieces, Fn split) {
   std::vector<Piece> out;
-  out.reserve(pieces->size());
+  out.reserve(std::max(pieces->size(), kTypicalWords));
   for (const Piece& piece : *pieces)
     SY_RETURN_IF_ERROR(split(piece, &out));
   *pieces = std::move(out);
@@ -79,6 +90,8 @@ class SplitPreTokenizer final : public PreTokenizer {
         invert_(invert) {}
   absl::Status Apply(std::vector<Piece>* pieces) const override {
     Ranges matches;
+    // Room for a short prompt's words, so that the list is not grown step by step.
+    matches.reserve(kTypicalWords);
     return ForEachPiece(pieces, [&](const Piece& piece, std::vector<Piece>* out) {
       matches.clear();
       if (regex_ != nullptr) {
@@ -107,6 +120,11 @@ class ByteLevelPreTokenizer final : public PreTokenizer {
   ByteLevelPreTokenizer(bool add_prefix_space, std::unique_ptr<Regex> regex, bool defer)
       : add_prefix_space_(add_prefix_space), regex_(std::move(regex)), defer_(defer) {}
   absl::Status Apply(std::vector<Piece>* pieces) const override {
+    if (!add_prefix_space_ && regex_ == nullptr && defer_) {
+      // Nothing to add, split or map: only the empty pieces go.
+      std::erase_if(*pieces, [](const Piece& piece) { return piece.text.empty(); });
+      return absl::OkStatus();
+    }
     Ranges matches;
     SY_RETURN_IF_ERROR(ForEachPiece(pieces, [&](const Piece& in, std::vector<Piece>* out) {
       Piece piece = in;
@@ -234,6 +252,22 @@ void SplitByMatches(const Piece& piece, const Ranges& matches, bool invert, Spli
     bool is_match;
   };
   const std::string& s = piece.text;
+  const auto emit = [&](size_t begin, size_t end) {
+    if (end > begin)
+      out->push_back(Piece{s.substr(begin, end - begin), piece.at_origin && begin == 0});
+  };
+  if (behavior == SplitBehavior::kIsolated) {
+    // Every match and every gap between them is a piece: no merging, so no part list.
+    ReserveMore(out, 2 * matches.size() + 1);
+    size_t prev = 0;
+    for (auto [begin, end] : matches) {
+      emit(prev, begin);
+      emit(begin, end);
+      prev = end;
+    }
+    emit(prev, s.size());
+    return;
+  }
   std::vector<Part> parts;
   parts.reserve(matches.size() * 2 + 1);
   size_t prev = 0;
@@ -249,8 +283,7 @@ void SplitByMatches(const Piece& piece, const Ranges& matches, bool invert, Spli
   std::vector<Part> merged;
   merged.reserve(parts.size());
   switch (behavior) {
-    case SplitBehavior::kIsolated:
-      merged = parts;
+    case SplitBehavior::kIsolated:  // handled above
       break;
     case SplitBehavior::kRemoved:
       for (const Part& p : parts) {
@@ -296,11 +329,9 @@ void SplitByMatches(const Piece& piece, const Ranges& matches, bool invert, Spli
       break;
     }
   }
-  for (const Part& p : merged) {
-    if (p.end > p.begin) {
-      out->push_back(Piece{s.substr(p.begin, p.end - p.begin), piece.at_origin && p.begin == 0});
-    }
-  }
+  ReserveMore(out, merged.size());
+  for (const Part& p : merged)
+    emit(p.begin, p.end);
 }
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeByteLevelSplit(std::string_view pattern) {
