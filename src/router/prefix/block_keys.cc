@@ -4,6 +4,7 @@
 #define XXH_STATIC_LINKING_ONLY
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 
 #include <xxhash.h>
@@ -27,17 +28,25 @@ uint64_t PrefixSeed(std::string_view model, std::string_view cache_salt) {
 }
 
 uint64_t NextBlockKey(uint64_t parent, std::span<const int32_t> block_tokens) {
-  XXH64_state_t state;
-  XXH64_reset(&state, 0);
-  for (int32_t t : block_tokens) {
-    uint8_t le[4];
-    const auto u = static_cast<uint32_t>(t);
-    for (int i = 0; i < 4; ++i)
-      le[i] = static_cast<uint8_t>(u >> (8 * i));
-    XXH64_update(&state, le, sizeof(le));
+  // The tokens' bytes are hashed as little-endian int32s: on a little-endian host that is
+  // their memory, hashed in one call (a call per token cost ~70 instructions each).
+  uint64_t tokens_hash = 0;
+  if constexpr (std::endian::native == std::endian::little) {
+    tokens_hash = XXH64(block_tokens.data(), block_tokens.size_bytes(), 0);
+  } else {
+    XXH64_state_t state;
+    XXH64_reset(&state, 0);
+    for (int32_t t : block_tokens) {
+      uint8_t le[4];
+      const auto u = static_cast<uint32_t>(t);
+      for (int i = 0; i < 4; ++i)
+        le[i] = static_cast<uint8_t>(u >> (8 * i));
+      XXH64_update(&state, le, sizeof(le));
+    }
+    tokens_hash = XXH64_digest(&state);
   }
   std::array<uint8_t, 16> chain;
-  PutLe64(XXH64_digest(&state), chain.data());
+  PutLe64(tokens_hash, chain.data());
   PutLe64(parent, chain.data() + 8);
   return XXH64(chain.data(), chain.size(), 0);
 }
