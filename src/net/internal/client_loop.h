@@ -12,8 +12,9 @@
 #pragma once
 
 #include <memory>
-#include <unordered_map>
 #include <vector>
+
+#include "absl/container/flat_hash_map.h"
 
 #include "net/http_client.h"
 #include "net/internal/client_pool.h"
@@ -58,7 +59,8 @@ class ClientLoop {
   EventLoop* const loop_;
   const std::shared_ptr<LoopPoster> poster_;
   ConnectionPool pool_;
-  std::unordered_map<ClientCall*, std::shared_ptr<ClientCall>> calls_;
+  // Open addressing: adding and removing a call allocates nothing once the table has grown.
+  absl::flat_hash_map<ClientCall*, std::shared_ptr<ClientCall>> calls_;
   std::vector<beast::flat_buffer> spare_buffers_;
   bool stopping_ = false;  // loop thread
   bool stopped_ = false;   // controlling thread
