@@ -260,7 +260,7 @@ void BM_SmallBatch_Q8_0(benchmark::State& s) {
   RunMatMul(s, DType::kQ8_0, s.range(2));
 }
 void SmallBatchShapes(benchmark::internal::Benchmark* b) {
-  for (int64_t n : {2, 4, 6, 8, 12, 16, 17, 24, 32}) {
+  for (int64_t n : {2, 4, 6, 8, 12, 16, 17, 24, 32, 48, 64}) {
     b->Args({2048, 2048, n});
     b->Args({576, 1536, n});
   }

@@ -28,6 +28,21 @@ constexpr int64_t kTileVectors = 16;
 // and the rescale of every accumulator) costs the same for few positions as for many.
 constexpr int64_t kStepPositions = 64;
 
+// Starts bringing the first `bytes` of each of the rows into cache, so that the kernel that
+// reads them next finds them there: a kv head's rows are short runs at a stride of a whole
+// slot, in blocks anywhere in the pool, which the hardware prefetchers do not run ahead on.
+void PrefetchRows(const KvRows& rows, size_t bytes) {
+  constexpr size_t kLineBytes = 64;
+  for (int64_t b = 0; b * rows.block_rows < rows.count; ++b) {
+    const uint8_t* row = rows.blocks[b];
+    for (int64_t i = rows.rows_in_block(b); i > 0; --i, row += rows.row_stride) {
+      for (size_t offset = 0; offset < bytes; offset += kLineBytes)
+        __builtin_prefetch(row + offset);
+      __builtin_prefetch(row + bytes - 1);
+    }
+  }
+}
+
 struct TileRef {
   int32_t sequence;
   int32_t first_row;  // within the sequence's q_len rows
@@ -103,26 +118,37 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
       const int64_t last_visible = first_visible + tile.rows - 1;
       const int64_t first_block = seq.WindowStart(tile.first_row, window) / block_size;
       const size_t head_offset = RowBytes(kv_dtype, g * head_dim);
+      const size_t head_bytes = RowBytes(kv_dtype, head_dim);
 
       std::fill(acc, acc + num_q * head_dim, 0.0f);
       std::fill(running_max, running_max + num_q, -std::numeric_limits<float>::infinity());
       std::fill(running_sum, running_sum + num_q, 0.0f);
 
       // One step: the scores of up to blocks_per_step blocks (positions [start, start +
-      // count)), one softmax update, then their weighted V rows.
-      for (int64_t b0 = first_block; b0 * block_size < last_visible; b0 += blocks_per_step) {
-        const int64_t start = b0 * block_size;
-        const int64_t count = std::min(span, last_visible - start);
+      // count)), one softmax update, then their weighted V rows. The V rows are prefetched
+      // while the scores are computed, the next step's K rows while the V rows are summed.
+      const auto step_rows = [&](int64_t b0, const uint8_t* base, const uint8_t** blocks) {
+        const int64_t count = std::min(span, last_visible - b0 * block_size);
         for (int64_t b = 0; b * block_size < count; ++b) {
-          const size_t offset =
+          blocks[b] =
+              base +
               static_cast<size_t>(seq.block_table[static_cast<size_t>(b0 + b)] * block_size) *
                   slot_bytes +
               head_offset;
-          k_blocks[b] = kbase + offset;
-          v_blocks[b] = vbase + offset;
         }
-        isa.kv_scores(kv_dtype, q_tile, num_q, head_dim,
-                      {k_blocks.data(), block_size, slot_bytes, count}, scale, scores, span);
+        return KvRows{blocks, block_size, slot_bytes, count};
+      };
+      KvRows k_rows = step_rows(first_block, kbase, k_blocks.data());
+      for (int64_t b0 = first_block; b0 * block_size < last_visible; b0 += blocks_per_step) {
+        const int64_t start = b0 * block_size;
+        const int64_t count = k_rows.count;
+        const KvRows v_rows = step_rows(b0, vbase, v_blocks.data());
+        PrefetchRows(v_rows, head_bytes);
+        isa.kv_scores(kv_dtype, q_tile, num_q, head_dim, k_rows, scale, scores, span);
+        if ((b0 + blocks_per_step) * block_size < last_visible) {
+          k_rows = step_rows(b0 + blocks_per_step, kbase, k_blocks.data());
+          PrefetchRows(k_rows, head_bytes);
+        }
         // Scores become probabilities (unnormalized, relative to the new running max); what
         // was accumulated so far is rescaled to that max.
         for (int64_t r = 0; r < num_q; ++r) {
@@ -147,8 +173,7 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
               acc_r[t] *= correction;
           }
         }
-        isa.kv_accumulate(kv_dtype, scores, span, num_q, head_dim,
-                          {v_blocks.data(), block_size, slot_bytes, count}, acc);
+        isa.kv_accumulate(kv_dtype, scores, span, num_q, head_dim, v_rows, acc);
       }
       for (int64_t r = 0; r < num_q; ++r) {
         const int64_t q_row = seq.q_begin + tile.first_row + r / group;

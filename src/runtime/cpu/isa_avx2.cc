@@ -41,63 +41,145 @@ float ScalarWeight(DType dtype, const uint8_t* row, int64_t t) {
   return f;
 }
 
-template <int N, typename Loader>
-void DotRowsN(DType dtype, const float* x, int64_t k, const uint8_t* w, size_t w_row_bytes,
-              int64_t m_begin, int64_t m_end, float* out, int64_t ldo) {
+// Tile shape of the streaming dot products: activation rows x weight rows.
+constexpr int kDotTileRows = 4;
+constexpr int kDotTileWeights = 3;
+// Weight bytes per block of rows that every group of activation rows passes over while it
+// stays in L1 (at least one tile of rows).
+constexpr size_t kDotBlockBytes = 16 * 1024;
+
+// acc[i][c] += x_i[t, t + 8) * w_{j+c}[t, t + 8) lane by lane (rows[c] = w_{j+c}).
+template <int NA, int NB, typename Loader>
+__attribute__((always_inline)) inline void DotTileStep(const float* x, int64_t k,
+                                                       const uint8_t* const (&rows)[NB], int64_t t,
+                                                       size_t prefetch, __m256 (&acc)[NA][NB]) {
+  __m256 wv[NB];
+#pragma GCC unroll 4
+  for (int c = 0; c < NB; ++c) {
+    _mm_prefetch(reinterpret_cast<const char*>(rows[c] + prefetch), _MM_HINT_T0);
+    wv[c] = Loader::Load(rows[c], t);
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < NA; ++i) {
+    const __m256 xv = _mm256_loadu_ps(x + i * k + t);
+#pragma GCC unroll 4
+    for (int c = 0; c < NB; ++c)
+      acc[i][c] = _mm256_fmadd_ps(xv, wv[c], acc[i][c]);
+  }
+}
+
+// out[i * ldo + j + c] = x_i . w_{j+c} for NA activation rows (x_i at x + i * k) and NB
+// weight rows from j. Each weight vector is converted once for the NA rows and each
+// activation vector loaded once for the NB weight rows: at 4 x 3 the 12 accumulators, 3
+// weight vectors and one activation vector fill the 16 registers, and the loop issues 7
+// loads per 12 FMAs (one weight row at a time took 5 per 4). U interleaved sets of
+// accumulators make U * NA * NB independent FMA chains (a 1 x 1 tile needs 2). Each
+// weight row is prefetched kAvx2PrefetchRows rows ahead.
+template <int NA, int NB, int U, typename Loader>
+__attribute__((always_inline)) inline void DotTile(DType dtype, const float* x, int64_t k,
+                                                   const uint8_t* w, size_t w_row_bytes, int64_t j,
+                                                   float* out, int64_t ldo) {
+  const uint8_t* rows[NB];
+#pragma GCC unroll 4
+  for (int c = 0; c < NB; ++c)
+    rows[c] = w + static_cast<size_t>(j + c) * w_row_bytes;
+  // The unroll pragmas keep the accumulators in registers: without them GCC keeps the
+  // arrays on the stack and every FMA waits on a store and a reload.
+  __m256 acc[U][NA][NB];
+#pragma GCC unroll 4
+  for (int u = 0; u < U; ++u) {
+#pragma GCC unroll 4
+    for (int i = 0; i < NA; ++i) {
+#pragma GCC unroll 4
+      for (int c = 0; c < NB; ++c)
+        acc[u][i][c] = _mm256_setzero_ps();
+    }
+  }
   const int64_t k_vec = k / kWidth * kWidth;
-  for (int64_t j = m_begin; j < m_end; ++j) {
-    const uint8_t* row = w + static_cast<size_t>(j) * w_row_bytes;
-    // The unroll pragmas keep the accumulators in registers: without them GCC keeps the
-    // arrays on the stack for N > 1 and every FMA waits on a store and a reload.
-    __m256 acc0[N];
-    __m256 acc1[N];
-#pragma GCC unroll 8
-    for (int i = 0; i < N; ++i)
-      acc0[i] = acc1[i] = _mm256_setzero_ps();
-    int64_t t = 0;
-    for (; t + 2 * kWidth <= k_vec; t += 2 * kWidth) {
-      const __m256 w0 = Loader::Load(row, t);
-      const __m256 w1 = Loader::Load(row, t + kWidth);
-#pragma GCC unroll 8
-      for (int i = 0; i < N; ++i) {
-        acc0[i] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * k + t), w0, acc0[i]);
-        acc1[i] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * k + t + kWidth), w1, acc1[i]);
-      }
+  // Weight bytes per kWidth elements (Q8_0's rounded down: close enough for prefetching).
+  const size_t step = RowBytes(dtype, kQ8_0BlockElems) / (kQ8_0BlockElems / kWidth);
+  size_t prefetch = kAvx2PrefetchRows * w_row_bytes;
+  int64_t t = 0;
+  for (; t + U * kWidth <= k_vec; t += U * kWidth) {
+#pragma GCC unroll 4
+    for (int u = 0; u < U; ++u, prefetch += step)
+      DotTileStep<NA, NB, Loader>(x, k, rows, t + u * kWidth, prefetch, acc[u]);
+  }
+  for (; t < k_vec; t += kWidth, prefetch += step)
+    DotTileStep<NA, NB, Loader>(x, k, rows, t, prefetch, acc[0]);
+#pragma GCC unroll 4
+  for (int i = 0; i < NA; ++i) {
+#pragma GCC unroll 4
+    for (int c = 0; c < NB; ++c) {
+#pragma GCC unroll 4
+      for (int u = 1; u < U; ++u)
+        acc[0][i][c] = _mm256_add_ps(acc[0][i][c], acc[u][i][c]);
     }
-    for (; t < k_vec; t += kWidth) {
-      const __m256 w0 = Loader::Load(row, t);
-#pragma GCC unroll 8
-      for (int i = 0; i < N; ++i) {
-        acc0[i] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i * k + t), w0, acc0[i]);
-      }
-    }
-#pragma GCC unroll 8
-    for (int i = 0; i < N; ++i) {
-      float sum = Avx2ReduceAdd(_mm256_add_ps(acc0[i], acc1[i]));
+    // Unused lanes of the reduction reuse acc[0][i][0]; their sums are not stored.
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, Avx2ReduceAdd4(acc[0][i][0], acc[0][i][NB > 1 ? 1 : 0],
+                                      acc[0][i][NB > 2 ? 2 : 0], acc[0][i][0]));
+#pragma GCC unroll 4
+    for (int c = 0; c < NB; ++c) {
+      float sum = sums[c];
       for (int64_t tt = k_vec; tt < k; ++tt)
-        sum += x[i * k + tt] * ScalarWeight(dtype, row, tt);
-      out[i * ldo + j] = sum;
+        sum += x[i * k + tt] * ScalarWeight(dtype, rows[c], tt);
+      out[i * ldo + j + c] = sum;
     }
   }
 }
 
-// Weight rows go in blocks small enough to stay in L1/L2 while every group of activation
+// DotTile for NA activation rows over weight rows [j_begin, j_end). One activation row
+// (batch-1 decode) takes one weight row at a time, so that the weights are read as one
+// sequential stream, which the hardware prefetchers follow best.
+template <int NA, typename Loader>
+void DotRowBlock(DType dtype, const float* x, int64_t k, const uint8_t* w, size_t w_row_bytes,
+                 int64_t j_begin, int64_t j_end, float* out, int64_t ldo) {
+  if constexpr (NA == 1) {
+    for (int64_t j = j_begin; j < j_end; ++j)
+      DotTile<1, 1, 2, Loader>(dtype, x, k, w, w_row_bytes, j, out, ldo);
+  } else {
+    int64_t j = j_begin;
+    for (; j + kDotTileWeights <= j_end; j += kDotTileWeights)
+      DotTile<NA, kDotTileWeights, 1, Loader>(dtype, x, k, w, w_row_bytes, j, out, ldo);
+    if (j_end - j == 2) {
+      DotTile<NA, 2, 1, Loader>(dtype, x, k, w, w_row_bytes, j, out, ldo);
+    } else if (j_end - j == 1) {
+      DotTile<NA, 1, 1, Loader>(dtype, x, k, w, w_row_bytes, j, out, ldo);
+    }
+  }
+}
+
+// Weight rows go in blocks small enough to stay in L1 while every group of activation
 // rows passes over them, so the weights stream from memory once whatever n is.
 template <typename Loader>
 void DotRowsLoader(DType dtype, const float* x, int64_t n, int64_t k, const uint8_t* w,
                    size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo) {
-  constexpr int64_t kRowBlock = 8;
-  for (int64_t j0 = m_begin; j0 < m_end; j0 += kRowBlock) {
-    const int64_t j1 = std::min(m_end, j0 + kRowBlock);
+  const int64_t block_rows =
+      std::max<int64_t>(1, static_cast<int64_t>(kDotBlockBytes / std::max<size_t>(1, w_row_bytes)) /
+                               kDotTileWeights) *
+      kDotTileWeights;
+  for (int64_t j0 = m_begin; j0 < m_end; j0 += block_rows) {
+    const int64_t j1 = std::min(m_end, j0 + block_rows);
     int64_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-      DotRowsN<4, Loader>(dtype, x + i * k, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
+    for (; i + kDotTileRows <= n; i += kDotTileRows) {
+      DotRowBlock<kDotTileRows, Loader>(dtype, x + i * k, k, w, w_row_bytes, j0, j1, out + i * ldo,
+                                        ldo);
     }
-    for (; i + 2 <= n; i += 2) {
-      DotRowsN<2, Loader>(dtype, x + i * k, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
-    }
-    if (i < n) {
-      DotRowsN<1, Loader>(dtype, x + i * k, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
+    const float* xi = x + i * k;
+    float* oi = out + i * ldo;
+    switch (n - i) {
+      case 3:
+        DotRowBlock<3, Loader>(dtype, xi, k, w, w_row_bytes, j0, j1, oi, ldo);
+        break;
+      case 2:
+        DotRowBlock<2, Loader>(dtype, xi, k, w, w_row_bytes, j0, j1, oi, ldo);
+        break;
+      case 1:
+        DotRowBlock<1, Loader>(dtype, xi, k, w, w_row_bytes, j0, j1, oi, ldo);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -323,6 +405,7 @@ const IsaKernels& Avx2Kernels() {
     k.to_f32 = &ToF32;
     k.from_f32 = &FromF32;
     k.dot = &Dot;
+    k.max_streaming_rows = kAvx2StreamingRows;
     SetAvx2AttentionKernels(&k);
     return k;
   }();

@@ -3,11 +3,12 @@
 // and reached only through that table. The shapes follow the AVX-512 loops
 // (isa_avx512_attention.cc) at half the width:
 //
-// Few query vectors (decode: the query heads of one kv head) score 8 K rows at a time, one
-// accumulator per row, folded into one vector of 8 scores by horizontal adds. Many query
-// vectors (a tile of prefill rows) first transpose 16 K rows into dimension-major order,
-// then each pair of score vectors is a sum of K columns times broadcast query elements: a
-// 6 x 16 register tile like the GEMM's, the transpose paid once for all query vectors.
+// Few query vectors (decode: the query heads of one kv head) score 4 or 8 K rows at a time
+// against up to 3 of them, each K vector converted once for all 3, one accumulator per
+// (query, row) folded into scores by horizontal adds. Many query vectors (a tile of
+// prefill rows) first transpose 16 K rows into dimension-major order, then each pair of
+// score vectors is a sum of K columns times broadcast query elements: a 6 x 16 register
+// tile like the GEMM's, the transpose paid once for all query vectors.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -46,28 +47,76 @@ __attribute__((always_inline)) inline __m256 Fold8(const __m256 a[8]) {
                        _mm256_permute2f128_ps(s0123, s4567, 0x31));
 }
 
-// Per-lane products of q and one K row, summed over the head dimension.
-template <typename Loader>
-__attribute__((always_inline)) inline __m256 RowProducts(const float* q, int64_t head_dim,
-                                                         const uint8_t* row) {
-  __m256 acc0 = _mm256_setzero_ps();
-  __m256 acc1 = _mm256_setzero_ps();
-  int64_t t = 0;
-  for (; t + 2 * kWidth <= head_dim; t += 2 * kWidth) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + t), Loader::Load(row, t), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + t + kWidth), Loader::Load(row, t + kWidth), acc1);
+// Lanes of v under mask stored at p, with a plain store when all 8 are (full): masked
+// stores (vmaskmovps) are slow on AMD, so they are kept to the tails.
+__attribute__((always_inline)) inline void StoreLanes(float* p, __m256 v, __m256i mask, bool full) {
+  if (full) {
+    _mm256_storeu_ps(p, v);
+  } else {
+    _mm256_maskstore_ps(p, mask, v);
   }
-  if (t < head_dim) {
-    const int64_t left = head_dim - t;
-    acc0 = _mm256_fmadd_ps(_mm256_maskload_ps(q + t, Avx2TailMask(left)),
-                           Loader::Load(row, t, left), acc0);
-    if (left > kWidth) {
-      acc1 = _mm256_fmadd_ps(_mm256_maskload_ps(q + t + kWidth, Avx2TailMask(left - kWidth)),
-                             Loader::Load(row, t + kWidth, left - kWidth), acc1);
+}
+
+// acc[r][p] += q_r[t, t + 8) * K_p[t, t + 8) lane by lane, for the `left` (all 8 when
+// left >= 8) dimensions from t on.
+template <typename Loader, int NR, int P, bool kFull>
+__attribute__((always_inline)) inline void ScoreRowStep(const float* q, int64_t head_dim,
+                                                        const uint8_t* const group[P], int64_t t,
+                                                        int64_t left, __m256 (&acc)[NR][P]) {
+  __m256 qv[NR];
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r) {
+    qv[r] = kFull ? _mm256_loadu_ps(q + r * head_dim + t)
+                  : _mm256_maskload_ps(q + r * head_dim + t, Avx2TailMask(left));
+  }
+#pragma GCC unroll 8
+  for (int p = 0; p < P; ++p) {
+    const __m256 kv = kFull ? Loader::Load(group[p], t) : Loader::Load(group[p], t, left);
+#pragma GCC unroll 8
+    for (int r = 0; r < NR; ++r)
+      acc[r][p] = _mm256_fmadd_ps(qv[r], kv, acc[r][p]);
+  }
+}
+
+// scores[r * lds + p] = scale * (q_r . K_p) for query vectors r < NR and the P K rows
+// `group`, stored for p < valid. Each K vector is converted once for all NR query vectors
+// (GQA decode: the heads of one kv head); NR x P accumulators of one chain each.
+template <typename Loader, int NR, int P>
+void ScoreRowTile(const float* q, int64_t head_dim, const uint8_t* const group[P], __m256 vscale,
+                  float* scores, int64_t lds, int64_t valid) {
+  static_assert(P == 4 || P == kWidth);
+  __m256 acc[NR][P];
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r) {
+#pragma GCC unroll 8
+    for (int p = 0; p < P; ++p)
+      acc[r][p] = _mm256_setzero_ps();
+  }
+  int64_t t = 0;
+  for (; t + kWidth <= head_dim; t += kWidth)
+    ScoreRowStep<Loader, NR, P, true>(q, head_dim, group, t, kWidth, acc);
+  if (t < head_dim)
+    ScoreRowStep<Loader, NR, P, false>(q, head_dim, group, t, head_dim - t, acc);
+#pragma GCC unroll 8
+  for (int r = 0; r < NR; ++r) {
+    float* out = scores + r * lds;
+    if constexpr (P == kWidth) {
+      StoreLanes(out, _mm256_mul_ps(Fold8(acc[r]), vscale), Avx2TailMask(valid), valid >= P);
+    } else {
+      const __m128 s = _mm_mul_ps(Avx2ReduceAdd4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]),
+                                  _mm256_castps256_ps128(vscale));
+      if (valid >= P) {
+        _mm_storeu_ps(out, s);
+      } else {
+        _mm_maskstore_ps(out, _mm256_castsi256_si128(Avx2TailMask(valid)), s);
+      }
     }
   }
-  return _mm256_add_ps(acc0, acc1);
 }
+
+// Query vectors per row tile: 3 x 4 accumulators, the query and the K vectors fill the 16
+// registers.
+constexpr int64_t kRowTileQueries = 3;
 
 template <typename Loader>
 void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows, float scale,
@@ -76,24 +125,34 @@ void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows&
   for (int64_t p0 = 0; p0 < rows.count; p0 += kWidth) {
     const uint8_t* group[kWidth];
     rows.Gather(p0, kWidth, group);
-    const __m256i store_mask = Avx2TailMask(rows.count - p0);
-    for (int64_t r = 0; r < num_q; ++r) {
-      const float* qr = q + r * head_dim;
-      __m256 products[kWidth];
-#pragma GCC unroll 8
-      for (int i = 0; i < kWidth; ++i)
-        products[i] = RowProducts<Loader>(qr, head_dim, group[i]);
-      _mm256_maskstore_ps(scores + r * lds + p0, store_mask,
-                          _mm256_mul_ps(Fold8(products), vscale));
+    const int64_t valid = rows.count - p0;
+    for (int64_t r0 = 0; r0 < num_q; r0 += kRowTileQueries) {
+      const float* qr = q + r0 * head_dim;
+      float* out = scores + r0 * lds + p0;
+      switch (std::min(kRowTileQueries, num_q - r0)) {
+        case 1:
+          ScoreRowTile<Loader, 1, kWidth>(qr, head_dim, group, vscale, out, lds, valid);
+          break;
+        case 2:
+          ScoreRowTile<Loader, 2, 4>(qr, head_dim, group, vscale, out, lds, valid);
+          if (valid > 4)
+            ScoreRowTile<Loader, 2, 4>(qr, head_dim, group + 4, vscale, out + 4, lds, valid - 4);
+          break;
+        default:
+          ScoreRowTile<Loader, 3, 4>(qr, head_dim, group, vscale, out, lds, valid);
+          if (valid > 4)
+            ScoreRowTile<Loader, 3, 4>(qr, head_dim, group + 4, vscale, out + 4, lds, valid - 4);
+          break;
+      }
     }
   }
 }
 
 // out[r * lds + c] (+)= scale * sum_{d < dims} q[r * head_dim + d] * kt[d * 16 + c] for
-// r < NR and c < 16, storing only lanes under the masks.
+// r < NR and c < 16, storing only lanes under the masks (all of them when full).
 template <int NR>
 void ScoreTile(const float* q, int64_t head_dim, const float* kt, int64_t dims, float scale,
-               float* out, int64_t lds, __m256i mask0, __m256i mask1, bool accumulate) {
+               float* out, int64_t lds, __m256i mask0, __m256i mask1, bool full, bool accumulate) {
   __m256 acc[NR][2];
 #pragma GCC unroll 8
   for (int r = 0; r < NR; ++r)
@@ -118,19 +177,20 @@ void ScoreTile(const float* q, int64_t head_dim, const float* kt, int64_t dims, 
       s0 = _mm256_add_ps(s0, _mm256_maskload_ps(o, mask0));
       s1 = _mm256_add_ps(s1, _mm256_maskload_ps(o + kWidth, mask1));
     }
-    _mm256_maskstore_ps(o, mask0, s0);
-    _mm256_maskstore_ps(o + kWidth, mask1, s1);
+    StoreLanes(o, s0, mask0, full);
+    StoreLanes(o + kWidth, s1, mask1, full);
   }
 }
 
 template <int NR = kTile>
 void ScoreTileN(int64_t nr, const float* q, int64_t head_dim, const float* kt, int64_t dims,
-                float scale, float* out, int64_t lds, __m256i mask0, __m256i mask1,
+                float scale, float* out, int64_t lds, __m256i mask0, __m256i mask1, bool full,
                 bool accumulate) {
   if constexpr (NR > 0) {
-    if (nr == NR)
-      return ScoreTile<NR>(q, head_dim, kt, dims, scale, out, lds, mask0, mask1, accumulate);
-    ScoreTileN<NR - 1>(nr, q, head_dim, kt, dims, scale, out, lds, mask0, mask1, accumulate);
+    if (nr == NR) {
+      return ScoreTile<NR>(q, head_dim, kt, dims, scale, out, lds, mask0, mask1, full, accumulate);
+    }
+    ScoreTileN<NR - 1>(nr, q, head_dim, kt, dims, scale, out, lds, mask0, mask1, full, accumulate);
   }
 }
 
@@ -144,6 +204,7 @@ void ScoresByColumns(const float* q, int64_t num_q, int64_t head_dim, const KvRo
     rows.Gather(p0, kColumnRows, group);
     const __m256i mask0 = Avx2TailMask(rows.count - p0);
     const __m256i mask1 = Avx2TailMask(rows.count - p0 - kWidth);
+    const bool full = rows.count - p0 >= kColumnRows;
     for (int64_t t0 = 0; t0 < head_dim; t0 += kDimBlock) {
       const int64_t dims = std::min(kDimBlock, head_dim - t0);
       for (int64_t c = 0; c < dims; c += kWidth) {
@@ -158,7 +219,7 @@ void ScoresByColumns(const float* q, int64_t num_q, int64_t head_dim, const KvRo
       }
       for (int64_t r0 = 0; r0 < num_q; r0 += kTile) {
         ScoreTileN(std::min<int64_t>(kTile, num_q - r0), q + r0 * head_dim + t0, head_dim, kt, dims,
-                   scale, scores + r0 * lds + p0, lds, mask0, mask1, t0 != 0);
+                   scale, scores + r0 * lds + p0, lds, mask0, mask1, full, t0 != 0);
       }
     }
   }
@@ -172,42 +233,61 @@ void KvScoresT(const float* q, int64_t num_q, int64_t head_dim, const KvRows& ro
   ScoresByRows<Loader>(q, num_q, head_dim, rows, scale, scores, lds);
 }
 
+// a[r][h] += sum_p probs[r * lds + p] * V_p[t0 + 8h, t0 + 8h + 8) for r < NR over all
+// rows p, reading only the `left` (all 16 when left >= 16) dimensions from t0 on.
+template <typename Loader, int NR, bool kFull>
+__attribute__((always_inline)) inline void ValueRows(const float* probs, int64_t lds,
+                                                     const KvRows& rows, int64_t t0, int64_t left,
+                                                     __m256 (&a)[NR][2]) {
+  for (int64_t b = 0; b * rows.block_rows < rows.count; ++b) {
+    const uint8_t* base = rows.blocks[b];
+    const float* w = probs + b * rows.block_rows;
+    const int64_t n = rows.rows_in_block(b);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t* row = base + static_cast<size_t>(i) * rows.row_stride;
+      __m256 v0;
+      __m256 v1;
+      if constexpr (kFull) {
+        v0 = Loader::Load(row, t0);
+        v1 = Loader::Load(row, t0 + kWidth);
+      } else {
+        v0 = Loader::Load(row, t0, left);
+        v1 = left > kWidth ? Loader::Load(row, t0 + kWidth, left - kWidth) : _mm256_setzero_ps();
+      }
+#pragma GCC unroll 8
+      for (int r = 0; r < NR; ++r) {
+        const __m256 wr = _mm256_broadcast_ss(w + r * lds + i);
+        a[r][0] = _mm256_fmadd_ps(wr, v0, a[r][0]);
+        a[r][1] = _mm256_fmadd_ps(wr, v1, a[r][1]);
+      }
+    }
+  }
+}
+
 // acc[r * head_dim + t] += sum_p probs[r * lds + p] * V_p[t] for r < NR, 16 dimensions per
 // pass: each V vector is loaded once for all NR query vectors, whose accumulators stay in
 // registers over the rows.
 template <typename Loader, int NR>
 void ValueTile(const float* probs, int64_t lds, int64_t head_dim, const KvRows& rows, float* acc) {
   for (int64_t t0 = 0; t0 < head_dim; t0 += 2 * kWidth) {
-    const int64_t left0 = head_dim - t0;
-    const int64_t left1 = left0 - kWidth;
-    const __m256i mask0 = Avx2TailMask(left0);
-    const __m256i mask1 = Avx2TailMask(left1);
+    const int64_t left = head_dim - t0;
+    const __m256i mask0 = Avx2TailMask(left);
+    const __m256i mask1 = Avx2TailMask(left - kWidth);
     __m256 a[NR][2];
 #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r) {
       a[r][0] = _mm256_maskload_ps(acc + r * head_dim + t0, mask0);
       a[r][1] = _mm256_maskload_ps(acc + r * head_dim + t0 + kWidth, mask1);
     }
-    for (int64_t b = 0; b * rows.block_rows < rows.count; ++b) {
-      const uint8_t* base = rows.blocks[b];
-      const float* w = probs + b * rows.block_rows;
-      const int64_t n = rows.rows_in_block(b);
-      for (int64_t i = 0; i < n; ++i) {
-        const uint8_t* row = base + static_cast<size_t>(i) * rows.row_stride;
-        const __m256 v0 = Loader::Load(row, t0, left0);
-        const __m256 v1 = left1 > 0 ? Loader::Load(row, t0 + kWidth, left1) : _mm256_setzero_ps();
-#pragma GCC unroll 8
-        for (int r = 0; r < NR; ++r) {
-          const __m256 wr = _mm256_broadcast_ss(w + r * lds + i);
-          a[r][0] = _mm256_fmadd_ps(wr, v0, a[r][0]);
-          a[r][1] = _mm256_fmadd_ps(wr, v1, a[r][1]);
-        }
-      }
+    if (left >= 2 * kWidth) {
+      ValueRows<Loader, NR, true>(probs, lds, rows, t0, left, a);
+    } else {
+      ValueRows<Loader, NR, false>(probs, lds, rows, t0, left, a);
     }
 #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r) {
-      _mm256_maskstore_ps(acc + r * head_dim + t0, mask0, a[r][0]);
-      _mm256_maskstore_ps(acc + r * head_dim + t0 + kWidth, mask1, a[r][1]);
+      StoreLanes(acc + r * head_dim + t0, a[r][0], mask0, left >= 2 * kWidth);
+      StoreLanes(acc + r * head_dim + t0 + kWidth, a[r][1], mask1, left >= 2 * kWidth);
     }
   }
 }
@@ -284,21 +364,30 @@ __attribute__((always_inline)) inline __m256 Exp(__m256 x) {
 }
 
 float SoftmaxStep(float* x, int64_t n, float* max) {
+  const int64_t n_vec = n / kWidth * kWidth;
   __m256 m = _mm256_set1_ps(*max);
-  for (int64_t t = 0; t < n; t += kWidth) {
+  for (int64_t t = 0; t < n_vec; t += kWidth)
+    m = _mm256_max_ps(m, _mm256_loadu_ps(x + t));
+  if (n_vec < n) {
     // Lanes past n load zero: replace them by the running max, which changes nothing.
-    const __m256i mask = Avx2TailMask(n - t);
+    const __m256i mask = Avx2TailMask(n - n_vec);
     m = _mm256_max_ps(
-        m, _mm256_blendv_ps(m, _mm256_maskload_ps(x + t, mask), _mm256_castsi256_ps(mask)));
+        m, _mm256_blendv_ps(m, _mm256_maskload_ps(x + n_vec, mask), _mm256_castsi256_ps(mask)));
   }
   *max = Avx2ReduceMax(m);
   const __m256 shift = _mm256_set1_ps(*max);
   __m256 sum = _mm256_setzero_ps();
-  for (int64_t t = 0; t < n; t += kWidth) {
-    const __m256i mask = Avx2TailMask(n - t);
-    const __m256 e = _mm256_and_ps(Exp(_mm256_sub_ps(_mm256_maskload_ps(x + t, mask), shift)),
+  // Masked stores only for the tail (StoreLanes).
+  for (int64_t t = 0; t < n_vec; t += kWidth) {
+    const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(x + t), shift));
+    _mm256_storeu_ps(x + t, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  if (n_vec < n) {
+    const __m256i mask = Avx2TailMask(n - n_vec);
+    const __m256 e = _mm256_and_ps(Exp(_mm256_sub_ps(_mm256_maskload_ps(x + n_vec, mask), shift)),
                                    _mm256_castsi256_ps(mask));
-    _mm256_maskstore_ps(x + t, mask, e);
+    _mm256_maskstore_ps(x + n_vec, mask, e);
     sum = _mm256_add_ps(sum, e);
   }
   return Avx2ReduceAdd(sum);
@@ -311,7 +400,8 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
     const __m256 g = _mm256_maskload_ps(gate + t, mask);
     const __m256 silu =
         _mm256_div_ps(g, _mm256_add_ps(one, Exp(_mm256_sub_ps(_mm256_setzero_ps(), g))));
-    _mm256_maskstore_ps(out + t, mask, _mm256_mul_ps(silu, _mm256_maskload_ps(up + t, mask)));
+    StoreLanes(out + t, _mm256_mul_ps(silu, _mm256_maskload_ps(up + t, mask)), mask,
+               n - t >= kWidth);
   }
 }
 

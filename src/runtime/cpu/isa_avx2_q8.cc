@@ -58,12 +58,14 @@ void Quantize(const float* x, int64_t k, uint8_t* q, float* scales) {
 
 // N activation rows against weight rows [m_begin, m_end): each weight block is loaded and
 // made unsigned once for all N rows. xs holds each row's block scales spread 8 lanes per
-// block, so a block's scale is one 8-float load.
-template <int N>
+// block, so a block's scale is one 8-float load. kPrefetch: the first group of rows over
+// these weight rows prefetches the ones ahead; later groups find them in cache.
+template <int N, bool kPrefetch>
 void DotRowsN(const uint8_t* xq, const float* xs, int64_t scale_stride, int64_t k, const uint8_t* w,
               size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo) {
   const int64_t blocks = k / kBlock;
   const __m256i ones = _mm256_set1_epi16(1);
+  const size_t ahead = kAvx2PrefetchRows * w_row_bytes;
   for (int64_t j = m_begin; j < m_end; ++j) {
     const uint8_t* row = w + static_cast<size_t>(j) * w_row_bytes;
     __m256 acc[N];
@@ -72,6 +74,8 @@ void DotRowsN(const uint8_t* xq, const float* xs, int64_t scale_stride, int64_t 
       acc[i] = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* block = row + b * kQ8_0BlockBytes;
+      if constexpr (kPrefetch)
+        _mm_prefetch(reinterpret_cast<const char*>(block + ahead), _MM_HINT_T0);
       const __m256i wq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
       const __m256i w_abs = _mm256_sign_epi8(wq, wq);
       const __m256 w_scale = _mm256_set1_ps(Avx2Q8BlockScale(block));
@@ -102,12 +106,13 @@ void DotRows(const uint8_t* xq, const float* xs, int64_t n, int64_t k, const uin
     const int64_t j1 = j0 + kRowBlock < m_end ? j0 + kRowBlock : m_end;
     int64_t i = 0;
     for (; i + 4 <= n; i += 4) {
-      DotRowsN<4>(xq + i * k, xs + i * stride, stride, k, w, w_row_bytes, j0, j1, out + i * ldo,
-                  ldo);
+      const auto rows = i == 0 ? &DotRowsN<4, true> : &DotRowsN<4, false>;
+      rows(xq + i * k, xs + i * stride, stride, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
     }
-    for (; i < n; ++i)
-      DotRowsN<1>(xq + i * k, xs + i * stride, stride, k, w, w_row_bytes, j0, j1, out + i * ldo,
-                  ldo);
+    for (; i < n; ++i) {
+      const auto rows = i == 0 ? &DotRowsN<1, true> : &DotRowsN<1, false>;
+      rows(xq + i * k, xs + i * stride, stride, k, w, w_row_bytes, j0, j1, out + i * ldo, ldo);
+    }
   }
 }
 
@@ -120,7 +125,7 @@ void DotRows(const uint8_t* xq, const float* xs, int64_t n, int64_t k, const uin
 #endif
 
 const Q8Kernels& Avx2Q8Kernels() {
-  static constexpr Q8Kernels kKernels = {&Quantize, &DotRows, nullptr, nullptr};
+  static constexpr Q8Kernels kKernels = {&Quantize, &DotRows, nullptr, nullptr, kAvx2StreamingRows};
   return kKernels;
 }
 

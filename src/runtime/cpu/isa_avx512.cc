@@ -311,6 +311,7 @@ const IsaKernels& Avx512Kernels() {
     k.to_f32 = &ToF32;
     k.from_f32 = &FromF32;
     k.dot = &Dot;
+    k.max_streaming_rows = kAvx512StreamingRows;
     SetAvx512AttentionKernels(&k);
     return k;
   }();

@@ -258,7 +258,8 @@ void GemmPanel(const uint16_t* a, int64_t lda, int64_t n, const uint32_t* panel,
 #endif
 
 const Bf16Kernels& Avx512Bf16Kernels() {
-  static constexpr Bf16Kernels kKernels = {&RoundRow, &DotRows, &PackPanel, &GemmPanel};
+  static constexpr Bf16Kernels kKernels = {&RoundRow, &DotRows, &PackPanel, &GemmPanel,
+                                           kAvx512StreamingRows};
   return kKernels;
 }
 

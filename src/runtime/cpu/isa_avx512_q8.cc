@@ -257,7 +257,8 @@ void GemmPanel(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, int
 #endif
 
 const Q8Kernels& Avx512Q8Kernels() {
-  static constexpr Q8Kernels kKernels = {&Quantize, &DotRows, &PackPanel, &GemmPanel};
+  static constexpr Q8Kernels kKernels = {&Quantize, &DotRows, &PackPanel, &GemmPanel,
+                                         kAvx512StreamingRows};
   return kKernels;
 }
 

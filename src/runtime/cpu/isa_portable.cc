@@ -171,9 +171,17 @@ void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows
 }  // namespace
 
 const IsaKernels& PortableKernels() {
-  static constexpr IsaKernels kKernels = {
-      &DotRows,  &GemmPanel,    &PackPanel,         &ToF32,       &FromF32, &Dot,
-      &KvScores, &KvAccumulate, &SoftmaxStepScalar, &SwiGluScalar};
+  static constexpr IsaKernels kKernels = {&DotRows,
+                                          &GemmPanel,
+                                          &PackPanel,
+                                          &ToF32,
+                                          &FromF32,
+                                          &Dot,
+                                          &KvScores,
+                                          &KvAccumulate,
+                                          &SoftmaxStepScalar,
+                                          &SwiGluScalar,
+                                          kPortableStreamingRows};
   return kKernels;
 }
 

@@ -17,11 +17,6 @@
 namespace switchyard::runtime::cpu {
 namespace {
 
-// Activation rows up to which the streaming path wins: BM_SmallBatch_* in
-// bench/runtime_matmul_benchmark.cc (weights cold on both sides of the crossover, 1 thread)
-// had streaming at n = 16 take 0.74-0.96x the time of the panels at n = 17, for BF16 and
-// Q8_0 weights of k x m = 2048 x 2048 and 576 x 1536.
-constexpr int64_t kMaxStreamingRows = 16;
 // Columns of k per packed f32 panel: 32 rows x 256 f32 = 32 KiB.
 constexpr int64_t kKBlock = 256;
 static_assert(kKBlock <= kMaxPackColumns);
@@ -65,7 +60,7 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t w_row_bytes = w.row_bytes();
 
-  if (n <= kMaxStreamingRows) {
+  if (n <= q8.max_streaming_rows) {
     // dot_rows wants each block's scale spread over 8 lanes.
     const int64_t stride = (blocks + 1) / 2 * 16;
     thread_local std::vector<float> spread_storage;
@@ -120,7 +115,7 @@ void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t w_row_bytes = w.row_bytes();
 
-  if (n <= kMaxStreamingRows) {
+  if (n <= bf16.max_streaming_rows) {
     ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
       bf16.dot_rows(xb, ldx, n, k, wd, w_row_bytes, begin, end, od, m);
       AddBias(bd, n, m, begin, end, od);
@@ -164,7 +159,7 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
   const IsaKernels& isa = *ctx.isa;
 
   if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && k > 0 &&
-      (n <= kMaxStreamingRows || ctx.q8->gemm_panel != nullptr)) {
+      (n <= ctx.q8->max_streaming_rows || ctx.q8->gemm_panel != nullptr)) {
     QuantizedMatMul(ctx, xd, n, k, w, bd, m, od);
     return;
   }
@@ -175,7 +170,7 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
 
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t w_row_bytes = w.row_bytes();
-  if (n <= kMaxStreamingRows || k == 0) {
+  if (n <= isa.max_streaming_rows || k == 0) {
     ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
       isa.dot_rows(w.dtype(), xd, n, k, wd, w_row_bytes, begin, end, od, m);
       AddBias(bd, n, m, begin, end, od);

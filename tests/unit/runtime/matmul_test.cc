@@ -89,6 +89,8 @@ TEST_P(MatMulTest, MatchesReference) {
                                                 {5, 1, 9},
                                                 {9, 3, 33},
                                                 {17, 33, 70},
+                                                {48, 33, 35},
+                                                {49, 33, 35},
                                                 {1, 4097, 3},
                                                 {6, 4097, 2}}) {
       cases.push_back(c);
@@ -110,7 +112,7 @@ TEST_P(QuantizedMatMulTest, MatchesReferenceWithinActivationRounding) {
   const std::vector<MatMulCase> cases = {
       {1, 32, 1},    {1, 64, 33},   {2, 96, 17},   {3, 32, 64},  {4, 64, 31},   {5, 160, 65},
       {7, 32, 100},  {13, 224, 40}, {16, 96, 70},  {17, 96, 70}, {64, 256, 96}, {300, 64, 33},
-      {1, 4096, 64}, {1, 128, 513}, {33, 640, 45}, {9, 2048, 9},
+      {1, 4096, 64}, {1, 128, 513}, {33, 640, 45}, {9, 2048, 9}, {48, 64, 35},  {49, 64, 35},
   };
   uint32_t seed = 100;
   for (const MatMulCase& c : cases) {

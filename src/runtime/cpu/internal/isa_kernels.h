@@ -89,6 +89,8 @@ struct IsaKernels {
   // out[t] = silu(gate[t]) * up[t], silu(g) = g / (1 + exp(-g)), for t < n. out may alias
   // gate or up.
   void (*swiglu)(const float* gate, const float* up, int64_t n, float* out);
+  // Activation rows up to which MatMul takes dot_rows; more take the panels.
+  int64_t max_streaming_rows;
 };
 
 // One packed int8 panel of kPanelRows Q8_0 weight rows over some blocks: for block bb,
@@ -124,6 +126,9 @@ struct Q8Kernels {
   void (*gemm_panel)(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, int64_t n,
                      const Q8Panel& panel, int64_t num_blocks, float* out, int64_t ldo,
                      int64_t cols, bool accumulate);
+  // Activation rows up to which MatMul takes dot_rows; more take the panels (this table's,
+  // or the f32 ones where it has none).
+  int64_t max_streaming_rows;
 };
 
 // MatMul by BF16 weights with activations rounded to bf16, on AVX512_BF16 dot products
@@ -145,7 +150,20 @@ struct Bf16Kernels {
   // (elements 2p, 2p + 1 at a + i * lda) and panel column c, for i < n, c < cols.
   void (*gemm_panel)(const uint16_t* a, int64_t lda, int64_t n, const uint32_t* panel,
                      int64_t pairs, float* out, int64_t ldo, int64_t cols, bool accumulate);
+  // Activation rows up to which MatMul takes dot_rows; more take the panels.
+  int64_t max_streaming_rows;
 };
+
+// The tables' max_streaming_rows. Measured with BM_SmallBatch_* in
+// bench/runtime_matmul_benchmark.cc (weights cold, 1 thread) for BF16 and Q8_0 weights of
+// k x m = 2048 x 2048 and 576 x 1536:
+// - AVX-512 (and portable, unmeasured): streaming at n = 16 took 0.74-0.96x the time of
+//   the panels at n = 17.
+// - AVX2 (4 x 3 f32 tiles, int8 Q8_0 rows, no int8 panels): streaming took 0.65-0.80x
+//   the time of the panels at n = 24-32 and 0.83-0.98x at n = 48; at 64, 0.90-1.07x.
+inline constexpr int64_t kAvx512StreamingRows = 16;
+inline constexpr int64_t kPortableStreamingRows = 16;
+inline constexpr int64_t kAvx2StreamingRows = 48;
 
 // Most columns pack_panel is ever asked for at once.
 inline constexpr int64_t kMaxPackColumns = 512;
