@@ -10,7 +10,7 @@ DEB_PACKAGES=(
   clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
   libabsl-dev libsimdjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
   libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
-  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev prometheus-cpp-dev libxxhash-dev
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev prometheus-cpp-dev libxxhash-dev libgoogle-perftools-dev
   python3-venv
 )
 # Node.js and npm (for the tokenizer packages) come with the machine image; Debian's are
