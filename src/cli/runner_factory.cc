@@ -1,7 +1,6 @@
 #include "cli/runner_factory.h"
 
 #include <algorithm>
-#include <limits>
 #include <memory>
 #include <vector>
 
@@ -55,9 +54,7 @@ absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f) {
           engine::RunnerLimits l = limits;
           l.vocab_size = files->config().vocab_size;
           // The window the real runner would apply, so the engine drops the same blocks.
-          const int64_t window = files->config().sliding_window.value_or(0);
-          l.sliding_window =
-              window <= std::numeric_limits<int32_t>::max() ? static_cast<int32_t>(window) : 0;
+          l.sliding_window = engine::SlidingWindowOf(files->config());
           std::vector<int32_t> emit;
           const auto n = static_cast<int32_t>(
               std::min<int64_t>(l.vocab_size, static_cast<int64_t>(tok.vocab_size())));

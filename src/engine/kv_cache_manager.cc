@@ -238,6 +238,8 @@ void KvCacheManager::Commit(const AllocationPlan& plan, std::span<const int32_t>
 }
 
 void KvCacheManager::ReleaseSkippedBlocks(SeqId seq_id) {
+  if (window_ == 0)
+    return;
   Sequence& seq = seqs_.at(seq_id);
   const int32_t skipped =
       std::min(NumSkippedBlocks(seq.num_tokens), static_cast<int32_t>(seq.blocks.size()));

@@ -1,7 +1,6 @@
 #include "engine/llama_runner.h"
 
 #include <algorithm>
-#include <limits>
 #include <utility>
 
 #include "fmt/format.h"
@@ -52,10 +51,7 @@ absl::StatusOr<std::unique_ptr<LlamaRunner>> LlamaRunner::Create(
   runner->limits_.max_logit_rows = options.max_logit_rows;
   runner->limits_.num_kv_blocks = static_cast<int32_t>(num_blocks);
   runner->limits_.block_size = options.block_size;
-  // A window past int32 covers any context we can hold: as good as none.
-  const int64_t window = runner->model_->config().sliding_window.value_or(0);
-  runner->limits_.sliding_window =
-      window <= std::numeric_limits<int32_t>::max() ? static_cast<int32_t>(window) : 0;
+  runner->limits_.sliding_window = SlidingWindowOf(runner->model_->config());
   return runner;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -17,6 +18,7 @@
 
 #include "engine/kv_cache_manager.h"
 #include "model/forward_batch.h"
+#include "model/model_config.h"
 
 namespace switchyard::engine {
 
@@ -40,6 +42,13 @@ struct RunnerLimits {
   // their block-table entries read kNullBlock (runtime::AttentionSequence).
   int32_t sliding_window = 0;
 };
+
+// RunnerLimits::sliding_window for a model: its window, or 0 when it has none or one past
+// int32 (longer than any context a runner holds, so as good as none).
+inline int32_t SlidingWindowOf(const model::ModelConfig& config) {
+  const int64_t window = config.sliding_window.value_or(0);
+  return window <= std::numeric_limits<int32_t>::max() ? static_cast<int32_t>(window) : 0;
+}
 
 class ModelRunner {
  public:
