@@ -1,4 +1,5 @@
-// The one place net/ includes Boost.Asio and Boost.Beast. Only net/'s .cc files and its
+// The one place net/ includes Boost.Asio and Boost.Beast (buffers, status reasons and the
+// HTTP error codes; HTTP/1.1 parsing is our own, http1_parser.h). Only net/'s .cc files and its
 // internal/ headers include this; nothing outside net/ sees Boost.
 //
 // <utility> comes first: Boost 1.74's Asio does not compile as C++20 without it.
@@ -17,9 +18,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
-#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/status.hpp>
-#include <boost/beast/http/string_body.hpp>
 // clang-format on
 
 namespace switchyard::net::internal {

@@ -68,13 +68,6 @@ bool HasHeader(const HeaderList* headers, std::string_view name) {
                      [&](const auto& header) { return EqualsIgnoreCase(header.first, name); });
 }
 
-std::string_view Trim(std::string_view s) {
-  const size_t begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos)
-    return {};
-  return s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
-}
-
 // `value` in `base` (10 or 16), without the cost of a format string.
 void AppendNumber(uint64_t value, int base, std::string* out) {
   std::array<char, 20> digits;  // 2^64 has 20 decimal digits
@@ -169,12 +162,6 @@ absl::StatusOr<std::string> EncodeRequestHead(const RequestHead& head) {
   AppendHeader("Connection", "keep-alive", &out);
   out.append("\r\n");
   return out;
-}
-
-void AddReceivedHeader(std::string_view name, std::string_view value, HeaderList* headers) {
-  std::string lower(name.size(), '\0');
-  std::transform(name.begin(), name.end(), lower.begin(), AsciiLower);
-  headers->emplace_back(std::move(lower), std::string(Trim(value)));
 }
 
 std::string ChunkPrefix(size_t data_size) {

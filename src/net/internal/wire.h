@@ -1,6 +1,6 @@
 // The bytes of HTTP/1.1 messages: the server's status line and headers, chunk framing and
-// the default body of its transport errors; the client's request line and headers; and
-// received header fields as a HeaderList keeps them. Stateless; any thread may call these.
+// the default body of its transport errors; the client's request line and headers. Stateless; any
+// thread may call these.
 #pragma once
 
 #include <cstddef>
@@ -66,9 +66,5 @@ struct RequestHead {
 // when the method, the target or a header would break the framing (CR, LF, spaces,
 // controls, an empty name).
 absl::StatusOr<std::string> EncodeRequestHead(const RequestHead& head);
-
-// Appends a received header field to `headers`: the name lower-cased, the value with
-// surrounding spaces and tabs trimmed.
-void AddReceivedHeader(std::string_view name, std::string_view value, HeaderList* headers);
 
 }  // namespace switchyard::net::internal

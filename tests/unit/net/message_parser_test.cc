@@ -1,10 +1,13 @@
 // RequestParser and ResponseParser on fixed bytes: the request line, headers (lower-cased,
 // trimmed, in order) and body of a request, fixed-length or chunked; a response's status,
-// headers and body pieces, at most one per put(), pointing into the buffer given.
+// headers and body pieces, at most one per put(), pointing into the buffer given; the framing
+// rules that keep a message's end unambiguous (each refused with its error code); and the
+// same message given byte by byte.
 #include "net/internal/message_parser.h"
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -129,6 +132,161 @@ TEST(MessageParserTest, ResponseBodyToTheClose) {
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_TRUE(parser.is_done());
   EXPECT_FALSE(parser.keep_alive());
+}
+
+// Parses `bytes` with a fresh RequestParser as one buffer; the error (or none) it stops with.
+ErrorCode RequestError(std::string_view bytes, size_t body_limit = 1 << 20) {
+  RequestParser parser;
+  parser.header_limit(1024);
+  parser.body_limit(body_limit);
+  ErrorCode ec;
+  PutAll(parser, bytes, &ec);
+  return ec;
+}
+
+TEST(MessageParserTest, AmbiguousFramingIsRefused) {
+  const std::string get = "GET / HTTP/1.1\r\n";
+  EXPECT_EQ(RequestError(get + "Host: h\nX: y\r\n\r\n"), http::error::bad_line_ending);
+  EXPECT_EQ(RequestError("GET / HTTP/1.1\nHost: h\n\n"), http::error::bad_line_ending);
+  EXPECT_EQ(RequestError(get + "Host: h\rX: y\r\n\r\n"), http::error::bad_line_ending);
+  EXPECT_EQ(RequestError(get + "X: a\r\n b\r\n\r\n"), http::error::bad_field);  // obs-fold
+  EXPECT_EQ(RequestError(get + "X : a\r\n\r\n"), http::error::bad_field);
+  EXPECT_EQ(RequestError(get + ": a\r\n\r\n"), http::error::bad_field);
+  EXPECT_EQ(RequestError(get + "X: a\x01b\r\n\r\n"), http::error::bad_value);
+  EXPECT_EQ(RequestError(get + "X: a\x7f\r\n\r\n"), http::error::bad_value);
+  EXPECT_EQ(RequestError(std::string(get + "X: a") + '\0' + "\r\n\r\n"), http::error::bad_value);
+  const std::string post = "POST / HTTP/1.1\r\n";
+  EXPECT_EQ(RequestError(post + "Content-Length: 1\r\nContent-Length: 1\r\n\r\nx"),
+            http::error::bad_content_length);
+  EXPECT_EQ(RequestError(post + "Content-Length: +1\r\n\r\nx"), http::error::bad_content_length);
+  EXPECT_EQ(RequestError(post + "Content-Length: 1, 1\r\n\r\nx"), http::error::bad_content_length);
+  EXPECT_EQ(RequestError(post + "Content-Length: 99999999999999999999\r\n\r\n"),
+            http::error::bad_content_length);
+  EXPECT_EQ(RequestError(post + "Transfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n"),
+            http::error::bad_transfer_encoding);
+  EXPECT_EQ(RequestError(post + "Transfer-Encoding: gzip\r\n\r\n"),
+            http::error::bad_transfer_encoding);
+  EXPECT_EQ(RequestError(post + "Transfer-Encoding: chunked, gzip\r\n\r\n"),
+            http::error::bad_transfer_encoding);
+  EXPECT_EQ(RequestError(post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            http::error::bad_transfer_encoding);
+  EXPECT_EQ(RequestError("G(T / HTTP/1.1\r\n\r\n"), http::error::bad_method);
+  EXPECT_EQ(RequestError("GET /a\x7f HTTP/1.1\r\n\r\n"), http::error::bad_value);
+  EXPECT_EQ(RequestError("GET /a b HTTP/1.1\r\n\r\n"), http::error::bad_version);
+  EXPECT_EQ(RequestError("GET / HTTP/2.0\r\n\r\n"), http::error::bad_version);
+  EXPECT_EQ(RequestError("GET  / HTTP/1.1\r\n\r\n"), http::error::bad_target);
+}
+
+TEST(MessageParserTest, ChunkFramingErrorsAndLimits) {
+  const std::string chunked = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  EXPECT_EQ(RequestError(chunked + "zz\r\n"), http::error::bad_chunk);
+  EXPECT_EQ(RequestError(chunked + "3\r\nabcX\r\n"), http::error::bad_chunk);
+  EXPECT_EQ(RequestError(chunked + "3 x\r\nabc\r\n"), http::error::bad_chunk_extension);
+  EXPECT_EQ(RequestError(chunked + "11111111111111111\r\n"), http::error::bad_chunk);
+  EXPECT_EQ(RequestError(chunked + "5\r\nabcde\r\n", 4), http::error::body_limit);
+  EXPECT_EQ(RequestError(chunked + "3\r\nabc\r\n2\r\nde\r\n", 4), http::error::body_limit);
+  EXPECT_EQ(RequestError(chunked + "0\r\nX: y\nZ: w\r\n\r\n"), http::error::bad_field);
+  EXPECT_EQ(RequestError(chunked + "0\r\n" + std::string(2000, 'x')), http::error::header_limit);
+  EXPECT_EQ(RequestError("GET / HTTP/1.1\r\nX: " + std::string(2000, 'x')),
+            http::error::header_limit);
+  EXPECT_EQ(RequestError("GET / HTTP/1.1\r\nX: y\r\n"), http::error::need_more);
+
+  RequestParser parser;
+  ErrorCode ec;
+  const std::string bytes = chunked + "3;name=\"v\"\r\nabc\r\n0\r\nTrailer-Field: t\r\n\r\n";
+  EXPECT_EQ(PutAll(parser, bytes, &ec), bytes.size());
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(parser.TakeRequest().body, "abc");  // extensions and trailers are dropped
+}
+
+TEST(MessageParserTest, LeadingEmptyLinesAndConnectionTokens) {
+  RequestParser parser;
+  ErrorCode ec;
+  PutAll(parser, "\r\n\r\nGET /x HTTP/1.0\r\nConnection: Upgrade, Keep-Alive\r\n\r\n", &ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(parser.keep_alive());
+  EXPECT_EQ(parser.TakeRequest().path, "/x");
+
+  RequestParser closing;
+  PutAll(closing, "GET / HTTP/1.1\r\nConnection: keep-alive,close\r\n\r\n", &ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_FALSE(closing.keep_alive());
+}
+
+TEST(MessageParserTest, ByteByByteGivesTheSameRequest) {
+  const std::string bytes =
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n"
+      "X-Tab:\tv\t\r\n\r\n4\r\n{\"a\"\r\n3\r\n:1}\r\n0\r\n\r\n";
+  RequestParser parser;
+  std::string buffer;  // what a connection holds: received and not yet consumed
+  for (const char c : bytes) {
+    buffer.push_back(c);
+    ErrorCode ec;
+    const size_t used = parser.put(asio::buffer(buffer), ec);
+    ASSERT_TRUE(!ec || ec == http::error::need_more) << ec.message();
+    buffer.erase(0, used);
+  }
+  ASSERT_TRUE(parser.is_done());
+  EXPECT_TRUE(buffer.empty());
+  const HttpRequest request = parser.TakeRequest();
+  const HeaderList expected = {{"host", "h"}, {"transfer-encoding", "chunked"}, {"x-tab", "v"}};
+  EXPECT_EQ(request.headers, expected);
+  EXPECT_EQ(request.body, "{\"a\":1}");
+}
+
+TEST(MessageParserTest, ResponsesWithoutBodies) {
+  for (const std::string& head :
+       {std::string("HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n"),
+        std::string("HTTP/1.1 304 Not Modified\r\nTransfer-Encoding: chunked\r\n\r\n"),
+        std::string("HTTP/1.1 100\r\n\r\n")}) {
+    ResponseParser parser;
+    ErrorCode ec;
+    EXPECT_EQ(parser.put(asio::buffer(head), ec), head.size()) << head;
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_TRUE(parser.is_done()) << head;
+    EXPECT_TRUE(parser.keep_alive()) << head;
+  }
+  ResponseParser head_response;
+  head_response.skip(true);
+  ErrorCode ec;
+  const std::string bytes = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n";
+  EXPECT_EQ(head_response.put(asio::buffer(bytes), ec), bytes.size());
+  EXPECT_TRUE(head_response.is_done());
+}
+
+TEST(MessageParserTest, ResponseCodingsWeDoNotDecodeRunToTheClose) {
+  ResponseParser parser;
+  ErrorCode ec;
+  const std::string bytes = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzzz";
+  size_t used = parser.put(asio::buffer(bytes), ec);
+  used += parser.put(asio::buffer(bytes.data() + used, bytes.size() - used), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(parser.TakePiece(), "zzz");
+  EXPECT_FALSE(parser.keep_alive());
+  parser.put_eof(ec);
+  EXPECT_FALSE(ec);
+  EXPECT_TRUE(parser.is_done());
+}
+
+TEST(MessageParserTest, BadStatusLinesAndTruncation) {
+  for (const std::string& line :
+       {"HTTP/1.1 20 OK", "HTTP/1.1 099 X", "HTTP/1.1 2000", "HTTP/1.1 200X", "HTTP/1.1\t200 OK"}) {
+    ResponseParser parser;
+    ErrorCode ec;
+    const std::string bytes = line + "\r\n\r\n";
+    parser.put(asio::buffer(bytes), ec);
+    EXPECT_TRUE(ec == http::error::bad_status || ec == http::error::bad_reason ||
+                ec == http::error::bad_value)
+        << line << ": " << ec.message();
+  }
+  ResponseParser parser;
+  ErrorCode ec;
+  const std::string bytes = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc";
+  size_t used = parser.put(asio::buffer(bytes), ec);
+  used += parser.put(asio::buffer(bytes.data() + used, bytes.size() - used), ec);
+  EXPECT_EQ(parser.TakePiece(), "abc");
+  parser.put_eof(ec);
+  EXPECT_EQ(ec, http::error::partial_message);
 }
 
 }  // namespace

@@ -117,14 +117,5 @@ TEST(WireTest, RequestHeadRejectsWhatWouldBreakTheFraming) {
   }
 }
 
-TEST(WireTest, ReceivedFieldsAreLowerCasedAndTrimmed) {
-  HeaderList headers;
-  AddReceivedHeader("Content-Type", "text/plain", &headers);
-  AddReceivedHeader("X-Padded", " \t v  ", &headers);
-  AddReceivedHeader("x-empty", "", &headers);
-  const HeaderList expected = {{"content-type", "text/plain"}, {"x-padded", "v"}, {"x-empty", ""}};
-  EXPECT_EQ(headers, expected);
-}
-
 }  // namespace
 }  // namespace switchyard::net::internal
