@@ -184,13 +184,15 @@ absl::Status FieldReader::CheckNoDuplicateKeys() const {
 
 FieldReader::FieldReader(simdjson::dom::object object) {
   fields_.reserve(object.size());
-  for (auto field : object)
+  for (auto field : object) {
     fields_.push_back({.key = field.key, .value = field.value, .read = false});
+    present_keys_ |= KeyBit(field.key);
+  }
 }
 
-std::optional<element> FieldReader::Get(std::string_view key) {
-  // The first match, as object::at_key. A parser asks for ~40 keys of which a request holds
-  // a few: the length and first byte rule out most fields without a memcmp call.
+std::optional<element> FieldReader::Find(std::string_view key) {
+  // The first match, as object::at_key. The length and first byte rule out most fields
+  // without a memcmp call.
   for (Field& field : fields_) {
     if (field.key.size() == key.size() && (key.empty() || field.key[0] == key[0]) &&
         field.key == key) {

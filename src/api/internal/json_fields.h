@@ -66,7 +66,11 @@ class FieldReader {
   absl::Status CheckNoDuplicateKeys() const;
 
   // The value of `key`, or nullopt when absent or JSON null. Marks `key` as known.
-  std::optional<simdjson::dom::element> Get(std::string_view key);
+  std::optional<simdjson::dom::element> Get(std::string_view key) {
+    if ((present_keys_ & KeyBit(key)) == 0)
+      return std::nullopt;
+    return Find(key);
+  }
 
   // Each leaves *out unchanged when the field is absent or null.
   absl::Status Bool(std::string_view key, bool* out);
@@ -90,9 +94,25 @@ class FieldReader {
     bool read = false;  // a getter asked for it
   };
 
+  // One of 64 bits, from the key's length and first and last bytes: keys that differ there
+  // mostly get different bits.
+  static uint64_t KeyBit(std::string_view key) {
+    if (key.empty())
+      return 1;
+    const unsigned mix = key.size() * 5 + static_cast<unsigned char>(key.front()) +
+                         static_cast<unsigned char>(key.back()) * 3;
+    return uint64_t{1} << (mix & 63);
+  }
+
+  // Get past the filter: scans the fields.
+  std::optional<simdjson::dom::element> Find(std::string_view key);
+
   // The object's fields in document order, listed once: a request parser asks for some forty
   // keys, most of them absent, and walking the DOM for each costs more than this list.
   absl::InlinedVector<Field, 16> fields_;
+  // The union of the fields' KeyBits: a key whose bit is clear is absent, found with one AND
+  // and no scan.
+  uint64_t present_keys_ = 0;
 };
 
 }  // namespace switchyard::api::internal

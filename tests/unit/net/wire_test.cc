@@ -51,6 +51,30 @@ TEST(WireTest, FramingAndUnsafeExtraHeadersAreDropped) {
   EXPECT_EQ(EncodeHead(head).substr(0, 30), "HTTP/1.1 500 Internal Server E");
 }
 
+TEST(WireTest, ExtraHeadersAreCheckedByEveryByteAndFramingNamesInAnyCase) {
+  using namespace std::string_literals;
+  const HeaderList extra = {{"X-Lf", "a\nb"},
+                            {"X-Cr", "a\rb"},
+                            {"X-Nul", "a\0b"s},
+                            {"X-Tab", "a\tb"},
+                            {"CONTENT-LENGTH", "1"},
+                            {"Transfer-ENCODING", "gzip"},
+                            {"cOnNeCtIoN", "close"},
+                            {"Content-Lengthy", "long"},
+                            {"Content-Lengtx", "same length"},
+                            {"Connectiox", "same length"},
+                            {"Transfer-Encodinx", "same length"},
+                            {"X-Long", std::string(2000, 'v')}};
+  ResponseHead head;
+  head.extra_headers = &extra;
+  head.content_length = 18446744073709551615u;
+  EXPECT_EQ(EncodeHead(head),
+            "HTTP/1.1 200 OK\r\nContent-Length: 18446744073709551615\r\nX-Tab: a\tb\r\n"
+            "Content-Lengthy: long\r\nContent-Lengtx: same length\r\nConnectiox: same length\r\n"
+            "Transfer-Encodinx: same length\r\nX-Long: " +
+                std::string(2000, 'v') + "\r\n\r\n");
+}
+
 TEST(WireTest, ChunkPrefixIsHex) {
   EXPECT_EQ(ChunkPrefix(1), "1\r\n");
   EXPECT_EQ(ChunkPrefix(255), "ff\r\n");
@@ -86,6 +110,12 @@ TEST(WireTest, RequestHeadFramingIsTheClients) {
   EXPECT_EQ(*bytes,
             "POST /v1/completions?stream=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
             "X-Request-Id: r1\r\nContent-Length: 12\r\nConnection: keep-alive\r\n\r\n");
+  const HeaderList host_like = {{"HOST", "evil"}, {"Hostx", "kept"}, {"X-Tab", "a\tb"}};
+  head.headers = &host_like;
+  head.content_length = 0;
+  EXPECT_EQ(*EncodeRequestHead(head),
+            "POST /v1/completions?stream=1 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\n"
+            "Hostx: kept\r\nX-Tab: a\tb\r\nContent-Length: 0\r\nConnection: keep-alive\r\n\r\n");
   head.method = "GET";
   head.headers = nullptr;
   head.content_length.reset();
@@ -109,8 +139,10 @@ TEST(WireTest, RequestHeadRejectsWhatWouldBreakTheFraming) {
     bad.target = target;
     EXPECT_EQ(EncodeRequestHead(bad).status().code(), absl::StatusCode::kInvalidArgument);
   }
-  for (const HeaderList& headers : {HeaderList{{"X", "a\r\nY: b"}}, HeaderList{{"Bad Name", "v"}},
-                                    HeaderList{{"", "v"}}, HeaderList{{"X:", "v"}}}) {
+  for (const HeaderList& headers :
+       {HeaderList{{"X", "a\r\nY: b"}}, HeaderList{{"X", "a\nb"}}, HeaderList{{"X", "a\rb"}},
+        HeaderList{{"X", std::string("a\0b", 3)}}, HeaderList{{"Bad Name", "v"}},
+        HeaderList{{"", "v"}}, HeaderList{{"X:", "v"}}}) {
     RequestHead bad = head;
     bad.headers = &headers;
     EXPECT_EQ(EncodeRequestHead(bad).status().code(), absl::StatusCode::kInvalidArgument);
