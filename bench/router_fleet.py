@@ -32,11 +32,16 @@ def load_average():
     return tuple(float(x) for x in pathlib.Path("/proc/loadavg").read_text().split()[:3])
 
 
-def cpu_seconds(pid):
-    """utime + stime of a process (all its threads), in seconds."""
+def cpu_times(pid):
+    """(utime, stime) of a process (all its threads), in seconds."""
     fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     # After the ")" of comm: state is field 3, utime 14 and stime 15 (1-based).
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds."""
+    return sum(cpu_times(pid))
 
 
 def median(values):

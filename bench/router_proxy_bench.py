@@ -21,7 +21,8 @@ Load generator: wrk (Debian's `wrk`), one thread, a Lua script for the POST body
 (/v1/completions, a 9-token text prompt, max_tokens 1). Per target and run:
   - saturation: `wrk -c SAT_CONNECTIONS` for DURATION s: requests/s, and requests per CPU
     second of the proxy process(es) (utime+stime from /proc; nginx: master + worker) — the
-    figure the machine's other load disturbs least;
+    figure the machine's other load disturbs least — with user and system CPU per request
+    apart;
   - fixed rate: `wrk -c RATE_CONNECTIONS` with a per-connection think time (Lua delay()),
     about the same rate for every target: latency p50/p90/p99 as wrk measures it (write of
     the request to the last byte of the response).
@@ -40,7 +41,7 @@ import sys
 import tempfile
 import time
 
-from router_fleet import (Proc, Router, SimEngine, TINY_MODEL, cpu_seconds, default_bin,
+from router_fleet import (Proc, Router, SimEngine, TINY_MODEL, cpu_times, default_bin,
                           load_average, median, router_yaml, stop_all)
 
 BODY = json.dumps({"model": "tiny", "prompt": "Hello world, this is a small prompt",
@@ -128,7 +129,9 @@ class Target:
         self.name, self.url, self.pids = name, url, pids
 
     def cpu(self):
-        return sum(cpu_seconds(p) for p in self.pids)
+        """(user, system) CPU seconds of the target's processes."""
+        times = [cpu_times(p) for p in self.pids]
+        return sum(t[0] for t in times), sum(t[1] for t in times)
 
 
 def nginx_pids(master_pid):
@@ -148,9 +151,12 @@ def measure(target, a, script):
          "fixed_errors": fixed["errors"] + fixed["status_errors"],
          "p50_us": fixed["p50_us"], "p90_us": fixed["p90_us"], "p99_us": fixed["p99_us"]}
     if c0 is not None:
-        cpu = c1 - c0
+        user, system = c1[0] - c0[0], c1[1] - c0[1]
+        cpu = user + system
         r["cpu_s"] = cpu
         r["req_per_cpu_s"] = sat["requests"] / cpu if cpu > 0 else None
+        r["user_us_per_req"] = user / sat["requests"] * 1e6 if sat["requests"] else None
+        r["system_us_per_req"] = system / sat["requests"] * 1e6 if sat["requests"] else None
     return r
 
 
@@ -239,6 +245,8 @@ def main():
         added = lambda key: median([r[key] - d[key] for r, d in zip(rs, direct)])
         row = {"target": t.name, "rps": median([r["rps"] for r in rs]),
                "req_per_cpu_s": median([r.get("req_per_cpu_s") for r in rs]),
+               "user_us": median([r.get("user_us_per_req") for r in rs]),
+               "system_us": median([r.get("system_us_per_req") for r in rs]),
                "fixed_rps": median([r["fixed_rps"] for r in rs]),
                "p50_us": median([r["p50_us"] for r in rs]),
                "p99_us": median([r["p99_us"] for r in rs]),
@@ -257,15 +265,16 @@ def main():
     print("load average per run (start -> end): "
           + "; ".join(f"{l0[0]:.2f} -> {l1[0]:.2f}" for l0, l1 in loads))
     print("\n| target | req/s (saturated) | vs nginx | req per CPU-s | vs nginx | "
-          "fixed-rate req/s | p50 ms | p99 ms | added p50 ms | added p99 ms | errors |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+          "user / system us per req | fixed-rate req/s | p50 ms | p99 ms | added p50 ms | "
+          "added p99 ms | errors |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         ms = lambda us: None if us is None else us / 1000
         print(f"| {r['target']} | {fmt(r['rps'])} | "
               f"{fmt(r.get('rps_vs_nginx'), 2) + 'x' if r.get('rps_vs_nginx') else '-'} | "
               f"{fmt(r['req_per_cpu_s'])} | "
               f"{fmt(r.get('cpu_vs_nginx'), 2) + 'x' if r.get('cpu_vs_nginx') else '-'} | "
-              f"{fmt(r['fixed_rps'])} | {fmt(ms(r['p50_us']), 3)} | {fmt(ms(r['p99_us']), 3)} | "
+              f"{fmt(r['user_us'], 1)} / {fmt(r['system_us'], 1)} | {fmt(r['fixed_rps'])} | {fmt(ms(r['p50_us']), 3)} | {fmt(ms(r['p99_us']), 3)} | "
               f"{fmt(ms(r.get('added_p50_us')), 3)} | {fmt(ms(r.get('added_p99_us')), 3)} | "
               f"{r['errors']} |")
     if a.json_out:

@@ -26,9 +26,11 @@ void CloseSocket(tcp::socket& socket) {
 }  // namespace
 
 ConnectionPool::ConnectionPool(asio::io_context& context, size_t max_idle,
-                               std::chrono::milliseconds idle_timeout)
+                               std::chrono::milliseconds idle_timeout,
+                               std::chrono::milliseconds trusted_idle)
     : max_idle_(max_idle),
       idle_timeout_(idle_timeout),
+      trusted_idle_(trusted_idle),
       sweep_deadline_(context.get_executor(), [this] { Sweep(); }) {}
 
 std::optional<tcp::socket> ConnectionPool::Acquire(const std::string& upstream) {
@@ -36,12 +38,14 @@ std::optional<tcp::socket> ConnectionPool::Acquire(const std::string& upstream) 
   if (it == idle_.end())
     return std::nullopt;
   std::deque<Idle>& connections = it->second;
-  const auto oldest_allowed = std::chrono::steady_clock::now() - idle_timeout_;
+  const auto now = std::chrono::steady_clock::now();
+  const auto oldest_allowed = now - idle_timeout_;
   std::optional<tcp::socket> found;
   while (!connections.empty() && !found.has_value()) {
     Idle idle = std::move(connections.back());
     connections.pop_back();
-    if (idle.since > oldest_allowed && StillOpen(idle.socket)) {
+    if (idle.since > oldest_allowed &&
+        (idle.since > now - trusted_idle_ || StillOpen(idle.socket))) {
       found.emplace(std::move(idle.socket));
     } else {
       CloseSocket(idle.socket);

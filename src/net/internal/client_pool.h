@@ -4,6 +4,13 @@
 // are closed by a sweep timer, and an upstream never keeps more than `max_idle` of them
 // (the oldest is closed to make room).
 //
+// Whether the server closed an idle connection is checked when it is taken (a peek, one
+// syscall), except for one idle under `trusted_idle`: servers close idle keep-alive
+// connections after seconds (uvicorn's default, so vLLM's and SGLang's, and llama.cpp's:
+// 5 s), so under load, where a syscall per request costs, the peek would find it open; one
+// lost anyway fails before its first response byte, and ClientCall sends the request again
+// on a fresh connection.
+//
 // Threads: the loop's thread only. Owned by ClientLoop, which keeps it until the loop's
 // thread was joined (the sweep timer's callback points at it).
 #pragma once
@@ -22,14 +29,16 @@ namespace switchyard::net::internal {
 
 class ConnectionPool {
  public:
-  ConnectionPool(asio::io_context& context, size_t max_idle,
-                 std::chrono::milliseconds idle_timeout);
+  ConnectionPool(asio::io_context& context, size_t max_idle, std::chrono::milliseconds idle_timeout,
+                 std::chrono::milliseconds trusted_idle = kDefaultTrustedIdle);
+
+  static constexpr std::chrono::milliseconds kDefaultTrustedIdle{500};
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
   // An idle connection to `upstream` that the server has not closed (a connection with
-  // end-of-stream, an error or stray bytes waiting is closed and skipped); nullopt when
-  // there is none.
+  // end-of-stream, an error or stray bytes waiting is closed and skipped; one idle under
+  // trusted_idle is not checked); nullopt when there is none.
   std::optional<tcp::socket> Acquire(const std::string& upstream);
   // Keeps `socket`, which has just finished a response with nothing left unread, for the
   // next request to `upstream`; closes it when the pool keeps nothing or is closed.
@@ -50,6 +59,7 @@ class ConnectionPool {
 
   const size_t max_idle_;
   const std::chrono::milliseconds idle_timeout_;
+  const std::chrono::milliseconds trusted_idle_;
   // Per upstream, oldest first; the sweep erases an upstream with none.
   std::unordered_map<std::string, std::deque<Idle>> idle_;
   Deadline sweep_deadline_;

@@ -1,5 +1,6 @@
 // ConnectionPool on its own, on an io_context run by the test thread: LIFO reuse, the
-// per-upstream cap, skipping connections the server closed or wrote to, the idle sweep.
+// per-upstream cap, skipping connections the server closed or wrote to (and trusting recently
+// released ones without the check), the idle sweep.
 #include "net/internal/client_pool.h"
 
 #include <poll.h>
@@ -7,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -109,7 +111,7 @@ TEST_F(PoolTest, CapClosesTheOldest) {
 }
 
 TEST_F(PoolTest, SkipsConnectionsClosedOrWrittenToWhileIdle) {
-  ConnectionPool pool(context_, 8, milliseconds(60'000));
+  ConnectionPool pool(context_, 8, milliseconds(60'000), /*trusted_idle=*/milliseconds(0));
   Pair healthy = Connect();
   Pair chatty = Connect();
   Pair closed = Connect();
@@ -129,6 +131,27 @@ TEST_F(PoolTest, SkipsConnectionsClosedOrWrittenToWhileIdle) {
   ASSERT_TRUE(acquired.has_value());
   EXPECT_EQ(Port(*acquired), healthy_port);
   EXPECT_TRUE(PeerClosed(chatty.server));
+  EXPECT_EQ(pool.idle_connections(), 0u);
+}
+
+// A connection back for less than trusted_idle goes out without the peek, even one the server
+// has closed meanwhile (ClientCall replaces it when its request fails); after that, checked.
+TEST_F(PoolTest, RecentlyReleasedConnectionsAreNotPeekedAt) {
+  ConnectionPool pool(context_, 8, milliseconds(60'000), /*trusted_idle=*/milliseconds(200));
+  Pair closed = Connect();
+  const uint16_t closed_port = Port(closed.client);
+  const int closed_fd = closed.client.native_handle();
+  pool.Release("up:1", std::move(closed.client));
+  ErrorCode ec;
+  closed.server.close(ec);
+  ASSERT_TRUE(Readable(closed_fd));
+  std::optional<tcp::socket> trusted = pool.Acquire("up:1");
+  ASSERT_TRUE(trusted.has_value());
+  EXPECT_EQ(Port(*trusted), closed_port);
+
+  pool.Release("up:1", std::move(*trusted));
+  std::this_thread::sleep_for(milliseconds(250));
+  EXPECT_FALSE(pool.Acquire("up:1").has_value());
   EXPECT_EQ(pool.idle_connections(), 0u);
 }
 
