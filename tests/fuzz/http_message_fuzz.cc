@@ -55,11 +55,11 @@ Outcome ParseRequest(std::string_view bytes, size_t read_size) {
       continue;
     }
     if (ec)
-      return {.failed = true};
+      return {.failed = true, .request = std::nullopt};
     if (used == 0 && !parser.is_done() && fed == bytes.size())
       return {};
   }
-  return {.request = parser.TakeRequest()};
+  return {.failed = false, .request = parser.TakeRequest()};
 }
 
 void ParseResponse(std::string_view bytes, size_t read_size, bool head) {

@@ -371,16 +371,20 @@ void Http1Parser::ParseStatusLine(std::string_view line, ErrorCode& ec) {
 
 void Http1Parser::ParseField(std::string_view line, ErrorCode& ec) {
   // field-name ":" OWS field-value OWS; a line that starts with a space is obs-fold.
-  size_t colon = 0;
-  while (colon < line.size() && IsToken(line[colon]))
-    ++colon;
-  if (colon == 0 || colon == line.size() || line[colon] != ':') {
+  // The name up to the first colon, lower-cased and checked in one pass.
+  const size_t colon = line.find(':');
+  if (colon == 0 || colon == std::string_view::npos) {
     ec = http::error::bad_field;
     return;
   }
   std::string name(line.data(), colon);
-  for (char& c : name)
+  for (char& c : name) {
     c = kLowerToken[static_cast<unsigned char>(c)];
+    if (c == 0) {
+      ec = http::error::bad_field;
+      return;
+    }
+  }
   // ScanHead has ruled out controls in the value.
   const std::string_view value = TrimOws(line.substr(colon + 1));
   // The fields the framing depends on. Names are lower-case now; lengths rule most out.

@@ -269,11 +269,11 @@ TEST(MessageParserTest, ResponseCodingsWeDoNotDecodeRunToTheClose) {
 }
 
 TEST(MessageParserTest, BadStatusLinesAndTruncation) {
-  for (const std::string& line :
+  for (const std::string_view line :
        {"HTTP/1.1 20 OK", "HTTP/1.1 099 X", "HTTP/1.1 2000", "HTTP/1.1 200X", "HTTP/1.1\t200 OK"}) {
     ResponseParser parser;
     ErrorCode ec;
-    const std::string bytes = line + "\r\n\r\n";
+    const std::string bytes = std::string(line) + "\r\n\r\n";
     parser.put(asio::buffer(bytes), ec);
     EXPECT_TRUE(ec == http::error::bad_status || ec == http::error::bad_reason ||
                 ec == http::error::bad_value)
