@@ -31,14 +31,22 @@ struct Outcome {
   std::optional<HttpRequest> request;  // when the request was parsed whole
 };
 
-// Feeds `bytes` to a request parser in reads of at most `read_size` bytes, keeping what it
-// did not use, as HttpConnection does.
-Outcome ParseRequest(std::string_view bytes, size_t read_size) {
-  RequestParser parser;
-  parser.header_limit(4096);
-  parser.body_limit(1 << 16);
+// How feeding a message ended.
+enum class Fed {
+  kDone,    // the parser finished the message
+  kFailed,  // it refused the bytes
+  kStuck,   // every byte was given and it wants more
+};
+
+// Feeds `bytes` to `parser` in reads of at most `read_size` bytes, keeping what it did not
+// use, as HttpConnection and ClientCall do. `after_put(used, buffer)` sees each put's result
+// before the used bytes are dropped; *left gets how many bytes were given and not used.
+template <typename Parser, typename AfterPut>
+Fed Feed(Parser& parser, std::string_view bytes, size_t read_size, AfterPut after_put,
+         size_t* left) {
   std::string buffer;
   size_t fed = 0;
+  Fed result = Fed::kDone;
   while (!parser.is_done()) {
     if (fed < bytes.size()) {
       const size_t n = std::min(read_size, bytes.size() - fed);
@@ -48,49 +56,56 @@ Outcome ParseRequest(std::string_view bytes, size_t read_size) {
     ErrorCode ec;
     const size_t used = parser.put(asio::buffer(buffer), ec);
     Check(used <= buffer.size());
+    after_put(used, std::string_view(buffer));
     buffer.erase(0, used);
-    if (ec == http::error::need_more) {
-      if (fed == bytes.size())
-        return {};  // incomplete
-      continue;
+    if (ec && ec != http::error::need_more) {
+      result = Fed::kFailed;
+      break;
     }
-    if (ec)
-      return {.failed = true, .request = std::nullopt};
-    if (used == 0 && !parser.is_done() && fed == bytes.size())
-      return {};
+    if ((ec || used == 0) && fed == bytes.size()) {
+      result = Fed::kStuck;
+      break;
+    }
   }
-  return {.failed = false, .request = parser.TakeRequest()};
+  *left = buffer.size();
+  return result;
+}
+
+template <typename Parser>
+void SetLimits(Parser& parser) {
+  parser.header_limit(4096);
+  parser.body_limit(1 << 16);
+}
+
+Outcome ParseRequest(std::string_view bytes, size_t read_size) {
+  RequestParser parser;
+  SetLimits(parser);
+  size_t left = 0;
+  switch (Feed(
+      parser, bytes, read_size, [](size_t, std::string_view) {}, &left)) {
+    case Fed::kDone:
+      return {.failed = false, .request = parser.TakeRequest()};
+    case Fed::kFailed:
+      return {.failed = true, .request = std::nullopt};
+    case Fed::kStuck:
+      break;
+  }
+  return {};  // incomplete
 }
 
 void ParseResponse(std::string_view bytes, size_t read_size, bool head) {
   ResponseParser parser;
-  parser.header_limit(4096);
-  parser.body_limit(1 << 16);
+  SetLimits(parser);
   parser.skip(head);
-  std::string buffer;
-  size_t fed = 0;
-  while (!parser.is_done()) {
-    if (fed < bytes.size()) {
-      const size_t n = std::min(read_size, bytes.size() - fed);
-      buffer.append(bytes.substr(fed, n));
-      fed += n;
-    }
-    ErrorCode ec;
-    const size_t used = parser.put(asio::buffer(buffer), ec);
-    Check(used <= buffer.size());
+  const auto piece_in_buffer = [&parser](size_t used, std::string_view buffer) {
     const std::string_view piece = parser.TakePiece();
     if (!piece.empty())
       Check(piece.data() >= buffer.data() && piece.data() + piece.size() <= buffer.data() + used);
-    buffer.erase(0, used);
-    if (ec && ec != http::error::need_more)
-      return;
-    if ((ec || used == 0) && fed == bytes.size()) {
-      if (buffer.empty()) {
-        parser.put_eof(ec);
-        (void)parser.keep_alive();
-      }
-      return;
-    }
+  };
+  size_t left = 0;
+  if (Feed(parser, bytes, read_size, piece_in_buffer, &left) == Fed::kStuck && left == 0) {
+    ErrorCode ec;
+    parser.put_eof(ec);  // the upstream closed: a body to the close ends here
   }
   (void)parser.keep_alive();
 }

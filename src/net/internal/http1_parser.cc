@@ -9,52 +9,14 @@
 
 #include "absl/container/inlined_vector.h"
 
+#include "net/internal/http_chars.h"
+
 namespace switchyard::net::internal {
 namespace {
 
 constexpr std::string_view kCrlf = "\r\n";
 // A chunk-size line longer than this (the size, extensions) is refused.
 constexpr size_t kMaxChunkLineBytes = 4 << 10;
-// Room for the usual message's header fields, so that the list grows once, not field by field.
-constexpr size_t kHeaderReserve = 8;
-
-// RFC 9110's token characters (methods, field names, transfer codings), each mapped to its
-// lower-case form; 0 for every other byte.
-constexpr std::array<char, 256> LowerTokenChars() {
-  std::array<char, 256> table{};
-  for (int c = '0'; c <= '9'; ++c)
-    table[c] = static_cast<char>(c);
-  for (int c = 'a'; c <= 'z'; ++c) {
-    table[c] = static_cast<char>(c);
-    table[c - 'a' + 'A'] = static_cast<char>(c);
-  }
-  for (const char c : std::string_view("!#$%&'*+-.^_`|~"))
-    table[static_cast<unsigned char>(c)] = c;
-  return table;
-}
-constexpr std::array<char, 256> kLowerToken = LowerTokenChars();
-
-// What a field value (or a reason phrase) may hold: HTAB, SP, visible ASCII and obs-text.
-constexpr std::array<bool, 256> FieldValueChars() {
-  std::array<bool, 256> table{};
-  table['\t'] = true;
-  for (int c = ' '; c < 0x7f; ++c)
-    table[c] = true;
-  for (int c = 0x80; c < 0x100; ++c)
-    table[c] = true;
-  return table;
-}
-constexpr std::array<bool, 256> kFieldValue = FieldValueChars();
-
-bool AllFieldValueChars(std::string_view s) {
-  return std::all_of(s.begin(), s.end(),
-                     [](char c) { return kFieldValue[static_cast<unsigned char>(c)]; });
-}
-
-bool IsToken(char c) {
-  return kLowerToken[static_cast<unsigned char>(c)] != 0;
-}
-
 bool IsOws(char c) {
   return c == ' ' || c == '\t';
 }
@@ -65,18 +27,6 @@ std::string_view TrimOws(std::string_view s) {
   while (!s.empty() && IsOws(s.back()))
     s.remove_suffix(1);
   return s;
-}
-
-// Case-insensitive equality with a lower-case `lower`.
-bool EqualsLower(std::string_view s, std::string_view lower) {
-  if (s.size() != lower.size())
-    return false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i] >= 'A' && s[i] <= 'Z' ? static_cast<char>(s[i] - 'A' + 'a') : s[i];
-    if (c != lower[i])
-      return false;
-  }
-  return true;
 }
 
 // Calls `element` with each trimmed, non-empty element of a comma-separated field value.
@@ -112,8 +62,8 @@ bool HasBareLf(std::string_view s) {
 // Offsets of the CR of each line of a head, the start line's first.
 using LineEnds = absl::InlinedVector<uint32_t, 24>;
 
-// Bit i set: in[i] is a byte that no head holds outside a CRLF line end, a control other than
-// HTAB, or DEL. Sixteen bytes from `p`.
+// Bit i set: p[i] is a byte that no head holds outside a CRLF line end (one that is not a
+// field-value character: a control other than HTAB, or DEL). Sixteen bytes from `p`.
 uint32_t SpecialBytes16(const char* p) {
 #if defined(__SSE2__)
   const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
@@ -125,8 +75,7 @@ uint32_t SpecialBytes16(const char* p) {
 #else
   uint32_t mask = 0;
   for (int i = 0; i < 16; ++i) {
-    const auto c = static_cast<unsigned char>(p[i]);
-    if ((c < 0x20 && c != '\t') || c == 0x7f)
+    if (!IsFieldValueChar(p[i]))
       mask |= uint32_t{1} << i;
   }
   return mask;
@@ -177,8 +126,7 @@ bool ScanHead(std::string_view in, size_t start, LineEnds* ends, size_t* used, E
     }
   }
   for (size_t i = block; i < in.size(); ++i) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+    if (!IsFieldValueChar(in[i])) {
       if (special(i, &incomplete))
         return true;
       if (ec || incomplete)
@@ -254,7 +202,7 @@ size_t Http1Parser::put(asio::const_buffer bytes, ErrorCode& ec) {
           trailer_bytes_ += eol + kCrlf.size();
           const size_t colon = line.find(':');
           if (colon == 0 || colon == std::string_view::npos ||
-              !std::all_of(line.begin(), line.begin() + colon, IsToken) ||
+              !AllTokenChars(line.substr(0, colon)) ||
               !AllFieldValueChars(line.substr(colon + 1))) {
             ec = http::error::bad_field;
           }
@@ -297,10 +245,8 @@ size_t Http1Parser::PutHead(std::string_view in, ErrorCode& ec) {
   size_t used = 0;
   const std::string_view window = in.substr(0, header_limit_);
   if (!ScanHead(window, start, &line_ends, &used, ec)) {
-    if (!ec && in.size() >= header_limit_)
-      ec = http::error::header_limit;
-    else if (!ec)
-      ec = http::error::need_more;
+    if (!ec)
+      ec = in.size() >= header_limit_ ? http::error::header_limit : http::error::need_more;
     return 0;
   }
   const std::string_view start_line = in.substr(start, line_ends[0] - start);
@@ -311,7 +257,7 @@ size_t Http1Parser::PutHead(std::string_view in, ErrorCode& ec) {
   }
   if (ec)
     return 0;
-  headers_.reserve(std::max(kHeaderReserve, line_ends.size() - 1));
+  headers_.reserve(line_ends.size() - 1);
   for (size_t i = 1; i < line_ends.size(); ++i) {
     const size_t begin = line_ends[i - 1] + kCrlf.size();
     ParseField(in.substr(begin, line_ends[i] - begin), ec);
@@ -325,7 +271,7 @@ size_t Http1Parser::PutHead(std::string_view in, ErrorCode& ec) {
 void Http1Parser::ParseRequestLine(std::string_view line, ErrorCode& ec) {
   // method SP request-target SP HTTP-version
   size_t i = 0;
-  while (i < line.size() && IsToken(line[i]))
+  while (i < line.size() && IsTokenChar(line[i]))
     ++i;
   if (i == 0 || i == line.size() || line[i] != ' ') {
     ec = http::error::bad_method;
@@ -379,7 +325,7 @@ void Http1Parser::ParseField(std::string_view line, ErrorCode& ec) {
   }
   std::string name(line.data(), colon);
   for (char& c : name) {
-    c = kLowerToken[static_cast<unsigned char>(c)];
+    c = kLowerTokenChars[static_cast<unsigned char>(c)];
     if (c == 0) {
       ec = http::error::bad_field;
       return;
@@ -390,14 +336,14 @@ void Http1Parser::ParseField(std::string_view line, ErrorCode& ec) {
   // The fields the framing depends on. Names are lower-case now; lengths rule most out.
   switch (name.size()) {
     case 6:  // expect
-      if (name == "expect" && EqualsLower(value, "100-continue"))
+      if (name == "expect" && EqualsIgnoreCase(value, "100-continue"))
         expects_continue_ = true;
       break;
     case 10:  // connection
       if (name == "connection") {
         ForEachListElement(value, [this](std::string_view token) {
-          close_ = close_ || EqualsLower(token, "close");
-          keep_alive_token_ = keep_alive_token_ || EqualsLower(token, "keep-alive");
+          close_ = close_ || EqualsIgnoreCase(token, "close");
+          keep_alive_token_ = keep_alive_token_ || EqualsIgnoreCase(token, "keep-alive");
         });
       }
       break;
@@ -423,7 +369,7 @@ void Http1Parser::ParseField(std::string_view line, ErrorCode& ec) {
         ForEachListElement(value, [this, &bad](std::string_view coding) {
           // chunked must be the last coding, and there only once.
           bad = bad || chunked_;
-          chunked_ = EqualsLower(coding, "chunked");
+          chunked_ = EqualsIgnoreCase(coding, "chunked");
         });
         if (bad) {
           ec = http::error::bad_transfer_encoding;

@@ -10,6 +10,7 @@
 #include "fmt/format.h"
 
 #include "base/json.h"
+#include "net/internal/http_chars.h"
 
 namespace switchyard::net::internal {
 namespace {
@@ -19,36 +20,9 @@ namespace {
 // not counting the caller's strings, which are added on top.
 constexpr size_t kOwnHeadBytes = 160;
 
-// ASCII only, whatever the locale: header names are ASCII tokens. (std::tolower and
-// std::isalnum consult the locale on every character; every header of every request and
-// response goes through these.)
-constexpr char AsciiLower(char c) {
-  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return AsciiLower(x) == AsciiLower(y);
-         });
-}
-
-// RFC 9110's token characters: what a method or a header name may be made of.
-constexpr std::array<bool, 256> TokenChars() {
-  std::array<bool, 256> table{};
-  for (int c = '0'; c <= '9'; ++c)
-    table[c] = true;
-  for (int c = 'a'; c <= 'z'; ++c)
-    table[c] = table[c - 'a' + 'A'] = true;
-  for (const char c : std::string_view("!#$%&'*+-.^_`|~"))
-    table[static_cast<unsigned char>(c)] = true;
-  return table;
-}
-constexpr std::array<bool, 256> kTokenChars = TokenChars();
-
+// A method or a header name: one or more RFC 9110 token characters.
 bool IsToken(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return kTokenChars[static_cast<unsigned char>(c)];
-  });
+  return !s.empty() && AllTokenChars(s);
 }
 
 // A header that cannot end the line or the head early: a token name and a value without CR,
