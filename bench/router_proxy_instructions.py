@@ -12,7 +12,7 @@ pools, caches, valgrind's translations), then `callgrind_control -i on`, wrk -t1
 DURATION s (the same 9-token /v1/completions POST as router_proxy_bench.py),
 `callgrind_control -i off`, and the router is stopped so callgrind writes its totals.
 Per request = totals of every router thread (the scraper included) / requests wrk completed.
-Allocations = calls to malloc, calloc, realloc and aligned allocation functions.
+Allocations = calls to malloc, calloc, realloc, aligned allocation and operator new.
 --top N lists the N functions with the most inclusive instructions per request.
 
 usage: .venv/bin/python bench/router_proxy_instructions.py [--bin PATH] [--duration 10]
@@ -28,7 +28,10 @@ import tempfile
 from router_fleet import Router, SimEngine, TINY_MODEL, router_yaml, stop_all
 from router_proxy_bench import MINIMAL_PROFILE, WRK_SCRIPT, default_bin, wrk
 
-ALLOC_FUNCTIONS = {"malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign", "memalign"}
+# glibc's or tcmalloc's entry points (the router links tcmalloc, whose operator new does not go
+# through malloc); names as callgrind writes them, argument lists cut off.
+ALLOC_FUNCTIONS = {"malloc", "calloc", "realloc", "aligned_alloc", "posix_memalign", "memalign",
+                   "operator new", "operator new[]"}
 
 
 def instrument(pid, on):
@@ -54,7 +57,7 @@ def allocation_calls(out_file):
                 names[fm.group(1)] = fm.group(2)
             callee = None
             continue
-        if line.startswith("calls=") and callee in ALLOC_FUNCTIONS:
+        if line.startswith("calls=") and callee and callee.split("(")[0] in ALLOC_FUNCTIONS:
             total += int(line.split("=", 1)[1].split()[0])
     return total
 

@@ -148,7 +148,8 @@ absl::Status ReadTools(internal::FieldReader& fields, ChatRequest* out) {
 
 }  // namespace
 
-absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits) {
+absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits,
+                                             ParseScope scope) {
   internal::ParserLease parser;
   SY_ASSIGN_OR_RETURN(
       object root, internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth,
@@ -173,6 +174,22 @@ absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const Reques
     SY_ASSIGN_OR_RETURN(ChatMessage message, ReadMessage(value, index++));
     request.messages.push_back(std::move(message));
   }
+  SY_RETURN_IF_ERROR(fields.Bool("add_generation_prompt", &request.add_generation_prompt));
+  SY_RETURN_IF_ERROR(fields.Bool("continue_final_message", &request.continue_final_message));
+  if (request.add_generation_prompt && request.continue_final_message) {
+    return InvalidParam("continue_final_message",
+                        "Cannot set both `continue_final_message` and `add_generation_prompt` to "
+                        "True.");
+  }
+  SY_RETURN_IF_ERROR(fields.Bool("add_special_tokens", &request.add_special_tokens));
+  SY_RETURN_IF_ERROR(fields.String("chat_template", &request.chat_template));
+  SY_RETURN_IF_ERROR(ReadTemplateKwargs(fields, &request));
+  SY_RETURN_IF_ERROR(ReadTools(fields, &request));
+  SY_RETURN_IF_ERROR(fields.String("reasoning_effort", &request.reasoning_effort));
+  if (scope == ParseScope::kRoute) {
+    SY_RETURN_IF_ERROR(ReadRoutingFields(fields, &request.sampling));
+    return request;
+  }
   SY_RETURN_IF_ERROR(fields.Bool("logprobs", &request.logprobs));
   std::optional<int64_t> top_logprobs;
   SY_RETURN_IF_ERROR(fields.Int("top_logprobs", INT64_MIN, INT64_MAX, &top_logprobs));
@@ -194,18 +211,6 @@ absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const Reques
     request.top_logprobs = static_cast<int>(*top_logprobs);
   }
   SY_RETURN_IF_ERROR(fields.Bool("echo", &request.echo));
-  SY_RETURN_IF_ERROR(fields.Bool("add_generation_prompt", &request.add_generation_prompt));
-  SY_RETURN_IF_ERROR(fields.Bool("continue_final_message", &request.continue_final_message));
-  if (request.add_generation_prompt && request.continue_final_message) {
-    return InvalidParam("continue_final_message",
-                        "Cannot set both `continue_final_message` and `add_generation_prompt` to "
-                        "True.");
-  }
-  SY_RETURN_IF_ERROR(fields.Bool("add_special_tokens", &request.add_special_tokens));
-  SY_RETURN_IF_ERROR(fields.String("chat_template", &request.chat_template));
-  SY_RETURN_IF_ERROR(ReadTemplateKwargs(fields, &request));
-  SY_RETURN_IF_ERROR(ReadTools(fields, &request));
-  SY_RETURN_IF_ERROR(fields.String("reasoning_effort", &request.reasoning_effort));
   SY_RETURN_IF_ERROR(ReadSamplingFields(fields, limits, false, &request.sampling));
   request.sampling.ignored_fields = fields.UnknownKeys();
   return request;

@@ -46,8 +46,10 @@ struct ChatRequest {
   SamplingRequest sampling;
 };
 
-// Parses and validates `body`. Errors as ParseCompletionRequest; message errors name
-// "messages" or "messages[i].<field>".
-absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits);
+// Parses and validates `body`, every field or (kRoute) the messages, what renders them and
+// the routing fields. Errors as ParseCompletionRequest; message errors name "messages" or
+// "messages[i].<field>".
+absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits,
+                                             ParseScope scope = ParseScope::kServe);
 
 }  // namespace switchyard::api

@@ -74,7 +74,8 @@ absl::Status ReadPrompts(element value, const RequestLimits& limits, std::vector
 }  // namespace
 
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
-                                                         const RequestLimits& limits) {
+                                                         const RequestLimits& limits,
+                                                         ParseScope scope) {
   internal::ParserLease parser;
   SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
                       internal::ParseRequestObject(body, limits.max_body_bytes,
@@ -86,6 +87,11 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
   if (!prompt)
     return InvalidParam("prompt", "prompt: Field required.");
   SY_RETURN_IF_ERROR(ReadPrompts(*prompt, limits, &request.prompts));
+  SY_RETURN_IF_ERROR(fields.Bool("add_special_tokens", &request.add_special_tokens));
+  if (scope == ParseScope::kRoute) {
+    SY_RETURN_IF_ERROR(ReadRoutingFields(fields, &request.sampling));
+    return request;
+  }
   std::optional<int64_t> logprobs;
   SY_RETURN_IF_ERROR(fields.Int("logprobs", INT64_MIN, INT64_MAX, &logprobs));
   if (logprobs) {
@@ -102,7 +108,6 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
     request.logprobs = static_cast<int>(*logprobs);
   }
   SY_RETURN_IF_ERROR(fields.Bool("echo", &request.echo));
-  SY_RETURN_IF_ERROR(fields.Bool("add_special_tokens", &request.add_special_tokens));
   std::string suffix;
   SY_RETURN_IF_ERROR(fields.String("suffix", &suffix));
   if (!suffix.empty())

@@ -34,9 +34,11 @@ struct CompletionRequest {
   SamplingRequest sampling;
 };
 
-// Parses and validates `body`. Errors: 413 (body over limits.max_body_bytes), 400 with `param`
-// for malformed JSON, wrong types and out-of-range values, 501 for unsupported features.
+// Parses and validates `body`, every field or (kRoute) those a router reads. Errors: 413
+// (body over limits.max_body_bytes), 400 with `param` for malformed JSON, wrong types and
+// out-of-range values, 501 for unsupported features.
 absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
-                                                         const RequestLimits& limits);
+                                                         const RequestLimits& limits,
+                                                         ParseScope scope = ParseScope::kServe);
 
 }  // namespace switchyard::api

@@ -297,6 +297,11 @@ absl::Status Verify(const RequestLimits& limits, bool allow_zero_max_tokens,
 
 }  // namespace
 
+absl::Status ReadRoutingFields(FieldReader& fields, SamplingRequest* out) {
+  SY_RETURN_IF_ERROR(fields.Bool("stream", &out->stream));
+  return fields.String("cache_salt", &out->cache_salt);
+}
+
 absl::Status ReadSamplingFields(FieldReader& fields, const RequestLimits& limits,
                                 bool allow_zero_max_tokens, SamplingRequest* out) {
   // Wide type bounds first (so a 2^40 never narrows), then vLLM's semantic checks in Verify.
@@ -343,12 +348,11 @@ absl::Status ReadSamplingFields(FieldReader& fields, const RequestLimits& limits
   SY_RETURN_IF_ERROR(fields.Bool("include_stop_str_in_output", &out->include_stop_str_in_output));
   SY_RETURN_IF_ERROR(
       ReadInt32(fields, "truncate_prompt_tokens", -1, kInt32Max, &out->truncate_prompt_tokens));
-  SY_RETURN_IF_ERROR(fields.Bool("stream", &out->stream));
+  SY_RETURN_IF_ERROR(ReadRoutingFields(fields, out));
   SY_RETURN_IF_ERROR(ReadStreamOptions(fields, out));
   SY_RETURN_IF_ERROR(ReadResponseFormat(fields, out));
   SY_RETURN_IF_ERROR(ReadStructuredOutputs(fields, limits, out));
   SY_RETURN_IF_ERROR(fields.String("user", &out->user));
-  SY_RETURN_IF_ERROR(fields.String("cache_salt", &out->cache_salt));
   SY_RETURN_IF_ERROR(fields.String("request_id", &out->request_id));
   std::optional<int> priority;
   SY_RETURN_IF_ERROR(ReadInt32(fields, "priority", INT32_MIN, kInt32Max, &priority));

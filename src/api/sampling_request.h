@@ -18,6 +18,13 @@ namespace internal {
 class FieldReader;
 }  // namespace internal
 
+// What a request is parsed for. An engine serving it reads and checks every field
+// (kServe). A router choosing where to send it (kRoute) reads only what it routes on: the
+// prompt or the messages with what renders them, stream, cache_salt, add_special_tokens;
+// the engine it picks checks the rest by its own rules, which are not ours when it is vLLM,
+// SGLang or llama.cpp (another max_logprobs, beam search, suffix).
+enum class ParseScope { kServe, kRoute };
+
 // Server-side bounds. Every client number is checked against one before anything is allocated.
 struct RequestLimits {
   size_t max_body_bytes = 4 << 20;  // 413 above this, decided before parsing.
@@ -109,6 +116,9 @@ struct SamplingRequest {
 // may be 0 (a completion with echo answers the prompt alone, as vLLM does).
 absl::Status ReadSamplingFields(internal::FieldReader& fields, const RequestLimits& limits,
                                 bool allow_zero_max_tokens, SamplingRequest* out);
+
+// Reads the two of them a router needs (ParseScope::kRoute): stream and cache_salt.
+absl::Status ReadRoutingFields(internal::FieldReader& fields, SamplingRequest* out);
 
 // The max_tokens to run with, given the prompt length: the request's value, or what is left of the
 // context window when unset. Over-long prompts and prompt + max_tokens beyond `max_model_len` are

@@ -2,14 +2,16 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
 
-#include "prometheus/counter.h"
+#include "prometheus/client_metric.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
-#include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
 #include "prometheus/text_serializer.h"
 
@@ -18,42 +20,29 @@
 namespace switchyard::router {
 namespace {
 
-using prometheus::Counter;
 using prometheus::Family;
 using prometheus::Gauge;
-using prometheus::Histogram;
 
-constexpr std::array<std::string_view, 4> kRetryReasons = {"connect", "http_502", "http_503",
-                                                           "timeout"};
+constexpr std::array<std::string_view, kRetryReasons> kRetryReasonNames = {"connect", "http_502",
+                                                                           "http_503", "timeout"};
 
 // inference_objective_request_duration_seconds's buckets: 5 ms to an hour.
-const Histogram::BucketBoundaries& LatencyBuckets() {
-  static const auto* buckets = new Histogram::BucketBoundaries{
-      0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8,  1.0,  1.25, 1.5, 2,
-      3,     4,     5,    6,   8,   10,  15,  20,   30,   45,   60,  120,
-      180,   240,   300,  360, 480, 600, 900, 1200, 1800, 2700, 3600};
-  return *buckets;
+std::vector<double> LatencyBuckets() {
+  return {0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8,  1.0,  1.25, 1.5, 2,
+          3,     4,     5,    6,   8,   10,  15,  20,   30,   45,   60,  120,
+          180,   240,   300,  360, 480, 600, 900, 1200, 1800, 2700, 3600};
 }
 
 // vllm:time_to_first_token_seconds's buckets.
-const Histogram::BucketBoundaries& FirstByteBuckets() {
-  static const auto* buckets = new Histogram::BucketBoundaries{
-      0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
-      1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
-  return *buckets;
+std::vector<double> FirstByteBuckets() {
+  return {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+          1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0};
 }
 
 // Scheduling decisions: 1 us to 1 s in 1-2.5-5 steps.
-const Histogram::BucketBoundaries& DecisionBuckets() {
-  static const auto* buckets = new Histogram::BucketBoundaries{
-      1e-6,   2.5e-6, 5e-6, 1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
-      2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1.0};
-  return *buckets;
-}
-
-Family<Counter>& AddCounter(prometheus::Registry& registry, const std::string& name,
-                            const std::string& help) {
-  return prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+std::vector<double> DecisionBuckets() {
+  return {1e-6,   2.5e-6, 5e-6, 1e-5,   2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3,
+          2.5e-3, 5e-3,   1e-2, 2.5e-2, 5e-2,   0.1,  0.25, 0.5,    1.0};
 }
 
 Family<Gauge>& AddGauge(prometheus::Registry& registry, const std::string& name,
@@ -61,16 +50,7 @@ Family<Gauge>& AddGauge(prometheus::Registry& registry, const std::string& name,
   return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
 }
 
-Family<Histogram>& AddHistogram(prometheus::Registry& registry, const std::string& name,
-                                const std::string& help) {
-  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry);
-}
-
-// The values of a child's labels, in the family's label order; looked up by string_views.
-template <size_t N>
-using LabelValues = std::array<std::string, N>;
-
-struct LabelValuesLess {
+struct EndpointKeyLess {
   using is_transparent = void;
   template <typename A, typename B>
   bool operator()(const A& a, const B& b) const {
@@ -80,49 +60,89 @@ struct LabelValuesLess {
   }
 };
 
+using ClientMetric = prometheus::ClientMetric;
+using MetricFamily = prometheus::MetricFamily;
+
+MetricFamily NewFamily(std::string name, std::string help, prometheus::MetricType type) {
+  MetricFamily family;
+  family.name = std::move(name);
+  family.help = std::move(help);
+  family.type = type;
+  return family;
+}
+
+std::vector<ClientMetric::Label> EndpointLabels(const std::string& endpoint,
+                                                const std::string& pool) {
+  return {{"endpoint", endpoint}, {"pool", pool}};
+}
+
+ClientMetric Counted(std::vector<ClientMetric::Label> labels, uint64_t value) {
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.counter.value = static_cast<double>(value);
+  return metric;
+}
+
+ClientMetric Histogram(std::vector<ClientMetric::Label> labels, const base::AtomicHistogram& h) {
+  const base::AtomicHistogram::Counts counts = h.Read();
+  ClientMetric metric;
+  metric.label = std::move(labels);
+  metric.histogram.sample_count = counts.cumulative.back();
+  metric.histogram.sample_sum = counts.sum;
+  const std::vector<double>& bounds = h.upper_bounds();
+  metric.histogram.bucket.reserve(counts.cumulative.size());
+  for (size_t i = 0; i < counts.cumulative.size(); ++i) {
+    const double bound = i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
+    metric.histogram.bucket.push_back({counts.cumulative[i], bound});
+  }
+  return metric;
+}
+
+uint64_t Load(const std::atomic<uint64_t>& value) {
+  return value.load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
-struct RouterMetrics::Impl {
-  // Per-request series of one (endpoint, pool), created on first use.
-  struct EndpointSeries {
-    Histogram* latency = nullptr;
-    Histogram* first_byte = nullptr;
-    Counter* prompt_tokens = nullptr;
-    Counter* cached_tokens = nullptr;
-    std::array<Counter*, kRetryReasons.size()> retries = {};
-  };
-  // The table-fed gauges of one endpoint.
-  struct EndpointGauges {
-    std::string pool;
-    std::array<Gauge*, 6> gauges = {};  // in the order of Impl::endpoint_gauges
-  };
+EndpointRecorder::EndpointRecorder(std::string endpoint, std::string pool)
+    : endpoint_(std::move(endpoint)),
+      pool_(std::move(pool)),
+      latency_(LatencyBuckets()),
+      first_byte_(FirstByteBuckets()) {}
 
+void EndpointRecorder::RequestFinished(int code, double latency_s) {
+  requests_[std::clamp(code, 0, kCodes - 1)].fetch_add(1, std::memory_order_relaxed);
+  if (!endpoint_.empty())
+    latency_.Observe(latency_s);
+}
+
+void EndpointRecorder::FirstByte(double seconds) {
+  first_byte_.Observe(seconds);
+}
+
+void EndpointRecorder::Retry(RetryReason reason) {
+  retries_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+}
+
+void EndpointRecorder::PrefixPrediction(int64_t prompt_tokens, int64_t cached_tokens) {
+  prompt_tokens_.fetch_add(static_cast<uint64_t>(prompt_tokens), std::memory_order_relaxed);
+  cached_tokens_.fetch_add(static_cast<uint64_t>(cached_tokens), std::memory_order_relaxed);
+  predicted_.store(true, std::memory_order_relaxed);
+}
+
+struct RouterMetrics::Impl {
+  explicit Impl(std::string model_name) : model(std::move(model_name)) {}
+
+  // The request series' families, from the recorders; series never recorded into are left
+  // out, as prometheus-cpp leaves out children never added.
+  std::vector<MetricFamily> CollectRecorded() const;
+
+  const std::string model;
+  base::AtomicHistogram tokenize{DecisionBuckets()};
+  base::AtomicHistogram schedule{DecisionBuckets()};
+
+  // The gauges, set from the endpoint table at each scrape of the router.
   prometheus::Registry registry;
-  Family<Counter>& requests = AddCounter(
-      registry, "switchyard_router_requests_total",
-      "Client requests by model, endpoint, pool and the HTTP status (or error) they ended with.");
-  Family<Histogram>& latency =
-      AddHistogram(registry, "switchyard_router_request_duration_seconds",
-                   "Arrival to the last response byte, per endpoint, in seconds.");
-  Family<Histogram>& first_byte =
-      AddHistogram(registry, "switchyard_router_time_to_first_byte_seconds",
-                   "Arrival to the first response body byte sent to the client, in seconds.");
-  Histogram& tokenize = AddHistogram(registry, "switchyard_router_tokenize_duration_seconds",
-                                     "Chat template and tokenization of one request, in seconds.")
-                            .Add({}, DecisionBuckets());
-  Histogram& schedule =
-      AddHistogram(registry, "switchyard_router_scheduler_duration_seconds",
-                   "One endpoint pick (snapshot, filters, scorers, picker), in seconds.")
-          .Add({}, DecisionBuckets());
-  Family<Counter>& retries =
-      AddCounter(registry, "switchyard_router_upstream_retries_total",
-                 "Attempts that failed before the first byte and went back to the picker.");
-  Family<Counter>& prompt_tokens =
-      AddCounter(registry, "switchyard_router_prefix_prompt_tokens_total",
-                 "Prompt tokens routed to each endpoint (prefix-cache scorer profiles).");
-  Family<Counter>& cached_tokens =
-      AddCounter(registry, "switchyard_router_prefix_predicted_cached_tokens_total",
-                 "Prompt tokens the prefix-cache scorer predicted cached on the picked endpoint.");
   std::array<Family<Gauge>*, 6> endpoint_gauges = {
       &AddGauge(registry, "switchyard_router_endpoint_inflight_requests",
                 "The router's requests in flight to each endpoint."),
@@ -142,30 +162,97 @@ struct RouterMetrics::Impl {
   Family<Gauge>& pool_ready =
       AddGauge(registry, "switchyard_router_pool_ready_endpoints", "Healthy members of each pool.");
 
-  base::Mutex mu;
-  // The per-request children, found by their label values without building a label map
-  // (prometheus-cpp's Family::Add hashes and looks up a std::map of strings under its own
-  // lock; at every request that is measurable).
-  std::map<LabelValues<2>, EndpointSeries, LabelValuesLess> series ABSL_GUARDED_BY(mu);
-  std::map<LabelValues<4>, Counter*, LabelValuesLess> requests_by_labels ABSL_GUARDED_BY(mu);
+  // The table-fed gauges of one endpoint.
+  struct EndpointGauges {
+    std::string pool;
+    std::array<Gauge*, 6> gauges = {};  // in the order of endpoint_gauges
+  };
+
+  mutable base::Mutex mu;
+  std::map<std::array<std::string, 2>, std::unique_ptr<EndpointRecorder>, EndpointKeyLess> recorders
+      ABSL_GUARDED_BY(mu);
   std::map<std::string, EndpointGauges> gauges ABSL_GUARDED_BY(mu);
   std::set<std::string> pools ABSL_GUARDED_BY(mu);
-
-  EndpointSeries& Series(std::string_view endpoint, std::string_view pool)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
-    const std::array<std::string_view, 2> key = {endpoint, pool};
-    auto it = series.find(key);
-    if (it == series.end())
-      it = series.try_emplace({std::string(endpoint), std::string(pool)}).first;
-    return it->second;
-  }
-  prometheus::Labels EndpointLabels(std::string_view endpoint, std::string_view pool) const {
-    return {{"endpoint", std::string(endpoint)}, {"pool", std::string(pool)}};
-  }
 };
 
-RouterMetrics::RouterMetrics(const std::vector<std::string>& pools)
-    : impl_(std::make_unique<Impl>()) {
+std::vector<MetricFamily> RouterMetrics::Impl::CollectRecorded() const {
+  using prometheus::MetricType;
+  MetricFamily requests = NewFamily(
+      "switchyard_router_requests_total",
+      "Client requests by model, endpoint, pool and the HTTP status (or error) they ended with.",
+      MetricType::Counter);
+  MetricFamily latency = NewFamily("switchyard_router_request_duration_seconds",
+                                   "Arrival to the last response byte, per endpoint, in seconds.",
+                                   MetricType::Histogram);
+  MetricFamily first_byte =
+      NewFamily("switchyard_router_time_to_first_byte_seconds",
+                "Arrival to the first response body byte sent to the client, in seconds.",
+                MetricType::Histogram);
+  MetricFamily tokenize_family = NewFamily(
+      "switchyard_router_tokenize_duration_seconds",
+      "Chat template and tokenization of one request, in seconds.", MetricType::Histogram);
+  tokenize_family.metric.push_back(Histogram({}, tokenize));
+  MetricFamily schedule_family = NewFamily(
+      "switchyard_router_scheduler_duration_seconds",
+      "One endpoint pick (snapshot, filters, scorers, picker), in seconds.", MetricType::Histogram);
+  schedule_family.metric.push_back(Histogram({}, schedule));
+  MetricFamily retries =
+      NewFamily("switchyard_router_upstream_retries_total",
+                "Attempts that failed before the first byte and went back to the picker.",
+                MetricType::Counter);
+  MetricFamily prompt_tokens = NewFamily(
+      "switchyard_router_prefix_prompt_tokens_total",
+      "Prompt tokens routed to each endpoint (prefix-cache scorer profiles).", MetricType::Counter);
+  MetricFamily cached_tokens =
+      NewFamily("switchyard_router_prefix_predicted_cached_tokens_total",
+                "Prompt tokens the prefix-cache scorer predicted cached on the picked endpoint.",
+                MetricType::Counter);
+
+  base::MutexLock lock(&mu);
+  for (const auto& [key, r] : recorders) {
+    for (int code = 0; code < EndpointRecorder::kCodes; ++code) {
+      const uint64_t n = Load(r->requests_[code]);
+      if (n == 0)
+        continue;
+      requests.metric.push_back(
+          Counted({{"code", code == kStreamErrorCode ? "error" : std::to_string(code)},
+                   {"endpoint", r->endpoint_},
+                   {"model", model},
+                   {"pool", r->pool_}},
+                  n));
+    }
+    ClientMetric l = Histogram(EndpointLabels(r->endpoint_, r->pool_), r->latency_);
+    if (l.histogram.sample_count > 0)
+      latency.metric.push_back(std::move(l));
+    ClientMetric f = Histogram(EndpointLabels(r->endpoint_, r->pool_), r->first_byte_);
+    if (f.histogram.sample_count > 0)
+      first_byte.metric.push_back(std::move(f));
+    for (size_t i = 0; i < kRetryReasons; ++i) {
+      const uint64_t n = Load(r->retries_[i]);
+      if (n == 0)
+        continue;
+      std::vector<ClientMetric::Label> labels = EndpointLabels(r->endpoint_, r->pool_);
+      labels.push_back({"reason", std::string(kRetryReasonNames[i])});
+      retries.metric.push_back(Counted(std::move(labels), n));
+    }
+    if (r->predicted_.load(std::memory_order_relaxed)) {
+      prompt_tokens.metric.push_back(
+          Counted(EndpointLabels(r->endpoint_, r->pool_), Load(r->prompt_tokens_)));
+      cached_tokens.metric.push_back(
+          Counted(EndpointLabels(r->endpoint_, r->pool_), Load(r->cached_tokens_)));
+    }
+  }
+  std::vector<MetricFamily> families;
+  for (MetricFamily* family : {&requests, &latency, &first_byte, &tokenize_family, &schedule_family,
+                               &retries, &prompt_tokens, &cached_tokens}) {
+    if (!family->metric.empty())
+      families.push_back(std::move(*family));
+  }
+  return families;
+}
+
+RouterMetrics::RouterMetrics(std::string model, const std::vector<std::string>& pools)
+    : impl_(std::make_unique<Impl>(std::move(model))) {
   base::MutexLock lock(&impl_->mu);
   for (const std::string& pool : pools) {
     impl_->pools.insert(pool);
@@ -176,40 +263,18 @@ RouterMetrics::RouterMetrics(const std::vector<std::string>& pools)
 
 RouterMetrics::~RouterMetrics() = default;
 
-void RouterMetrics::RequestFinished(std::string_view model, std::string_view endpoint,
-                                    std::string_view pool, std::string_view code,
-                                    double latency_s) {
+EndpointRecorder& RouterMetrics::Endpoint(std::string_view endpoint, std::string_view pool) {
   base::MutexLock lock(&impl_->mu);
-  const std::array<std::string_view, 4> key = {model, endpoint, pool, code};
-  auto it = impl_->requests_by_labels.find(key);
-  if (it == impl_->requests_by_labels.end()) {
-    Counter* counter = &impl_->requests.Add({{"model", std::string(model)},
-                                             {"endpoint", std::string(endpoint)},
-                                             {"pool", std::string(pool)},
-                                             {"code", std::string(code)}});
-    it = impl_->requests_by_labels
+  const std::array<std::string_view, 2> key = {endpoint, pool};
+  auto it = impl_->recorders.find(key);
+  if (it == impl_->recorders.end()) {
+    it = impl_->recorders
              .try_emplace(
-                 {std::string(model), std::string(endpoint), std::string(pool), std::string(code)},
-                 counter)
+                 {std::string(endpoint), std::string(pool)},
+                 std::make_unique<EndpointRecorder>(std::string(endpoint), std::string(pool)))
              .first;
   }
-  it->second->Increment();
-  if (endpoint.empty())
-    return;
-  Impl::EndpointSeries& s = impl_->Series(endpoint, pool);
-  if (s.latency == nullptr)
-    s.latency = &impl_->latency.Add(impl_->EndpointLabels(endpoint, pool), LatencyBuckets());
-  s.latency->Observe(latency_s);
-}
-
-void RouterMetrics::FirstByte(std::string_view endpoint, std::string_view pool, double seconds) {
-  base::MutexLock lock(&impl_->mu);
-  Impl::EndpointSeries& s = impl_->Series(endpoint, pool);
-  if (s.first_byte == nullptr) {
-    s.first_byte =
-        &impl_->first_byte.Add(impl_->EndpointLabels(endpoint, pool), FirstByteBuckets());
-  }
-  s.first_byte->Observe(seconds);
+  return *it->second;
 }
 
 void RouterMetrics::ObserveTokenize(double seconds) {
@@ -220,30 +285,6 @@ void RouterMetrics::ObserveSchedule(double seconds) {
   impl_->schedule.Observe(seconds);
 }
 
-void RouterMetrics::Retry(std::string_view endpoint, std::string_view pool, RetryReason reason) {
-  const auto index = static_cast<size_t>(reason);
-  base::MutexLock lock(&impl_->mu);
-  Impl::EndpointSeries& s = impl_->Series(endpoint, pool);
-  if (s.retries[index] == nullptr) {
-    prometheus::Labels labels = impl_->EndpointLabels(endpoint, pool);
-    labels["reason"] = std::string(kRetryReasons[index]);
-    s.retries[index] = &impl_->retries.Add(labels);
-  }
-  s.retries[index]->Increment();
-}
-
-void RouterMetrics::PrefixPrediction(std::string_view endpoint, std::string_view pool,
-                                     int64_t prompt_tokens, int64_t cached_tokens) {
-  base::MutexLock lock(&impl_->mu);
-  Impl::EndpointSeries& s = impl_->Series(endpoint, pool);
-  if (s.prompt_tokens == nullptr) {
-    s.prompt_tokens = &impl_->prompt_tokens.Add(impl_->EndpointLabels(endpoint, pool));
-    s.cached_tokens = &impl_->cached_tokens.Add(impl_->EndpointLabels(endpoint, pool));
-  }
-  s.prompt_tokens->Increment(static_cast<double>(prompt_tokens));
-  s.cached_tokens->Increment(static_cast<double>(cached_tokens));
-}
-
 void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses) {
   Impl& m = *impl_;
   base::MutexLock lock(&m.mu);
@@ -252,7 +293,7 @@ void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses)
     pools[pool] = {0, 0};
   std::set<std::string> seen;
   for (const EndpointStatus& status : statuses) {
-    const Endpoint& e = status.endpoint;
+    const router::Endpoint& e = status.endpoint;
     seen.insert(e.name);
     auto& [members, ready] = pools[e.pool];
     ++members;
@@ -266,7 +307,7 @@ void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses)
     if (g.gauges[0] == nullptr) {
       g.pool = e.pool;
       for (size_t i = 0; i < g.gauges.size(); ++i)
-        g.gauges[i] = &m.endpoint_gauges[i]->Add(m.EndpointLabels(e.name, e.pool));
+        g.gauges[i] = &m.endpoint_gauges[i]->Add({{"endpoint", e.name}, {"pool", e.pool}});
     }
     g.gauges[0]->Set(static_cast<double>(e.active_requests()));
     g.gauges[1]->Set(static_cast<double>(e.metrics.waiting_requests));
@@ -292,7 +333,11 @@ void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses)
 }
 
 std::string RouterMetrics::Serialize() const {
-  return prometheus::TextSerializer().Serialize(impl_->registry.Collect());
+  std::vector<MetricFamily> families = impl_->CollectRecorded();
+  std::vector<MetricFamily> gauges = impl_->registry.Collect();
+  families.insert(families.end(), std::make_move_iterator(gauges.begin()),
+                  std::make_move_iterator(gauges.end()));
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace switchyard::router

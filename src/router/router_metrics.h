@@ -45,9 +45,13 @@
 // Counters carry `_total` in their names, so the text has `# TYPE x_total counter` as
 // prometheus_client writes it; label sets of removed endpoints leave the gauges.
 //
-// Thread-safe: any thread records; Serialize from any thread. Owns its registry.
+// Per-request recording (EndpointRecorder, ObserveTokenize, ObserveSchedule) takes no lock:
+// relaxed atomic adds. Looking up an endpoint's recorder and the endpoint gauges take the
+// metrics' mutex. Thread-safe throughout; Serialize from any thread.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -55,36 +59,69 @@
 #include <string_view>
 #include <vector>
 
+#include "base/atomic_histogram.h"
 #include "router/endpoint_table.h"
 
 namespace switchyard::router {
 
 enum class RetryReason { kConnect, kHttp502, kHttp503, kTimeout };
+inline constexpr size_t kRetryReasons = 4;
+
+// The code of a request whose stream ended with an SSE error event (`code="error"`); no
+// HTTP status is 0.
+inline constexpr int kStreamErrorCode = 0;
 
 // Seconds from `start` to now, as the latency metrics record them.
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The per-request series of one (endpoint, pool). Any thread records, without a lock.
+class EndpointRecorder {
+ public:
+  // `endpoint` empty: the requests the router answered itself, before any pick.
+  EndpointRecorder(std::string endpoint, std::string pool);
+  EndpointRecorder(const EndpointRecorder&) = delete;
+  EndpointRecorder& operator=(const EndpointRecorder&) = delete;
+
+  // One client request ended with `code`: an HTTP status (100..999; 499 when the client left
+  // first) or kStreamErrorCode. `latency_s` is recorded when an endpoint answered.
+  void RequestFinished(int code, double latency_s);
+  void FirstByte(double seconds);
+  void Retry(RetryReason reason);
+  // The prompt came here, where it was predicted to find `cached_tokens` of it cached.
+  void PrefixPrediction(int64_t prompt_tokens, int64_t cached_tokens);
+
+ private:
+  friend class RouterMetrics;
+  static constexpr int kCodes = 1000;  // kStreamErrorCode, then three-digit statuses
+
+  const std::string endpoint_;
+  const std::string pool_;
+  std::array<std::atomic<uint64_t>, kCodes> requests_{};
+  base::AtomicHistogram latency_;
+  base::AtomicHistogram first_byte_;
+  std::array<std::atomic<uint64_t>, kRetryReasons> retries_{};
+  std::atomic<bool> predicted_{false};
+  std::atomic<uint64_t> prompt_tokens_{0};
+  std::atomic<uint64_t> cached_tokens_{0};
+};
+
 class RouterMetrics {
  public:
-  // `pools`: the configured pool names (a pool with no members reports size 0).
-  explicit RouterMetrics(const std::vector<std::string>& pools);
+  // `model`: the model label of the request counts. `pools`: the configured pool names (a
+  // pool with no members reports size 0).
+  RouterMetrics(std::string model, const std::vector<std::string>& pools);
   ~RouterMetrics();
   RouterMetrics(const RouterMetrics&) = delete;
   RouterMetrics& operator=(const RouterMetrics&) = delete;
 
-  // One client request ended with `code`; `latency_s` is recorded when an endpoint answered
-  // (endpoint not empty).
-  void RequestFinished(std::string_view model, std::string_view endpoint, std::string_view pool,
-                       std::string_view code, double latency_s);
-  void FirstByte(std::string_view endpoint, std::string_view pool, double seconds);
+  // The recorder of `endpoint` in `pool`, made on first use; it lives as long as the metrics.
+  EndpointRecorder& Endpoint(std::string_view endpoint, std::string_view pool);
+  // The recorder of requests the router answered before any endpoint was picked.
+  EndpointRecorder& Unrouted() { return Endpoint("", ""); }
   void ObserveTokenize(double seconds);
   void ObserveSchedule(double seconds);
-  void Retry(std::string_view endpoint, std::string_view pool, RetryReason reason);
-  // The prompt went to `endpoint`, which was predicted to hold `cached_tokens` of it.
-  void PrefixPrediction(std::string_view endpoint, std::string_view pool, int64_t prompt_tokens,
-                        int64_t cached_tokens);
   // Sets the endpoint and pool gauges to what the endpoint table believes now.
   void UpdateEndpoints(const std::vector<EndpointStatus>& statuses);
 

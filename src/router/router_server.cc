@@ -91,11 +91,12 @@ class RequestRouting final : public internal::ProxyRouting {
       return std::nullopt;
     const Endpoint& picked = *result.picked[0];
     last_pick_ = &picked;
+    EndpointRecorder* recorder = &metrics_->Endpoint(picked.name, picked.pool);
     if (request_.prefix_match.has_value()) {
-      metrics_->PrefixPrediction(picked.name, picked.pool, request_.prefix_match->prompt_tokens,
+      recorder->PrefixPrediction(request_.prefix_match->prompt_tokens,
                                  request_.prefix_match->CachedTokens(picked.name));
     }
-    return internal::ProxyTarget{picked.name, picked.address, picked.pool};
+    return internal::ProxyTarget{picked.name, picked.address, picked.pool, recorder};
   }
 
   void Picked(const internal::ProxyTarget& target) override {
@@ -124,7 +125,7 @@ class RouterServerImpl final : public RouterServer {
   explicit RouterServerImpl(RouterConfig config)
       : config_(std::move(config)),
         table_(std::chrono::milliseconds(config_.staleness_ms)),
-        metrics_(PoolNames(config_.pools)) {}
+        metrics_(config_.model, PoolNames(config_.pools)) {}
   ~RouterServerImpl() override { Stop(); }
 
   absl::Status Init();
@@ -134,6 +135,8 @@ class RouterServerImpl final : public RouterServer {
  private:
   void Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder);
   void Generate(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder, bool chat);
+  // The prompt's tokens, from the body read as a router reads it (api::ParseScope::kRoute):
+  // the engine picked checks the other fields by its own rules.
   absl::StatusOr<std::vector<int32_t>> PromptTokens(const net::HttpRequest& request, bool chat,
                                                     bool* stream, std::string* cache_salt);
   void ScrapeLoop();
@@ -331,7 +334,8 @@ absl::StatusOr<std::vector<int32_t>> RouterServerImpl::PromptTokens(const net::H
                                                                     std::string* cache_salt) {
   api::RequestLimits limits;
   if (chat) {
-    SY_ASSIGN_OR_RETURN(api::ChatRequest req, api::ParseChatRequest(request.body, limits));
+    SY_ASSIGN_OR_RETURN(api::ChatRequest req,
+                        api::ParseChatRequest(request.body, limits, api::ParseScope::kRoute));
     *stream = req.sampling.stream;
     *cache_salt = req.sampling.cache_salt;
     if (tokenizer_ == nullptr)
@@ -341,7 +345,7 @@ absl::StatusOr<std::vector<int32_t>> RouterServerImpl::PromptTokens(const net::H
     return tokenizer_->Encode(prompt, req.add_special_tokens);
   }
   SY_ASSIGN_OR_RETURN(api::CompletionRequest req,
-                      api::ParseCompletionRequest(request.body, limits));
+                      api::ParseCompletionRequest(request.body, limits, api::ParseScope::kRoute));
   *stream = req.sampling.stream;
   *cache_salt = req.sampling.cache_salt;
   // A batched prompt is scheduled by its first prompt.
@@ -364,8 +368,7 @@ void RouterServerImpl::Generate(net::HttpRequest request,
   metrics_.ObserveTokenize(SecondsSince(arrival));
   if (!tokens.ok()) {
     const int http_status = api::HttpErrorFor(tokens.status()).http_status;
-    metrics_.RequestFinished(config_.model, "", "", std::to_string(http_status),
-                             SecondsSince(arrival));
+    metrics_.Unrouted().RequestFinished(http_status, SecondsSince(arrival));
     responder->Send(http_status, kJson, api::ErrorBody(tokens.status()),
                     {{"x-request-id", request_id}});
     return;
@@ -392,7 +395,6 @@ void RouterServerImpl::Generate(net::HttpRequest request,
   proxy.headers.emplace_back("x-request-id", request_id);
   proxy.body = std::move(request.body);
   proxy.request_id = std::move(request_id);
-  proxy.model = config_.model;
   proxy.arrival = arrival;
   proxy.prompt_tokens = static_cast<int64_t>(sched.prompt_tokens.size());
   proxy.stream = stream;

@@ -176,14 +176,16 @@ def test_router_metrics_after_requests(fleet):
     # Requests by the status the client got, per endpoint and pool.
     assert delta("switchyard_router_requests_total", model=MODEL_NAME, pool="default",
                  code="200") == 5
-    # The bad temperature is refused by the router's own parse, before any pick.
-    assert delta("switchyard_router_requests_total", endpoint="", pool="", code="400") == 1
-    # Latencies: one per proxied request; decision times: one tokenization per request, one
-    # pick per proxied one.
-    assert delta("switchyard_router_request_duration_seconds_count") == 5
-    assert delta("switchyard_router_time_to_first_byte_seconds_count") == 5
+    # The bad temperature is the engine's to refuse (the router reads only what it routes
+    # on): its 400 comes back through the router and counts under the endpoint.
+    assert delta("switchyard_router_requests_total", pool="default", code="400") == 1
+    assert delta("switchyard_router_requests_total", endpoint="", code="400") == 0
+    # Latencies: one per proxied request (all six); decision times: one tokenization per
+    # request, one pick per proxied one.
+    assert delta("switchyard_router_request_duration_seconds_count") == 6
+    assert delta("switchyard_router_time_to_first_byte_seconds_count") == 6
     assert delta("switchyard_router_tokenize_duration_seconds_count") == 6
-    assert delta("switchyard_router_scheduler_duration_seconds_count") == 5
+    assert delta("switchyard_router_scheduler_duration_seconds_count") == 6
     # The four same-prefix completions: the 2nd to 4th were predicted cached where they went.
     prompt_tokens = delta("switchyard_router_prefix_prompt_tokens_total")
     cached = delta("switchyard_router_prefix_predicted_cached_tokens_total")

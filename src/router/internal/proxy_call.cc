@@ -153,20 +153,19 @@ void ProxyCall::FirstByte() {
   if (first_byte_sent_)
     return;
   first_byte_sent_ = true;
-  metrics_->FirstByte(current_->name, current_->pool, SecondsSince(request_.arrival));
+  current_->metrics->FirstByte(SecondsSince(request_.arrival));
   if (request_.stream)
     responder_->StartStream(head_status_, head_content_type_, std::move(head_headers_));
 }
 
-void ProxyCall::Finished(std::string_view code) {
-  const bool picked = current_.has_value();
-  metrics_->RequestFinished(request_.model, picked ? current_->name : "",
-                            picked ? current_->pool : "", code, SecondsSince(request_.arrival));
+void ProxyCall::Finished(int code) {
+  EndpointRecorder& recorder = current_.has_value() ? *current_->metrics : metrics_->Unrouted();
+  recorder.RequestFinished(code, SecondsSince(request_.arrival));
 }
 
 void ProxyCall::SendError(const absl::Status& error) {
   const int http_status = api::HttpErrorFor(error).http_status;
-  Finished(std::to_string(http_status));
+  Finished(http_status);
   responder_->Send(http_status, kJson, api::ErrorBody(error),
                    {{"x-request-id", request_.request_id}});
 }
@@ -180,7 +179,7 @@ void ProxyCall::OnDone(const absl::Status& status) {
     done_ = true;
     // A client that closes once it has the stream's [DONE] event got the whole answer
     // (the openai client closes there, before the last chunk of the framing arrives).
-    Finished(first_byte_sent_ && sse_tail_ == api::kSseDone ? std::to_string(head_status_) : "499");
+    Finished(first_byte_sent_ && sse_tail_ == api::kSseDone ? head_status_ : 499);
     return;
   }
   // Nothing reached the client yet: a failed attempt (Unavailable before the upstream's
@@ -195,7 +194,7 @@ void ProxyCall::OnDone(const absl::Status& status) {
       retry_reason_ = timed_out ? RetryReason::kTimeout : RetryReason::kConnect;
     }
     if (static_cast<int>(tried_.size()) <= max_retries_)  // else TryNext gives up
-      metrics_->Retry(current_->name, current_->pool, retry_reason_);
+      current_->metrics->Retry(retry_reason_);
     buffered_.clear();
     TryNext();
     return;
@@ -205,7 +204,7 @@ void ProxyCall::OnDone(const absl::Status& status) {
     FirstByte();  // a stream without a body gets its head now
     // Counted before the client sees the end: a client holding its response finds it in
     // /metrics.
-    Finished(std::to_string(head_status_));
+    Finished(head_status_);
     if (request_.stream) {
       responder_->End();
     } else {
@@ -221,7 +220,7 @@ void ProxyCall::OnDone(const absl::Status& status) {
                                                std::string(status.message())));
   if (request_.stream && first_byte_sent_) {
     // Mid-stream: an error event, then the end. Never a fake finish_reason.
-    Finished("error");
+    Finished(kStreamErrorCode);
     responder_->Write(api::SseError(error));
     responder_->Write(std::string(api::kSseDone));
     responder_->End();

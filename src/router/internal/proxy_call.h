@@ -37,6 +37,7 @@ struct ProxyTarget {
   std::string name;
   std::string address;
   std::string pool;
+  EndpointRecorder* metrics = nullptr;  // the endpoint's request series
 };
 
 struct ProxyRequest {
@@ -45,7 +46,6 @@ struct ProxyRequest {
   net::HeaderList headers;  // already filtered for forwarding
   std::string body;
   std::string request_id;  // sent upstream in `headers` too; echoed to the client
-  std::string model;       // metrics label
   std::chrono::steady_clock::time_point arrival;
   int64_t prompt_tokens = 0;
   // The client asked for SSE: the response streams through, and a failure after the first
@@ -89,8 +89,8 @@ class ProxyCall final : public net::HttpResponseHandler,
   void KeepSseTail(std::string_view chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The first response byte goes to the client now (a stream's head is sent here).
   void FirstByte() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The exchange ended with `code` (an HTTP status, "error" or "499").
-  void Finished(std::string_view code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The exchange ended with `code` (an HTTP status, 499 or kStreamErrorCode).
+  void Finished(int code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An error response from the router itself.
   void SendError(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -215,6 +215,57 @@ TEST(ChatRequestTest, ContinueFinalMessage) {
   EXPECT_TRUE(r->continue_final_message);
 }
 
+// A router reads the prompt or messages and the routing fields; the engine it picks checks
+// the rest by its own rules.
+TEST(RouteScopeTest, ReadsWhatRoutingNeedsAndLeavesTheRestToTheEngine) {
+  constexpr std::string_view kCompletion = R"({"model": "tiny", "prompt": "Hello",
+      "temperature": -1, "logprobs": 50, "suffix": "x", "use_beam_search": true,
+      "stream": true, "cache_salt": "salt", "add_special_tokens": false})";
+  EXPECT_FALSE(ParseCompletionRequest(kCompletion, RequestLimits{}).ok());
+  auto r = ParseCompletionRequest(kCompletion, RequestLimits{}, ParseScope::kRoute);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->prompts.size(), 1u);
+  EXPECT_EQ(r->prompts[0].text, "Hello");
+  EXPECT_TRUE(r->sampling.stream);
+  EXPECT_EQ(r->sampling.cache_salt, "salt");
+  EXPECT_FALSE(r->add_special_tokens);
+  EXPECT_TRUE(r->sampling.ignored_fields.empty());
+
+  constexpr std::string_view kChat = R"({"model": "tiny",
+      "messages": [{"role": "user", "content": "hi"}], "top_logprobs": 99, "n": -3,
+      "stream": true, "cache_salt": "s", "add_generation_prompt": false,
+      "chat_template_kwargs": {"enable_thinking": false}})";
+  EXPECT_FALSE(ParseChatRequest(kChat, RequestLimits{}).ok());
+  auto c = ParseChatRequest(kChat, RequestLimits{}, ParseScope::kRoute);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->messages.size(), 1u);
+  EXPECT_TRUE(c->sampling.stream);
+  EXPECT_EQ(c->sampling.cache_salt, "s");
+  EXPECT_FALSE(c->add_generation_prompt);
+  EXPECT_EQ(c->chat_template_kwargs.size(), 1u);
+}
+
+TEST(RouteScopeTest, WhatTheRouterReadsIsStillChecked) {
+  for (std::string_view body : {
+           R"({"prompt": ""})",                    // empty prompt
+           R"({"prompt": 7})",                     // not a prompt
+           R"({"temperature": 1})",                // no prompt
+           R"({"prompt": "a", "stream": "yes"})",  // stream not a boolean
+           R"({"prompt": "a", "cache_salt": 1})",  // cache_salt not a string
+           R"({"prompt": "a",)",                   // not JSON
+       }) {
+    const absl::StatusOr<CompletionRequest> r =
+        ParseCompletionRequest(body, RequestLimits{}, ParseScope::kRoute);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(HttpErrorFor(r.status()).http_status, 400) << body;
+  }
+  EXPECT_FALSE(ParseChatRequest(R"({"messages": []})", RequestLimits{}, ParseScope::kRoute).ok());
+  EXPECT_FALSE(ParseChatRequest(R"({"messages": [{"role": "user", "content": "hi"}],
+      "add_generation_prompt": true, "continue_final_message": true})",
+                                RequestLimits{}, ParseScope::kRoute)
+                   .ok());
+}
+
 TEST(ResolveMaxTokensTest, ContextWindow) {
   SamplingRequest s;
   EXPECT_EQ(*ResolveMaxTokens(s, 100, 4096, "prompt"), 3996);

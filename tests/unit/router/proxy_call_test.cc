@@ -165,12 +165,13 @@ struct Reply {
 // Routes to the upstreams in the order given.
 class InOrder final : public ProxyRouting {
  public:
-  explicit InOrder(std::vector<std::string> upstreams) : upstreams_(std::move(upstreams)) {}
+  InOrder(std::vector<std::string> upstreams, RouterMetrics* metrics)
+      : upstreams_(std::move(upstreams)), metrics_(metrics) {}
 
   std::optional<ProxyTarget> NextTarget(const std::vector<std::string>& tried) override {
     for (const std::string& u : upstreams_) {
       if (std::find(tried.begin(), tried.end(), u) == tried.end())
-        return ProxyTarget{u, u, "default"};
+        return ProxyTarget{u, u, "default", &metrics_->Endpoint(u, "default")};
     }
     return std::nullopt;
   }
@@ -179,6 +180,7 @@ class InOrder final : public ProxyRouting {
 
  private:
   const std::vector<std::string> upstreams_;
+  RouterMetrics* const metrics_;
 };
 
 // A front that proxies every request with ProxyCall to `upstreams`, tried in order.
@@ -202,12 +204,11 @@ class ProxyCallTest : public ::testing::Test {
           proxy.stream = request.body.find("\"stream\":true") != std::string::npos;
           proxy.body = std::move(request.body);
           proxy.request_id = "req-1";
-          proxy.model = "m";
           proxy.arrival = std::chrono::steady_clock::now();
           proxy.prompt_tokens = 3;
           auto call = std::make_shared<ProxyCall>(
               std::move(proxy), std::move(r), upstream_client_.get(), &table_, &metrics_,
-              /*max_retries=*/2, std::make_unique<InOrder>(upstreams));
+              /*max_retries=*/2, std::make_unique<InOrder>(upstreams, &metrics_));
           call->Start();
         });
     ASSERT_TRUE(front.ok()) << front.status();
@@ -301,7 +302,7 @@ class ProxyCallTest : public ::testing::Test {
   }
 
   EndpointTable table_{std::chrono::milliseconds(2000)};
-  RouterMetrics metrics_{{"default"}};
+  RouterMetrics metrics_{"m", {"default"}};
   std::unique_ptr<net::HttpClient> upstream_client_;
   std::unique_ptr<net::HttpServer> front_;
   std::unique_ptr<net::HttpClient> client_;

@@ -70,21 +70,26 @@ EndpointStatus Status(const std::string& name, const std::string& pool, bool hea
 }
 
 TEST(RouterMetricsTest, RequestsLatenciesRetriesAndPrefixAddUp) {
-  RouterMetrics metrics({"default"});
-  metrics.RequestFinished("m", "e1", "default", "200", 0.5);
-  metrics.RequestFinished("m", "e1", "default", "200", 0.5);
-  metrics.RequestFinished("m", "e1", "default", "error", 1.0);
-  metrics.RequestFinished("m", "", "", "429", 0.001);
-  metrics.FirstByte("e1", "default", 0.05);
+  RouterMetrics metrics("m", {"default"});
+  EndpointRecorder& r1 = metrics.Endpoint("e1", "default");
+  EXPECT_EQ(&metrics.Endpoint("e1", "default"), &r1);  // one recorder per (endpoint, pool)
+  r1.RequestFinished(200, 0.5);
+  r1.RequestFinished(200, 0.5);
+  r1.RequestFinished(kStreamErrorCode, 1.0);
+  metrics.Unrouted().RequestFinished(429, 0.001);
+  r1.FirstByte(0.05);
   metrics.ObserveTokenize(2e-6);
   metrics.ObserveSchedule(3e-5);
   metrics.ObserveSchedule(3e-5);
-  metrics.Retry("e2", "default", RetryReason::kConnect);
-  metrics.Retry("e2", "default", RetryReason::kHttp503);
-  metrics.Retry("e2", "default", RetryReason::kHttp503);
-  metrics.Retry("e1", "default", RetryReason::kTimeout);
-  metrics.PrefixPrediction("e1", "default", 100, 64);
-  metrics.PrefixPrediction("e1", "default", 50, 0);
+  EndpointRecorder& r2 = metrics.Endpoint("e2", "default");
+  r2.Retry(RetryReason::kConnect);
+  r2.Retry(RetryReason::kHttp503);
+  r2.Retry(RetryReason::kHttp503);
+  r1.Retry(RetryReason::kTimeout);
+  r1.PrefixPrediction(100, 64);
+  r1.PrefixPrediction(50, 0);
+  // Recorded nothing: no series at all.
+  metrics.Endpoint("e3", "default");
 
   const std::string text = metrics.Serialize();
   EXPECT_NE(text.find("# TYPE switchyard_router_requests_total counter"), std::string::npos);
@@ -136,12 +141,14 @@ TEST(RouterMetricsTest, RequestsLatenciesRetriesAndPrefixAddUp) {
   EXPECT_EQ(Value(s, retries, {{"endpoint", "e1"}, {"pool", "default"}, {"reason", "timeout"}}), 1);
   EXPECT_TRUE(std::isnan(Value(s, retries, {{"reason", "http_502"}})));
 
+  EXPECT_TRUE(std::isnan(Value(s, requests, {{"endpoint", "e3"}})));
+  EXPECT_TRUE(std::isnan(Value(s, latency + "_count", {{"endpoint", "e2"}})));
   EXPECT_EQ(Value(s, "switchyard_router_prefix_prompt_tokens_total", e1), 150);
   EXPECT_EQ(Value(s, "switchyard_router_prefix_predicted_cached_tokens_total", e1), 64);
 }
 
 TEST(RouterMetricsTest, EndpointAndPoolGaugesFollowTheTable) {
-  RouterMetrics metrics({"default", "empty"});
+  RouterMetrics metrics("m", {"default", "empty"});
   EndpointStatus a = Status("a", "default", true);
   a.endpoint.load = std::make_shared<EndpointLoad>(3);
   a.endpoint.metrics.waiting_requests = 5;
@@ -180,7 +187,7 @@ TEST(RouterMetricsTest, EndpointAndPoolGaugesFollowTheTable) {
 }
 
 TEST(RouterMetricsTest, ConcurrentRecordingAddsUp) {
-  RouterMetrics metrics({"p"});
+  RouterMetrics metrics("m", {"p"});
   constexpr int kThreads = 4;
   constexpr int kPerThread = 500;
   std::vector<std::thread> threads;
@@ -188,10 +195,13 @@ TEST(RouterMetricsTest, ConcurrentRecordingAddsUp) {
     threads.emplace_back([&metrics, t] {
       const std::string endpoint = t % 2 == 0 ? "a" : "b";
       for (int i = 0; i < kPerThread; ++i) {
-        metrics.RequestFinished("m", endpoint, "p", "200", 0.01);
-        metrics.FirstByte(endpoint, "p", 0.001);
-        metrics.Retry(endpoint, "p", RetryReason::kConnect);
-        metrics.PrefixPrediction(endpoint, "p", 10, 4);
+        EndpointRecorder& r = metrics.Endpoint(endpoint, "p");
+        r.RequestFinished(200, 0.01);
+        r.FirstByte(0.001);
+        r.Retry(RetryReason::kConnect);
+        r.PrefixPrediction(10, 4);
+        if (i % 50 == 0)
+          metrics.Serialize();  // reads race with recording
         if (i % 100 == 0)
           metrics.UpdateEndpoints({Status(endpoint, "p", true)});
       }
