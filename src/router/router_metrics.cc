@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -50,13 +53,27 @@ Family<Gauge>& AddGauge(prometheus::Registry& registry, const std::string& name,
   return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
 }
 
-struct EndpointKeyLess {
+// (endpoint, pool), hashed and compared as string views: looked up without a copy.
+using EndpointKey = std::pair<std::string, std::string>;
+using EndpointKeyView = std::pair<std::string_view, std::string_view>;
+struct EndpointKeyHash {
   using is_transparent = void;
+  size_t operator()(const EndpointKeyView& k) const {
+    const size_t h = std::hash<std::string_view>()(k.first);
+    return h ^
+           (std::hash<std::string_view>()(k.second) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+  }
+  size_t operator()(const EndpointKey& k) const {
+    return (*this)(EndpointKeyView(k.first, k.second));
+  }
+};
+struct EndpointKeyEq {
+  using is_transparent = void;
+  static EndpointKeyView View(const EndpointKeyView& k) { return k; }
+  static EndpointKeyView View(const EndpointKey& k) { return {k.first, k.second}; }
   template <typename A, typename B>
   bool operator()(const A& a, const B& b) const {
-    return std::lexicographical_compare(
-        a.begin(), a.end(), b.begin(), b.end(),
-        [](std::string_view x, std::string_view y) { return x < y; });
+    return View(a) == View(b);
   }
 };
 
@@ -169,8 +186,9 @@ struct RouterMetrics::Impl {
   };
 
   mutable base::Mutex mu;
-  std::map<std::array<std::string, 2>, std::unique_ptr<EndpointRecorder>, EndpointKeyLess> recorders
-      ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<EndpointKey, std::unique_ptr<EndpointRecorder>, EndpointKeyHash,
+                      EndpointKeyEq>
+      recorders ABSL_GUARDED_BY(mu);
   std::map<std::string, EndpointGauges> gauges ABSL_GUARDED_BY(mu);
   std::set<std::string> pools ABSL_GUARDED_BY(mu);
 };
@@ -209,7 +227,14 @@ std::vector<MetricFamily> RouterMetrics::Impl::CollectRecorded() const {
                 MetricType::Counter);
 
   base::MutexLock lock(&mu);
-  for (const auto& [key, r] : recorders) {
+  std::vector<const EndpointRecorder*> sorted;  // a stable order from scrape to scrape
+  sorted.reserve(recorders.size());
+  for (const auto& [key, recorder] : recorders)
+    sorted.push_back(recorder.get());
+  std::sort(sorted.begin(), sorted.end(), [](const EndpointRecorder* a, const EndpointRecorder* b) {
+    return std::tie(a->endpoint_, a->pool_) < std::tie(b->endpoint_, b->pool_);
+  });
+  for (const EndpointRecorder* r : sorted) {
     for (int code = 0; code < EndpointRecorder::kCodes; ++code) {
       const uint64_t n = Load(r->requests_[code]);
       if (n == 0)
@@ -265,8 +290,7 @@ RouterMetrics::~RouterMetrics() = default;
 
 EndpointRecorder& RouterMetrics::Endpoint(std::string_view endpoint, std::string_view pool) {
   base::MutexLock lock(&impl_->mu);
-  const std::array<std::string_view, 2> key = {endpoint, pool};
-  auto it = impl_->recorders.find(key);
+  auto it = impl_->recorders.find(EndpointKeyView(endpoint, pool));
   if (it == impl_->recorders.end()) {
     it = impl_->recorders
              .try_emplace(

@@ -105,7 +105,8 @@ class RequestRouting final : public internal::ProxyRouting {
   }
 
   std::string SessionToken(const std::string& endpoint) override {
-    return plugins_->session_codec().Issue(endpoint);
+    const SessionTokenCodec* codec = plugins_->session_codec();
+    return codec != nullptr ? codec->Issue(endpoint) : std::string();
   }
 
  private:
@@ -334,28 +335,33 @@ absl::StatusOr<std::vector<int32_t>> RouterServerImpl::PromptTokens(const net::H
                                                                     std::string* cache_salt) {
   api::RequestLimits limits;
   if (chat) {
-    SY_ASSIGN_OR_RETURN(api::ChatRequest req,
-                        api::ParseChatRequest(request.body, limits, api::ParseScope::kRoute));
-    *stream = req.sampling.stream;
-    *cache_salt = req.sampling.cache_salt;
+    // Read in place: a ChatRequest is large to move out of its StatusOr.
+    absl::StatusOr<api::ChatRequest> req =
+        api::ParseChatRequest(request.body, limits, api::ParseScope::kRoute);
+    if (!req.ok())
+      return req.status();
+    *stream = req->sampling.stream;
+    *cache_salt = std::move(req->sampling.cache_salt);
     if (tokenizer_ == nullptr)
       return std::vector<int32_t>{};
     SY_ASSIGN_OR_RETURN(std::string prompt,
-                        text::RenderChatPrompt(req, chat_template_.get(), special_));
-    return tokenizer_->Encode(prompt, req.add_special_tokens);
+                        text::RenderChatPrompt(*req, chat_template_.get(), special_));
+    return tokenizer_->Encode(prompt, req->add_special_tokens);
   }
-  SY_ASSIGN_OR_RETURN(api::CompletionRequest req,
-                      api::ParseCompletionRequest(request.body, limits, api::ParseScope::kRoute));
-  *stream = req.sampling.stream;
-  *cache_salt = req.sampling.cache_salt;
+  absl::StatusOr<api::CompletionRequest> req =
+      api::ParseCompletionRequest(request.body, limits, api::ParseScope::kRoute);
+  if (!req.ok())
+    return req.status();
+  *stream = req->sampling.stream;
+  *cache_salt = std::move(req->sampling.cache_salt);
   // A batched prompt is scheduled by its first prompt.
-  if (req.prompts.empty())
+  if (req->prompts.empty())
     return std::vector<int32_t>{};
-  if (req.prompts[0].is_tokens)
-    return req.prompts[0].token_ids;
+  if (req->prompts[0].is_tokens)
+    return std::move(req->prompts[0].token_ids);
   if (tokenizer_ == nullptr)
     return std::vector<int32_t>{};
-  return tokenizer_->Encode(req.prompts[0].text, req.add_special_tokens);
+  return tokenizer_->Encode(req->prompts[0].text, req->add_special_tokens);
 }
 
 void RouterServerImpl::Generate(net::HttpRequest request,

@@ -107,7 +107,8 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
   }
   out.emplace_back("x-request-id", request_.request_id);
   out.emplace_back("x-switchyard-endpoint", current_->name);
-  out.emplace_back("x-session-token", routing_->SessionToken(current_->name));
+  if (std::string token = routing_->SessionToken(current_->name); !token.empty())
+    out.emplace_back("x-session-token", std::move(token));
   head_status_ = status;
   head_content_type_ = HeaderValue(headers, "content-type");
   if (head_content_type_.empty())

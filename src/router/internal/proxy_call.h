@@ -63,7 +63,7 @@ class ProxyRouting {
   virtual std::optional<ProxyTarget> NextTarget(const std::vector<std::string>& tried) = 0;
   // The request goes to `target`, which NextTarget has just returned.
   virtual void Picked(const ProxyTarget& target) = 0;
-  // The x-session-token of responses from `endpoint`.
+  // The x-session-token of responses from `endpoint`; empty: the response carries none.
   virtual std::string SessionToken(const std::string& endpoint) = 0;
 };
 

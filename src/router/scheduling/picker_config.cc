@@ -29,6 +29,7 @@ struct Shared {
   std::unique_ptr<PrefixIndex>* approx_index;
   std::unique_ptr<PrefixIndex>* precise_index;
   const SessionTokenCodec* session_codec;
+  bool* issues_session_tokens;  // set by a session-affinity plugin of the token strategy
 };
 
 absl::StatusOr<Built> MakeSessionAffinity(const YAML::Node& p, const std::string& where,
@@ -42,6 +43,8 @@ absl::StatusOr<Built> MakeSessionAffinity(const YAML::Node& p, const std::string
   }
   if (ttl <= 0)
     return absl::InvalidArgumentError(fmt::format("{}: evictionTtlSeconds must be > 0", where));
+  if (strategy != "session_id")
+    *shared.issues_session_tokens = true;
   auto plugin = std::make_unique<SessionAffinity>(strategy == "session_id"
                                                       ? SessionAffinity::Strategy::kSessionId
                                                       : SessionAffinity::Strategy::kToken,
@@ -318,9 +321,10 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     const YAML::Node params = p["parameters"] ? p["parameters"] : YAML::Node(YAML::NodeType::Map);
     if (!params.IsMap())
       return absl::InvalidArgumentError(fmt::format("{}: parameters must be a map", where));
-    SY_ASSIGN_OR_RETURN(Built built, factory->second(params, where,
-                                                     {&set->approx_index_, &set->precise_index_,
-                                                      set->session_codec_.get()}));
+    SY_ASSIGN_OR_RETURN(Built built,
+                        factory->second(params, where,
+                                        {&set->approx_index_, &set->precise_index_,
+                                         set->session_codec_.get(), &set->issues_session_tokens_}));
     set->plugins_[name] = Owned{type, std::move(built.filter), std::move(built.scorer),
                                 std::move(built.picker), built.pre_request};
     order.push_back(name);

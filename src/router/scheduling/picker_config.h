@@ -51,8 +51,12 @@ class PluginSet {
   // The index the engines' KV events feed (KvEventIndexer), when a prefix-cache-scorer runs
   // in precise mode; null otherwise.
   PrefixIndex* precise_index() const { return precise_index_.get(); }
-  // Issues the x-session-token the router returns with each response.
-  const SessionTokenCodec& session_codec() const { return *session_codec_; }
+  // Issues the x-session-token the router returns with each response, when a
+  // session-affinity plugin of the token strategy (encoded_endpoint_header) reads it back;
+  // null otherwise (as llm-d, no token then).
+  const SessionTokenCodec* session_codec() const {
+    return issues_session_tokens_ ? session_codec_.get() : nullptr;
+  }
   const std::vector<std::unique_ptr<SchedulingProfile>>& profiles() const { return profiles_; }
 
  private:
@@ -73,6 +77,7 @@ class PluginSet {
   std::unique_ptr<PrefixIndex> approx_index_;
   std::unique_ptr<PrefixIndex> precise_index_;
   std::unique_ptr<SessionTokenCodec> session_codec_;
+  bool issues_session_tokens_ = false;
   std::vector<std::unique_ptr<SchedulingProfile>> profiles_;
 };
 

@@ -186,6 +186,8 @@ TEST_F(RouterServerTest, RequestIdsAreKeptOrMadeAndSentUpstreamOnce) {
       Call("POST", "/v1/completions", kBody, {{"x-request-id", "client-id-1"}});
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(Header(r, "x-request-id"), "client-id-1");
+  // No session-affinity plugin reads tokens back: none is issued.
+  EXPECT_EQ(Header(r, "x-session-token"), "");
   // Without one the router makes one.
   r = Call("POST", "/v1/completions", kBody);
   EXPECT_EQ(r.status, 200);

@@ -78,12 +78,21 @@ TEST_F(SessionAffinityTest, ConfiguredThroughThePluginSet) {
       "plugins:\n- type: session-affinity-scorer\n- type: queue-scorer\n", "t", options);
   ASSERT_TRUE(set.ok()) << set.status();
   SchedulingRequest req;
-  req.session_token = (*set)->session_codec().Issue("e0");
+  ASSERT_NE((*set)->session_codec(), nullptr);
+  req.session_token = (*set)->session_codec()->Issue("e0");
   EXPECT_EQ(SessionTokenCodec("shared-secret").Verify(req.session_token), "e0");
   std::mt19937_64 rng(5);
   ProfileResult r = (*set)->profile("default")->Run(req, candidates_, rng);
   ASSERT_EQ(r.picked.size(), 1u);
   EXPECT_EQ(r.picked[0]->name, "e0");
+  // Without a token-strategy session-affinity plugin no token is issued, as in llm-d.
+  for (const char* yaml : {"plugins:\n- type: queue-scorer\n",
+                           "plugins:\n- type: session-affinity-filter\n"
+                           "  parameters: {strategy: session_id}\n"}) {
+    auto other = PluginSet::FromYaml(yaml, "t", options);
+    ASSERT_TRUE(other.ok()) << other.status();
+    EXPECT_EQ((*other)->session_codec(), nullptr) << yaml;
+  }
   auto bad = PluginSet::FromYaml(
       "plugins:\n- type: session-affinity-filter\n  parameters: {strategy: cookie}\n", "t");
   EXPECT_FALSE(bad.ok());
