@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 
+#include "absl/utility/utility.h"
 #include "fmt/format.h"
 
 #include "api/error.h"
@@ -146,16 +147,13 @@ absl::Status ReadTools(internal::FieldReader& fields, ChatRequest* out) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits,
-                                             ParseScope scope) {
+absl::Status ReadChatRequest(std::string_view body, const RequestLimits& limits, ParseScope scope,
+                             ChatRequest& request) {
   internal::ParserLease parser;
   SY_ASSIGN_OR_RETURN(
       object root, internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth,
                                                 parser.get()));
   internal::FieldReader fields(root);
-  ChatRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> messages = fields.Get("messages");
   if (!messages)
@@ -188,7 +186,7 @@ absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const Reques
   SY_RETURN_IF_ERROR(fields.String("reasoning_effort", &request.reasoning_effort));
   if (scope == ParseScope::kRoute) {
     SY_RETURN_IF_ERROR(ReadRoutingFields(fields, &request.sampling));
-    return request;
+    return absl::OkStatus();
   }
   SY_RETURN_IF_ERROR(fields.Bool("logprobs", &request.logprobs));
   std::optional<int64_t> top_logprobs;
@@ -213,7 +211,18 @@ absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const Reques
   SY_RETURN_IF_ERROR(fields.Bool("echo", &request.echo));
   SY_RETURN_IF_ERROR(ReadSamplingFields(fields, limits, false, &request.sampling));
   request.sampling.ignored_fields = fields.UnknownKeys();
-  return request;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits,
+                                             ParseScope scope) {
+  // Filled in place and returned by one return (no copy): the request is large to move.
+  absl::StatusOr<ChatRequest> result(absl::in_place);
+  if (absl::Status status = ReadChatRequest(body, limits, scope, *result); !status.ok())
+    result = std::move(status);
+  return result;
 }
 
 }  // namespace switchyard::api

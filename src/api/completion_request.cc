@@ -1,5 +1,6 @@
 #include "api/completion_request.h"
 
+#include "absl/utility/utility.h"
 #include "fmt/format.h"
 
 #include "api/error.h"
@@ -71,17 +72,13 @@ absl::Status ReadPrompts(element value, const RequestLimits& limits, std::vector
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
-                                                         const RequestLimits& limits,
-                                                         ParseScope scope) {
+absl::Status ReadCompletionRequest(std::string_view body, const RequestLimits& limits,
+                                   ParseScope scope, CompletionRequest& request) {
   internal::ParserLease parser;
   SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
                       internal::ParseRequestObject(body, limits.max_body_bytes,
                                                    limits.max_json_depth, parser.get()));
   internal::FieldReader fields(object);
-  CompletionRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> prompt = fields.Get("prompt");
   if (!prompt)
@@ -90,7 +87,7 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
   SY_RETURN_IF_ERROR(fields.Bool("add_special_tokens", &request.add_special_tokens));
   if (scope == ParseScope::kRoute) {
     SY_RETURN_IF_ERROR(ReadRoutingFields(fields, &request.sampling));
-    return request;
+    return absl::OkStatus();
   }
   std::optional<int64_t> logprobs;
   SY_RETURN_IF_ERROR(fields.Int("logprobs", INT64_MIN, INT64_MAX, &logprobs));
@@ -118,7 +115,19 @@ absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
     return InvalidParam("echo", "echo with logprobs is not supported with beam search.");
   }
   request.sampling.ignored_fields = fields.UnknownKeys();
-  return request;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
+                                                         const RequestLimits& limits,
+                                                         ParseScope scope) {
+  // Filled in place and returned by one return (no copy): the request is large to move.
+  absl::StatusOr<CompletionRequest> result(absl::in_place);
+  if (absl::Status status = ReadCompletionRequest(body, limits, scope, *result); !status.ok())
+    result = std::move(status);
+  return result;
 }
 
 }  // namespace switchyard::api

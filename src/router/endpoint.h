@@ -32,9 +32,28 @@ struct EndpointMetrics {
 
 // The router's own requests in flight to one endpoint. The endpoint table updates it as
 // they start and end; every snapshot of the endpoint shares it, so scheduling sees it live.
+// The router's own requests in flight to one endpoint. A request's attempt updates the
+// load object it started on (held through its ProxyTarget), without the table's lock; an
+// endpoint that leaves and rejoins the table gets a new one, so late ends of old requests
+// cannot skew it. Any thread.
 struct EndpointLoad {
   explicit EndpointLoad(int64_t active = 0, int64_t inflight = 0)
       : active_requests(active), inflight_prompt_tokens(inflight) {}
+
+  void Started(int64_t prompt_tokens) {
+    active_requests.fetch_add(1, std::memory_order_relaxed);
+    inflight_prompt_tokens.fetch_add(prompt_tokens, std::memory_order_relaxed);
+  }
+  // The request's first token arrived (its prefill is done).
+  void PrefillDone(int64_t prompt_tokens) {
+    inflight_prompt_tokens.fetch_sub(prompt_tokens, std::memory_order_relaxed);
+  }
+  // The request ended; `prefill_pending` when PrefillDone was never called for it.
+  void Ended(int64_t prompt_tokens, bool prefill_pending) {
+    active_requests.fetch_sub(1, std::memory_order_relaxed);
+    if (prefill_pending)
+      inflight_prompt_tokens.fetch_sub(prompt_tokens, std::memory_order_relaxed);
+  }
 
   std::atomic<int64_t> active_requests;
   // Prompt tokens of those requests not yet past their first token (the prefill work queued
@@ -48,7 +67,7 @@ struct Endpoint {
   std::string pool;     // the config pool it belongs to
   std::map<std::string, std::string> labels;
   EndpointMetrics metrics;
-  std::shared_ptr<const EndpointLoad> load;  // null: no router requests known
+  std::shared_ptr<EndpointLoad> load;  // null: no router requests known
 
   int64_t active_requests() const {
     return load == nullptr ? 0 : load->active_requests.load(std::memory_order_relaxed);

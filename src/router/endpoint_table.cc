@@ -9,16 +9,6 @@
 #include "base/json.h"
 
 namespace switchyard::router {
-namespace {
-
-// Adds `delta` to a load counter, never below 0. Its writers hold the table's mutex, so a
-// load and a store do; snapshots read it without the mutex.
-void AddTo(std::atomic<int64_t>& counter, int64_t delta) {
-  counter.store(std::max<int64_t>(0, counter.load(std::memory_order_relaxed) + delta),
-                std::memory_order_relaxed);
-}
-
-}  // namespace
 
 void EndpointTable::SetPoolMembers(const std::string& pool,
                                    const std::vector<EndpointSpec>& specs) {
@@ -73,34 +63,6 @@ void EndpointTable::ReportScrapeFailure(const std::string& name) {
     it->second.healthy = false;
     Changed();
   }
-}
-
-void EndpointTable::RequestStarted(const std::string& name, int64_t prompt_tokens) {
-  base::MutexLock lock(&mu_);
-  auto it = endpoints_.find(name);
-  if (it == endpoints_.end())
-    return;
-  AddTo(it->second.load->active_requests, 1);
-  AddTo(it->second.load->inflight_prompt_tokens, prompt_tokens);
-}
-
-void EndpointTable::PrefillDone(const std::string& name, int64_t prompt_tokens) {
-  base::MutexLock lock(&mu_);
-  auto it = endpoints_.find(name);
-  if (it == endpoints_.end())
-    return;
-  AddTo(it->second.load->inflight_prompt_tokens, -prompt_tokens);
-}
-
-void EndpointTable::RequestEnded(const std::string& name, int64_t prompt_tokens,
-                                 bool prefill_pending) {
-  base::MutexLock lock(&mu_);
-  auto it = endpoints_.find(name);
-  if (it == endpoints_.end())
-    return;
-  AddTo(it->second.load->active_requests, -1);
-  if (prefill_pending)
-    AddTo(it->second.load->inflight_prompt_tokens, -prompt_tokens);
 }
 
 Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const {

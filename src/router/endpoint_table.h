@@ -57,13 +57,6 @@ class EndpointTable {
   // healthy, failure count reset, metrics left as they were (unknown: never fresh).
   void ReportReachable(const std::string& name);
 
-  // In-flight accounting for the router's own requests.
-  void RequestStarted(const std::string& name, int64_t prompt_tokens);
-  // The request's first token arrived (its prefill is done).
-  void PrefillDone(const std::string& name, int64_t prompt_tokens);
-  // The request ended; `prefill_pending` when PrefillDone was never called for it.
-  void RequestEnded(const std::string& name, int64_t prompt_tokens, bool prefill_pending);
-
   // Healthy endpoints, in name order.
   std::shared_ptr<const std::vector<Endpoint>> Snapshot(Clock::time_point now) const;
   std::vector<EndpointSpec> Members() const;
@@ -80,7 +73,7 @@ class EndpointTable {
     EndpointMetrics metrics;
     bool has_metrics = false;
     Clock::time_point metrics_at;
-    // Written under mu_, read by snapshots without it.
+    // Shared with the snapshots' Endpoints, through which requests update it.
     std::shared_ptr<EndpointLoad> load = std::make_shared<EndpointLoad>();
   };
   Endpoint ToEndpoint(const State& s, Clock::time_point now) const;

@@ -96,7 +96,7 @@ class RequestRouting final : public internal::ProxyRouting {
       recorder->PrefixPrediction(request_.prefix_match->prompt_tokens,
                                  request_.prefix_match->CachedTokens(picked.name));
     }
-    return internal::ProxyTarget{picked.name, picked.address, picked.pool, recorder};
+    return internal::ProxyTarget{picked.name, picked.address, picked.pool, recorder, picked.load};
   }
 
   void Picked(const internal::ProxyTarget& target) override {
@@ -382,7 +382,6 @@ void RouterServerImpl::Generate(net::HttpRequest request,
   auto routing = std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
                                                   *std::move(tokens));
   SchedulingRequest& sched = routing->request();
-  sched.request_id = request_id;
   sched.model = config_.model;
   sched.cache_salt = std::move(cache_salt);
   if (std::optional<std::string_view> t = request.Header("x-session-token"))
@@ -406,7 +405,7 @@ void RouterServerImpl::Generate(net::HttpRequest request,
   proxy.stream = stream;
   auto call = std::allocate_shared<internal::ProxyCall>(
       base::RecyclingAllocator<internal::ProxyCall>(), std::move(proxy), std::move(responder),
-      client_.get(), &table_, &metrics_, config_.max_retries, std::move(routing));
+      client_.get(), &metrics_, config_.max_retries, std::move(routing));
   call->Start();
 }
 

@@ -29,12 +29,11 @@ std::string HeaderValue(const net::HeaderList& headers, std::string_view name) {
 }  // namespace
 
 ProxyCall::ProxyCall(ProxyRequest request, std::shared_ptr<net::HttpResponder> responder,
-                     net::HttpClient* client, EndpointTable* table, RouterMetrics* metrics,
-                     int max_retries, std::unique_ptr<ProxyRouting> routing)
+                     net::HttpClient* client, RouterMetrics* metrics, int max_retries,
+                     std::unique_ptr<ProxyRouting> routing)
     : request_(std::move(request)),
       responder_(std::move(responder)),
       client_(client),
-      table_(table),
       metrics_(metrics),
       max_retries_(max_retries),
       routing_(std::move(routing)) {}
@@ -75,14 +74,14 @@ void ProxyCall::TryNext() {
     return;
   }
   tried_.push_back(target->name);
-  current_ = target;
+  current_ = std::move(target);
   prefill_pending_ = true;
   retry_this_attempt_ = false;
-  table_->RequestStarted(target->name, request_.prompt_tokens);
-  routing_->Picked(*target);
+  current_->load->Started(request_.prompt_tokens);
+  routing_->Picked(*current_);
   net::HttpClientRequest upstream;
   upstream.method = request_.method;
-  upstream.upstream = target->address;
+  upstream.upstream = current_->address;
   upstream.target = request_.target;
   upstream.headers = request_.headers;
   upstream.body = request_.body;
@@ -121,7 +120,7 @@ bool ProxyCall::OnBody(std::string_view chunk) {
   if (client_gone_ || done_ || retry_this_attempt_)
     return true;
   if (prefill_pending_) {
-    table_->PrefillDone(current_->name, request_.prompt_tokens);
+    current_->load->PrefillDone(request_.prompt_tokens);
     prefill_pending_ = false;
   }
   if (request_.stream) {
@@ -146,7 +145,7 @@ void ProxyCall::KeepSseTail(std::string_view chunk) {
 }
 
 void ProxyCall::FinishAttempt() {
-  table_->RequestEnded(current_->name, request_.prompt_tokens, prefill_pending_);
+  current_->load->Ended(request_.prompt_tokens, prefill_pending_);
   handle_ = nullptr;
 }
 

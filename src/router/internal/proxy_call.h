@@ -28,7 +28,7 @@
 #include "base/mutex.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
-#include "router/endpoint_table.h"
+#include "router/endpoint.h"
 #include "router/router_metrics.h"
 
 namespace switchyard::router::internal {
@@ -38,6 +38,7 @@ struct ProxyTarget {
   std::string address;
   std::string pool;
   EndpointRecorder* metrics = nullptr;  // the endpoint's request series
+  std::shared_ptr<EndpointLoad> load;   // the endpoint's in-flight accounting
 };
 
 struct ProxyRequest {
@@ -71,7 +72,7 @@ class ProxyCall final : public net::HttpResponseHandler,
                         public std::enable_shared_from_this<ProxyCall> {
  public:
   ProxyCall(ProxyRequest request, std::shared_ptr<net::HttpResponder> responder,
-            net::HttpClient* client, EndpointTable* table, RouterMetrics* metrics, int max_retries,
+            net::HttpClient* client, RouterMetrics* metrics, int max_retries,
             std::unique_ptr<ProxyRouting> routing);
 
   // Tries the first target.
@@ -97,7 +98,6 @@ class ProxyCall final : public net::HttpResponseHandler,
   const ProxyRequest request_;
   const std::shared_ptr<net::HttpResponder> responder_;
   net::HttpClient* const client_;
-  EndpointTable* const table_;
   RouterMetrics* const metrics_;
   const int max_retries_;
 

@@ -9,7 +9,7 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <list>
 #include <optional>
 #include <random>
 #include <span>
@@ -42,7 +42,6 @@ struct PrefixMatch {
 
 // What the scheduler knows about one request.
 struct SchedulingRequest {
-  std::string request_id;
   std::string model;
   // The prompt as the engines will see it (chat template applied), when tokenized.
   std::span<const int32_t> prompt_tokens;
@@ -56,7 +55,8 @@ struct SchedulingRequest {
   mutable std::optional<bool> cold_prefix;
   // The request's prefix keys, computed once per (block size, mode) by the first prefix
   // plugin that needs them and reused by the others (scorer, filter, no-hit LRU, PreRequest).
-  // A deque: adding an entry keeps references to the others valid.
+  // A list: adding an entry keeps references to the others valid, and an empty one
+  // allocates nothing (a deque allocates when made, for every request).
   struct PrefixKeys {
     // What they were computed from.
     std::span<const int32_t> tokens;
@@ -66,7 +66,7 @@ struct SchedulingRequest {
     bool precise = false;
     std::vector<uint64_t> keys;
   };
-  mutable std::deque<PrefixKeys> prefix_keys;
+  mutable std::list<PrefixKeys> prefix_keys;
   // What the prefix-cache scorer predicted in this cycle (PrefixMatch above).
   mutable std::optional<PrefixMatch> prefix_match;
 };

@@ -55,14 +55,18 @@ TEST(EndpointTableTest, MembershipHealthStalenessAndInflight) {
   ASSERT_EQ(snap.size(), 2u);
   EXPECT_TRUE(snap[1].metrics.fresh);  // the metrics of the good scrape above are kept
 
-  table.RequestStarted("a", 100);
-  table.RequestStarted("a", 50);
-  table.PrefillDone("a", 100);
+  // Requests account on the load their snapshot handed out; later snapshots see it.
+  EndpointLoad& load = *snap[0].load;
+  load.Started(100);
+  load.Started(50);
+  load.PrefillDone(100);
+  table.ReportMetrics("a", m, t0);  // a new snapshot: the same load
   snap = *table.Snapshot(t0);
+  EXPECT_EQ(snap[0].load.get(), &load);
   EXPECT_EQ(snap[0].active_requests(), 2);
   EXPECT_EQ(snap[0].inflight_prompt_tokens(), 50);
-  table.RequestEnded("a", 100, false);
-  table.RequestEnded("a", 50, true);
+  load.Ended(100, false);
+  load.Ended(50, true);
   snap = *table.Snapshot(t0);
   EXPECT_EQ(snap[0].active_requests(), 0);
   EXPECT_EQ(snap[0].inflight_prompt_tokens(), 0);

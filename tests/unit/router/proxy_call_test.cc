@@ -162,16 +162,20 @@ struct Reply {
   }
 };
 
-// Routes to the upstreams in the order given.
+// Routes to the upstreams in the order given, with the table's in-flight accounting.
 class InOrder final : public ProxyRouting {
  public:
-  InOrder(std::vector<std::string> upstreams, RouterMetrics* metrics)
-      : upstreams_(std::move(upstreams)), metrics_(metrics) {}
+  InOrder(std::vector<std::string> upstreams, EndpointTable* table, RouterMetrics* metrics)
+      : upstreams_(std::move(upstreams)), table_(table), metrics_(metrics) {}
 
   std::optional<ProxyTarget> NextTarget(const std::vector<std::string>& tried) override {
     for (const std::string& u : upstreams_) {
-      if (std::find(tried.begin(), tried.end(), u) == tried.end())
-        return ProxyTarget{u, u, "default", &metrics_->Endpoint(u, "default")};
+      if (std::find(tried.begin(), tried.end(), u) != tried.end())
+        continue;
+      for (const Endpoint& e : *table_->Snapshot(std::chrono::steady_clock::now())) {
+        if (e.name == u)
+          return ProxyTarget{u, u, "default", &metrics_->Endpoint(u, "default"), e.load};
+      }
     }
     return std::nullopt;
   }
@@ -180,6 +184,7 @@ class InOrder final : public ProxyRouting {
 
  private:
   const std::vector<std::string> upstreams_;
+  EndpointTable* const table_;
   RouterMetrics* const metrics_;
 };
 
@@ -207,8 +212,8 @@ class ProxyCallTest : public ::testing::Test {
           proxy.arrival = std::chrono::steady_clock::now();
           proxy.prompt_tokens = 3;
           auto call = std::make_shared<ProxyCall>(
-              std::move(proxy), std::move(r), upstream_client_.get(), &table_, &metrics_,
-              /*max_retries=*/2, std::make_unique<InOrder>(upstreams, &metrics_));
+              std::move(proxy), std::move(r), upstream_client_.get(), &metrics_,
+              /*max_retries=*/2, std::make_unique<InOrder>(upstreams, &table_, &metrics_));
           call->Start();
         });
     ASSERT_TRUE(front.ok()) << front.status();
