@@ -93,7 +93,7 @@ absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
   simdjson::dom::object object;
   if (root.get(object) != simdjson::SUCCESS)
     return absl::InvalidArgumentError("Request body must be a JSON object.");
-  SY_RETURN_IF_ERROR(FieldReader(object).CheckNoDuplicateKeys());
+  SY_RETURN_IF_ERROR(FieldReader::CheckNoDuplicateKeys(object));
   return object;
 }
 
@@ -169,10 +169,18 @@ absl::StatusOr<int32_t> ReadTokenId(element value, std::string_view param) {
   return static_cast<int32_t>(*id);
 }
 
-absl::Status FieldReader::CheckNoDuplicateKeys() const {
+absl::Status FieldReader::CheckNoDuplicateKeys(simdjson::dom::object object) {
+  uint64_t seen = 0;
+  bool shared_bit = false;
+  for (auto field : object) {
+    const uint64_t bit = KeyBit(field.key);
+    shared_bit = shared_bit || (seen & bit) != 0;
+    seen |= bit;
+  }
+  if (!shared_bit)
+    return absl::OkStatus();
   absl::InlinedVector<std::string_view, 16> keys;
-  keys.reserve(fields_.size());
-  for (const Field& field : fields_)
+  for (auto field : object)
     keys.push_back(field.key);
   std::sort(keys.begin(), keys.end());
   auto dup = std::adjacent_find(keys.begin(), keys.end());
