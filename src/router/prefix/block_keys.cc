@@ -1,7 +1,8 @@
 #include "router/prefix/block_keys.h"
 
-// Stack-allocated XXH64 states need the struct definition.
-#define XXH_STATIC_LINKING_ONLY
+// xxHash compiled in here, inlined: the keys hash a few dozen bytes at a time, where the
+// shared library's call and dispatch cost about as much as the hashing.
+#define XXH_INLINE_ALL
 #include <algorithm>
 #include <array>
 #include <bit>
