@@ -30,7 +30,7 @@ using internal::EventLoop;
 using internal::HttpConnection;
 using internal::Listener;
 using internal::ServerContext;
-using internal::tcp;
+using internal::Socket;
 
 class HttpServerImpl final : public HttpServer {
  public:
@@ -47,7 +47,7 @@ class HttpServerImpl final : public HttpServer {
       accept_loops.push_back(&loops_->loop(i));
     listener_ = std::make_unique<Listener>(
         std::move(accept_loops), &context_,
-        [this](size_t loop_index, tcp::socket socket) { Adopt(loop_index, std::move(socket)); });
+        [this](size_t loop_index, Socket socket) { Adopt(loop_index, std::move(socket)); });
   }
 
   ~HttpServerImpl() override { Stop(); }
@@ -82,7 +82,7 @@ class HttpServerImpl final : public HttpServer {
 
  private:
   // On the accepting loop: starts the connection on its own loop.
-  void Adopt(size_t loop_index, tcp::socket socket) {
+  void Adopt(size_t loop_index, Socket socket) {
     EventLoop& loop = loops_->loop(loop_index);
     const bool posted =
         loop.poster()->Post([this, loop_index, socket = std::move(socket)]() mutable {

@@ -95,7 +95,7 @@ void ClientCall::Start() {
     Finish(status);
     return;
   }
-  if (std::optional<tcp::socket> pooled = loop_->pool().Acquire(request_.upstream)) {
+  if (std::optional<Socket> pooled = loop_->pool().Acquire(request_.upstream)) {
     socket_ = std::move(*pooled);
     reused_ = true;
     Write();
@@ -135,14 +135,14 @@ void ClientCall::Connect() {
     return;
   }
   resolver_.emplace(socket_.get_executor());
-  resolver_->async_resolve(host_, std::to_string(port_), tcp::resolver::numeric_service,
+  resolver_->async_resolve(host_, std::to_string(port_), Resolver::numeric_service,
                            [self = shared_from_this()](const ErrorCode& resolve_ec,
-                                                       const tcp::resolver::results_type& results) {
+                                                       const Resolver::results_type& results) {
                              self->OnResolved(resolve_ec, results);
                            });
 }
 
-void ClientCall::OnResolved(const ErrorCode& ec, const tcp::resolver::results_type& results) {
+void ClientCall::OnResolved(const ErrorCode& ec, const Resolver::results_type& results) {
   if (stage_ != Stage::kConnecting)
     return;
   if (ec) {

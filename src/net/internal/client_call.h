@@ -92,7 +92,7 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
 
   absl::Status Prepare();
   void Connect();
-  void OnResolved(const ErrorCode& ec, const tcp::resolver::results_type& results);
+  void OnResolved(const ErrorCode& ec, const Resolver::results_type& results);
   void OnConnected(const ErrorCode& ec);
   void Write();
   void OnWritten(const ErrorCode& ec);
@@ -129,8 +129,8 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   uint16_t port_ = 0;
   std::string head_bytes_;  // the encoded request line and headers
   bool reused_ = false;     // the connection came from the pool
-  tcp::socket socket_;
-  std::optional<tcp::resolver> resolver_;
+  Socket socket_;
+  std::optional<Resolver> resolver_;
   // Connect, first-byte or idle timeout, by stage_. The idle timeout is not re-armed per
   // read: on expiry it re-arms itself for what is left since last_read_.
   Deadline deadline_;

@@ -61,7 +61,7 @@ class ConnectionRegistry {
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   // Constructed on `loop`, the loop it lives on.
-  HttpConnection(tcp::socket socket, ServerContext* server, ConnectionRegistry* registry,
+  HttpConnection(Socket socket, ServerContext* server, ConnectionRegistry* registry,
                  EventLoop* loop);
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
@@ -120,7 +120,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   ConnectionRegistry* const registry_;
   EventLoop* const loop_;
   const std::shared_ptr<ConnectionStatus> status_;
-  tcp::socket socket_;
+  Socket socket_;
   std::string remote_address_;
   bool closed_ = false;
 

@@ -24,9 +24,9 @@ Listener::Listener(std::vector<EventLoop*> loops, ServerContext* server, AcceptC
 
 absl::Status Listener::Listen(const std::string& host, int port) {
   ErrorCode ec;
-  tcp::resolver resolver(loops_.front()->context());
-  const auto results = resolver.resolve(
-      host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  Resolver resolver(loops_.front()->context());
+  const auto results = resolver.resolve(host, std::to_string(port),
+                                        Resolver::passive | Resolver::numeric_service, ec);
   if (ec || results.empty()) {
     return absl::InvalidArgumentError(
         fmt::format("http: cannot resolve host '{}': {}", host, ec.message()));
@@ -38,7 +38,7 @@ absl::Status Listener::Listen(const std::string& host, int port) {
   };
   if (acceptor_.open(endpoint.protocol(), ec); ec)
     return fail("open a socket for");
-  if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec); ec)
+  if (acceptor_.set_option(Acceptor::reuse_address(true), ec); ec)
     return fail("set SO_REUSEADDR on");
   if (acceptor_.bind(endpoint, ec); ec)
     return fail("bind");
@@ -68,12 +68,12 @@ void Listener::Accept() {
   const size_t loop_index = next_loop_;
   next_loop_ = (next_loop_ + 1) % loops_.size();
   acceptor_.async_accept(loops_[loop_index]->context(),
-                         [this, loop_index](const ErrorCode& ec, tcp::socket socket) {
+                         [this, loop_index](const ErrorCode& ec, Socket socket) {
                            OnAccept(ec, std::move(socket), loop_index);
                          });
 }
 
-void Listener::OnAccept(const ErrorCode& ec, tcp::socket socket, size_t loop_index) {
+void Listener::OnAccept(const ErrorCode& ec, Socket socket, size_t loop_index) {
   if (closed_)
     return;
   if (ec) {

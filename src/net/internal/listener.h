@@ -22,7 +22,7 @@ namespace switchyard::net::internal {
 class Listener {
  public:
   // Runs on the accepting loop; the socket belongs to loops[loop_index].
-  using AcceptCallback = std::function<void(size_t loop_index, tcp::socket socket)>;
+  using AcceptCallback = std::function<void(size_t loop_index, Socket socket)>;
 
   // REQUIRES: !loops.empty(); loops and server outlive the Listener.
   Listener(std::vector<EventLoop*> loops, ServerContext* server, AcceptCallback on_accept);
@@ -40,13 +40,13 @@ class Listener {
 
  private:
   void Accept();
-  void OnAccept(const ErrorCode& ec, tcp::socket socket, size_t loop_index);
+  void OnAccept(const ErrorCode& ec, Socket socket, size_t loop_index);
 
   const std::vector<EventLoop*> loops_;
   ServerContext* const server_;
   const AcceptCallback on_accept_;
-  tcp::acceptor acceptor_;
-  asio::steady_timer retry_timer_;  // after a failed accept (out of descriptors)
+  Acceptor acceptor_;
+  SteadyTimer retry_timer_;  // after a failed accept (out of descriptors)
   int port_ = 0;
   size_t next_loop_ = 0;
   bool closed_ = false;
