@@ -1,5 +1,7 @@
 #include "net/internal/listener.h"
 
+#include <unistd.h>
+
 #include <utility>
 
 #include "fmt/format.h"
@@ -14,6 +16,19 @@ namespace {
 constexpr std::chrono::milliseconds kAcceptRetryDelay{50};
 
 }  // namespace
+
+AcceptedSocket::~AcceptedSocket() {
+  if (descriptor_ >= 0)
+    ::close(descriptor_);
+}
+
+Socket AcceptedSocket::Adopt(asio::io_context& context, ErrorCode& ec) {
+  Socket socket(context);
+  socket.assign(protocol_, descriptor_, ec);
+  if (!ec)
+    descriptor_ = -1;
+  return socket;
+}
 
 Listener::Listener(std::vector<EventLoop*> loops, ServerContext* server, AcceptCallback on_accept)
     : loops_(std::move(loops)),
@@ -48,6 +63,7 @@ absl::Status Listener::Listen(const std::string& host, int port) {
   if (ec)
     return fail("read the port of");
   port_ = local.port();
+  protocol_ = local.protocol();
   return absl::OkStatus();
 }
 
@@ -67,10 +83,10 @@ void Listener::Accept() {
     return;
   const size_t loop_index = next_loop_;
   next_loop_ = (next_loop_ + 1) % loops_.size();
-  acceptor_.async_accept(loops_[loop_index]->context(),
-                         [this, loop_index](const ErrorCode& ec, Socket socket) {
-                           OnAccept(ec, std::move(socket), loop_index);
-                         });
+  // Accepted onto this loop: registering it with its own loop is that loop's job.
+  acceptor_.async_accept([this, loop_index](const ErrorCode& ec, Socket socket) {
+    OnAccept(ec, std::move(socket), loop_index);
+  });
 }
 
 void Listener::OnAccept(const ErrorCode& ec, Socket socket, size_t loop_index) {
@@ -85,13 +101,16 @@ void Listener::OnAccept(const ErrorCode& ec, Socket socket, size_t loop_index) {
     });
     return;
   }
+  ErrorCode socket_ec;
   if (server_->num_connections >= server_->options.max_connections) {
     SY_LOG_DEBUG("http: refusing a connection: {} open", server_->num_connections.load());
-    ErrorCode close_ec;
-    socket.close(close_ec);
+    socket.close(socket_ec);
+  } else if (const int descriptor = socket.release(socket_ec); socket_ec) {
+    SY_LOG_WARN("http: cannot hand over an accepted connection: {}", socket_ec.message());
+    socket.close(socket_ec);
   } else {
     ++server_->num_connections;
-    on_accept_(loop_index, std::move(socket));
+    on_accept_(loop_index, AcceptedSocket(protocol_, descriptor));
   }
   Accept();
 }
