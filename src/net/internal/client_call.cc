@@ -80,21 +80,26 @@ ClientCall::ClientCall(ClientLoop* loop, HttpClientRequest request,
       deadline_(loop->context().get_executor(), [this] { OnDeadline(); }) {}
 
 void ClientCall::Start() {
-  if (loop_->stopping()) {
-    Finish(absl::CancelledError(fmt::format("{}: the client is stopping", Describe())));
-    return;
-  }
-  if (handle_->cancel_requested()) {
-    Finish(absl::CancelledError(fmt::format("{}: request cancelled", Describe())));
-    return;
-  }
-  loop_->Add(shared_from_this());
-  registered_ = true;
-  in_ = loop_->TakeReadBuffer();
   if (const absl::Status status = Prepare(); !status.ok()) {
     Finish(status);
     return;
   }
+  Begin();
+}
+
+void ClientCall::StartInSend() {
+  if (absl::Status status = Prepare(); !status.ok()) {
+    asio::post(loop_->context(),
+               [self = shared_from_this(), status = std::move(status)] { self->Finish(status); });
+    return;
+  }
+  Begin();
+}
+
+void ClientCall::Begin() {
+  loop_->Add(shared_from_this());
+  registered_ = true;
+  in_ = loop_->TakeReadBuffer();
   if (std::optional<Socket> pooled = loop_->pool().Acquire(request_.upstream)) {
     socket_ = std::move(*pooled);
     reused_ = true;
@@ -105,6 +110,10 @@ void ClientCall::Start() {
 }
 
 absl::Status ClientCall::Prepare() {
+  if (loop_->stopping())
+    return absl::CancelledError(fmt::format("{}: the client is stopping", Describe()));
+  if (handle_->cancel_requested())
+    return absl::CancelledError(fmt::format("{}: request cancelled", Describe()));
   if (absl::Status status = ParseUpstream(request_.upstream, &host_, &port_); !status.ok())
     return status;
   RequestHead head;

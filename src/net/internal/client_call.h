@@ -9,8 +9,9 @@
 // that fails before the first byte is retried once on a fresh connection first: the
 // server most likely closed it while idle, before our request reached it.
 //
-// Threads: constructed on the caller's thread (by HttpClient::Send) and, if it could not be
-// posted, abandoned there; everything else runs on the loop's thread. The caller's
+// Threads: constructed on the caller's thread (by HttpClient::Send) and started there when
+// that is the loop's thread, else posted to the loop or, if it could not be, abandoned there;
+// everything else runs on the loop's thread. The caller's
 // ClientCallHandle reaches the call only by posting to the loop.
 //
 // Ownership: the ClientLoop holds the call while it is in flight, and each pending socket
@@ -72,6 +73,9 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
 
   // Loop thread: starts the request (or cancels it at once when the loop is stopping).
   void Start();
+  // Loop thread, from inside HttpClient::Send: starts the request at once, but reports a
+  // failure found now from a posted task, so that OnDone never runs inside Send.
+  void StartInSend();
   // Loop thread: closes the connection and reports Cancelled, unless already done.
   void Cancel(std::string_view reason);
   // Loop thread: continues reading after OnBody returned false.
@@ -90,7 +94,10 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
     kDone,        // OnDone was called (or is being called)
   };
 
+  // Why the call cannot start (the loop is stopping, the request is bad), or OK.
   absl::Status Prepare();
+  // Takes a pooled connection or connects. REQUIRES: Prepare succeeded.
+  void Begin();
   void Connect();
   void OnResolved(const ErrorCode& ec, const Resolver::results_type& results);
   void OnConnected(const ErrorCode& ec);
