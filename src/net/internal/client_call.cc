@@ -6,6 +6,7 @@
 
 #include "fmt/format.h"
 
+#include "base/status_macros.h"
 #include "net/internal/client_loop.h"
 #include "net/internal/wire.h"
 
@@ -80,23 +81,24 @@ ClientCall::ClientCall(ClientLoop* loop, HttpClientRequest request,
       deadline_(loop->context().get_executor(), [this] { OnDeadline(); }) {}
 
 void ClientCall::Start() {
-  if (const absl::Status status = Prepare(); !status.ok()) {
+  absl::Status status = Prepare();
+  if (status.ok())
+    status = Begin();
+  if (!status.ok())
     Finish(status);
-    return;
-  }
-  Begin();
 }
 
 void ClientCall::StartInSend() {
-  if (absl::Status status = Prepare(); !status.ok()) {
+  absl::Status status = Prepare();
+  if (status.ok())
+    status = Begin();
+  if (!status.ok()) {
     asio::post(loop_->context(),
                [self = shared_from_this(), status = std::move(status)] { self->Finish(status); });
-    return;
   }
-  Begin();
 }
 
-void ClientCall::Begin() {
+absl::Status ClientCall::Begin() {
   loop_->Add(shared_from_this());
   registered_ = true;
   in_ = loop_->TakeReadBuffer();
@@ -104,9 +106,17 @@ void ClientCall::Begin() {
     socket_ = std::move(*pooled);
     reused_ = true;
     Write();
-    return;
+    return absl::OkStatus();
   }
+  SY_RETURN_IF_ERROR(ParseUpstreamOnce());
   Connect();
+  return absl::OkStatus();
+}
+
+absl::Status ClientCall::ParseUpstreamOnce() {
+  if (port_ != 0)
+    return absl::OkStatus();
+  return ParseUpstream(request_.upstream, &host_, &port_);
 }
 
 absl::Status ClientCall::Prepare() {
@@ -114,8 +124,6 @@ absl::Status ClientCall::Prepare() {
     return absl::CancelledError(fmt::format("{}: the client is stopping", Describe()));
   if (handle_->cancel_requested())
     return absl::CancelledError(fmt::format("{}: request cancelled", Describe()));
-  if (absl::Status status = ParseUpstream(request_.upstream, &host_, &port_); !status.ok())
-    return status;
   RequestHead head;
   head.method = request_.method;
   head.target = request_.target;
@@ -211,6 +219,10 @@ void ClientCall::FailBeforeResponse(const ErrorCode& ec, std::string_view step) 
     reused_ = false;
     CloseSocket();
     in_.clear();
+    if (absl::Status status = ParseUpstreamOnce(); !status.ok()) {
+      Finish(status);
+      return;
+    }
     Connect();
     return;
   }

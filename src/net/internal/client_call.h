@@ -94,10 +94,16 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
     kDone,        // OnDone was called (or is being called)
   };
 
-  // Why the call cannot start (the loop is stopping, the request is bad), or OK.
+  // Why the call cannot start (the loop is stopping, the request is bad), or OK. The upstream
+  // is checked only when a connection is made (ParseUpstreamOnce).
   absl::Status Prepare();
-  // Takes a pooled connection or connects. REQUIRES: Prepare succeeded.
-  void Begin();
+  // Takes a pooled connection or connects; errors: a bad upstream. REQUIRES: Prepare
+  // succeeded.
+  absl::Status Begin();
+  // Sets host_ and port_ from the upstream, once. A pooled connection's upstream needs no
+  // parsing: it was parsed when that connection was made (the pool is keyed by it).
+  absl::Status ParseUpstreamOnce();
+  // REQUIRES: ParseUpstreamOnce succeeded.
   void Connect();
   void OnResolved(const ErrorCode& ec, const Resolver::results_type& results);
   void OnConnected(const ErrorCode& ec);
@@ -133,9 +139,9 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   Stage stage_ = Stage::kNew;
   bool registered_ = false;  // in the loop's calls in flight
   std::string host_;         // the upstream's host, without IPv6 brackets
-  uint16_t port_ = 0;
-  std::string head_bytes_;  // the encoded request line and headers
-  bool reused_ = false;     // the connection came from the pool
+  uint16_t port_ = 0;        // 0 until ParseUpstreamOnce
+  std::string head_bytes_;   // the encoded request line and headers
+  bool reused_ = false;      // the connection came from the pool
   Socket socket_;
   std::optional<Resolver> resolver_;
   // Connect, first-byte or idle timeout, by stage_. The idle timeout is not re-armed per
