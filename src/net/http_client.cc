@@ -114,8 +114,17 @@ class HttpClientImpl final : public HttpClient {
                                                  std::move(request), std::move(handler), handle,
                                                  body_limit);
     handle->Bind(call);
-    if (!loop.poster()->Post([call] { call->Start(); }))
+    // On the call's own loop (a proxy's handler or a callback of this client) it starts at
+    // once: no post, no second handler. Once Stop began there, it is abandoned as after Stop.
+    if (loop.OnLoopThread()) {
+      if (loop.stopping()) {
+        call->Abandon();
+      } else {
+        call->StartInSend();
+      }
+    } else if (!loop.poster()->Post([call] { call->Start(); })) {
       call->Abandon();
+    }
     return handle;
   }
 

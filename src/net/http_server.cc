@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/logging.h"
 #include "base/mutex.h"
 #include "base/status_macros.h"
 #include "net/internal/beast.h"
@@ -25,12 +26,14 @@ std::optional<std::string_view> HttpRequest::Header(std::string_view lower_name)
 
 namespace {
 
+using internal::AcceptedSocket;
 using internal::ConnectionRegistry;
+using internal::ErrorCode;
 using internal::EventLoop;
 using internal::HttpConnection;
 using internal::Listener;
 using internal::ServerContext;
-using internal::tcp;
+using internal::Socket;
 
 class HttpServerImpl final : public HttpServer {
  public:
@@ -47,13 +50,16 @@ class HttpServerImpl final : public HttpServer {
       accept_loops.push_back(&loops_->loop(i));
     listener_ = std::make_unique<Listener>(
         std::move(accept_loops), &context_,
-        [this](size_t loop_index, tcp::socket socket) { Adopt(loop_index, std::move(socket)); });
+        [this](size_t loop_index, AcceptedSocket socket) { Adopt(loop_index, std::move(socket)); });
   }
 
   ~HttpServerImpl() override { Stop(); }
 
   absl::Status Listen() {
-    SY_RETURN_IF_ERROR(listener_->Listen(context_.options.host, context_.options.port));
+    absl::Status status = absl::UnavailableError("http: the event loops are stopped");
+    loops_->loop(0).RunAndWait(
+        [&] { status = listener_->Listen(context_.options.host, context_.options.port); });
+    SY_RETURN_IF_ERROR(status);
     listener_->Start();
     return absl::OkStatus();
   }
@@ -82,12 +88,20 @@ class HttpServerImpl final : public HttpServer {
 
  private:
   // On the accepting loop: starts the connection on its own loop.
-  void Adopt(size_t loop_index, tcp::socket socket) {
+  void Adopt(size_t loop_index, AcceptedSocket accepted) {
     EventLoop& loop = loops_->loop(loop_index);
     const bool posted =
-        loop.poster()->Post([this, loop_index, socket = std::move(socket)]() mutable {
-          auto connection = std::make_shared<HttpConnection>(
-              std::move(socket), &context_, &registries_[loop_index], &loops_->loop(loop_index));
+        loop.poster()->Post([this, loop_index, accepted = std::move(accepted)]() mutable {
+          EventLoop& own_loop = loops_->loop(loop_index);
+          ErrorCode ec;
+          Socket socket = accepted.Adopt(own_loop.context(), ec);
+          if (ec) {
+            SY_LOG_WARN("http: cannot adopt an accepted connection: {}", ec.message());
+            --context_.num_connections;
+            return;
+          }
+          auto connection = std::make_shared<HttpConnection>(std::move(socket), &context_,
+                                                             &registries_[loop_index], &own_loop);
           registries_[loop_index].Add(connection);
           connection->Start();
         });

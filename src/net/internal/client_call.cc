@@ -6,6 +6,7 @@
 
 #include "fmt/format.h"
 
+#include "base/status_macros.h"
 #include "net/internal/client_loop.h"
 #include "net/internal/wire.h"
 
@@ -80,33 +81,49 @@ ClientCall::ClientCall(ClientLoop* loop, HttpClientRequest request,
       deadline_(loop->context().get_executor(), [this] { OnDeadline(); }) {}
 
 void ClientCall::Start() {
-  if (loop_->stopping()) {
-    Finish(absl::CancelledError(fmt::format("{}: the client is stopping", Describe())));
-    return;
+  absl::Status status = Prepare();
+  if (status.ok())
+    status = Begin();
+  if (!status.ok())
+    Finish(status);
+}
+
+void ClientCall::StartInSend() {
+  absl::Status status = Prepare();
+  if (status.ok())
+    status = Begin();
+  if (!status.ok()) {
+    asio::post(loop_->context(),
+               [self = shared_from_this(), status = std::move(status)] { self->Finish(status); });
   }
-  if (handle_->cancel_requested()) {
-    Finish(absl::CancelledError(fmt::format("{}: request cancelled", Describe())));
-    return;
-  }
+}
+
+absl::Status ClientCall::Begin() {
   loop_->Add(shared_from_this());
   registered_ = true;
   in_ = loop_->TakeReadBuffer();
-  if (const absl::Status status = Prepare(); !status.ok()) {
-    Finish(status);
-    return;
-  }
-  if (std::optional<tcp::socket> pooled = loop_->pool().Acquire(request_.upstream)) {
+  if (std::optional<Socket> pooled = loop_->pool().Acquire(request_.upstream)) {
     socket_ = std::move(*pooled);
     reused_ = true;
     Write();
-    return;
+    return absl::OkStatus();
   }
+  SY_RETURN_IF_ERROR(ParseUpstreamOnce());
   Connect();
+  return absl::OkStatus();
+}
+
+absl::Status ClientCall::ParseUpstreamOnce() {
+  if (port_ != 0)
+    return absl::OkStatus();
+  return ParseUpstream(request_.upstream, &host_, &port_);
 }
 
 absl::Status ClientCall::Prepare() {
-  if (absl::Status status = ParseUpstream(request_.upstream, &host_, &port_); !status.ok())
-    return status;
+  if (loop_->stopping())
+    return absl::CancelledError(fmt::format("{}: the client is stopping", Describe()));
+  if (handle_->cancel_requested())
+    return absl::CancelledError(fmt::format("{}: request cancelled", Describe()));
   RequestHead head;
   head.method = request_.method;
   head.target = request_.target;
@@ -135,14 +152,14 @@ void ClientCall::Connect() {
     return;
   }
   resolver_.emplace(socket_.get_executor());
-  resolver_->async_resolve(host_, std::to_string(port_), tcp::resolver::numeric_service,
+  resolver_->async_resolve(host_, std::to_string(port_), Resolver::numeric_service,
                            [self = shared_from_this()](const ErrorCode& resolve_ec,
-                                                       const tcp::resolver::results_type& results) {
+                                                       const Resolver::results_type& results) {
                              self->OnResolved(resolve_ec, results);
                            });
 }
 
-void ClientCall::OnResolved(const ErrorCode& ec, const tcp::resolver::results_type& results) {
+void ClientCall::OnResolved(const ErrorCode& ec, const Resolver::results_type& results) {
   if (stage_ != Stage::kConnecting)
     return;
   if (ec) {
@@ -202,6 +219,10 @@ void ClientCall::FailBeforeResponse(const ErrorCode& ec, std::string_view step) 
     reused_ = false;
     CloseSocket();
     in_.clear();
+    if (absl::Status status = ParseUpstreamOnce(); !status.ok()) {
+      Finish(status);
+      return;
+    }
     Connect();
     return;
   }

@@ -9,8 +9,9 @@
 // that fails before the first byte is retried once on a fresh connection first: the
 // server most likely closed it while idle, before our request reached it.
 //
-// Threads: constructed on the caller's thread (by HttpClient::Send) and, if it could not be
-// posted, abandoned there; everything else runs on the loop's thread. The caller's
+// Threads: constructed on the caller's thread (by HttpClient::Send) and started there when
+// that is the loop's thread, else posted to the loop or, if it could not be, abandoned there;
+// everything else runs on the loop's thread. The caller's
 // ClientCallHandle reaches the call only by posting to the loop.
 //
 // Ownership: the ClientLoop holds the call while it is in flight, and each pending socket
@@ -72,6 +73,9 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
 
   // Loop thread: starts the request (or cancels it at once when the loop is stopping).
   void Start();
+  // Loop thread, from inside HttpClient::Send: starts the request at once, but reports a
+  // failure found now from a posted task, so that OnDone never runs inside Send.
+  void StartInSend();
   // Loop thread: closes the connection and reports Cancelled, unless already done.
   void Cancel(std::string_view reason);
   // Loop thread: continues reading after OnBody returned false.
@@ -90,9 +94,18 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
     kDone,        // OnDone was called (or is being called)
   };
 
+  // Why the call cannot start (the loop is stopping, the request is bad), or OK. The upstream
+  // is checked only when a connection is made (ParseUpstreamOnce).
   absl::Status Prepare();
+  // Takes a pooled connection or connects; errors: a bad upstream. REQUIRES: Prepare
+  // succeeded.
+  absl::Status Begin();
+  // Sets host_ and port_ from the upstream, once. A pooled connection's upstream needs no
+  // parsing: it was parsed when that connection was made (the pool is keyed by it).
+  absl::Status ParseUpstreamOnce();
+  // REQUIRES: ParseUpstreamOnce succeeded.
   void Connect();
-  void OnResolved(const ErrorCode& ec, const tcp::resolver::results_type& results);
+  void OnResolved(const ErrorCode& ec, const Resolver::results_type& results);
   void OnConnected(const ErrorCode& ec);
   void Write();
   void OnWritten(const ErrorCode& ec);
@@ -126,11 +139,11 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   Stage stage_ = Stage::kNew;
   bool registered_ = false;  // in the loop's calls in flight
   std::string host_;         // the upstream's host, without IPv6 brackets
-  uint16_t port_ = 0;
-  std::string head_bytes_;  // the encoded request line and headers
-  bool reused_ = false;     // the connection came from the pool
-  tcp::socket socket_;
-  std::optional<tcp::resolver> resolver_;
+  uint16_t port_ = 0;        // 0 until ParseUpstreamOnce
+  std::string head_bytes_;   // the encoded request line and headers
+  bool reused_ = false;      // the connection came from the pool
+  Socket socket_;
+  std::optional<Resolver> resolver_;
   // Connect, first-byte or idle timeout, by stage_. The idle timeout is not re-armed per
   // read: on expiry it re-arms itself for what is left since last_read_.
   Deadline deadline_;

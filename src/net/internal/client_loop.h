@@ -3,8 +3,8 @@
 // can cancel them, and its own LoopPoster, which Stop closes so that nothing of this
 // client's is posted to the loop after it stopped.
 //
-// Threads: options() and poster() from any thread; pool(), stopping(), Add and Remove on
-// the loop's thread; Stop from the client's controlling thread.
+// Threads: options(), poster() and OnLoopThread() from any thread; pool(), stopping(), Add
+// and Remove on the loop's thread; Stop from the client's controlling thread.
 //
 // Ownership: HttpClient owns its ClientLoops and the loops they run on (or a share of
 // them). A ClientLoop holds each call in flight from Add until Remove; the pool and the
@@ -35,6 +35,9 @@ class ClientLoop {
   const HttpClientOptions& options() const { return options_; }
   const std::shared_ptr<LoopPoster>& poster() const { return poster_; }
   asio::io_context& context() { return loop_->context(); }
+
+  // True on the loop's thread.
+  bool OnLoopThread() const { return EventLoop::Current() == loop_; }
 
   ConnectionPool& pool() { return pool_; }
   // Set once Stop began: a call starting now is cancelled at once.

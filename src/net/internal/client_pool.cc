@@ -12,13 +12,13 @@ namespace {
 // closed it (its keep-alive timeout), bytes mean it broke the protocol. A peek that would
 // block is the one healthy answer. Checking costs one syscall and saves sending a request
 // into a connection the server already closed.
-bool StillOpen(tcp::socket& socket) {
+bool StillOpen(Socket& socket) {
   char byte;
   const ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
   return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 
-void CloseSocket(tcp::socket& socket) {
+void CloseSocket(Socket& socket) {
   ErrorCode ec;
   socket.close(ec);
 }
@@ -33,14 +33,14 @@ ConnectionPool::ConnectionPool(asio::io_context& context, size_t max_idle,
       trusted_idle_(trusted_idle),
       sweep_deadline_(context.get_executor(), [this] { Sweep(); }) {}
 
-std::optional<tcp::socket> ConnectionPool::Acquire(const std::string& upstream) {
+std::optional<Socket> ConnectionPool::Acquire(const std::string& upstream) {
   const auto it = idle_.find(upstream);
   if (it == idle_.end())
     return std::nullopt;
   std::deque<Idle>& connections = it->second;
   const auto now = std::chrono::steady_clock::now();
   const auto oldest_allowed = now - idle_timeout_;
-  std::optional<tcp::socket> found;
+  std::optional<Socket> found;
   while (!connections.empty() && !found.has_value()) {
     Idle idle = std::move(connections.back());
     connections.pop_back();
@@ -56,7 +56,7 @@ std::optional<tcp::socket> ConnectionPool::Acquire(const std::string& upstream) 
   return found;
 }
 
-void ConnectionPool::Release(const std::string& upstream, tcp::socket socket) {
+void ConnectionPool::Release(const std::string& upstream, Socket socket) {
   if (closed_ || max_idle_ == 0) {
     CloseSocket(socket);
     return;

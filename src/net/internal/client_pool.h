@@ -39,10 +39,10 @@ class ConnectionPool {
   // An idle connection to `upstream` that the server has not closed (a connection with
   // end-of-stream, an error or stray bytes waiting is closed and skipped; one idle under
   // trusted_idle is not checked); nullopt when there is none.
-  std::optional<tcp::socket> Acquire(const std::string& upstream);
+  std::optional<Socket> Acquire(const std::string& upstream);
   // Keeps `socket`, which has just finished a response with nothing left unread, for the
   // next request to `upstream`; closes it when the pool keeps nothing or is closed.
-  void Release(const std::string& upstream, tcp::socket socket);
+  void Release(const std::string& upstream, Socket socket);
   // Closes every idle connection; later Releases close theirs. Idempotent.
   void Close();
 
@@ -50,7 +50,7 @@ class ConnectionPool {
 
  private:
   struct Idle {
-    tcp::socket socket;
+    Socket socket;
     std::chrono::steady_clock::time_point since;
   };
 

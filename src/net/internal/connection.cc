@@ -46,8 +46,8 @@ void ConnectionRegistry::CloseAll() {
     connection->Close();
 }
 
-HttpConnection::HttpConnection(tcp::socket socket, ServerContext* server,
-                               ConnectionRegistry* registry, EventLoop* loop)
+HttpConnection::HttpConnection(Socket socket, ServerContext* server, ConnectionRegistry* registry,
+                               EventLoop* loop)
     : server_(server),
       registry_(registry),
       loop_(loop),
@@ -265,7 +265,7 @@ void HttpConnection::StartDraining() {
   // Our side is done: the client reads to the end, then closes its side (or the drain
   // timeout closes ours).
   ErrorCode ec;
-  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  socket_.shutdown(Socket::shutdown_send, ec);
   in_.clear();
   ArmReadTimer(kDrainTimeout);
   Read();

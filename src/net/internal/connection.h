@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -61,7 +62,7 @@ class ConnectionRegistry {
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   // Constructed on `loop`, the loop it lives on.
-  HttpConnection(tcp::socket socket, ServerContext* server, ConnectionRegistry* registry,
+  HttpConnection(Socket socket, ServerContext* server, ConnectionRegistry* registry,
                  EventLoop* loop);
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
@@ -76,9 +77,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // request, calls out of order (Write before StartStream, a second Send) and calls after
   // Close are dropped. Send and Write first take the bytes the responder counted off
   // ConnectionStatus::pending_write_bytes.
-  void Send(uint64_t seq, int status, const std::string& content_type, std::string body,
+  void Send(uint64_t seq, int status, std::string_view content_type, std::string body,
             const HeaderList& extra_headers);
-  void StartStream(uint64_t seq, int status, const std::string& content_type,
+  void StartStream(uint64_t seq, int status, std::string_view content_type,
                    const HeaderList& extra_headers);
   void Write(uint64_t seq, std::string data);
   void End(uint64_t seq);
@@ -120,7 +121,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   ConnectionRegistry* const registry_;
   EventLoop* const loop_;
   const std::shared_ptr<ConnectionStatus> status_;
-  tcp::socket socket_;
+  Socket socket_;
   std::string remote_address_;
   bool closed_ = false;
 

@@ -18,8 +18,8 @@ Persistence HttpConnection::PersistenceFor(bool close) const {
   return http11_ ? Persistence::kKeepAliveImplied : Persistence::kKeepAlive;
 }
 
-void HttpConnection::Send(uint64_t seq, int status, const std::string& content_type,
-                          std::string body, const HeaderList& extra_headers) {
+void HttpConnection::Send(uint64_t seq, int status, std::string_view content_type, std::string body,
+                          const HeaderList& extra_headers) {
   status_->pending_write_bytes -= body.size();
   if (closed_ || seq != seq_ || response_ != Response::kAwaiting)
     return;
@@ -41,7 +41,7 @@ void HttpConnection::Send(uint64_t seq, int status, const std::string& content_t
   Flush();
 }
 
-void HttpConnection::StartStream(uint64_t seq, int status, const std::string& content_type,
+void HttpConnection::StartStream(uint64_t seq, int status, std::string_view content_type,
                                  const HeaderList& extra_headers) {
   if (closed_ || seq != seq_ || response_ != Response::kAwaiting)
     return;

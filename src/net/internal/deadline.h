@@ -32,7 +32,7 @@ class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
 
-  Deadline(const asio::any_io_executor& executor, std::function<void()> on_expiry)
+  Deadline(const Executor& executor, std::function<void()> on_expiry)
       : timer_(executor), on_expiry_(std::move(on_expiry)) {}
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;
@@ -85,7 +85,7 @@ class Deadline {
         });
   }
 
-  asio::steady_timer timer_;
+  SteadyTimer timer_;
   const std::function<void()> on_expiry_;
   Clock::time_point deadline_;
   bool armed_ = false;

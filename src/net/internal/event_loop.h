@@ -55,7 +55,8 @@ class EventLoop {
   // The loop whose thread calls this, or nullptr on any other thread.
   static EventLoop* Current();
 
-  // For creating sockets and timers on this loop; use them only on the loop's thread.
+  // For sockets and timers on this loop. A socket is opened (or assigned), used and closed
+  // only on the loop's thread: the io_context does not lock sockets (see context_).
   asio::io_context& context() { return context_; }
   const std::shared_ptr<LoopPoster>& poster() const { return poster_; }
 
@@ -69,7 +70,10 @@ class EventLoop {
   void Stop();
 
  private:
-  asio::io_context context_{1};
+  // One thread runs the loop, and every socket of the loop is opened, registered, used and
+  // closed on that thread (others post to it), so asio's reactor need not lock each socket's
+  // state per operation; posting from other threads stays safe (the scheduler still locks).
+  asio::io_context context_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
   asio::executor_work_guard<asio::io_context::executor_type> work_;
   std::shared_ptr<LoopPoster> poster_;
   std::thread thread_;

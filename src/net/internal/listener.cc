@@ -1,5 +1,7 @@
 #include "net/internal/listener.h"
 
+#include <unistd.h>
+
 #include <utility>
 
 #include "fmt/format.h"
@@ -15,6 +17,19 @@ constexpr std::chrono::milliseconds kAcceptRetryDelay{50};
 
 }  // namespace
 
+AcceptedSocket::~AcceptedSocket() {
+  if (descriptor_ >= 0)
+    ::close(descriptor_);
+}
+
+Socket AcceptedSocket::Adopt(asio::io_context& context, ErrorCode& ec) {
+  Socket socket(context);
+  socket.assign(protocol_, descriptor_, ec);
+  if (!ec)
+    descriptor_ = -1;
+  return socket;
+}
+
 Listener::Listener(std::vector<EventLoop*> loops, ServerContext* server, AcceptCallback on_accept)
     : loops_(std::move(loops)),
       server_(server),
@@ -24,9 +39,9 @@ Listener::Listener(std::vector<EventLoop*> loops, ServerContext* server, AcceptC
 
 absl::Status Listener::Listen(const std::string& host, int port) {
   ErrorCode ec;
-  tcp::resolver resolver(loops_.front()->context());
-  const auto results = resolver.resolve(
-      host, std::to_string(port), tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+  Resolver resolver(loops_.front()->context());
+  const auto results = resolver.resolve(host, std::to_string(port),
+                                        Resolver::passive | Resolver::numeric_service, ec);
   if (ec || results.empty()) {
     return absl::InvalidArgumentError(
         fmt::format("http: cannot resolve host '{}': {}", host, ec.message()));
@@ -38,7 +53,7 @@ absl::Status Listener::Listen(const std::string& host, int port) {
   };
   if (acceptor_.open(endpoint.protocol(), ec); ec)
     return fail("open a socket for");
-  if (acceptor_.set_option(tcp::acceptor::reuse_address(true), ec); ec)
+  if (acceptor_.set_option(Acceptor::reuse_address(true), ec); ec)
     return fail("set SO_REUSEADDR on");
   if (acceptor_.bind(endpoint, ec); ec)
     return fail("bind");
@@ -48,6 +63,7 @@ absl::Status Listener::Listen(const std::string& host, int port) {
   if (ec)
     return fail("read the port of");
   port_ = local.port();
+  protocol_ = local.protocol();
   return absl::OkStatus();
 }
 
@@ -67,13 +83,13 @@ void Listener::Accept() {
     return;
   const size_t loop_index = next_loop_;
   next_loop_ = (next_loop_ + 1) % loops_.size();
-  acceptor_.async_accept(loops_[loop_index]->context(),
-                         [this, loop_index](const ErrorCode& ec, tcp::socket socket) {
-                           OnAccept(ec, std::move(socket), loop_index);
-                         });
+  // Accepted onto this loop: registering it with its own loop is that loop's job.
+  acceptor_.async_accept([this, loop_index](const ErrorCode& ec, Socket socket) {
+    OnAccept(ec, std::move(socket), loop_index);
+  });
 }
 
-void Listener::OnAccept(const ErrorCode& ec, tcp::socket socket, size_t loop_index) {
+void Listener::OnAccept(const ErrorCode& ec, Socket socket, size_t loop_index) {
   if (closed_)
     return;
   if (ec) {
@@ -85,13 +101,16 @@ void Listener::OnAccept(const ErrorCode& ec, tcp::socket socket, size_t loop_ind
     });
     return;
   }
+  ErrorCode socket_ec;
   if (server_->num_connections >= server_->options.max_connections) {
     SY_LOG_DEBUG("http: refusing a connection: {} open", server_->num_connections.load());
-    ErrorCode close_ec;
-    socket.close(close_ec);
+    socket.close(socket_ec);
+  } else if (const int descriptor = socket.release(socket_ec); socket_ec) {
+    SY_LOG_WARN("http: cannot hand over an accepted connection: {}", socket_ec.message());
+    socket.close(socket_ec);
   } else {
     ++server_->num_connections;
-    on_accept_(loop_index, std::move(socket));
+    on_accept_(loop_index, AcceptedSocket(protocol_, descriptor));
   }
   Accept();
 }

@@ -1,14 +1,15 @@
-// Listener: the listening socket. It accepts on the first loop and creates each accepted
-// socket on the next loop in turn, then hands it to the server's callback (still on the
-// accepting loop). Past max_connections, a new connection is closed at once.
+// Listener: the listening socket. It accepts on the first loop and hands each accepted
+// connection, as an AcceptedSocket for the next loop in turn, to the server's callback (still
+// on the accepting loop). Past max_connections, a new connection is closed at once.
 //
-// Threads: Listen before the first accept, from the thread that starts the server;
-// everything else on the accepting loop.
+// Threads: everything on the accepting loop (Listen too: the loops lock no socket's state,
+// event_loop.h).
 #pragma once
 
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -19,15 +20,35 @@
 
 namespace switchyard::net::internal {
 
+// An accepted connection on its way to the loop it will live on, as a bare descriptor: only
+// that loop's thread may register it with that loop. Closed on destruction unless adopted.
+class AcceptedSocket {
+ public:
+  AcceptedSocket(tcp protocol, int descriptor) : protocol_(protocol), descriptor_(descriptor) {}
+  AcceptedSocket(AcceptedSocket&& other) noexcept
+      : protocol_(other.protocol_), descriptor_(std::exchange(other.descriptor_, -1)) {}
+  AcceptedSocket& operator=(AcceptedSocket&&) = delete;
+  ~AcceptedSocket();
+
+  // The socket on `context`'s loop. REQUIRES: on that loop's thread; called once. Errors
+  // (the descriptor cannot be registered) close it.
+  Socket Adopt(asio::io_context& context, ErrorCode& ec);
+
+ private:
+  tcp protocol_;
+  int descriptor_;
+};
+
 class Listener {
  public:
-  // Runs on the accepting loop; the socket belongs to loops[loop_index].
-  using AcceptCallback = std::function<void(size_t loop_index, tcp::socket socket)>;
+  // Runs on the accepting loop; the socket is for loops[loop_index].
+  using AcceptCallback = std::function<void(size_t loop_index, AcceptedSocket socket)>;
 
   // REQUIRES: !loops.empty(); loops and server outlive the Listener.
   Listener(std::vector<EventLoop*> loops, ServerContext* server, AcceptCallback on_accept);
 
-  // Binds and listens; errors: the host does not resolve, the address cannot be bound.
+  // Binds and listens, on the accepting loop; errors: the host does not resolve, the address
+  // cannot be bound.
   absl::Status Listen(const std::string& host, int port);
   // The bound port. REQUIRES: Listen succeeded.
   int port() const { return port_; }
@@ -40,14 +61,15 @@ class Listener {
 
  private:
   void Accept();
-  void OnAccept(const ErrorCode& ec, tcp::socket socket, size_t loop_index);
+  void OnAccept(const ErrorCode& ec, Socket socket, size_t loop_index);
 
   const std::vector<EventLoop*> loops_;
   ServerContext* const server_;
   const AcceptCallback on_accept_;
-  tcp::acceptor acceptor_;
-  asio::steady_timer retry_timer_;  // after a failed accept (out of descriptors)
+  Acceptor acceptor_;
+  SteadyTimer retry_timer_;  // after a failed accept (out of descriptors)
   int port_ = 0;
+  tcp protocol_ = tcp::v4();
   size_t next_loop_ = 0;
   bool closed_ = false;
 };

@@ -39,6 +39,25 @@ void HttpResponderImpl::Run(Op& op) {
   }
 }
 
+class HttpResponderImpl::RunningNow {
+ public:
+  explicit RunningNow(HttpResponderImpl* responder) : responder_(responder) {
+    responder_->running_now_ = true;
+  }
+  ~RunningNow() { responder_->running_now_ = false; }
+  RunningNow(const RunningNow&) = delete;
+  RunningNow& operator=(const RunningNow&) = delete;
+
+ private:
+  HttpResponderImpl* const responder_;
+};
+
+std::shared_ptr<HttpConnection> HttpResponderImpl::ConnectionToRunNow() const {
+  if (EventLoop::Current() != loop_ || running_now_ || draining_.load(std::memory_order_acquire))
+    return nullptr;
+  return connection_.lock();
+}
+
 void HttpResponderImpl::Drain() {
   for (;;) {
     Op op;
@@ -47,7 +66,7 @@ void HttpResponderImpl::Drain() {
       if (next_op_ == ops_.size()) {
         ops_.clear();
         next_op_ = 0;
-        draining_ = false;
+        draining_.store(false, std::memory_order_release);
         return;
       }
       op = std::move(ops_[next_op_++]);
@@ -57,24 +76,12 @@ void HttpResponderImpl::Drain() {
 }
 
 void HttpResponderImpl::Enqueue(Op op) {
-  status_->pending_write_bytes += op.data.size();
-  const bool on_loop = EventLoop::Current() == loop_;
-  bool run_now = false;
   bool schedule = false;
   {
     base::MutexLock lock(&mu_);
-    if (on_loop && !draining_) {
-      run_now = true;
-    } else {
-      ops_.push_back(std::move(op));
-      schedule = !draining_;
-    }
-    draining_ = true;
-  }
-  if (run_now) {
-    Run(op);
-    Drain();  // what other threads queued meanwhile
-    return;
+    ops_.push_back(std::move(op));
+    schedule = !draining_.load(std::memory_order_relaxed);
+    draining_.store(true, std::memory_order_release);
   }
   if (!schedule || poster_->Post([self = shared_from_this()] { self->Drain(); }))
     return;
@@ -86,7 +93,7 @@ void HttpResponderImpl::Enqueue(Op op) {
                    std::make_move_iterator(ops_.end()));
     ops_.clear();
     next_op_ = 0;
-    draining_ = false;
+    draining_.store(false, std::memory_order_release);
   }
   for (Op& d : dropped) {
     status_->pending_write_bytes -= d.data.size();
@@ -99,6 +106,12 @@ void HttpResponderImpl::Send(int status, std::string_view content_type, std::str
                              HeaderList extra_headers) {
   if (closed())
     return;
+  status_->pending_write_bytes += body.size();
+  if (const std::shared_ptr<HttpConnection> connection = ConnectionToRunNow()) {
+    const RunningNow running(this);
+    connection->Send(seq_, status, content_type, std::move(body), extra_headers);
+    return;
+  }
   Op op;
   op.kind = Op::Kind::kSend;
   op.status = status;
@@ -112,6 +125,11 @@ void HttpResponderImpl::StartStream(int status, std::string_view content_type,
                                     HeaderList extra_headers) {
   if (closed())
     return;
+  if (const std::shared_ptr<HttpConnection> connection = ConnectionToRunNow()) {
+    const RunningNow running(this);
+    connection->StartStream(seq_, status, content_type, extra_headers);
+    return;
+  }
   Op op;
   op.kind = Op::Kind::kStartStream;
   op.status = status;
@@ -123,6 +141,12 @@ void HttpResponderImpl::StartStream(int status, std::string_view content_type,
 bool HttpResponderImpl::Write(std::string data) {
   if (closed())
     return false;
+  status_->pending_write_bytes += data.size();
+  if (const std::shared_ptr<HttpConnection> connection = ConnectionToRunNow()) {
+    const RunningNow running(this);
+    connection->Write(seq_, std::move(data));
+    return !closed();
+  }
   Op op;
   op.kind = Op::Kind::kWrite;
   op.data = std::move(data);
@@ -133,6 +157,11 @@ bool HttpResponderImpl::Write(std::string data) {
 void HttpResponderImpl::End() {
   if (closed())
     return;
+  if (const std::shared_ptr<HttpConnection> connection = ConnectionToRunNow()) {
+    const RunningNow running(this);
+    connection->End(seq_);
+    return;
+  }
   Op op;
   op.kind = Op::Kind::kEnd;
   Enqueue(std::move(op));
@@ -142,6 +171,11 @@ void HttpResponderImpl::OnClose(std::function<void()> callback) {
   if (closed()) {
     if (callback)
       callback();
+    return;
+  }
+  if (const std::shared_ptr<HttpConnection> connection = ConnectionToRunNow()) {
+    const RunningNow running(this);
+    connection->SetCloseCallback(seq_, std::move(callback));
     return;
   }
   Op op;

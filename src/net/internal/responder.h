@@ -4,8 +4,9 @@
 // concurrency hint 1 runs a post made from inside a loop handler after posts other threads
 // made meanwhile, so posting each call separately could reorder a stream's head and its
 // chunks). A call made on the connection's own loop while nothing is queued runs at once
-// instead (a proxy answers from the loop that holds the connection: no post, no second
-// handler). Each runs against the connection if it still exists. It holds the connection
+// instead, straight against the connection, without a queue record or the queue's lock (a
+// proxy answers from the loop that holds the connection: no post, no second handler). Each
+// runs against the connection if it still exists. It holds the connection
 // only weakly and the loop only through its LoopPoster, so a responder kept after the server
 // stopped is harmless: its calls are dropped (OnClose runs its callback at once).
 //
@@ -13,6 +14,7 @@
 // here beyond the responder itself (a proxy makes one per request).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -55,9 +57,14 @@ class HttpResponderImpl final : public HttpResponder,
     std::function<void()> callback;  // OnClose's
   };
 
-  // Runs `op` now when called on the loop with nothing queued, else queues it for the loop.
-  // Its data bytes are added to pending_write_bytes now; the connection takes them off when
-  // the op runs, the queue does otherwise.
+  // The connection, when a call may run against it at once: on its loop, with nothing
+  // queued and no call of this responder running; else nullptr (the call is queued).
+  std::shared_ptr<HttpConnection> ConnectionToRunNow() const;
+  // Marks a call running at once for its scope, so that a call it makes in turn is queued
+  // behind it.
+  class RunningNow;
+  // Queues `op` for the loop. The caller added its data bytes to pending_write_bytes; the
+  // connection takes them off when the op runs, the queue does otherwise.
   void Enqueue(Op op);
   // Runs the queued ops in order, on the loop.
   void Drain();
@@ -73,8 +80,10 @@ class HttpResponderImpl final : public HttpResponder,
   base::Mutex mu_;
   std::vector<Op> ops_ ABSL_GUARDED_BY(mu_);
   size_t next_op_ ABSL_GUARDED_BY(mu_) = 0;  // ops_[next_op_..] are still to run
-  // An op is running or a drain is posted: later ops queue behind it.
-  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  // An op is queued or a drain is posted: later ops queue behind it. Written under mu_; read
+  // without it by the loop, which runs a call at once only while it is unset.
+  std::atomic<bool> draining_{false};
+  bool running_now_ = false;  // loop thread only
 };
 
 }  // namespace switchyard::net::internal

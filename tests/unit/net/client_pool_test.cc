@@ -23,8 +23,8 @@ using std::chrono::milliseconds;
 class PoolTest : public ::testing::Test {
  protected:
   struct Pair {
-    tcp::socket client;
-    tcp::socket server;
+    Socket client;
+    Socket server;
   };
 
   void SetUp() override {
@@ -38,7 +38,7 @@ class PoolTest : public ::testing::Test {
   }
 
   Pair Connect() {
-    Pair pair{tcp::socket(context_), tcp::socket(context_)};
+    Pair pair{Socket(context_), Socket(context_)};
     ErrorCode ec;
     pair.client.connect(acceptor_.local_endpoint(ec), ec);
     EXPECT_FALSE(ec) << ec.message();
@@ -47,7 +47,7 @@ class PoolTest : public ::testing::Test {
     return pair;
   }
 
-  static uint16_t Port(const tcp::socket& socket) {
+  static uint16_t Port(const Socket& socket) {
     ErrorCode ec;
     return socket.local_endpoint(ec).port();
   }
@@ -59,7 +59,7 @@ class PoolTest : public ::testing::Test {
   }
 
   // True when the peer of `server` closed it: a read returns end-of-stream or a reset.
-  static bool PeerClosed(tcp::socket& server) {
+  static bool PeerClosed(Socket& server) {
     if (!Readable(server.native_handle()))
       return false;
     char byte;
@@ -69,7 +69,7 @@ class PoolTest : public ::testing::Test {
   }
 
   asio::io_context context_;
-  tcp::acceptor acceptor_{context_};
+  Acceptor acceptor_{context_};
 };
 
 TEST_F(PoolTest, LastInFirstOutPerUpstream) {
@@ -83,8 +83,8 @@ TEST_F(PoolTest, LastInFirstOutPerUpstream) {
   pool.Release("up:1", std::move(b.client));
   pool.Release("up:2", std::move(other.client));
   EXPECT_EQ(pool.idle_connections(), 3u);
-  std::optional<tcp::socket> first = pool.Acquire("up:1");
-  std::optional<tcp::socket> second = pool.Acquire("up:1");
+  std::optional<Socket> first = pool.Acquire("up:1");
+  std::optional<Socket> second = pool.Acquire("up:1");
   ASSERT_TRUE(first.has_value() && second.has_value());
   EXPECT_EQ(Port(*first), port_b);
   EXPECT_EQ(Port(*second), port_a);
@@ -127,7 +127,7 @@ TEST_F(PoolTest, SkipsConnectionsClosedOrWrittenToWhileIdle) {
   ASSERT_FALSE(ec);
   ASSERT_TRUE(Readable(chatty_fd));
   ASSERT_TRUE(Readable(closed_fd));
-  std::optional<tcp::socket> acquired = pool.Acquire("up:1");
+  std::optional<Socket> acquired = pool.Acquire("up:1");
   ASSERT_TRUE(acquired.has_value());
   EXPECT_EQ(Port(*acquired), healthy_port);
   EXPECT_TRUE(PeerClosed(chatty.server));
@@ -145,7 +145,7 @@ TEST_F(PoolTest, RecentlyReleasedConnectionsAreNotPeekedAt) {
   ErrorCode ec;
   closed.server.close(ec);
   ASSERT_TRUE(Readable(closed_fd));
-  std::optional<tcp::socket> trusted = pool.Acquire("up:1");
+  std::optional<Socket> trusted = pool.Acquire("up:1");
   ASSERT_TRUE(trusted.has_value());
   EXPECT_EQ(Port(*trusted), closed_port);
 

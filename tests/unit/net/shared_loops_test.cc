@@ -89,6 +89,41 @@ TEST(SharedLoopsTest, AHandlersUpstreamCallRunsOnTheHandlersThread) {
   (*loops)->Stop();
 }
 
+// A call started on its own loop starts at once, inside Send; a failure it finds then is
+// still reported after Send returned, as from any other thread.
+TEST(SharedLoopsTest, AFailureFoundInsideSendOnTheLoopIsReportedAfterSendReturns) {
+  absl::StatusOr<std::shared_ptr<EventLoops>> loops = EventLoops::Start(1, "sy-test");
+  ASSERT_TRUE(loops.ok()) << loops.status();
+  absl::StatusOr<std::unique_ptr<HttpClient>> client = HttpClient::Start({}, *loops);
+  ASSERT_TRUE(client.ok()) << client.status();
+
+  HttpHandler proxy = [&](HttpRequest /*request*/, std::shared_ptr<HttpResponder> responder) {
+    auto in_send = std::make_shared<bool>(true);
+    HttpClientCallbacks callbacks;
+    callbacks.on_done = [in_send, responder](const absl::Status& status) {
+      responder->Send(*in_send ? 500 : 200, "text/plain", std::string(status.message()));
+    };
+    HttpClientRequest bad = Get(1, "/x");
+    bad.headers.emplace_back("x-split", "a\r\nInjected: yes");
+    (*client)->Send(std::move(bad), std::move(callbacks));
+    *in_send = false;
+  };
+  absl::StatusOr<std::unique_ptr<HttpServer>> front = HttpServer::Start({}, proxy, *loops);
+  ASSERT_TRUE(front.ok()) << front.status();
+
+  TestClient connection((*front)->port());
+  ASSERT_TRUE(connection.ok());
+  ASSERT_TRUE(connection.Send(testing::Get("/")));
+  std::optional<testing::TestResponse> response = connection.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 200);
+  EXPECT_NE(response->body.find("bad header"), std::string::npos) << response->body;
+
+  (*front)->Stop();
+  (*client)->Stop();
+  (*loops)->Stop();
+}
+
 TEST(SharedLoopsTest, ClientStopCancelsItsCallsAndLeavesTheLoopsRunning) {
   HeldResponders held;
   std::unique_ptr<HttpServer> upstream = StartOrDie({}, held.Handler());
