@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -11,6 +10,8 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
 #include "prometheus/client_metric.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -59,9 +60,10 @@ using EndpointKeyView = std::pair<std::string_view, std::string_view>;
 struct EndpointKeyHash {
   using is_transparent = void;
   size_t operator()(const EndpointKeyView& k) const {
-    const size_t h = std::hash<std::string_view>()(k.first);
-    return h ^
-           (std::hash<std::string_view>()(k.second) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+    // Debian's absl::string_view is not std::string_view: absl::Hash needs its own.
+    return absl::Hash<std::pair<absl::string_view, absl::string_view>>()(
+        {absl::string_view(k.first.data(), k.first.size()),
+         absl::string_view(k.second.data(), k.second.size())});
   }
   size_t operator()(const EndpointKey& k) const {
     return (*this)(EndpointKeyView(k.first, k.second));

@@ -3,21 +3,27 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/container/inlined_vector.h"
+
 namespace switchyard::router {
 
 ProfileResult SchedulingProfile::Run(const SchedulingRequest& request, const Candidates& endpoints,
                                      std::mt19937_64& rng) const {
   ProfileResult result;
-  Candidates candidates = endpoints;
+  // The endpoints themselves until a filter narrows them (no copy per pick).
+  const Candidates* current = &endpoints;
+  Candidates filtered;
   for (Filter* filter : filters_) {
-    if (candidates.empty())
+    if (current->empty())
       break;
-    candidates = filter->Apply(request, candidates);
+    filtered = filter->Apply(request, *current);
+    current = &filtered;
   }
+  const Candidates& candidates = *current;
   if (candidates.empty())
     return result;
   result.totals.assign(candidates.size(), 0.0);
-  std::vector<double> scores(candidates.size());
+  absl::InlinedVector<double, 16> scores(candidates.size());
   for (const WeightedScorer& s : scorers_) {
     std::fill(scores.begin(), scores.end(), 0.0);
     s.scorer->Score(request, candidates, scores);
@@ -28,7 +34,6 @@ ProfileResult SchedulingProfile::Run(const SchedulingRequest& request, const Can
     }
   }
   result.picked = picker_->Pick(candidates, result.totals, rng);
-  result.scored = std::move(candidates);
   return result;
 }
 

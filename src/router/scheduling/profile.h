@@ -23,9 +23,7 @@ struct WeightedScorer {
 
 struct ProfileResult {
   Candidates picked;  // empty: nothing passed the filters
-  // Every candidate that reached the scorers, with its total, in candidate order (for
-  // /debug and metrics).
-  Candidates scored;
+  // The total score of each candidate that reached the scorers, in candidate order.
   std::vector<double> totals;
 };
 

@@ -218,7 +218,7 @@ TEST(PickerConfigTest, ProfileFiltersScoresAndPicks) {
   ProfileResult r = decode->Run({}, Ptrs(eps), rng);
   ASSERT_EQ(r.picked.size(), 1u);
   EXPECT_EQ(r.picked[0]->name, "idle");
-  ASSERT_EQ(r.scored.size(), 2u);
+  ASSERT_EQ(r.totals.size(), 2u);
   EXPECT_DOUBLE_EQ(r.totals[0], 0 * 2 + 1.0);    // busy: queue 0, kv 1
   EXPECT_DOUBLE_EQ(r.totals[1], 1.0 * 2 + 0.5);  // idle
 }
