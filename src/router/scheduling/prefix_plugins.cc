@@ -32,10 +32,24 @@ std::vector<size_t> PrefixMatcher::MatchedBlocks(std::span<const uint64_t> keys,
   std::vector<size_t> out(candidates.size(), 0);
   if (keys.empty())
     return out;
+  const std::vector<PrefixIndex::EndpointMatch> matches = index_->Match(keys);
+  if (matches.empty())
+    return out;
+  // A few candidates are found by a scan; a fleet by a map of their names.
+  constexpr size_t kScanAtMost = 16;
+  if (candidates.size() <= kScanAtMost) {
+    for (const PrefixIndex::EndpointMatch& m : matches) {
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        if (candidates[i]->name == m.endpoint)
+          out[i] = m.blocks;
+      }
+    }
+    return out;
+  }
   absl::flat_hash_map<std::string_view, size_t> slot;
   for (size_t i = 0; i < candidates.size(); ++i)
     slot[candidates[i]->name] = i;
-  for (const PrefixIndex::EndpointMatch& m : index_->Match(keys)) {
+  for (const PrefixIndex::EndpointMatch& m : matches) {
     auto it = slot.find(m.endpoint);
     if (it != slot.end())
       out[it->second] = m.blocks;

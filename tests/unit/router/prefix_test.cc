@@ -149,6 +149,31 @@ TEST(PrefixScorerTest, ApproximateModeLearnsFromPicks) {
   EXPECT_EQ((*set)->precise_index(), nullptr);
 }
 
+// Small candidate lists are matched by a scan, large ones by a map: both find the holder.
+TEST(PrefixScorerTest, FindsTheHolderAmongFewOrManyCandidates) {
+  for (size_t n : {2, 40}) {
+    auto set = PluginSet::FromYaml(
+        "plugins:\n- type: prefix-cache-scorer\n  parameters: {blockSizeTokens: 4}\n", "t");
+    ASSERT_TRUE(set.ok()) << set.status();
+    const SchedulingProfile* profile = (*set)->profile("default");
+    std::vector<Endpoint> eps(n);
+    Candidates c;
+    for (size_t i = 0; i < n; ++i) {
+      eps[i].name = "e" + std::to_string(i);
+      c.push_back(&eps[i]);
+    }
+    const std::vector<int32_t> prompt = Tokens(8);
+    SchedulingRequest req;
+    req.model = "m";
+    req.prompt_tokens = prompt;
+    std::mt19937_64 rng(3);
+    profile->NotifyPicked(req, eps[n - 1]);
+    const ProfileResult r = profile->Run(req, c, rng);
+    for (size_t i = 0; i < n; ++i)
+      EXPECT_EQ(r.totals[i], i == n - 1 ? 1.0 : 0.0) << n << " " << i;
+  }
+}
+
 TEST(PrefixScorerTest, PreciseModeReadsTheEventIndex) {
   auto set = PluginSet::FromYaml(
       "plugins:\n- type: prefix-cache-scorer\n  parameters: {mode: precise, blockSizeTokens: 4}\n",
