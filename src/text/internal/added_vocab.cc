@@ -86,8 +86,7 @@ std::pair<size_t, int32_t> AddedTokenMatcher::LongestAt(std::string_view text, s
   return best;
 }
 
-void AddedTokenMatcher::Split(std::string_view text, bool at_origin,
-                              std::vector<Segment>* out) const {
+void AddedTokenMatcher::Split(std::string_view text, bool at_origin, Segments* out) const {
   if (tokens_.empty()) {  // nothing to look for
     if (!text.empty())
       out->push_back(Segment{text, -1, at_origin});

@@ -192,8 +192,7 @@ std::optional<KnownSplitPattern> RecognizeSplitPattern(std::string_view pattern)
   return std::nullopt;
 }
 
-void FindKnownSplits(KnownSplitPattern kind, std::string_view s,
-                     std::vector<std::pair<size_t, size_t>>* matches) {
+void FindKnownSplits(KnownSplitPattern kind, std::string_view s, ByteRanges* matches) {
   Scanner scanner(s);
   size_t pos = 0;
   while (pos < s.size()) {
