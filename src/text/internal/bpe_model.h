@@ -63,6 +63,8 @@ class BpeModel {
   // Decides whether words may be cut before "▁" (see split_at_marker_).
   void PlanMarkerSplits();
   void EncodeCached(std::string_view word, std::vector<int32_t>* ids) const;
+  // The cache miss path of EncodeCached.
+  void EncodeAndCache(std::string_view word, size_t hash, std::vector<int32_t>* ids) const;
   void EncodeUncached(std::string_view word, std::vector<int32_t>* ids) const;
   void InitialSymbols(std::string_view word, std::vector<int32_t>* symbols) const;
   void MergeAll(std::vector<int32_t>* symbols) const;

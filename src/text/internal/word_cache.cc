@@ -2,9 +2,6 @@
 
 #include <bit>
 
-#include "absl/hash/hash.h"
-#include "absl/strings/string_view.h"
-
 namespace switchyard::text::internal {
 
 WordCache::WordCache(size_t capacity)
@@ -15,30 +12,6 @@ WordCache::WordCache(size_t capacity)
 WordCache::~WordCache() {
   for (size_t i = 0; i < num_slots_; ++i)
     delete slots_[i].load(std::memory_order_relaxed);
-}
-
-size_t WordCache::Hash(std::string_view word) {
-  // Debian's Abseil keeps its own string_view.
-  return absl::Hash<absl::string_view>()(absl::string_view(word.data(), word.size()));
-}
-
-bool WordCache::Lookup(std::string_view word, size_t hash, std::vector<int32_t>* ids) const {
-  const size_t mask = num_slots_ - 1;
-  for (size_t probe = 0, i = hash & mask; probe < num_slots_; ++probe, i = (i + 1) & mask) {
-    const Entry* entry = slots_[i].load(std::memory_order_acquire);
-    if (entry == nullptr)
-      return false;
-    if (entry->hash == hash && entry->word == word) {
-      // A push_back costs a fraction of a range insert.
-      if (entry->ids.size() == 1) {
-        ids->push_back(entry->ids[0]);
-      } else {
-        ids->insert(ids->end(), entry->ids.begin(), entry->ids.end());
-      }
-      return true;
-    }
-  }
-  return false;
 }
 
 void WordCache::Insert(std::string_view word, size_t hash, std::span<const int32_t> ids) {

@@ -19,7 +19,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
 
 namespace switchyard::text::internal {
 
@@ -31,11 +34,14 @@ class WordCache {
   WordCache(const WordCache&) = delete;
   WordCache& operator=(const WordCache&) = delete;
 
+  // Hash and Lookup are defined below, inline: a hit is a few dozen instructions, so a call
+  // would cost a good part of it.
   static size_t Hash(std::string_view word);
 
   // Appends the ids cached for `word` to `ids` and returns true; false when not cached.
   // REQUIRES: hash == Hash(word).
-  bool Lookup(std::string_view word, size_t hash, std::vector<int32_t>* ids) const;
+  ABSL_ATTRIBUTE_ALWAYS_INLINE bool Lookup(std::string_view word, size_t hash,
+                                           std::vector<int32_t>* ids) const;
   // Caches `ids` for `word` unless the cache is full or already holds `word`.
   // REQUIRES: hash == Hash(word).
   void Insert(std::string_view word, size_t hash, std::span<const int32_t> ids);
@@ -55,5 +61,29 @@ class WordCache {
   std::unique_ptr<std::atomic<const Entry*>[]> slots_;
   std::atomic<size_t> size_{0};
 };
+
+inline size_t WordCache::Hash(std::string_view word) {
+  // Debian's Abseil keeps its own string_view.
+  return absl::Hash<absl::string_view>()(absl::string_view(word.data(), word.size()));
+}
+
+inline bool WordCache::Lookup(std::string_view word, size_t hash, std::vector<int32_t>* ids) const {
+  const size_t mask = num_slots_ - 1;
+  for (size_t probe = 0, i = hash & mask; probe < num_slots_; ++probe, i = (i + 1) & mask) {
+    const Entry* entry = slots_[i].load(std::memory_order_acquire);
+    if (entry == nullptr)
+      return false;
+    if (entry->hash == hash && std::string_view(entry->word) == word) {
+      // A push_back costs a fraction of a range insert.
+      if (entry->ids.size() == 1) {
+        ids->push_back(entry->ids[0]);
+      } else {
+        ids->insert(ids->end(), entry->ids.begin(), entry->ids.end());
+      }
+      return true;
+    }
+  }
+  return false;
+}
 
 }  // namespace switchyard::text::internal
