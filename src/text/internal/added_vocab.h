@@ -52,10 +52,14 @@ class AddedTokenMatcher {
   };
   // Longest match starting at `pos`: (length, token index), or (0, -1).
   std::pair<size_t, int32_t> LongestAt(std::string_view text, size_t pos) const;
+  // The first position at or after `pos` whose byte starts a pattern, or text.size().
+  size_t NextCandidate(std::string_view text, size_t pos) const;
 
   std::vector<AddedToken> tokens_;
   std::vector<Node> nodes_;
   bool first_byte_[256] = {};
+  // The one byte every pattern starts with, or -1 (usual: "<" of "<|...|>", "<s>").
+  int single_first_byte_ = -1;
 };
 
 }  // namespace switchyard::text::internal
