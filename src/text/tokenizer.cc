@@ -4,6 +4,7 @@
 
 #include "fmt/format.h"
 
+#include "base/status_macros.h"
 #include "base/utf8.h"
 #include "text/internal/tokenizer_impl.h"
 
@@ -63,8 +64,9 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
   const Impl& m = *impl_;
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 4);
-  std::vector<Segment> segments, inner;
+  internal::Segments segments, inner;
   m.raw_added->Split(text, true, &segments);
+  internal::ByteRanges words;
   std::vector<Piece> pieces;
   for (const Segment& segment : segments) {
     if (segment.id >= 0) {
@@ -84,13 +86,21 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(std::string_view text,
         ids.push_back(part.id);
         continue;
       }
+      if (m.pre_tokenizer == nullptr) {
+        m.model->EncodeWord(part.text, &ids);
+        continue;
+      }
+      if (m.pre_tokenizer->OnlyCuts()) {
+        // The words are ranges of the text: no word is copied.
+        words.assign(1, {0, part.text.size()});
+        SY_RETURN_IF_ERROR(m.pre_tokenizer->Cut(part.text, &words));
+        for (auto [begin, end] : words)
+          m.model->EncodeWord(part.text.substr(begin, end - begin), &ids);
+        continue;
+      }
       pieces.clear();
       pieces.push_back(Piece{std::string(part.text), part.at_origin});
-      if (m.pre_tokenizer != nullptr) {
-        absl::Status status = m.pre_tokenizer->Apply(&pieces);
-        if (!status.ok())
-          return status;
-      }
+      SY_RETURN_IF_ERROR(m.pre_tokenizer->Apply(&pieces));
       for (const Piece& piece : pieces)
         m.model->EncodeWord(piece.text, &ids);
     }

@@ -1,5 +1,7 @@
 #include "text/internal/added_vocab.h"
 
+#include <algorithm>
+
 #include "text/internal/unicode.h"
 
 namespace switchyard::text::internal {
@@ -70,6 +72,25 @@ AddedTokenMatcher::AddedTokenMatcher(std::vector<AddedToken> tokens,
     if (nodes_[node].token < 0)
       nodes_[node].token = static_cast<int32_t>(t);
   }
+  int num_first_bytes = 0;
+  for (int b = 0; b < 256; ++b) {
+    if (first_byte_[b]) {
+      ++num_first_bytes;
+      single_first_byte_ = b;
+    }
+  }
+  if (num_first_bytes != 1)
+    single_first_byte_ = -1;
+}
+
+size_t AddedTokenMatcher::NextCandidate(std::string_view text, size_t pos) const {
+  if (single_first_byte_ >= 0) {
+    // memchr: many bytes at a time.
+    return std::min(text.find(static_cast<char>(single_first_byte_), pos), text.size());
+  }
+  while (pos < text.size() && !first_byte_[static_cast<uint8_t>(text[pos])])
+    ++pos;
+  return pos;
 }
 
 std::pair<size_t, int32_t> AddedTokenMatcher::LongestAt(std::string_view text, size_t pos) const {
@@ -86,8 +107,7 @@ std::pair<size_t, int32_t> AddedTokenMatcher::LongestAt(std::string_view text, s
   return best;
 }
 
-void AddedTokenMatcher::Split(std::string_view text, bool at_origin,
-                              std::vector<Segment>* out) const {
+void AddedTokenMatcher::Split(std::string_view text, bool at_origin, Segments* out) const {
   if (tokens_.empty()) {  // nothing to look for
     if (!text.empty())
       out->push_back(Segment{text, -1, at_origin});
@@ -95,11 +115,7 @@ void AddedTokenMatcher::Split(std::string_view text, bool at_origin,
   }
   size_t emitted = 0;  // end of the last segment pushed
   size_t pos = 0;
-  while (pos < text.size()) {
-    if (!first_byte_[static_cast<uint8_t>(text[pos])]) {
-      ++pos;
-      continue;
-    }
+  while ((pos = NextCandidate(text, pos)) < text.size()) {
     auto [length, index] = LongestAt(text, pos);
     if (index < 0) {
       ++pos;

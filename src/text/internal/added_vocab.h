@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 
 namespace switchyard::text::internal {
 
@@ -28,6 +29,8 @@ struct Segment {
   int32_t id = -1;  // -1: plain text
   bool at_origin = false;
 };
+// Room for a few added tokens and the text between them inline.
+using Segments = absl::InlinedVector<Segment, 8>;
 
 // Leftmost-longest matching of a set of literal patterns (a byte trie).
 class AddedTokenMatcher {
@@ -38,7 +41,7 @@ class AddedTokenMatcher {
 
   // Splits `text` around matches, applying each token's rules; appends to `out`.
   // Segments alias `text`. `at_origin` says whether `text` starts the input.
-  void Split(std::string_view text, bool at_origin, std::vector<Segment>* out) const;
+  void Split(std::string_view text, bool at_origin, Segments* out) const;
 
   bool empty() const { return nodes_.size() <= 1; }
 
@@ -49,10 +52,14 @@ class AddedTokenMatcher {
   };
   // Longest match starting at `pos`: (length, token index), or (0, -1).
   std::pair<size_t, int32_t> LongestAt(std::string_view text, size_t pos) const;
+  // The first position at or after `pos` whose byte starts a pattern, or text.size().
+  size_t NextCandidate(std::string_view text, size_t pos) const;
 
   std::vector<AddedToken> tokens_;
   std::vector<Node> nodes_;
   bool first_byte_[256] = {};
+  // The one byte every pattern starts with, or -1 (usual: "<" of "<|...|>", "<s>").
+  int single_first_byte_ = -1;
 };
 
 }  // namespace switchyard::text::internal

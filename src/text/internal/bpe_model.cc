@@ -3,6 +3,7 @@
 #include <climits>
 #include <functional>
 #include <queue>
+#include <span>
 
 #include "fmt/format.h"
 
@@ -38,8 +39,7 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
     absl::flat_hash_map<std::string, int32_t> vocab,
     const std::vector<std::pair<std::string, std::string>>& merges, BpeOptions options,
     std::string_view source) {
-  std::unique_ptr<BpeModel> model(new BpeModel());
-  model->options_ = std::move(options);
+  std::unique_ptr<BpeModel> model(new BpeModel(std::move(options)));
   model->vocab_ = std::move(vocab);
   const std::string& prefix = model->options_.continuing_subword_prefix;
   model->merges_.reserve(merges.size());
@@ -80,6 +80,9 @@ absl::StatusOr<std::unique_ptr<BpeModel>> BpeModel::Create(
   return model;
 }
 
+BpeModel::BpeModel(BpeOptions options)
+    : options_(std::move(options)), cache_(options_.cache_capacity) {}
+
 void BpeModel::PlanMarkerSplits() {
   // Cutting is exact only when each piece is encoded as it would be inside the word: no
   // prefix/suffix or whole-word lookup depends on the word's extent, and a pending unknown
@@ -108,6 +111,18 @@ std::optional<int32_t> BpeModel::TokenToId(std::string_view token) const {
   return it->second;
 }
 
+// Inlined into its callers: on a cache hit a call costs a good part of the lookup.
+ABSL_ATTRIBUTE_ALWAYS_INLINE inline void BpeModel::EncodeCached(std::string_view word,
+                                                                std::vector<int32_t>* ids) const {
+  if (word.size() > options_.max_cached_word_bytes) {
+    EncodeUncached(word, ids);
+    return;
+  }
+  const size_t hash = WordCache::Hash(word);
+  if (!cache_.Lookup(word, hash, ids))
+    EncodeAndCache(word, hash, ids);
+}
+
 void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* ids) const {
   if (!split_at_marker_) {
     EncodeCached(word, ids);
@@ -125,36 +140,10 @@ void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* ids) cons
   EncodeCached(word.substr(start), ids);
 }
 
-void BpeModel::EncodeCached(std::string_view word, std::vector<int32_t>* ids) const {
-  if (word.size() > options_.max_cached_word_bytes) {
-    EncodeUncached(word, ids);
-    return;
-  }
-  // One hash per word: the map's own picks the shard (by bits its slot choice does not use
-  // at a cache's size) and is passed to the lookup.
-  const size_t hash = CacheMap::hasher()(AbslView(word));
-  CacheShard& shard = cache_[(hash >> 48) % kShards];
-  {
-    base::MutexLock lock(&shard.mu);
-    auto it = shard.map.find(AbslView(word), hash);
-    if (it != shard.map.end()) {
-      // Most words are one token; a range insert costs several times a push_back.
-      if (it->second.size() == 1) {
-        ids->push_back(it->second[0]);
-      } else {
-        ids->insert(ids->end(), it->second.begin(), it->second.end());
-      }
-      return;
-    }
-  }
-  size_t start = ids->size();
+void BpeModel::EncodeAndCache(std::string_view word, size_t hash, std::vector<int32_t>* ids) const {
+  const size_t start = ids->size();
   EncodeUncached(word, ids);
-  base::MutexLock lock(&shard.mu);
-  // A full shard stops caching (as HF does) rather than evicting: bounded, and the words
-  // seen first are the common ones.
-  if (shard.map.size() < options_.cache_capacity / kShards) {
-    shard.map.try_emplace(std::string(word), ids->begin() + start, ids->end());
-  }
+  cache_.Insert(word, hash, std::span<const int32_t>(ids->data() + start, ids->size() - start));
 }
 
 void BpeModel::EncodeUncached(std::string_view word, std::vector<int32_t>* ids) const {

@@ -1,6 +1,6 @@
 // The BPE model: encodes one pre-tokenized word into token ids by applying ranked merges,
 // with HF's byte fallback, unknown-token fusing, subword prefix/suffix and ignore_merges.
-// Immutable after Create except for a bounded, sharded, mutex-guarded word cache, so
+// Immutable after Create except for a bounded, lock-free word cache (WordCache), so
 // EncodeWord may be called from any thread.
 #pragma once
 
@@ -17,7 +17,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 
-#include "base/mutex.h"
+#include "text/internal/word_cache.h"
 
 namespace switchyard::text::internal {
 
@@ -59,10 +59,12 @@ class BpeModel {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
   }
 
-  BpeModel() = default;
+  explicit BpeModel(BpeOptions options);
   // Decides whether words may be cut before "▁" (see split_at_marker_).
   void PlanMarkerSplits();
   void EncodeCached(std::string_view word, std::vector<int32_t>* ids) const;
+  // The cache miss path of EncodeCached.
+  void EncodeAndCache(std::string_view word, size_t hash, std::vector<int32_t>* ids) const;
   void EncodeUncached(std::string_view word, std::vector<int32_t>* ids) const;
   void InitialSymbols(std::string_view word, std::vector<int32_t>* symbols) const;
   void MergeAll(std::vector<int32_t>* symbols) const;
@@ -80,13 +82,7 @@ class BpeModel {
   bool split_at_marker_ = false;
   absl::flat_hash_set<uint32_t> marker_joiners_;
 
-  using CacheMap = absl::flat_hash_map<std::string, std::vector<int32_t>>;
-  struct CacheShard {
-    mutable base::Mutex mu;
-    CacheMap map ABSL_GUARDED_BY(mu);
-  };
-  static constexpr size_t kShards = 16;
-  mutable std::array<CacheShard, kShards> cache_;
+  mutable WordCache cache_;
 };
 
 }  // namespace switchyard::text::internal

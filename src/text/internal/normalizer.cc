@@ -103,7 +103,7 @@ class ReplaceNormalizer final : public Normalizer {
       out.append(s.substr(pos));
       return out;
     }
-    std::vector<std::pair<size_t, size_t>> matches;
+    ByteRanges matches;
     // A failing regex (resource limits) leaves the text unchanged rather than dropping it.
     if (!regex_->FindAll(s, &matches).ok())
       return std::string(s);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
@@ -13,8 +14,6 @@
 
 namespace switchyard::text::internal {
 namespace {
-
-using Ranges = std::vector<std::pair<size_t, size_t>>;
 
 // Words (or pieces) of a short prompt: the lists start with room for this many.
 constexpr size_t kTypicalWords = 16;
@@ -37,238 +36,42 @@ absl::Status ForEachPiece(std::vector<Piece>* pieces, Fn split) {
   return absl::OkStatus();
 }
 
+// Appends the ranges of the code points of `s` that satisfy `pred`.
 template <typename Pred>
-Ranges CharMatches(std::string_view s, Pred pred) {
-  Ranges matches;
+void CharMatches(std::string_view s, Pred pred, ByteRanges* matches) {
   size_t pos = 0;
   while (pos < s.size()) {
     size_t start = pos;
     if (pred(NextCodePoint(s, &pos)))
-      matches.emplace_back(start, pos);
+      matches->emplace_back(start, pos);
   }
-  return matches;
 }
 
-absl::StatusOr<SplitBehavior> ParseBehavior(std::string_view name, const JsonPath& at) {
-  if (name == "Removed")
-    return SplitBehavior::kRemoved;
-  if (name == "Isolated")
-    return SplitBehavior::kIsolated;
-  if (name == "MergedWithPrevious")
-    return SplitBehavior::kMergedWithPrevious;
-  if (name == "MergedWithNext")
-    return SplitBehavior::kMergedWithNext;
-  if (name == "Contiguous")
-    return SplitBehavior::kContiguous;
-  return at.Error(fmt::format("unknown split behavior \"{}\"", name));
-}
-
-class SequencePreTokenizer final : public PreTokenizer {
- public:
-  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> items)
-      : items_(std::move(items)) {}
-  absl::Status Apply(std::vector<Piece>* pieces) const override {
-    for (const auto& item : items_)
-      SY_RETURN_IF_ERROR(item->Apply(pieces));
-    return absl::OkStatus();
-  }
-  bool DefersByteMapping() const override {
-    return !items_.empty() && items_.back()->DefersByteMapping();
-  }
-
- private:
-  std::vector<std::unique_ptr<PreTokenizer>> items_;
-};
-
-class SplitPreTokenizer final : public PreTokenizer {
- public:
-  SplitPreTokenizer(std::string literal, std::unique_ptr<Regex> regex, SplitBehavior behavior,
-                    bool invert)
-      : literal_(std::move(literal)),
-        regex_(std::move(regex)),
-        behavior_(behavior),
-        invert_(invert) {}
-  absl::Status Apply(std::vector<Piece>* pieces) const override {
-    Ranges matches;
-    // Room for a short prompt's words, so that the list is not grown step by step.
-    matches.reserve(kTypicalWords);
-    return ForEachPiece(pieces, [&](const Piece& piece, std::vector<Piece>* out) {
-      matches.clear();
-      if (regex_ != nullptr) {
-        SY_RETURN_IF_ERROR(regex_->FindAll(piece.text, &matches));
-      } else if (!literal_.empty()) {
-        size_t pos = 0;
-        while ((pos = piece.text.find(literal_, pos)) != std::string::npos) {
-          matches.emplace_back(pos, pos + literal_.size());
-          pos += literal_.size();
-        }
-      }
-      SplitByMatches(piece, matches, invert_, behavior_, out);
-      return absl::OkStatus();
-    });
-  }
-
- private:
-  std::string literal_;
-  std::unique_ptr<Regex> regex_;
-  SplitBehavior behavior_;
-  bool invert_;
-};
-
-class ByteLevelPreTokenizer final : public PreTokenizer {
- public:
-  ByteLevelPreTokenizer(bool add_prefix_space, std::unique_ptr<Regex> regex, bool defer)
-      : add_prefix_space_(add_prefix_space), regex_(std::move(regex)), defer_(defer) {}
-  absl::Status Apply(std::vector<Piece>* pieces) const override {
-    if (!add_prefix_space_ && regex_ == nullptr && defer_) {
-      // Nothing to add, split or map: only the empty pieces go.
-      std::erase_if(*pieces, [](const Piece& piece) { return piece.text.empty(); });
-      return absl::OkStatus();
-    }
-    Ranges matches;
-    SY_RETURN_IF_ERROR(ForEachPiece(pieces, [&](const Piece& in, std::vector<Piece>* out) {
-      Piece piece = in;
-      if (add_prefix_space_ && (piece.text.empty() || piece.text[0] != ' ')) {
-        piece.text.insert(0, 1, ' ');
-      }
-      if (regex_ == nullptr) {
-        if (!piece.text.empty())
-          out->push_back(std::move(piece));
-        return absl::OkStatus();
-      }
-      matches.clear();
-      SY_RETURN_IF_ERROR(regex_->FindAll(piece.text, &matches));
-      SplitByMatches(piece, matches, false, SplitBehavior::kIsolated, out);
-      return absl::OkStatus();
-    }));
-    if (!defer_) {
-      for (Piece& piece : *pieces) {
-        std::string mapped;
-        AppendByteLevel(piece.text, &mapped);
-        piece.text = std::move(mapped);
-      }
-    }
-    return absl::OkStatus();
-  }
-  bool DefersByteMapping() const override { return defer_; }
-
- private:
-  bool add_prefix_space_;
-  std::unique_ptr<Regex> regex_;
-  bool defer_;
-};
-
-class MetaspacePreTokenizer final : public PreTokenizer {
- public:
-  MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split)
-      : replacement_(std::move(replacement)), scheme_(scheme), split_(split) {}
-  absl::Status Apply(std::vector<Piece>* pieces) const override {
-    Ranges matches;
-    return ForEachPiece(pieces, [&](const Piece& in, std::vector<Piece>* out) {
-      Piece piece{std::string(), in.at_origin};
-      for (char c : in.text) {
-        if (c == ' ') {
-          piece.text.append(replacement_);
-        } else {
-          piece.text.push_back(c);
-        }
-      }
-      bool starts_with = piece.text.compare(0, replacement_.size(), replacement_) == 0;
-      if (!starts_with && (scheme_ == PrependScheme::kAlways ||
-                           (scheme_ == PrependScheme::kFirst && piece.at_origin))) {
-        piece.text.insert(0, replacement_);
-      }
-      if (!split_) {
-        if (!piece.text.empty())
-          out->push_back(std::move(piece));
-        return absl::OkStatus();
-      }
-      matches.clear();
-      size_t pos = 0;
-      while ((pos = piece.text.find(replacement_, pos)) != std::string::npos) {
-        matches.emplace_back(pos, pos + replacement_.size());
-        pos += replacement_.size();
-      }
-      SplitByMatches(piece, matches, false, SplitBehavior::kMergedWithNext, out);
-      return absl::OkStatus();
-    });
-  }
-
- private:
-  std::string replacement_;
-  PrependScheme scheme_;
-  bool split_;
-};
-
-// Splits by a code point predicate with a fixed behavior.
-class CharSplitPreTokenizer final : public PreTokenizer {
- public:
-  CharSplitPreTokenizer(bool (*pred)(uint32_t), SplitBehavior behavior)
-      : pred_(pred), behavior_(behavior) {}
-  absl::Status Apply(std::vector<Piece>* pieces) const override {
-    return ForEachPiece(pieces, [&](const Piece& piece, std::vector<Piece>* out) {
-      SplitByMatches(piece, CharMatches(piece.text, pred_), false, behavior_, out);
-      return absl::OkStatus();
-    });
-  }
-
- private:
-  bool (*pred_)(uint32_t);
-  SplitBehavior behavior_;
-};
-
-class CharDelimiterPreTokenizer final : public PreTokenizer {
- public:
-  explicit CharDelimiterPreTokenizer(uint32_t delimiter) : delimiter_(delimiter) {}
-  absl::Status Apply(std::vector<Piece>* pieces) const override {
-    return ForEachPiece(pieces, [&](const Piece& piece, std::vector<Piece>* out) {
-      Ranges m = CharMatches(piece.text, [this](uint32_t cp) { return cp == delimiter_; });
-      SplitByMatches(piece, m, false, SplitBehavior::kRemoved, out);
-      return absl::OkStatus();
-    });
-  }
-
- private:
-  uint32_t delimiter_;
-};
-
-bool IsNumberCp(uint32_t cp) {
-  return IsNumber(cp);
-}
-
-absl::StatusOr<std::unique_ptr<Regex>> CompileAt(std::string_view pattern, const JsonPath& at) {
-  auto regex = Regex::Compile(pattern);
-  if (!regex.ok())
-    return at.Error(std::string(regex.status().message()));
-  return std::move(*regex);
-}
-
-}  // namespace
-
-void SplitByMatches(const Piece& piece, const Ranges& matches, bool invert, SplitBehavior behavior,
-                    std::vector<Piece>* out) {
+// Cuts the range [offset, offset + size) of a text at `matches` (sorted, non-overlapping,
+// relative to `offset`) with `behavior`; appends the non-empty resulting ranges to `out`.
+void CutByMatches(size_t offset, size_t size, const ByteRanges& matches, bool invert,
+                  SplitBehavior behavior, ByteRanges* out) {
   struct Part {
     size_t begin, end;
     bool is_match;
   };
-  const std::string& s = piece.text;
   const auto emit = [&](size_t begin, size_t end) {
     if (end > begin)
-      out->push_back(Piece{s.substr(begin, end - begin), piece.at_origin && begin == 0});
+      out->emplace_back(offset + begin, offset + end);
   };
   if (behavior == SplitBehavior::kIsolated) {
     // Every match and every gap between them is a piece: no merging, so no part list.
-    ReserveMore(out, 2 * matches.size() + 1);
     size_t prev = 0;
     for (auto [begin, end] : matches) {
       emit(prev, begin);
       emit(begin, end);
       prev = end;
     }
-    emit(prev, s.size());
+    emit(prev, size);
     return;
   }
-  std::vector<Part> parts;
+  using Parts = absl::InlinedVector<Part, kTypicalWords>;
+  Parts parts;
   parts.reserve(matches.size() * 2 + 1);
   size_t prev = 0;
   for (auto [begin, end] : matches) {
@@ -277,10 +80,10 @@ void SplitByMatches(const Piece& piece, const Ranges& matches, bool invert, Spli
     parts.push_back({begin, end, !invert});
     prev = end;
   }
-  if (prev != s.size() || parts.empty())
-    parts.push_back({prev, s.size(), invert});
+  if (prev != size || parts.empty())
+    parts.push_back({prev, size, invert});
 
-  std::vector<Part> merged;
+  Parts merged;
   merged.reserve(parts.size());
   switch (behavior) {
     case SplitBehavior::kIsolated:  // handled above
@@ -329,9 +132,273 @@ void SplitByMatches(const Piece& piece, const Ranges& matches, bool invert, Spli
       break;
     }
   }
-  ReserveMore(out, merged.size());
   for (const Part& p : merged)
     emit(p.begin, p.end);
+}
+
+// Cuts each of `ranges` of `text` at the matches that `find` appends for the range's text.
+template <typename Find>
+absl::Status CutEach(std::string_view text, ByteRanges* ranges, bool invert, SplitBehavior behavior,
+                     Find find) {
+  ByteRanges out, matches;
+  for (auto [begin, end] : *ranges) {
+    matches.clear();
+    SY_RETURN_IF_ERROR(find(text.substr(begin, end - begin), &matches));
+    CutByMatches(begin, end - begin, matches, invert, behavior, &out);
+  }
+  *ranges = std::move(out);
+  return absl::OkStatus();
+}
+
+// Appends the pieces of `piece` at `cuts` (ranges of its text) to `out`.
+void AppendCuts(const Piece& piece, const ByteRanges& cuts, std::vector<Piece>* out) {
+  ReserveMore(out, cuts.size());
+  for (auto [begin, end] : cuts)
+    out->push_back(Piece{piece.text.substr(begin, end - begin), piece.at_origin && begin == 0});
+}
+
+// Apply of a pre-tokenizer that only cuts: Cut on each piece.
+absl::Status ApplyByCutting(const PreTokenizer& pre, std::vector<Piece>* pieces) {
+  ByteRanges cuts;
+  return ForEachPiece(pieces, [&](const Piece& piece, std::vector<Piece>* out) {
+    if (piece.text.empty())
+      return absl::OkStatus();
+    cuts.assign(1, {0, piece.text.size()});
+    SY_RETURN_IF_ERROR(pre.Cut(piece.text, &cuts));
+    AppendCuts(piece, cuts, out);
+    return absl::OkStatus();
+  });
+}
+
+// Base of the pre-tokenizers that only cut: they define Cut alone.
+class CuttingPreTokenizer : public PreTokenizer {
+ public:
+  absl::Status Apply(std::vector<Piece>* pieces) const final {
+    return ApplyByCutting(*this, pieces);
+  }
+  bool OnlyCuts() const final { return true; }
+};
+
+absl::StatusOr<SplitBehavior> ParseBehavior(std::string_view name, const JsonPath& at) {
+  if (name == "Removed")
+    return SplitBehavior::kRemoved;
+  if (name == "Isolated")
+    return SplitBehavior::kIsolated;
+  if (name == "MergedWithPrevious")
+    return SplitBehavior::kMergedWithPrevious;
+  if (name == "MergedWithNext")
+    return SplitBehavior::kMergedWithNext;
+  if (name == "Contiguous")
+    return SplitBehavior::kContiguous;
+  return at.Error(fmt::format("unknown split behavior \"{}\"", name));
+}
+
+class SequencePreTokenizer final : public PreTokenizer {
+ public:
+  explicit SequencePreTokenizer(std::vector<std::unique_ptr<PreTokenizer>> items)
+      : items_(std::move(items)),
+        only_cuts_(std::all_of(items_.begin(), items_.end(),
+                               [](const auto& item) { return item->OnlyCuts(); })) {}
+  absl::Status Apply(std::vector<Piece>* pieces) const override {
+    // Cutting all the way through copies each word once, not once per step.
+    if (only_cuts_)
+      return ApplyByCutting(*this, pieces);
+    for (const auto& item : items_)
+      SY_RETURN_IF_ERROR(item->Apply(pieces));
+    return absl::OkStatus();
+  }
+  bool OnlyCuts() const override { return only_cuts_; }
+  absl::Status Cut(std::string_view text, ByteRanges* ranges) const override {
+    for (const auto& item : items_)
+      SY_RETURN_IF_ERROR(item->Cut(text, ranges));
+    return absl::OkStatus();
+  }
+  bool DefersByteMapping() const override {
+    return !items_.empty() && items_.back()->DefersByteMapping();
+  }
+
+ private:
+  std::vector<std::unique_ptr<PreTokenizer>> items_;
+  bool only_cuts_;
+};
+
+class SplitPreTokenizer final : public CuttingPreTokenizer {
+ public:
+  SplitPreTokenizer(std::string literal, std::unique_ptr<Regex> regex, SplitBehavior behavior,
+                    bool invert)
+      : literal_(std::move(literal)),
+        regex_(std::move(regex)),
+        behavior_(behavior),
+        invert_(invert) {}
+  absl::Status Cut(std::string_view text, ByteRanges* ranges) const override {
+    return CutEach(text, ranges, invert_, behavior_, [&](std::string_view s, ByteRanges* matches) {
+      if (regex_ != nullptr)
+        return regex_->FindAll(s, matches);
+      if (!literal_.empty()) {
+        size_t pos = 0;
+        while ((pos = s.find(literal_, pos)) != std::string_view::npos) {
+          matches->emplace_back(pos, pos + literal_.size());
+          pos += literal_.size();
+        }
+      }
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  std::string literal_;
+  std::unique_ptr<Regex> regex_;
+  SplitBehavior behavior_;
+  bool invert_;
+};
+
+class ByteLevelPreTokenizer final : public PreTokenizer {
+ public:
+  ByteLevelPreTokenizer(bool add_prefix_space, std::unique_ptr<Regex> regex, bool defer)
+      : add_prefix_space_(add_prefix_space), regex_(std::move(regex)), defer_(defer) {}
+  absl::Status Apply(std::vector<Piece>* pieces) const override {
+    if (OnlyCuts()) {
+      if (regex_ != nullptr)
+        return ApplyByCutting(*this, pieces);
+      // Nothing to add, split or map: only the empty pieces go.
+      std::erase_if(*pieces, [](const Piece& piece) { return piece.text.empty(); });
+      return absl::OkStatus();
+    }
+    ByteRanges matches, cuts;
+    SY_RETURN_IF_ERROR(ForEachPiece(pieces, [&](const Piece& in, std::vector<Piece>* out) {
+      Piece piece = in;
+      if (add_prefix_space_ && (piece.text.empty() || piece.text[0] != ' ')) {
+        piece.text.insert(0, 1, ' ');
+      }
+      if (regex_ == nullptr) {
+        if (!piece.text.empty())
+          out->push_back(std::move(piece));
+        return absl::OkStatus();
+      }
+      matches.clear();
+      cuts.clear();
+      SY_RETURN_IF_ERROR(regex_->FindAll(piece.text, &matches));
+      CutByMatches(0, piece.text.size(), matches, false, SplitBehavior::kIsolated, &cuts);
+      AppendCuts(piece, cuts, out);
+      return absl::OkStatus();
+    }));
+    if (!defer_) {
+      for (Piece& piece : *pieces) {
+        std::string mapped;
+        AppendByteLevel(piece.text, &mapped);
+        piece.text = std::move(mapped);
+      }
+    }
+    return absl::OkStatus();
+  }
+  bool OnlyCuts() const override { return defer_ && !add_prefix_space_; }
+  absl::Status Cut(std::string_view text, ByteRanges* ranges) const override {
+    if (regex_ == nullptr)
+      return absl::OkStatus();
+    return CutEach(
+        text, ranges, false, SplitBehavior::kIsolated,
+        [&](std::string_view s, ByteRanges* matches) { return regex_->FindAll(s, matches); });
+  }
+  bool DefersByteMapping() const override { return defer_; }
+
+ private:
+  bool add_prefix_space_;
+  std::unique_ptr<Regex> regex_;
+  bool defer_;
+};
+
+class MetaspacePreTokenizer final : public PreTokenizer {
+ public:
+  MetaspacePreTokenizer(std::string replacement, PrependScheme scheme, bool split)
+      : replacement_(std::move(replacement)), scheme_(scheme), split_(split) {}
+  absl::Status Apply(std::vector<Piece>* pieces) const override {
+    ByteRanges matches, cuts;
+    return ForEachPiece(pieces, [&](const Piece& in, std::vector<Piece>* out) {
+      Piece piece{std::string(), in.at_origin};
+      for (char c : in.text) {
+        if (c == ' ') {
+          piece.text.append(replacement_);
+        } else {
+          piece.text.push_back(c);
+        }
+      }
+      bool starts_with = piece.text.compare(0, replacement_.size(), replacement_) == 0;
+      if (!starts_with && (scheme_ == PrependScheme::kAlways ||
+                           (scheme_ == PrependScheme::kFirst && piece.at_origin))) {
+        piece.text.insert(0, replacement_);
+      }
+      if (!split_) {
+        if (!piece.text.empty())
+          out->push_back(std::move(piece));
+        return absl::OkStatus();
+      }
+      matches.clear();
+      cuts.clear();
+      size_t pos = 0;
+      while ((pos = piece.text.find(replacement_, pos)) != std::string::npos) {
+        matches.emplace_back(pos, pos + replacement_.size());
+        pos += replacement_.size();
+      }
+      CutByMatches(0, piece.text.size(), matches, false, SplitBehavior::kMergedWithNext, &cuts);
+      AppendCuts(piece, cuts, out);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  std::string replacement_;
+  PrependScheme scheme_;
+  bool split_;
+};
+
+// Splits by a code point predicate with a fixed behavior.
+class CharSplitPreTokenizer final : public CuttingPreTokenizer {
+ public:
+  CharSplitPreTokenizer(bool (*pred)(uint32_t), SplitBehavior behavior)
+      : pred_(pred), behavior_(behavior) {}
+  absl::Status Cut(std::string_view text, ByteRanges* ranges) const override {
+    return CutEach(text, ranges, false, behavior_, [&](std::string_view s, ByteRanges* matches) {
+      CharMatches(s, pred_, matches);
+      return absl::OkStatus();
+    });
+  }
+
+ private:
+  bool (*pred_)(uint32_t);
+  SplitBehavior behavior_;
+};
+
+class CharDelimiterPreTokenizer final : public CuttingPreTokenizer {
+ public:
+  explicit CharDelimiterPreTokenizer(uint32_t delimiter) : delimiter_(delimiter) {}
+  absl::Status Cut(std::string_view text, ByteRanges* ranges) const override {
+    return CutEach(text, ranges, false, SplitBehavior::kRemoved,
+                   [&](std::string_view s, ByteRanges* matches) {
+                     CharMatches(
+                         s, [this](uint32_t cp) { return cp == delimiter_; }, matches);
+                     return absl::OkStatus();
+                   });
+  }
+
+ private:
+  uint32_t delimiter_;
+};
+
+bool IsNumberCp(uint32_t cp) {
+  return IsNumber(cp);
+}
+
+absl::StatusOr<std::unique_ptr<Regex>> CompileAt(std::string_view pattern, const JsonPath& at) {
+  auto regex = Regex::Compile(pattern);
+  if (!regex.ok())
+    return at.Error(std::string(regex.status().message()));
+  return std::move(*regex);
+}
+
+}  // namespace
+
+absl::Status PreTokenizer::Cut(std::string_view, ByteRanges*) const {
+  return absl::InternalError("Cut on a pre-tokenizer that changes text (OnlyCuts() is false)");
 }
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeByteLevelSplit(std::string_view pattern) {

@@ -5,12 +5,14 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "simdjson.h"
 
+#include "text/internal/byte_ranges.h"
 #include "text/internal/json_fields.h"
 
 namespace switchyard::text::internal {
@@ -30,6 +32,14 @@ class PreTokenizer {
   virtual ~PreTokenizer() = default;
   // Replaces `pieces` by their splits; empty pieces are dropped.
   virtual absl::Status Apply(std::vector<Piece>* pieces) const = 0;
+  // True when every piece Apply makes is an unchanged substring of its input (nothing is
+  // added, replaced or mapped), so that Cut may stand for Apply. Split, Digits,
+  // Punctuation, Whitespace, WhitespaceSplit, BertPreTokenizer, CharDelimiterSplit, a
+  // ByteLevel that adds no prefix space and defers its mapping, and Sequences of these.
+  virtual bool OnlyCuts() const { return false; }
+  // Replaces `ranges` (non-empty ranges of `text`, in order) by the ranges of the pieces
+  // Apply would make of them: Apply without copying text. REQUIRES: OnlyCuts().
+  virtual absl::Status Cut(std::string_view text, ByteRanges* ranges) const;
   // True for a ByteLevel pre-tokenizer whose byte -> character mapping was left to the
   // model (see ParsePreTokenizer).
   virtual bool DefersByteMapping() const { return false; }
@@ -47,10 +57,5 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(simdjson::dom::e
 // Byte-level splitting by `pattern` (Isolated) with the byte mapping deferred to the model;
 // for FromVocab.
 absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeByteLevelSplit(std::string_view pattern);
-
-// Splits `s` by the match ranges (sorted, non-overlapping) with `behavior`; appends the
-// non-empty results. Exposed for tests.
-void SplitByMatches(const Piece& piece, const std::vector<std::pair<size_t, size_t>>& matches,
-                    bool invert, SplitBehavior behavior, std::vector<Piece>* out);
 
 }  // namespace switchyard::text::internal

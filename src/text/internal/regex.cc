@@ -102,8 +102,7 @@ Regex::~Regex() {
   pcre2_code_free(code_);
 }
 
-absl::Status Regex::FindAll(std::string_view s,
-                            std::vector<std::pair<size_t, size_t>>* matches) const {
+absl::Status Regex::FindAll(std::string_view s, ByteRanges* matches) const {
   if (known_) {
     FindKnownSplits(*known_, s, matches);
     return absl::OkStatus();

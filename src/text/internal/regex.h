@@ -10,12 +10,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "text/internal/byte_ranges.h"
 #include "text/internal/split_matcher.h"
 
 struct pcre2_real_code_8;
@@ -38,7 +37,7 @@ class Regex {
 
   // Appends the [begin, end) byte ranges of successive non-overlapping matches in `s`
   // (valid UTF-8). After an empty match the search resumes one character later.
-  absl::Status FindAll(std::string_view s, std::vector<std::pair<size_t, size_t>>* matches) const;
+  absl::Status FindAll(std::string_view s, ByteRanges* matches) const;
 
   const std::string& pattern() const { return pattern_; }
 

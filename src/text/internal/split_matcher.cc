@@ -61,8 +61,27 @@ class Scanner {
     return Char{cp, cls, next};
   }
 
+  // The end of the run of characters of class `cls` starting at `pos`.
+  size_t RunEnd(size_t pos, uint8_t cls) const {
+    // Most runs are ASCII: one table load and compare per byte.
+    while (pos < s_.size()) {
+      auto byte = static_cast<unsigned char>(s_[pos]);
+      if (byte < 0x80) {
+        if (kAscii.cls[byte] != cls)
+          break;
+        ++pos;
+        continue;
+      }
+      Char c = At(pos);
+      if (c.cls != cls)
+        break;
+      pos = c.next;
+    }
+    return pos;
+  }
+
   // The end of the run of characters of class `cls` starting at `pos`, at most `limit` long.
-  size_t RunEnd(size_t pos, uint8_t cls, size_t limit = SIZE_MAX) const {
+  size_t RunEnd(size_t pos, uint8_t cls, size_t limit) const {
     size_t count = 0;
     while (pos < s_.size() && count < limit) {
       Char c = At(pos);
@@ -192,8 +211,7 @@ std::optional<KnownSplitPattern> RecognizeSplitPattern(std::string_view pattern)
   return std::nullopt;
 }
 
-void FindKnownSplits(KnownSplitPattern kind, std::string_view s,
-                     std::vector<std::pair<size_t, size_t>>* matches) {
+void FindKnownSplits(KnownSplitPattern kind, std::string_view s, ByteRanges* matches) {
   Scanner scanner(s);
   size_t pos = 0;
   while (pos < s.size()) {

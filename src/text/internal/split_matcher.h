@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <optional>
 #include <string_view>
-#include <utility>
-#include <vector>
+
+#include "text/internal/byte_ranges.h"
 
 namespace switchyard::text::internal {
 
@@ -20,7 +20,6 @@ std::optional<KnownSplitPattern> RecognizeSplitPattern(std::string_view pattern)
 
 // Appends the [begin, end) byte ranges of the successive matches of `kind` in `s` (valid
 // UTF-8). These patterns match at every position, so the ranges tile `s`.
-void FindKnownSplits(KnownSplitPattern kind, std::string_view s,
-                     std::vector<std::pair<size_t, size_t>>* matches);
+void FindKnownSplits(KnownSplitPattern kind, std::string_view s, ByteRanges* matches);
 
 }  // namespace switchyard::text::internal

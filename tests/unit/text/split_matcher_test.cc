@@ -16,7 +16,7 @@
 namespace switchyard::text::internal {
 namespace {
 
-using Ranges = std::vector<std::pair<size_t, size_t>>;
+using Ranges = ByteRanges;
 
 struct Engines {
   std::unique_ptr<Regex> fast;

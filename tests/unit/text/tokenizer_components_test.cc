@@ -86,6 +86,77 @@ TEST(PreTokenizerTest, DigitsPunctuationWhitespace) {
               ElementsAre("a", "b", "c"));
 }
 
+// Encode cuts the text with Cut when a pre-tokenizer only cuts; the words must be those
+// Apply makes.
+TEST(PreTokenizerTest, CutGivesTheWordsOfApply) {
+  const std::vector<std::string> cutting = {
+      Split("Removed"),
+      Split("Isolated"),
+      Split("MergedWithPrevious"),
+      Split("MergedWithNext"),
+      Split("Contiguous"),
+      Split("Removed", true),
+      Split("Contiguous", true),
+      R"({"type": "Split", "pattern": {"Regex": "\\p{N}+"}, "behavior": "MergedWithNext"})",
+      R"({"type": "Digits", "individual_digits": true})",
+      R"({"type": "Digits", "individual_digits": false})",
+      R"({"type": "Punctuation"})",
+      R"({"type": "Whitespace"})",
+      R"({"type": "WhitespaceSplit"})",
+      R"({"type": "BertPreTokenizer"})",
+      R"({"type": "CharDelimiterSplit", "delimiter": "é"})",
+      R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})",
+      R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": false})",
+      R"({"type": "Sequence", "pretokenizers": [{"type": "Digits", "individual_digits": true},
+          {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true}]})",
+  };
+  const std::vector<std::string> texts = {
+      "", " ", "a", "  a  b  ", "Hello world's  x, 1234 é!\n\n  yé 42é", "é  é", "12 34,56"};
+  for (const std::string& json : cutting) {
+    auto doc = base::JsonDocument::Parse(json, "test");
+    ASSERT_TRUE(doc.ok()) << doc.status();
+    auto pre = ParsePreTokenizer((*doc)->root(), JsonPath{"test", "pre"}, true);
+    ASSERT_TRUE(pre.ok()) << pre.status();
+    ASSERT_TRUE((*pre)->OnlyCuts()) << json;
+    for (const std::string& text : texts) {
+      std::vector<Piece> pieces = {Piece{text, true}};
+      ASSERT_TRUE((*pre)->Apply(&pieces).ok());
+      std::vector<std::string> applied;
+      for (const Piece& p : pieces)
+        applied.push_back(p.text);
+      ByteRanges ranges;
+      if (!text.empty())
+        ranges.emplace_back(0, text.size());
+      ASSERT_TRUE((*pre)->Cut(text, &ranges).ok());
+      std::vector<std::string> cut;
+      for (auto [begin, end] : ranges)
+        cut.push_back(text.substr(begin, end - begin));
+      EXPECT_EQ(cut, applied) << json << " on \"" << text << "\"";
+    }
+  }
+}
+
+TEST(PreTokenizerTest, TextChangingStepsDoNotOnlyCut) {
+  for (const char* json : {
+           R"({"type": "ByteLevel", "add_prefix_space": true, "use_regex": true})",
+           R"({"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first"})",
+           R"({"type": "Sequence", "pretokenizers": [{"type": "WhitespaceSplit"},
+               {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "first"}]})",
+       }) {
+    auto doc = base::JsonDocument::Parse(json, "test");
+    ASSERT_TRUE(doc.ok()) << doc.status();
+    auto pre = ParsePreTokenizer((*doc)->root(), JsonPath{"test", "pre"}, true);
+    ASSERT_TRUE(pre.ok()) << pre.status();
+    EXPECT_FALSE((*pre)->OnlyCuts()) << json;
+  }
+  // Without the deferral a ByteLevel step maps bytes to characters.
+  auto doc = base::JsonDocument::Parse(
+      R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})", "test");
+  auto pre = ParsePreTokenizer((*doc)->root(), JsonPath{"test", "pre"}, false);
+  ASSERT_TRUE(pre.ok()) << pre.status();
+  EXPECT_FALSE((*pre)->OnlyCuts());
+}
+
 std::string Normalize(const std::string& json, const std::string& text) {
   auto doc = base::JsonDocument::Parse(json, "test");
   auto n = ParseNormalizer((*doc)->root(), JsonPath{"test", "normalizer"});
@@ -162,7 +233,7 @@ TEST(RegexTest, WhitespaceMatchesOniguruma) {
   // Oniguruma's \s is White_Space: U+0085 yes, U+001C no.
   auto re = Regex::Compile("\\s+|[^\\s]+");
   ASSERT_TRUE(re.ok());
-  std::vector<std::pair<size_t, size_t>> m;
+  ByteRanges m;
   ASSERT_TRUE((*re)->FindAll("a\xC2\x85\x1c", &m).ok());
   EXPECT_THAT(m, ElementsAre(std::pair<size_t, size_t>{0, 1}, std::pair<size_t, size_t>{1, 3},
                              std::pair<size_t, size_t>{3, 4}));
@@ -172,7 +243,7 @@ TEST(RegexTest, WhitespaceMatchesOniguruma) {
 TEST(RegexTest, EmptyMatchesAdvance) {
   auto re = Regex::Compile("x*");
   ASSERT_TRUE(re.ok());
-  std::vector<std::pair<size_t, size_t>> m;
+  ByteRanges m;
   ASSERT_TRUE((*re)->FindAll("axé", &m).ok());
   EXPECT_THAT(m, ElementsAre(std::pair<size_t, size_t>{0, 0}, std::pair<size_t, size_t>{1, 2},
                              std::pair<size_t, size_t>{2, 2}, std::pair<size_t, size_t>{4, 4}));
