@@ -1,5 +1,8 @@
 #include "base/utf8.h"
 
+#include <cstdint>
+#include <cstring>
+
 namespace switchyard::base {
 
 Utf8Decoded DecodeUtf8(std::string_view s) {
@@ -66,7 +69,15 @@ void AppendUtf8(uint32_t cp, std::string* out) {
 bool IsValidUtf8(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
-    // ASCII runs (most prompts are mostly ASCII) need no decoding.
+    // ASCII runs (most prompts are mostly ASCII) need no decoding: 8 bytes at a time.
+    uint64_t word = 0;
+    if (i + sizeof(word) <= s.size()) {
+      std::memcpy(&word, s.data() + i, sizeof(word));
+      if ((word & 0x8080808080808080ULL) == 0) {
+        i += sizeof(word);
+        continue;
+      }
+    }
     if (static_cast<unsigned char>(s[i]) < 0x80) {
       ++i;
       continue;

@@ -60,5 +60,22 @@ TEST(Utf8Test, EncodeRoundTrips) {
   }
 }
 
+// ASCII is checked 8 bytes at a time: a bad byte anywhere, in a word or in the tail, is
+// still found.
+TEST(Utf8Test, ValidityAtEveryPositionOfLongText) {
+  const std::string ascii(37, 'a');
+  EXPECT_TRUE(IsValidUtf8(ascii));
+  for (size_t at = 0; at < ascii.size(); ++at) {
+    std::string bad = ascii;
+    bad[at] = '\xFF';
+    EXPECT_FALSE(IsValidUtf8(bad)) << at;
+    std::string good = ascii;
+    good.replace(at, 1, "\xE2\x82\xAC");  // a valid 3-byte character
+    EXPECT_TRUE(IsValidUtf8(good)) << at;
+    std::string cut = ascii.substr(0, at) + "\xE2\x82";  // cut short at the end
+    EXPECT_FALSE(IsValidUtf8(cut)) << at;
+  }
+}
+
 }  // namespace
 }  // namespace switchyard::base
