@@ -31,6 +31,25 @@ std::vector<size_t> ShuffledOrder(size_t n, std::mt19937_64& rng) {
 
 Candidates MaxScorePicker::Pick(const Candidates& candidates, std::span<const double> scores,
                                 std::mt19937_64& rng) {
+  if (max_endpoints_ <= 1) {
+    // One pass: the best total, ties broken uniformly (the i-th tie seen replaces the pick
+    // with probability 1/i).
+    Candidates out;
+    size_t best = 0;
+    size_t ties = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (ties == 0 || scores[i] > scores[best]) {
+        best = i;
+        ties = 1;
+      } else if (scores[i] == scores[best] &&
+                 std::uniform_int_distribution<size_t>(0, ties++)(rng) == 0) {
+        best = i;
+      }
+    }
+    if (ties > 0)
+      out.push_back(candidates[best]);
+    return out;
+  }
   // Shuffle, then a stable sort: equal totals end up in random order.
   std::vector<double> keys(scores.begin(), scores.end());
   return TopByKey(candidates, keys, ShuffledOrder(candidates.size(), rng), max_endpoints_);

@@ -123,6 +123,27 @@ TEST(PickersTest, MaxScoreBreaksTiesAtRandom) {
   EXPECT_NE(two[1]->name, "c");
 }
 
+TEST(PickersTest, MaxScoreSpreadsAThreeWayTieEvenlyAndFindsALoneMaxAnywhere) {
+  std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
+                               MakeEndpoint("c", 0, 0), MakeEndpoint("d", 0, 0)};
+  std::mt19937_64 rng(11);
+  std::map<std::string, int> picks;
+  for (int i = 0; i < 3000; ++i)
+    ++picks[MaxScorePicker()
+                .Pick(Ptrs(eps), std::vector<double>{0.7, 0.2, 0.7, 0.7}, rng)
+                .at(0)
+                ->name];
+  EXPECT_EQ(picks.count("b"), 0u);
+  for (const char* name : {"a", "c", "d"})
+    EXPECT_NEAR(picks[name], 1000, 150) << name;
+  for (size_t best = 0; best < eps.size(); ++best) {
+    std::vector<double> scores(eps.size(), 0.1);
+    scores[best] = 0.9;
+    EXPECT_EQ(MaxScorePicker().Pick(Ptrs(eps), scores, rng).at(0), &eps[best]);
+  }
+  EXPECT_TRUE(MaxScorePicker().Pick({}, {}, rng).empty());
+}
+
 TEST(PickersTest, WeightedRandomFollowsTheWeights) {
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
                                MakeEndpoint("zero", 0, 0)};
