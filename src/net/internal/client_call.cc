@@ -67,18 +67,34 @@ void ClientCallHandle::Resume() {
   });
 }
 
-ClientCall::ClientCall(ClientLoop* loop, HttpClientRequest request,
+ClientCall::ClientCall(ClientLoop* loop, const HttpClientRequest& request,
                        std::shared_ptr<HttpResponseHandler> handler,
                        std::shared_ptr<const ClientCallHandle> handle,
                        std::optional<size_t> body_limit)
     : loop_(loop),
       options_(loop->options()),
-      request_(std::move(request)),
+      upstream_(request.upstream),
+      body_(request.body),
+      head_method_(request.method == "HEAD"),
       handler_(std::move(handler)),
       handle_(std::move(handle)),
       body_limit_(body_limit),
       socket_(loop->context()),
-      deadline_(loop->context().get_executor(), [this] { OnDeadline(); }) {}
+      deadline_(loop->context().get_executor(), [this] { OnDeadline(); }) {
+  RequestHead head;
+  head.method = request.method;
+  head.target = request.target;
+  head.host = request.upstream;
+  head.headers = &request.headers;
+  if (!request.body.empty() || SendsBody(request.method))
+    head.content_length = request.body.size();
+  absl::StatusOr<std::string> bytes = EncodeRequestHead(head);
+  if (bytes.ok()) {
+    head_bytes_ = *std::move(bytes);
+  } else {
+    bad_request_ = bytes.status();
+  }
+}
 
 void ClientCall::Start() {
   absl::Status status = Prepare();
@@ -102,7 +118,7 @@ absl::Status ClientCall::Begin() {
   loop_->Add(shared_from_this());
   registered_ = true;
   in_ = loop_->TakeReadBuffer();
-  if (std::optional<Socket> pooled = loop_->pool().Acquire(request_.upstream)) {
+  if (std::optional<Socket> pooled = loop_->pool().Acquire(upstream_)) {
     socket_ = std::move(*pooled);
     reused_ = true;
     Write();
@@ -116,26 +132,15 @@ absl::Status ClientCall::Begin() {
 absl::Status ClientCall::ParseUpstreamOnce() {
   if (port_ != 0)
     return absl::OkStatus();
-  return ParseUpstream(request_.upstream, &host_, &port_);
+  return ParseUpstream(upstream_, &host_, &port_);
 }
 
-absl::Status ClientCall::Prepare() {
+absl::Status ClientCall::Prepare() const {
   if (loop_->stopping())
     return absl::CancelledError(fmt::format("{}: the client is stopping", Describe()));
   if (handle_->cancel_requested())
     return absl::CancelledError(fmt::format("{}: request cancelled", Describe()));
-  RequestHead head;
-  head.method = request_.method;
-  head.target = request_.target;
-  head.host = request_.upstream;
-  head.headers = &request_.headers;
-  if (!request_.body.empty() || SendsBody(request_.method))
-    head.content_length = request_.body.size();
-  absl::StatusOr<std::string> bytes = EncodeRequestHead(head);
-  if (!bytes.ok())
-    return bytes.status();
-  head_bytes_ = std::move(*bytes);
-  return absl::OkStatus();
+  return bad_request_;
 }
 
 void ClientCall::Connect() {
@@ -194,7 +199,7 @@ void ClientCall::Write() {
   // has not answered it either.
   ArmDeadline(options_.first_byte_timeout);
   const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_bytes_),
-                                                     asio::buffer(request_.body)};
+                                                     asio::buffer(body_.data(), body_.size())};
   asio::async_write(
       socket_, buffers,
       [self = shared_from_this()](const ErrorCode& ec, size_t /*bytes*/) { self->OnWritten(ec); });
@@ -294,7 +299,7 @@ void ClientCall::Finish(const absl::Status& status) {
   }
   registered_ = false;
   const std::shared_ptr<HttpResponseHandler> handler = std::move(handler_);
-  request_ = {};
+  body_ = {};
   handler->OnDone(status);
 }
 
@@ -304,7 +309,15 @@ void ClientCall::CloseSocket() {
 }
 
 std::string ClientCall::Describe() const {
-  return fmt::format("httpc: {} http://{}{}", request_.method, request_.upstream, request_.target);
+  // The method and the target from the request line, "POST /v1/completions HTTP/1.1" (neither
+  // holds a space); none when the request could not be encoded.
+  const std::string_view line = head_bytes_;
+  const size_t method_end = line.find(' ');
+  if (method_end == std::string_view::npos)
+    return fmt::format("httpc: http://{}", upstream_);
+  const size_t target_end = line.find(' ', method_end + 1);
+  return fmt::format("httpc: {} http://{}{}", line.substr(0, method_end), upstream_,
+                     line.substr(method_end + 1, target_end - method_end - 1));
 }
 
 }  // namespace switchyard::net::internal

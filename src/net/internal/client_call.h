@@ -65,7 +65,8 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
  public:
   // `body_limit`: the most body bytes accepted (more fails with ResourceExhausted); unset
   // for no limit (a stream).
-  ClientCall(ClientLoop* loop, HttpClientRequest request,
+  // Encodes the request's head and takes a share of its body; keeps nothing else of it.
+  ClientCall(ClientLoop* loop, const HttpClientRequest& request,
              std::shared_ptr<HttpResponseHandler> handler,
              std::shared_ptr<const ClientCallHandle> handle, std::optional<size_t> body_limit);
   ClientCall(const ClientCall&) = delete;
@@ -96,7 +97,7 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
 
   // Why the call cannot start (the loop is stopping, the request is bad), or OK. The upstream
   // is checked only when a connection is made (ParseUpstreamOnce).
-  absl::Status Prepare();
+  absl::Status Prepare() const;
   // Takes a pooled connection or connects; errors: a bad upstream. REQUIRES: Prepare
   // succeeded.
   absl::Status Begin();
@@ -131,7 +132,14 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
 
   ClientLoop* const loop_;
   const HttpClientOptions& options_;
-  HttpClientRequest request_;
+  std::string upstream_;  // "host:port": the pool's key
+  // The request line and headers, and the body, as they go out; with the first attempt's
+  // connection and, again, with a fresh one when a pooled one failed before the response.
+  // head_bytes_ is empty when the request could not be encoded (bad_request_ says why).
+  std::string head_bytes_;
+  SharedBody body_;
+  absl::Status bad_request_;
+  bool head_method_ = false;                      // HEAD: the response has no body
   std::shared_ptr<HttpResponseHandler> handler_;  // until OnDone
   const std::shared_ptr<const ClientCallHandle> handle_;
   const std::optional<size_t> body_limit_;
@@ -140,7 +148,6 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   bool registered_ = false;  // in the loop's calls in flight
   std::string host_;         // the upstream's host, without IPv6 brackets
   uint16_t port_ = 0;        // 0 until ParseUpstreamOnce
-  std::string head_bytes_;   // the encoded request line and headers
   bool reused_ = false;      // the connection came from the pool
   Socket socket_;
   std::optional<Resolver> resolver_;
