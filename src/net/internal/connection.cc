@@ -111,9 +111,17 @@ void HttpConnection::Read() {
   if (reading_ || closed_)
     return;
   reading_ = true;
-  socket_.async_read_some(
-      asio::buffer(read_chunk_),
-      [self = shared_from_this()](const ErrorCode& ec, size_t bytes) { self->OnRead(ec, bytes); });
+  // Nothing but OnRead touches in_ until a read started now ends, except a timeout's
+  // Reject, which clears it (its memory stays) and drains: the bytes are then not taken.
+  read_into_in_ = phase_ == Phase::kIdle || phase_ == Phase::kHeader || phase_ == Phase::kBody;
+  auto on_read = [self = shared_from_this()](const ErrorCode& ec, size_t bytes) {
+    self->OnRead(ec, bytes);
+  };
+  if (read_into_in_) {
+    socket_.async_read_some(in_.prepare(read_chunk_.size()), std::move(on_read));
+  } else {
+    socket_.async_read_some(asio::buffer(read_chunk_), std::move(on_read));
+  }
 }
 
 void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
@@ -128,8 +136,10 @@ void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
     return;
   }
   const auto append = [&] {
-    const auto space = in_.prepare(bytes);
-    std::memcpy(space.data(), read_chunk_.data(), bytes);
+    if (!read_into_in_) {
+      const auto space = in_.prepare(bytes);
+      std::memcpy(space.data(), read_chunk_.data(), bytes);
+    }
     in_.commit(bytes);
   };
   switch (phase_) {

@@ -125,10 +125,13 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::string remote_address_;
   bool closed_ = false;
 
-  // Read side. Reads land in read_chunk_ and are appended to in_, so that in_ can be parsed
-  // and consumed while the disconnect-detecting read is outstanding.
+  // Read side. While a request is read, reads land straight in in_, which the parser
+  // consumes. While the handler has the request, and after, they land in read_chunk_ and are
+  // appended to in_ once done, so that in_ can be parsed and consumed (the next request, when
+  // the response ends) while the disconnect-detecting read is outstanding.
   Phase phase_ = Phase::kHeader;
   bool reading_ = false;
+  bool read_into_in_ = false;  // the outstanding (or last) read's bytes go to in_
   std::array<char, 16 << 10> read_chunk_{};
   beast::flat_buffer in_;
   std::optional<RequestParser> parser_;
