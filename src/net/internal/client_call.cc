@@ -79,7 +79,6 @@ ClientCall::ClientCall(ClientLoop* loop, const HttpClientRequest& request,
       handler_(std::move(handler)),
       handle_(std::move(handle)),
       body_limit_(body_limit),
-      socket_(loop->context()),
       deadline_(loop->context().get_executor(), [this] { OnDeadline(); }) {
   RequestHead head;
   head.method = request.method;
@@ -119,7 +118,7 @@ absl::Status ClientCall::Begin() {
   registered_ = true;
   in_ = loop_->TakeReadBuffer();
   if (std::optional<Socket> pooled = loop_->pool().Acquire(upstream_)) {
-    socket_ = std::move(*pooled);
+    socket_.emplace(std::move(*pooled));
     reused_ = true;
     Write();
     return absl::OkStatus();
@@ -146,17 +145,20 @@ absl::Status ClientCall::Prepare() const {
 void ClientCall::Connect() {
   stage_ = Stage::kConnecting;
   ArmDeadline(options_.connect_timeout);
+  // A pooled connection that failed leaves its socket, closed, to connect again.
+  if (!socket_.has_value())
+    socket_.emplace(loop_->context());
   // An address needs no resolver (whose lookups run on a thread of Asio's).
   ErrorCode ec;
   const asio::ip::address address = asio::ip::make_address(host_, ec);
   if (!ec) {
-    socket_.async_connect(tcp::endpoint(address, port_),
-                          [self = shared_from_this()](const ErrorCode& connect_ec) {
-                            self->OnConnected(connect_ec);
-                          });
+    socket_->async_connect(tcp::endpoint(address, port_),
+                           [self = shared_from_this()](const ErrorCode& connect_ec) {
+                             self->OnConnected(connect_ec);
+                           });
     return;
   }
-  resolver_.emplace(socket_.get_executor());
+  resolver_.emplace(loop_->context().get_executor());
   resolver_->async_resolve(host_, std::to_string(port_), Resolver::numeric_service,
                            [self = shared_from_this()](const ErrorCode& resolve_ec,
                                                        const Resolver::results_type& results) {
@@ -173,7 +175,7 @@ void ClientCall::OnResolved(const ErrorCode& ec, const Resolver::results_type& r
     return;
   }
   asio::async_connect(
-      socket_, results,
+      *socket_, results,
       [self = shared_from_this()](const ErrorCode& connect_ec, const tcp::endpoint& /*endpoint*/) {
         self->OnConnected(connect_ec);
       });
@@ -189,7 +191,7 @@ void ClientCall::OnConnected(const ErrorCode& ec) {
   // The request goes out in one write; later small writes on a reused connection should not
   // wait for an ACK either.
   ErrorCode option_ec;
-  socket_.set_option(tcp::no_delay(true), option_ec);
+  socket_->set_option(tcp::no_delay(true), option_ec);
   Write();
 }
 
@@ -201,7 +203,7 @@ void ClientCall::Write() {
   const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_bytes_),
                                                      asio::buffer(body_.data(), body_.size())};
   asio::async_write(
-      socket_, buffers,
+      *socket_, buffers,
       [self = shared_from_this()](const ErrorCode& ec, size_t /*bytes*/) { self->OnWritten(ec); });
 }
 
@@ -304,8 +306,10 @@ void ClientCall::Finish(const absl::Status& status) {
 }
 
 void ClientCall::CloseSocket() {
+  if (!socket_.has_value())
+    return;
   ErrorCode ec;
-  socket_.close(ec);
+  socket_->close(ec);
 }
 
 std::string ClientCall::Describe() const {

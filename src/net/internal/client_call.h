@@ -149,7 +149,9 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   std::string host_;         // the upstream's host, without IPv6 brackets
   uint16_t port_ = 0;        // 0 until ParseUpstreamOnce
   bool reused_ = false;      // the connection came from the pool
-  Socket socket_;
+  // A pooled connection's, or made when connecting: most calls take a pooled one, and making
+  // a socket costs a lookup of asio's socket service.
+  std::optional<Socket> socket_;
   std::optional<Resolver> resolver_;
   // Connect, first-byte or idle timeout, by stage_. The idle timeout is not re-armed per
   // read: on expiry it re-arms itself for what is left since last_read_.
