@@ -78,8 +78,7 @@ ClientCall::ClientCall(ClientLoop* loop, const HttpClientRequest& request,
       head_method_(request.method == "HEAD"),
       handler_(std::move(handler)),
       handle_(std::move(handle)),
-      body_limit_(body_limit),
-      deadline_(loop->context().get_executor(), [this] { OnDeadline(); }) {
+      body_limit_(body_limit) {
   RequestHead head;
   head.method = request.method;
   head.target = request.target;
@@ -117,6 +116,9 @@ absl::Status ClientCall::Begin() {
   loop_->Add(shared_from_this());
   registered_ = true;
   in_ = loop_->TakeReadBuffer();
+  timer_ = loop_->TakeTimer();
+  // The loop holds the call until Finish, which unsets this.
+  timer_->on_expiry = [this] { OnDeadline(); };
   if (std::optional<Socket> pooled = loop_->pool().Acquire(upstream_)) {
     socket_.emplace(std::move(*pooled));
     reused_ = true;
@@ -239,7 +241,7 @@ void ClientCall::FailBeforeResponse(const ErrorCode& ec, std::string_view step) 
 }
 
 void ClientCall::ArmDeadline(std::chrono::milliseconds timeout) {
-  deadline_.Arm(timeout, shared_from_this());
+  timer_->deadline.Arm(timeout, timer_);
 }
 
 void ClientCall::OnDeadline() {
@@ -289,13 +291,13 @@ void ClientCall::Finish(const absl::Status& status) {
   if (stage_ == Stage::kDone)
     return;
   stage_ = Stage::kDone;
-  deadline_.Cancel();
   if (resolver_.has_value())
     resolver_->cancel();
   CloseSocket();
   // The loop may hold the last reference.
   const std::shared_ptr<ClientCall> self = shared_from_this();
   if (registered_) {
+    loop_->GiveBackTimer(std::move(timer_));
     loop_->GiveBackReadBuffer(std::move(in_));
     loop_->Remove(this);
   }

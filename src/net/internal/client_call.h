@@ -15,7 +15,8 @@
 // ClientCallHandle reaches the call only by posting to the loop.
 //
 // Ownership: the ClientLoop holds the call while it is in flight, and each pending socket
-// operation or timer holds it until it completes. The handle holds it weakly, so no call
+// operation holds it until it completes. Its timer is the loop's (CallTimer): a pending wait
+// does not hold the call. The handle holds it weakly, so no call
 // (with its socket) outlives the loop's io_context.
 #pragma once
 
@@ -32,7 +33,6 @@
 
 #include "net/http_client.h"
 #include "net/internal/beast.h"
-#include "net/internal/deadline.h"
 #include "net/internal/event_loop.h"
 #include "net/internal/message_parser.h"
 
@@ -40,6 +40,7 @@ namespace switchyard::net::internal {
 
 class ClientCall;
 class ClientLoop;
+struct CallTimer;
 
 // The HttpRequestHandle of one call. Cancel and Resume post to the call's loop; Cancel also
 // sets a flag the loop checks before every callback, so that once Cancel returned no
@@ -153,9 +154,10 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   // a socket costs a lookup of asio's socket service.
   std::optional<Socket> socket_;
   std::optional<Resolver> resolver_;
-  // Connect, first-byte or idle timeout, by stage_. The idle timeout is not re-armed per
-  // read: on expiry it re-arms itself for what is left since last_read_.
-  Deadline deadline_;
+  // Connect, first-byte or idle timeout, by stage_; the loop's, from Begin until Finish. The
+  // idle timeout is not re-armed per read: on expiry it re-arms itself for what is left since
+  // last_read_.
+  std::shared_ptr<CallTimer> timer_;
   std::chrono::steady_clock::time_point last_read_;
 
   // Response side. Reads append to in_; the parser consumes from it.
