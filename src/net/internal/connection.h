@@ -149,8 +149,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // Write side: at most one async_write_some outstanding.
   std::deque<std::string> out_;
-  size_t out_offset_ = 0;  // bytes of out_.front() already written
-  std::vector<asio::const_buffer> write_buffers_;
+  size_t out_offset_ = 0;                          // bytes of out_.front() already written
+  std::vector<asio::const_buffer> write_buffers_;  // the outstanding write's
   bool writing_ = false;
   Deadline write_deadline_;  // armed while a write is outstanding
 };
