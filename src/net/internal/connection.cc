@@ -69,6 +69,7 @@ void HttpConnection::Start() {
   phase_ = Phase::kHeader;
   NewParser();
   ArmReadTimer(server_->options.header_timeout);
+  header_timer_armed_ = true;
   Read();
 }
 
@@ -155,11 +156,9 @@ void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
       return;
     case Phase::kIdle:
       phase_ = Phase::kHeader;
-      ArmReadTimer(server_->options.header_timeout);
+      header_timer_armed_ = false;
       break;
     case Phase::kBody:
-      ArmReadTimer(server_->options.body_idle_timeout);
-      break;
     case Phase::kHeader:
       break;
   }
@@ -170,13 +169,13 @@ void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
 void HttpConnection::Parse() {
   while (true) {
     if (in_.size() == 0) {
-      Read();
+      ReadMore();
       return;
     }
     ErrorCode ec;
     in_.consume(parser_->put(in_.data(), ec));
     if (ec == http::error::need_more) {
-      Read();
+      ReadMore();
       return;
     }
     if (ec == http::error::header_limit) {
@@ -193,7 +192,6 @@ void HttpConnection::Parse() {
     }
     if (phase_ == Phase::kHeader && parser_->is_header_done()) {
       phase_ = Phase::kBody;
-      ArmReadTimer(server_->options.body_idle_timeout);
       MaybeSendContinue();
     }
     if (parser_->is_done()) {
@@ -201,6 +199,17 @@ void HttpConnection::Parse() {
       return;
     }
   }
+}
+
+void HttpConnection::ReadMore() {
+  // A request that came whole in one read arms neither timeout.
+  if (phase_ == Phase::kHeader && !header_timer_armed_) {
+    ArmReadTimer(server_->options.header_timeout);
+    header_timer_armed_ = true;
+  } else if (phase_ == Phase::kBody) {
+    ArmReadTimer(server_->options.body_idle_timeout);
+  }
+  Read();
 }
 
 void HttpConnection::MaybeSendContinue() {
@@ -262,7 +271,7 @@ void HttpConnection::FinishResponse() {
   NewParser();
   if (in_.size() > 0) {
     phase_ = Phase::kHeader;
-    ArmReadTimer(server_->options.header_timeout);
+    header_timer_armed_ = false;
     Parse();
   } else {
     phase_ = Phase::kIdle;

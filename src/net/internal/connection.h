@@ -102,6 +102,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void Read();
   void OnRead(const ErrorCode& ec, size_t bytes);
   void Parse();
+  // Reads on for more of the request, its timeout running: the header timeout from the first
+  // read of the request that did not complete its head (armed once per request), the body
+  // timeout from each read.
+  void ReadMore();
   void Dispatch();
   void Reject(int status, std::string_view message);
   void MaybeSendContinue();
@@ -135,7 +139,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::array<char, 16 << 10> read_chunk_{};
   beast::flat_buffer in_;
   std::optional<RequestParser> parser_;
-  Deadline read_deadline_;  // header, body idle, keep-alive or drain timeout, by phase_
+  Deadline read_deadline_;           // header, body idle, keep-alive or drain timeout, by phase_
+  bool header_timer_armed_ = false;  // for the request being read
 
   // The response to the current request.
   uint64_t seq_ = 0;
