@@ -78,15 +78,15 @@ class HttpClientImpl final : public HttpClient {
 
   ~HttpClientImpl() override { Stop(); }
 
-  std::shared_ptr<HttpRequestHandle> Send(HttpClientRequest request,
+  std::shared_ptr<HttpRequestHandle> Send(const HttpClientRequest& request,
                                           std::shared_ptr<HttpResponseHandler> handler,
                                           std::optional<int> loop) override {
-    return StartCall(std::move(request), std::move(handler), loop, std::nullopt);
+    return StartCall(request, std::move(handler), loop, std::nullopt);
   }
 
-  void Fetch(HttpClientRequest request,
+  void Fetch(const HttpClientRequest& request,
              std::function<void(absl::StatusOr<Response>)> done) override {
-    StartCall(std::move(request), std::make_shared<FetchHandler>(std::move(done)), std::nullopt,
+    StartCall(request, std::make_shared<FetchHandler>(std::move(done)), std::nullopt,
               options_.max_response_bytes);
   }
 
@@ -104,15 +104,14 @@ class HttpClientImpl final : public HttpClient {
   }
 
  private:
-  std::shared_ptr<HttpRequestHandle> StartCall(HttpClientRequest request,
+  std::shared_ptr<HttpRequestHandle> StartCall(const HttpClientRequest& request,
                                                std::shared_ptr<HttpResponseHandler> handler,
                                                std::optional<int> loop_hint,
                                                std::optional<size_t> body_limit) {
     ClientLoop& loop = *loops_[PickLoop(loop_hint)];
     auto handle = std::make_shared<ClientCallHandle>(loop.poster());
     auto call = std::allocate_shared<ClientCall>(base::RecyclingAllocator<ClientCall>(), &loop,
-                                                 std::move(request), std::move(handler), handle,
-                                                 body_limit);
+                                                 request, std::move(handler), handle, body_limit);
     handle->Bind(call);
     // On the call's own loop (a proxy's handler or a callback of this client) it starts at
     // once: no post, no second handler. Once Stop began there, it is abandoned as after Stop.
@@ -151,10 +150,10 @@ class HttpClientImpl final : public HttpClient {
 
 }  // namespace
 
-std::shared_ptr<HttpRequestHandle> HttpClient::Send(HttpClientRequest request,
+std::shared_ptr<HttpRequestHandle> HttpClient::Send(const HttpClientRequest& request,
                                                     HttpClientCallbacks callbacks,
                                                     std::optional<int> loop) {
-  return Send(std::move(request), std::make_shared<CallbackHandler>(std::move(callbacks)), loop);
+  return Send(request, std::make_shared<CallbackHandler>(std::move(callbacks)), loop);
 }
 
 absl::StatusOr<std::unique_ptr<HttpClient>> HttpClient::Start(const HttpClientOptions& options) {

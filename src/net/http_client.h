@@ -40,15 +40,19 @@
 #include "absl/status/statusor.h"
 
 #include "net/http_server.h"
+#include "net/shared_body.h"
 
 namespace switchyard::net {
 
+// What Send reads once, when called: the call keeps the encoded head and a share of the body,
+// not the request, so that a caller that retries elsewhere sends the same request again
+// without copying it.
 struct HttpClientRequest {
   std::string method = "GET";
   std::string upstream;  // "host:port"
   std::string target;    // "/v1/completions"
   HeaderList headers;    // Host and Content-Length are set by the client
-  std::string body;
+  SharedBody body;
 };
 
 // Receives one request's response, on the request's loop, in the order above. The call holds
@@ -105,10 +109,11 @@ class HttpClient {
   // Starts a request on loop `loop` (any value; taken modulo the number of loops); when
   // unset, on the calling thread's loop if it runs one of the client's loops (a callback of
   // this client, or a handler of a server sharing its loops), else round-robin.
-  virtual std::shared_ptr<HttpRequestHandle> Send(HttpClientRequest request,
+  virtual std::shared_ptr<HttpRequestHandle> Send(const HttpClientRequest& request,
                                                   std::shared_ptr<HttpResponseHandler> handler,
                                                   std::optional<int> loop = std::nullopt) = 0;
-  std::shared_ptr<HttpRequestHandle> Send(HttpClientRequest request, HttpClientCallbacks callbacks,
+  std::shared_ptr<HttpRequestHandle> Send(const HttpClientRequest& request,
+                                          HttpClientCallbacks callbacks,
                                           std::optional<int> loop = std::nullopt);
 
   // Convenience for small responses (metrics scrapes, health): the whole body, or the error.
@@ -117,7 +122,7 @@ class HttpClient {
     HeaderList headers;
     std::string body;
   };
-  virtual void Fetch(HttpClientRequest request,
+  virtual void Fetch(const HttpClientRequest& request,
                      std::function<void(absl::StatusOr<Response>)> done) = 0;
 
   // Cancels everything in flight (on_done(Cancelled)), closes pooled connections, joins the

@@ -297,7 +297,7 @@ void RouterServerImpl::ScrapeOnce() {
     const std::string name = spec.name;
     const EngineKind kind = spec.engine;
     scrape_client_->Fetch(
-        std::move(request), [this, name, kind](absl::StatusOr<net::HttpClient::Response> response) {
+        request, [this, name, kind](absl::StatusOr<net::HttpClient::Response> response) {
           ScrapeDone(name);
           if (response.ok() && ServesNoMetrics(kind, response->status)) {
             table_.ReportReachable(name);
@@ -390,15 +390,15 @@ void RouterServerImpl::Generate(net::HttpRequest request,
     sched.session_id = std::string(*id);
 
   internal::ProxyRequest proxy;
-  proxy.method = std::move(request.method);
-  proxy.target = std::move(request.target);
-  proxy.headers.reserve(request.headers.size() + 1);
+  proxy.http.method = std::move(request.method);
+  proxy.http.target = std::move(request.target);
+  proxy.http.headers.reserve(request.headers.size() + 1);
   for (auto& [name, value] : request.headers) {
     if (ForwardRequestHeader(name))
-      proxy.headers.emplace_back(std::move(name), std::move(value));
+      proxy.http.headers.emplace_back(std::move(name), std::move(value));
   }
-  proxy.headers.emplace_back("x-request-id", request_id);
-  proxy.body = std::move(request.body);
+  proxy.http.headers.emplace_back("x-request-id", request_id);
+  proxy.http.body = std::move(request.body);
   proxy.request_id = std::move(request_id);
   proxy.arrival = arrival;
   proxy.prompt_tokens = static_cast<int64_t>(sched.prompt_tokens.size());

@@ -67,18 +67,32 @@ void ClientCallHandle::Resume() {
   });
 }
 
-ClientCall::ClientCall(ClientLoop* loop, HttpClientRequest request,
+ClientCall::ClientCall(ClientLoop* loop, const HttpClientRequest& request,
                        std::shared_ptr<HttpResponseHandler> handler,
                        std::shared_ptr<const ClientCallHandle> handle,
                        std::optional<size_t> body_limit)
     : loop_(loop),
       options_(loop->options()),
-      request_(std::move(request)),
+      upstream_(request.upstream),
+      body_(request.body),
+      head_method_(request.method == "HEAD"),
       handler_(std::move(handler)),
       handle_(std::move(handle)),
-      body_limit_(body_limit),
-      socket_(loop->context()),
-      deadline_(loop->context().get_executor(), [this] { OnDeadline(); }) {}
+      body_limit_(body_limit) {
+  RequestHead head;
+  head.method = request.method;
+  head.target = request.target;
+  head.host = request.upstream;
+  head.headers = &request.headers;
+  if (!request.body.empty() || SendsBody(request.method))
+    head.content_length = request.body.size();
+  absl::StatusOr<std::string> bytes = EncodeRequestHead(head);
+  if (bytes.ok()) {
+    head_bytes_ = *std::move(bytes);
+  } else {
+    bad_request_ = bytes.status();
+  }
+}
 
 void ClientCall::Start() {
   absl::Status status = Prepare();
@@ -102,8 +116,11 @@ absl::Status ClientCall::Begin() {
   loop_->Add(shared_from_this());
   registered_ = true;
   in_ = loop_->TakeReadBuffer();
-  if (std::optional<Socket> pooled = loop_->pool().Acquire(request_.upstream)) {
-    socket_ = std::move(*pooled);
+  timer_ = loop_->TakeTimer();
+  // The loop holds the call until Finish, which unsets this.
+  timer_->on_expiry = [this] { OnDeadline(); };
+  if (std::optional<Socket> pooled = loop_->pool().Acquire(upstream_)) {
+    socket_.emplace(std::move(*pooled));
     reused_ = true;
     Write();
     return absl::OkStatus();
@@ -116,42 +133,34 @@ absl::Status ClientCall::Begin() {
 absl::Status ClientCall::ParseUpstreamOnce() {
   if (port_ != 0)
     return absl::OkStatus();
-  return ParseUpstream(request_.upstream, &host_, &port_);
+  return ParseUpstream(upstream_, &host_, &port_);
 }
 
-absl::Status ClientCall::Prepare() {
+absl::Status ClientCall::Prepare() const {
   if (loop_->stopping())
     return absl::CancelledError(fmt::format("{}: the client is stopping", Describe()));
   if (handle_->cancel_requested())
     return absl::CancelledError(fmt::format("{}: request cancelled", Describe()));
-  RequestHead head;
-  head.method = request_.method;
-  head.target = request_.target;
-  head.host = request_.upstream;
-  head.headers = &request_.headers;
-  if (!request_.body.empty() || SendsBody(request_.method))
-    head.content_length = request_.body.size();
-  absl::StatusOr<std::string> bytes = EncodeRequestHead(head);
-  if (!bytes.ok())
-    return bytes.status();
-  head_bytes_ = std::move(*bytes);
-  return absl::OkStatus();
+  return bad_request_;
 }
 
 void ClientCall::Connect() {
   stage_ = Stage::kConnecting;
   ArmDeadline(options_.connect_timeout);
+  // A pooled connection that failed leaves its socket, closed, to connect again.
+  if (!socket_.has_value())
+    socket_.emplace(loop_->context());
   // An address needs no resolver (whose lookups run on a thread of Asio's).
   ErrorCode ec;
   const asio::ip::address address = asio::ip::make_address(host_, ec);
   if (!ec) {
-    socket_.async_connect(tcp::endpoint(address, port_),
-                          [self = shared_from_this()](const ErrorCode& connect_ec) {
-                            self->OnConnected(connect_ec);
-                          });
+    socket_->async_connect(tcp::endpoint(address, port_),
+                           [self = shared_from_this()](const ErrorCode& connect_ec) {
+                             self->OnConnected(connect_ec);
+                           });
     return;
   }
-  resolver_.emplace(socket_.get_executor());
+  resolver_.emplace(loop_->context().get_executor());
   resolver_->async_resolve(host_, std::to_string(port_), Resolver::numeric_service,
                            [self = shared_from_this()](const ErrorCode& resolve_ec,
                                                        const Resolver::results_type& results) {
@@ -168,7 +177,7 @@ void ClientCall::OnResolved(const ErrorCode& ec, const Resolver::results_type& r
     return;
   }
   asio::async_connect(
-      socket_, results,
+      *socket_, results,
       [self = shared_from_this()](const ErrorCode& connect_ec, const tcp::endpoint& /*endpoint*/) {
         self->OnConnected(connect_ec);
       });
@@ -184,7 +193,7 @@ void ClientCall::OnConnected(const ErrorCode& ec) {
   // The request goes out in one write; later small writes on a reused connection should not
   // wait for an ACK either.
   ErrorCode option_ec;
-  socket_.set_option(tcp::no_delay(true), option_ec);
+  socket_->set_option(tcp::no_delay(true), option_ec);
   Write();
 }
 
@@ -194,9 +203,9 @@ void ClientCall::Write() {
   // has not answered it either.
   ArmDeadline(options_.first_byte_timeout);
   const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_bytes_),
-                                                     asio::buffer(request_.body)};
+                                                     asio::buffer(body_.data(), body_.size())};
   asio::async_write(
-      socket_, buffers,
+      *socket_, buffers,
       [self = shared_from_this()](const ErrorCode& ec, size_t /*bytes*/) { self->OnWritten(ec); });
 }
 
@@ -232,7 +241,7 @@ void ClientCall::FailBeforeResponse(const ErrorCode& ec, std::string_view step) 
 }
 
 void ClientCall::ArmDeadline(std::chrono::milliseconds timeout) {
-  deadline_.Arm(timeout, shared_from_this());
+  timer_->deadline.Arm(timeout, timer_);
 }
 
 void ClientCall::OnDeadline() {
@@ -282,29 +291,39 @@ void ClientCall::Finish(const absl::Status& status) {
   if (stage_ == Stage::kDone)
     return;
   stage_ = Stage::kDone;
-  deadline_.Cancel();
   if (resolver_.has_value())
     resolver_->cancel();
   CloseSocket();
   // The loop may hold the last reference.
   const std::shared_ptr<ClientCall> self = shared_from_this();
   if (registered_) {
+    loop_->GiveBackTimer(std::move(timer_));
     loop_->GiveBackReadBuffer(std::move(in_));
     loop_->Remove(this);
   }
   registered_ = false;
   const std::shared_ptr<HttpResponseHandler> handler = std::move(handler_);
-  request_ = {};
+  body_ = {};
   handler->OnDone(status);
 }
 
 void ClientCall::CloseSocket() {
+  if (!socket_.has_value())
+    return;
   ErrorCode ec;
-  socket_.close(ec);
+  socket_->close(ec);
 }
 
 std::string ClientCall::Describe() const {
-  return fmt::format("httpc: {} http://{}{}", request_.method, request_.upstream, request_.target);
+  // The method and the target from the request line, "POST /v1/completions HTTP/1.1" (neither
+  // holds a space); none when the request could not be encoded.
+  const std::string_view line = head_bytes_;
+  const size_t method_end = line.find(' ');
+  if (method_end == std::string_view::npos)
+    return fmt::format("httpc: http://{}", upstream_);
+  const size_t target_end = line.find(' ', method_end + 1);
+  return fmt::format("httpc: {} http://{}{}", line.substr(0, method_end), upstream_,
+                     line.substr(method_end + 1, target_end - method_end - 1));
 }
 
 }  // namespace switchyard::net::internal

@@ -15,7 +15,8 @@
 // ClientCallHandle reaches the call only by posting to the loop.
 //
 // Ownership: the ClientLoop holds the call while it is in flight, and each pending socket
-// operation or timer holds it until it completes. The handle holds it weakly, so no call
+// operation holds it until it completes. Its timer is the loop's (CallTimer): a pending wait
+// does not hold the call. The handle holds it weakly, so no call
 // (with its socket) outlives the loop's io_context.
 #pragma once
 
@@ -32,7 +33,6 @@
 
 #include "net/http_client.h"
 #include "net/internal/beast.h"
-#include "net/internal/deadline.h"
 #include "net/internal/event_loop.h"
 #include "net/internal/message_parser.h"
 
@@ -40,6 +40,7 @@ namespace switchyard::net::internal {
 
 class ClientCall;
 class ClientLoop;
+struct CallTimer;
 
 // The HttpRequestHandle of one call. Cancel and Resume post to the call's loop; Cancel also
 // sets a flag the loop checks before every callback, so that once Cancel returned no
@@ -65,7 +66,8 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
  public:
   // `body_limit`: the most body bytes accepted (more fails with ResourceExhausted); unset
   // for no limit (a stream).
-  ClientCall(ClientLoop* loop, HttpClientRequest request,
+  // Encodes the request's head and takes a share of its body; keeps nothing else of it.
+  ClientCall(ClientLoop* loop, const HttpClientRequest& request,
              std::shared_ptr<HttpResponseHandler> handler,
              std::shared_ptr<const ClientCallHandle> handle, std::optional<size_t> body_limit);
   ClientCall(const ClientCall&) = delete;
@@ -96,7 +98,7 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
 
   // Why the call cannot start (the loop is stopping, the request is bad), or OK. The upstream
   // is checked only when a connection is made (ParseUpstreamOnce).
-  absl::Status Prepare();
+  absl::Status Prepare() const;
   // Takes a pooled connection or connects; errors: a bad upstream. REQUIRES: Prepare
   // succeeded.
   absl::Status Begin();
@@ -131,7 +133,14 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
 
   ClientLoop* const loop_;
   const HttpClientOptions& options_;
-  HttpClientRequest request_;
+  std::string upstream_;  // "host:port": the pool's key
+  // The request line and headers, and the body, as they go out; with the first attempt's
+  // connection and, again, with a fresh one when a pooled one failed before the response.
+  // head_bytes_ is empty when the request could not be encoded (bad_request_ says why).
+  std::string head_bytes_;
+  SharedBody body_;
+  absl::Status bad_request_;
+  bool head_method_ = false;                      // HEAD: the response has no body
   std::shared_ptr<HttpResponseHandler> handler_;  // until OnDone
   const std::shared_ptr<const ClientCallHandle> handle_;
   const std::optional<size_t> body_limit_;
@@ -140,13 +149,15 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   bool registered_ = false;  // in the loop's calls in flight
   std::string host_;         // the upstream's host, without IPv6 brackets
   uint16_t port_ = 0;        // 0 until ParseUpstreamOnce
-  std::string head_bytes_;   // the encoded request line and headers
   bool reused_ = false;      // the connection came from the pool
-  Socket socket_;
+  // A pooled connection's, or made when connecting: most calls take a pooled one, and making
+  // a socket costs a lookup of asio's socket service.
+  std::optional<Socket> socket_;
   std::optional<Resolver> resolver_;
-  // Connect, first-byte or idle timeout, by stage_. The idle timeout is not re-armed per
-  // read: on expiry it re-arms itself for what is left since last_read_.
-  Deadline deadline_;
+  // Connect, first-byte or idle timeout, by stage_; the loop's, from Begin until Finish. The
+  // idle timeout is not re-armed per read: on expiry it re-arms itself for what is left since
+  // last_read_.
+  std::shared_ptr<CallTimer> timer_;
   std::chrono::steady_clock::time_point last_read_;
 
   // Response side. Reads append to in_; the parser consumes from it.

@@ -26,7 +26,7 @@ void ClientCall::NewParser() {
   // Not boost::none for "no limit": Boost 1.74 compares a Content-Length against an empty
   // optional as greater, failing every such response.
   parser_->body_limit(body_limit_.value_or(std::numeric_limits<uint64_t>::max()));
-  if (request_.method == "HEAD")
+  if (head_method_)
     parser_->skip(true);
 }
 
@@ -34,7 +34,7 @@ void ClientCall::Read() {
   if (reading_ || stage_ == Stage::kDone)
     return;
   reading_ = true;
-  socket_.async_read_some(
+  socket_->async_read_some(
       in_.prepare(kReadBytes),
       [self = shared_from_this()](const ErrorCode& ec, size_t bytes) { self->OnRead(ec, bytes); });
 }
@@ -157,7 +157,7 @@ void ClientCall::OnMessageDone() {
   // the server will close, and a switched protocol are not reused.
   const bool reusable = parser_->keep_alive() && in_.size() == 0 && parser_->status() != 101;
   if (reusable)
-    loop_->pool().Release(request_.upstream, std::move(socket_));
+    loop_->pool().Release(upstream_, std::move(*socket_));
   Finish(absl::OkStatus());
 }
 

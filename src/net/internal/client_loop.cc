@@ -12,6 +12,8 @@ namespace {
 // have grown one past the usual 16 KiB).
 constexpr size_t kMaxSpareBuffers = 64;
 constexpr size_t kMaxSpareBufferBytes = 64 << 10;
+// Spare call timers kept per loop: about the calls a loop has in flight at its busiest.
+constexpr size_t kMaxSpareTimers = 1024;
 
 }  // namespace
 
@@ -50,6 +52,25 @@ void ClientLoop::GiveBackReadBuffer(beast::flat_buffer buffer) {
   spare_buffers_.push_back(std::move(buffer));
 }
 
+std::shared_ptr<CallTimer> ClientLoop::TakeTimer() {
+  if (spare_timers_.empty())
+    return std::make_shared<CallTimer>(loop_->context().get_executor());
+  std::shared_ptr<CallTimer> timer = std::move(spare_timers_.back());
+  spare_timers_.pop_back();
+  return timer;
+}
+
+void ClientLoop::GiveBackTimer(std::shared_ptr<CallTimer> timer) {
+  timer->on_expiry = nullptr;
+  if (stopping_ || spare_timers_.size() >= kMaxSpareTimers) {
+    // Its wait would keep it until its time, for nothing.
+    timer->deadline.Cancel();
+    return;
+  }
+  timer->deadline.Disarm();
+  spare_timers_.push_back(std::move(timer));
+}
+
 void ClientLoop::Stop() {
   if (stopped_)
     return;
@@ -66,6 +87,10 @@ void ClientLoop::Stop() {
     for (const auto& call : calls)
       call->Cancel("the client is stopping");
     pool_.Close();
+    // Their waits end now, so that nothing of this client's is left on the loop.
+    for (const std::shared_ptr<CallTimer>& timer : spare_timers_)
+      timer->deadline.Cancel();
+    spare_timers_.clear();
   });
   // A call's start posted from this loop's thread just before the poster closed may have
   // queued behind the round above (asio queues a loop's own posts after its handler ends):

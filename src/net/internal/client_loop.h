@@ -11,18 +11,41 @@
 // calls are destroyed before the io_context they use.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 
 #include "net/http_client.h"
+#include "net/internal/beast.h"
 #include "net/internal/client_pool.h"
+#include "net/internal/deadline.h"
 #include "net/internal/event_loop.h"
 
 namespace switchyard::net::internal {
 
 class ClientCall;
+
+// A call's deadline on a timer that outlives the call: when the call ends, its loop keeps
+// the timer for the next call with its wait still pending, rather than cancelling that wait
+// (a reactor operation under its lock, and a completion to run). The next call's deadline is
+// most often later than that wait, which then only looks again when it ends: a call costs no
+// timer operation and no lookup of asio's timer service. Pending waits hold the CallTimer,
+// never the call; on_expiry is set only while a call has the timer. Loop thread only.
+struct CallTimer {
+  explicit CallTimer(const Executor& executor)
+      : deadline(executor, [this] {
+          // A copy: the call's OnDeadline ends the call, which unsets on_expiry.
+          if (const std::function<void()> run = on_expiry)
+            run();
+        }) {}
+  CallTimer(const CallTimer&) = delete;
+  CallTimer& operator=(const CallTimer&) = delete;
+
+  Deadline deadline;
+  std::function<void()> on_expiry;
+};
 
 class ClientLoop {
  public:
@@ -50,6 +73,10 @@ class ClientLoop {
   // small response.
   beast::flat_buffer TakeReadBuffer();
   void GiveBackReadBuffer(beast::flat_buffer buffer);
+  // A call's timer: one a finished call gave back (disarmed, with on_expiry unset), or a new
+  // one.
+  std::shared_ptr<CallTimer> TakeTimer();
+  void GiveBackTimer(std::shared_ptr<CallTimer> timer);
 
   // Refuses further posts, cancels every call in flight (each OnDone runs, on the loop) and
   // closes the pool; returns once everything this client posted to the loop before has run,
@@ -65,6 +92,7 @@ class ClientLoop {
   // Open addressing: adding and removing a call allocates nothing once the table has grown.
   absl::flat_hash_map<ClientCall*, std::shared_ptr<ClientCall>> calls_;
   std::vector<beast::flat_buffer> spare_buffers_;
+  std::vector<std::shared_ptr<CallTimer>> spare_timers_;
   bool stopping_ = false;  // loop thread
   bool stopped_ = false;   // controlling thread
 };

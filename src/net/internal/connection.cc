@@ -69,6 +69,7 @@ void HttpConnection::Start() {
   phase_ = Phase::kHeader;
   NewParser();
   ArmReadTimer(server_->options.header_timeout);
+  header_timer_armed_ = true;
   Read();
 }
 
@@ -111,9 +112,17 @@ void HttpConnection::Read() {
   if (reading_ || closed_)
     return;
   reading_ = true;
-  socket_.async_read_some(
-      asio::buffer(read_chunk_),
-      [self = shared_from_this()](const ErrorCode& ec, size_t bytes) { self->OnRead(ec, bytes); });
+  // Nothing but OnRead touches in_ until a read started now ends, except a timeout's
+  // Reject, which clears it (its memory stays) and drains: the bytes are then not taken.
+  read_into_in_ = phase_ == Phase::kIdle || phase_ == Phase::kHeader || phase_ == Phase::kBody;
+  auto on_read = [self = shared_from_this()](const ErrorCode& ec, size_t bytes) {
+    self->OnRead(ec, bytes);
+  };
+  if (read_into_in_) {
+    socket_.async_read_some(in_.prepare(read_chunk_.size()), std::move(on_read));
+  } else {
+    socket_.async_read_some(asio::buffer(read_chunk_), std::move(on_read));
+  }
 }
 
 void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
@@ -128,8 +137,10 @@ void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
     return;
   }
   const auto append = [&] {
-    const auto space = in_.prepare(bytes);
-    std::memcpy(space.data(), read_chunk_.data(), bytes);
+    if (!read_into_in_) {
+      const auto space = in_.prepare(bytes);
+      std::memcpy(space.data(), read_chunk_.data(), bytes);
+    }
     in_.commit(bytes);
   };
   switch (phase_) {
@@ -145,11 +156,9 @@ void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
       return;
     case Phase::kIdle:
       phase_ = Phase::kHeader;
-      ArmReadTimer(server_->options.header_timeout);
+      header_timer_armed_ = false;
       break;
     case Phase::kBody:
-      ArmReadTimer(server_->options.body_idle_timeout);
-      break;
     case Phase::kHeader:
       break;
   }
@@ -160,13 +169,13 @@ void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
 void HttpConnection::Parse() {
   while (true) {
     if (in_.size() == 0) {
-      Read();
+      ReadMore();
       return;
     }
     ErrorCode ec;
     in_.consume(parser_->put(in_.data(), ec));
     if (ec == http::error::need_more) {
-      Read();
+      ReadMore();
       return;
     }
     if (ec == http::error::header_limit) {
@@ -183,7 +192,6 @@ void HttpConnection::Parse() {
     }
     if (phase_ == Phase::kHeader && parser_->is_header_done()) {
       phase_ = Phase::kBody;
-      ArmReadTimer(server_->options.body_idle_timeout);
       MaybeSendContinue();
     }
     if (parser_->is_done()) {
@@ -191,6 +199,17 @@ void HttpConnection::Parse() {
       return;
     }
   }
+}
+
+void HttpConnection::ReadMore() {
+  // A request that came whole in one read arms neither timeout.
+  if (phase_ == Phase::kHeader && !header_timer_armed_) {
+    ArmReadTimer(server_->options.header_timeout);
+    header_timer_armed_ = true;
+  } else if (phase_ == Phase::kBody) {
+    ArmReadTimer(server_->options.body_idle_timeout);
+  }
+  Read();
 }
 
 void HttpConnection::MaybeSendContinue() {
@@ -252,7 +271,7 @@ void HttpConnection::FinishResponse() {
   NewParser();
   if (in_.size() > 0) {
     phase_ = Phase::kHeader;
-    ArmReadTimer(server_->options.header_timeout);
+    header_timer_armed_ = false;
     Parse();
   } else {
     phase_ = Phase::kIdle;

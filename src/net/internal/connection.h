@@ -102,6 +102,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void Read();
   void OnRead(const ErrorCode& ec, size_t bytes);
   void Parse();
+  // Reads on for more of the request, its timeout running: the header timeout from the first
+  // read of the request that did not complete its head (armed once per request), the body
+  // timeout from each read.
+  void ReadMore();
   void Dispatch();
   void Reject(int status, std::string_view message);
   void MaybeSendContinue();
@@ -125,14 +129,18 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   std::string remote_address_;
   bool closed_ = false;
 
-  // Read side. Reads land in read_chunk_ and are appended to in_, so that in_ can be parsed
-  // and consumed while the disconnect-detecting read is outstanding.
+  // Read side. While a request is read, reads land straight in in_, which the parser
+  // consumes. While the handler has the request, and after, they land in read_chunk_ and are
+  // appended to in_ once done, so that in_ can be parsed and consumed (the next request, when
+  // the response ends) while the disconnect-detecting read is outstanding.
   Phase phase_ = Phase::kHeader;
   bool reading_ = false;
+  bool read_into_in_ = false;  // the outstanding (or last) read's bytes go to in_
   std::array<char, 16 << 10> read_chunk_{};
   beast::flat_buffer in_;
   std::optional<RequestParser> parser_;
-  Deadline read_deadline_;  // header, body idle, keep-alive or drain timeout, by phase_
+  Deadline read_deadline_;           // header, body idle, keep-alive or drain timeout, by phase_
+  bool header_timer_armed_ = false;  // for the request being read
 
   // The response to the current request.
   uint64_t seq_ = 0;
@@ -146,8 +154,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // Write side: at most one async_write_some outstanding.
   std::deque<std::string> out_;
-  size_t out_offset_ = 0;  // bytes of out_.front() already written
-  std::vector<asio::const_buffer> write_buffers_;
+  size_t out_offset_ = 0;                          // bytes of out_.front() already written
+  std::vector<asio::const_buffer> write_buffers_;  // the outstanding write's
   bool writing_ = false;
   Deadline write_deadline_;  // armed while a write is outstanding
 };

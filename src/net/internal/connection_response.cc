@@ -1,4 +1,5 @@
 // HttpConnection's response side: the responder's operations and the write queue.
+#include <span>
 #include <utility>
 
 #include "base/logging.h"
@@ -122,8 +123,10 @@ void HttpConnection::Flush() {
   writing_ = true;
   // A client that stops reading makes no progress at all; one that reads slowly does.
   write_deadline_.Arm(server_->options.write_timeout, shared_from_this());
+  // The operation keeps a view of write_buffers_, which stays as it is until OnWrite: asio
+  // would copy a vector (an allocation per write).
   socket_.async_write_some(
-      write_buffers_,
+      std::span<const asio::const_buffer>(write_buffers_),
       [self = shared_from_this()](const ErrorCode& ec, size_t bytes) { self->OnWrite(ec, bytes); });
 }
 

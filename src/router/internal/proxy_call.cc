@@ -31,11 +31,11 @@ std::string HeaderValue(const net::HeaderList& headers, std::string_view name) {
 ProxyCall::ProxyCall(ProxyRequest request, std::shared_ptr<net::HttpResponder> responder,
                      net::HttpClient* client, RouterMetrics* metrics, int max_retries,
                      std::unique_ptr<ProxyRouting> routing)
-    : request_(std::move(request)),
-      responder_(std::move(responder)),
+    : responder_(std::move(responder)),
       client_(client),
       metrics_(metrics),
       max_retries_(max_retries),
+      request_(std::move(request)),
       routing_(std::move(routing)) {}
 
 void ProxyCall::Start() {
@@ -79,13 +79,8 @@ void ProxyCall::TryNext() {
   retry_this_attempt_ = false;
   current_->load->Started(request_.prompt_tokens);
   routing_->Picked(*current_);
-  net::HttpClientRequest upstream;
-  upstream.method = request_.method;
-  upstream.upstream = current_->address;
-  upstream.target = request_.target;
-  upstream.headers = request_.headers;
-  upstream.body = request_.body;
-  handle_ = client_->Send(std::move(upstream), shared_from_this());
+  request_.http.upstream = current_->address;
+  handle_ = client_->Send(request_.http, shared_from_this());
 }
 
 void ProxyCall::OnHead(int status, const net::HeaderList& headers) {

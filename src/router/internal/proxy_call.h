@@ -42,11 +42,10 @@ struct ProxyTarget {
 };
 
 struct ProxyRequest {
-  std::string method;
-  std::string target;
-  net::HeaderList headers;  // already filtered for forwarding
-  std::string body;
-  std::string request_id;  // sent upstream in `headers` too; echoed to the client
+  // What goes upstream: method, target, headers (already filtered for forwarding) and body.
+  // Its `upstream` is set per attempt; every attempt sends this one request.
+  net::HttpClientRequest http;
+  std::string request_id;  // sent upstream in `http.headers` too; echoed to the client
   std::chrono::steady_clock::time_point arrival;
   int64_t prompt_tokens = 0;
   // The client asked for SSE: the response streams through, and a failure after the first
@@ -95,13 +94,13 @@ class ProxyCall final : public net::HttpResponseHandler,
   // An error response from the router itself.
   void SendError(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const ProxyRequest request_;
   const std::shared_ptr<net::HttpResponder> responder_;
   net::HttpClient* const client_;
   RouterMetrics* const metrics_;
   const int max_retries_;
 
   base::Mutex mu_;
+  ProxyRequest request_ ABSL_GUARDED_BY(mu_);  // only its http.upstream changes
   const std::unique_ptr<ProxyRouting> routing_ ABSL_PT_GUARDED_BY(mu_);
   std::vector<std::string> tried_ ABSL_GUARDED_BY(mu_);
   std::optional<ProxyTarget> current_ ABSL_GUARDED_BY(mu_);

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <thread>
@@ -182,6 +183,45 @@ TEST(HttpClientFailureTest, FirstByteTimeout) {
   EXPECT_EQ(call.head_calls(), 0);
   // The upstream sees the request abandoned.
   EXPECT_TRUE(closed.WaitFor());
+}
+
+// A call's timer goes on to the loop's next call with its wait still pending (it ends at the
+// first call's deadline): that wait must not end the next call early, and the next call still
+// times out at its own deadline; the call after it runs as usual.
+TEST(HttpClientFailureTest, TimeoutsOfCallsThatReuseATimer) {
+  HeldResponders held;
+  std::unique_ptr<HttpServer> server = StartOrDie({}, held.Handler());
+  ASSERT_NE(server, nullptr);
+  HttpClientOptions options;
+  options.first_byte_timeout = std::chrono::milliseconds(200);
+  std::unique_ptr<HttpClient> client = StartClientOrDie(options);
+  ASSERT_NE(client, nullptr);
+  const std::string upstream = fmt::format("127.0.0.1:{}", server->port());
+
+  CallRecorder answered;
+  client->Send(Get(upstream), answered.Callbacks());
+  std::shared_ptr<HttpResponder> first = held.Wait(0);
+  ASSERT_NE(first, nullptr);
+  first->Send(200, "text/plain", "ok");
+  ASSERT_TRUE(answered.WaitDone());
+  EXPECT_TRUE(answered.status().ok()) << answered.status();
+
+  const auto start = std::chrono::steady_clock::now();
+  CallRecorder unanswered;
+  client->Send(Get(upstream), unanswered.Callbacks());
+  ASSERT_NE(held.Wait(1), nullptr);
+  ASSERT_TRUE(unanswered.WaitDone());
+  EXPECT_EQ(unanswered.status().code(), absl::StatusCode::kDeadlineExceeded) << unanswered.status();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, options.first_byte_timeout);
+
+  CallRecorder next;
+  client->Send(Get(upstream), next.Callbacks());
+  std::shared_ptr<HttpResponder> third = held.Wait(2);
+  ASSERT_NE(third, nullptr);
+  third->Send(200, "text/plain", "ok");
+  ASSERT_TRUE(next.WaitDone());
+  EXPECT_TRUE(next.status().ok()) << next.status();
+  EXPECT_EQ(next.body(), "ok");
 }
 
 TEST(HttpClientFailureTest, IdleTimeoutBetweenBodyBytes) {

@@ -90,6 +90,33 @@ TEST(HttpClientTest, GetAndPostRoundTrip) {
   EXPECT_EQ(empty_post.body(), fmt::format("POST /e host={} len=0 x=- body=", upstream));
 }
 
+// Send reads the request when called: the caller may change or send it again at once (a
+// proxy's retry sends its one request to the next upstream).
+TEST(HttpClientTest, SendReadsTheRequestOnce) {
+  std::unique_ptr<HttpServer> server = StartOrDie({}, EchoHandler());
+  ASSERT_NE(server, nullptr);
+  std::unique_ptr<HttpClient> client = StartClientOrDie();
+  ASSERT_NE(client, nullptr);
+  const std::string upstream = Upstream(*server);
+
+  HttpClientRequest request = Request(upstream, "/first", "POST", "one");
+  request.headers = {{"X-Test", "1"}};
+  CallRecorder first;
+  client->Send(request, first.Callbacks());
+  CallRecorder again;
+  client->Send(request, again.Callbacks());
+  request.target = "/second";
+  request.headers[0].second = "2";
+  request.body = "two";
+  CallRecorder second;
+  client->Send(request, second.Callbacks());
+  for (CallRecorder* call : {&first, &again, &second})
+    ASSERT_TRUE(call->WaitDone());
+  EXPECT_EQ(first.body(), fmt::format("POST /first host={} len=3 x=1 body=one", upstream));
+  EXPECT_EQ(again.body(), first.body());
+  EXPECT_EQ(second.body(), fmt::format("POST /second host={} len=3 x=2 body=two", upstream));
+}
+
 TEST(HttpClientTest, KeepAliveReusesOneConnection) {
   std::unique_ptr<HttpServer> server = StartOrDie({}, EchoHandler());
   ASSERT_NE(server, nullptr);

@@ -253,6 +253,36 @@ TEST_F(HttpServerTest, HeaderTimeoutCountsFromTheFirstByteNotTheLast) {
   EXPECT_EQ(response->status, 408);
 }
 
+// The same on a keep-alive connection's next request, whose header timeout starts when its
+// first bytes come (and a stalled body after a whole head still times out).
+TEST_F(HttpServerTest, HeaderAndBodyTimeoutsOfTheNextRequestOnAConnection) {
+  HttpServerOptions options;
+  options.header_timeout = std::chrono::milliseconds(300);
+  options.body_idle_timeout = std::chrono::milliseconds(200);
+  StartServer(options);
+  {
+    TestClient client(server_->port());
+    ASSERT_TRUE(client.Send(Get("/")));
+    ASSERT_TRUE(client.ReadResponse().has_value());
+    std::optional<TestResponse> response;
+    const std::string slow = "GET /" + std::string(200, 'x');
+    for (size_t i = 0; i < slow.size() && !response; ++i) {
+      if (!client.Send(slow.substr(i, 1)))
+        break;
+      response = client.ReadResponse(false, std::chrono::milliseconds(50));
+    }
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ(response->status, 408);
+  }
+  TestClient client(server_->port());
+  ASSERT_TRUE(client.Send(Get("/")));
+  ASSERT_TRUE(client.ReadResponse().has_value());
+  ASSERT_TRUE(client.Send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nonly ten.."));
+  std::optional<TestResponse> response = client.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 408);
+}
+
 TEST_F(HttpServerTest, StalledBodyIs408) {
   HttpServerOptions options;
   options.body_idle_timeout = std::chrono::milliseconds(200);

@@ -4,6 +4,8 @@
 
 #include "gtest/gtest.h"
 
+#include "net/internal/http_chars.h"
+
 namespace switchyard::net::internal {
 namespace {
 
@@ -146,6 +148,46 @@ TEST(WireTest, RequestHeadRejectsWhatWouldBreakTheFraming) {
     RequestHead bad = head;
     bad.headers = &headers;
     EXPECT_EQ(EncodeRequestHead(bad).status().code(), absl::StatusCode::kInvalidArgument);
+  }
+}
+
+// Every byte at every place of names and values of many lengths (the checks go sixteen bytes
+// a step): a name takes token characters only, a value anything but CR, LF and NUL; the
+// response head leaves a bad header out, the request head refuses it.
+TEST(WireTest, HeaderChecksTakeExactlyTheSafeBytesAnywhere) {
+  RequestHead request;
+  request.method = "GET";
+  request.target = "/";
+  request.host = "h:1";
+  ResponseHead response;
+  response.content_length = 0;
+  const std::string clean_response = EncodeHead(response);
+  for (int byte = 0; byte < 256; ++byte) {
+    const char c = static_cast<char>(byte);
+    const bool token = IsTokenChar(c);
+    const bool value_ok = c != '\r' && c != '\n' && c != '\0';
+    for (const size_t size : {1, 2, 15, 16, 17, 31, 32, 33, 40}) {
+      for (size_t at = 0; at < size; ++at) {
+        std::string odd(size, 'a');
+        odd[at] = c;
+        for (const bool in_name : {true, false}) {
+          const HeaderList headers = {in_name ? std::pair{odd, std::string("v")}
+                                              : std::pair{std::string("X-Ok"), odd}};
+          const bool ok = in_name ? token : value_ok;
+          request.headers = &headers;
+          EXPECT_EQ(EncodeRequestHead(request).ok(), ok)
+              << "byte " << byte << " at " << at << " of " << size << (in_name ? " (name)" : "");
+          response.extra_headers = &headers;
+          const std::string encoded = EncodeHead(response);
+          EXPECT_EQ(encoded != clean_response, ok) << "byte " << byte << " at " << at;
+          if (ok) {
+            EXPECT_NE(encoded.find(headers[0].first + ": " + headers[0].second + "\r\n"),
+                      std::string::npos);
+          }
+          response.extra_headers = nullptr;
+        }
+      }
+    }
   }
 }
 

@@ -203,11 +203,11 @@ class ProxyCallTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<net::HttpServer>> front = net::HttpServer::Start(
         {}, [this, upstreams](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
           ProxyRequest proxy;
-          proxy.method = request.method;
-          proxy.target = request.target;
-          proxy.headers = {{"content-type", "application/json"}};
+          proxy.http.method = request.method;
+          proxy.http.target = request.target;
+          proxy.http.headers = {{"content-type", "application/json"}};
           proxy.stream = request.body.find("\"stream\":true") != std::string::npos;
-          proxy.body = std::move(request.body);
+          proxy.http.body = std::move(request.body);
           proxy.request_id = "req-1";
           proxy.arrival = std::chrono::steady_clock::now();
           proxy.prompt_tokens = 3;
