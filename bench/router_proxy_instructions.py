@@ -13,20 +13,25 @@ DURATION s (the same 9-token /v1/completions POST as router_proxy_bench.py),
 `callgrind_control -i off`, and the router is stopped so callgrind writes its totals.
 Per request = totals of every router thread (the scraper included) / requests wrk completed.
 Allocations = calls to malloc, calloc, realloc, aligned allocation and operator new.
---top N lists the N functions with the most inclusive instructions per request.
+--top N lists the N functions with the most inclusive instructions per request. --nginx
+also counts nginx (Debian's, router_proxy_bench.py's config with `master_process off`, so
+that its one process is the worker) proxying the same requests to the same upstream.
 
 usage: .venv/bin/python bench/router_proxy_instructions.py [--bin PATH] [--duration 10]
-           [--profile default|minimal|both] [--top 0]
+           [--profile default|minimal|both] [--top 0] [--nginx]
 """
 import argparse
 import pathlib
 import re
+import socket
 import subprocess
 import sys
 import tempfile
+import time
 
-from router_fleet import Router, SimEngine, TINY_MODEL, router_yaml, stop_all
-from router_proxy_bench import MINIMAL_PROFILE, WRK_SCRIPT, default_bin, wrk
+from router_fleet import Proc, Router, SimEngine, TINY_MODEL, router_yaml, stop_all
+from router_proxy_bench import (MINIMAL_PROFILE, NGINX_CONF, WRK_SCRIPT, default_bin, free_port,
+                                wrk)
 
 # glibc's or tcmalloc's entry points (the router links tcmalloc, whose operator new does not go
 # through malloc); names as callgrind writes them, argument lists cut off.
@@ -87,22 +92,54 @@ def annotate(out_file, top):
     return total, rows
 
 
-def measure(a, engine, name, scheduling, tokenizer, out):
+def callgrind(out_file):
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+            f"--callgrind-out-file={out_file}"]
+
+
+def start_router(a, engine, name, scheduling, tokenizer, out, out_file):
+    """The router under callgrind; returns (process, url)."""
     config = router_yaml([engine], "tiny", scheduling, threads=1, tokenizer=tokenizer,
                          scrape_interval_ms=a.scrape_ms)
+    router = Router(a.bin, f"router-{name}", out, config, wrapper=callgrind(out_file))
+    router.wait_ready(1, timeout=300)
+    return router, router.url
+
+
+def start_nginx(engine, out, out_file):
+    """nginx as router_proxy_bench.py runs it, but as one process (master_process off, so
+    the worker is the process callgrind runs); returns (process, url)."""
+    conf_dir = out / "nginx"
+    conf_dir.mkdir(exist_ok=True)
+    port = free_port()
+    conf = NGINX_CONF.format(dir=conf_dir, upstream=engine.address, port=port)
+    (conf_dir / "nginx.conf").write_text(conf.replace("daemon off;", "daemon off;\nmaster_process off;"))
+    nginx = Proc("nginx", [*callgrind(out_file), "nginx", "-p", conf_dir, "-c",
+                           conf_dir / "nginx.conf"], out)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or nginx.proc.poll() is not None:
+                raise RuntimeError(f"nginx did not start: {nginx.err_path.read_text()[-2000:]}")
+            time.sleep(0.2)
+    return nginx, f"http://127.0.0.1:{port}"
+
+
+def measure(a, name, start, out):
+    """Starts a proxy under callgrind (`start(out_file)` -> (process, url)), loads it, counts."""
     out_file = out / f"callgrind.{name}.out"
-    wrapper = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-               f"--callgrind-out-file={out_file}"]
-    router = Router(a.bin, f"router-{name}", out, config, wrapper=wrapper)
+    proc, url = start(out_file)
     try:
-        router.wait_ready(1, timeout=300)
         script = out / "post.lua"
-        wrk(router.url, script, a.connections, a.warmup, "0-255")
-        instrument(router.pid, True)
-        r = wrk(router.url, script, a.connections, a.duration, "0-255")
-        instrument(router.pid, False)
+        wrk(url, script, a.connections, a.warmup, "0-255")
+        instrument(proc.pid, True)
+        r = wrk(url, script, a.connections, a.duration, "0-255")
+        instrument(proc.pid, False)
     finally:
-        stop_all([router])
+        stop_all([proc])
     if r["errors"] or r["status_errors"]:
         sys.exit(f"{name}: wrk saw errors: {r}")
     total, rows = annotate(out_file, a.top)
@@ -125,6 +162,8 @@ def main():
     ap.add_argument("--profile", choices=["default", "minimal", "both"], default="both")
     ap.add_argument("--top", type=int, default=0)
     ap.add_argument("--out", type=pathlib.Path, default=None)
+    ap.add_argument("--nginx", action="store_true",
+                    help="also count nginx (Debian's) proxying the same requests")
     a = ap.parse_args()
     out = a.out or pathlib.Path(tempfile.mkdtemp(prefix="router-instructions-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -133,9 +172,14 @@ def main():
     try:
         engine.wait_ready()
         if a.profile in ("default", "both"):
-            measure(a, engine, "default", None, TINY_MODEL, out)
+            measure(a, "default",
+                    lambda f: start_router(a, engine, "default", None, TINY_MODEL, out, f), out)
         if a.profile in ("minimal", "both"):
-            measure(a, engine, "minimal", MINIMAL_PROFILE, None, out)
+            measure(a, "minimal",
+                    lambda f: start_router(a, engine, "minimal", MINIMAL_PROFILE, None, out, f),
+                    out)
+        if a.nginx:
+            measure(a, "nginx", lambda f: start_nginx(engine, out, f), out)
     finally:
         stop_all([engine])
 
