@@ -147,7 +147,7 @@ absl::Status ReadTools(internal::FieldReader& fields, ChatRequest* out) {
   return absl::OkStatus();
 }
 
-absl::Status ReadChatRequest(std::string_view body, const RequestLimits& limits, ParseScope scope,
+absl::Status ReadChatRequest(RequestBody body, const RequestLimits& limits, ParseScope scope,
                              ChatRequest& request) {
   internal::ParserLease parser;
   SY_ASSIGN_OR_RETURN(
@@ -216,7 +216,7 @@ absl::Status ReadChatRequest(std::string_view body, const RequestLimits& limits,
 
 }  // namespace
 
-absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits,
+absl::StatusOr<ChatRequest> ParseChatRequest(RequestBody body, const RequestLimits& limits,
                                              ParseScope scope) {
   // Filled in place and returned by one return (no copy): the request is large to move.
   absl::StatusOr<ChatRequest> result(absl::in_place);

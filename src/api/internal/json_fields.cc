@@ -66,9 +66,12 @@ ParserLease::~ParserLease() {
   thread_parser.lent = false;
 }
 
-absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
+static_assert(RequestBody::kPaddingBytes >= simdjson::SIMDJSON_PADDING);
+
+absl::StatusOr<simdjson::dom::object> ParseRequestObject(RequestBody request_body,
                                                          size_t max_body_bytes, size_t max_depth,
                                                          simdjson::dom::parser* parser) {
+  const std::string_view body = request_body.text();
   if (body.size() > max_body_bytes) {
     return PayloadTooLarge(
         fmt::format("Request body exceeds the limit of {} bytes.", max_body_bytes));
@@ -78,7 +81,8 @@ absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
       return absl::ResourceExhaustedError("Could not allocate the JSON parser.");
   }
   element root;
-  const simdjson::error_code error = parser->parse(body.data(), body.size()).get(root);
+  const bool copy = request_body.spare_bytes() < RequestBody::kPaddingBytes;
+  const simdjson::error_code error = parser->parse(body.data(), body.size(), copy).get(root);
   if (error == simdjson::DEPTH_ERROR) {
     return absl::InvalidArgumentError(
         fmt::format("Request body nests deeper than {} levels.", max_depth));

@@ -16,6 +16,8 @@
 #include "absl/status/statusor.h"
 #include "simdjson.h"
 
+#include "api/request_body.h"
+
 namespace switchyard::api::internal {
 
 // The calling thread's request parser, lent for one parse: a fresh simdjson parser allocates
@@ -39,11 +41,12 @@ class ParserLease {
   simdjson::dom::parser* parser_;
 };
 
-// Parses a request `body` into `parser`: a body over `max_body_bytes` is 413 (PayloadTooLarge);
-// malformed JSON, nesting over `max_depth`, numbers outside double range (1e999), a non-object
-// root and duplicate keys are InvalidArgument. Every request parser starts here.
-absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
-                                                         size_t max_body_bytes, size_t max_depth,
+// Parses a request `body` into `parser`, in place when the body has the spare room: a body over
+// `max_body_bytes` is 413 (PayloadTooLarge); malformed JSON, nesting over `max_depth`, numbers
+// outside double range (1e999), a non-object root and duplicate keys are InvalidArgument. Every
+// request parser starts here.
+absl::StatusOr<simdjson::dom::object> ParseRequestObject(RequestBody body, size_t max_body_bytes,
+                                                         size_t max_depth,
                                                          simdjson::dom::parser* parser);
 
 // Minified JSON text of `value`, for fields passed through raw (tools, kv_transfer_params).
