@@ -150,10 +150,9 @@ absl::Status ReadTools(internal::FieldReader& fields, ChatRequest* out) {
 absl::Status ReadChatRequest(RequestBody body, const RequestLimits& limits, ParseScope scope,
                              ChatRequest& request) {
   internal::ParserLease parser;
-  SY_ASSIGN_OR_RETURN(
-      object root, internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth,
-                                                parser.get()));
-  internal::FieldReader fields(root);
+  internal::FieldReader fields;
+  SY_RETURN_IF_ERROR(internal::ParseRequestFields(body, limits.max_body_bytes,
+                                                  limits.max_json_depth, parser.get(), &fields));
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> messages = fields.Get("messages");
   if (!messages)

@@ -75,10 +75,9 @@ absl::Status ReadPrompts(element value, const RequestLimits& limits, std::vector
 absl::Status ReadCompletionRequest(RequestBody body, const RequestLimits& limits, ParseScope scope,
                                    CompletionRequest& request) {
   internal::ParserLease parser;
-  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
-                      internal::ParseRequestObject(body, limits.max_body_bytes,
-                                                   limits.max_json_depth, parser.get()));
-  internal::FieldReader fields(object);
+  internal::FieldReader fields;
+  SY_RETURN_IF_ERROR(internal::ParseRequestFields(body, limits.max_body_bytes,
+                                                  limits.max_json_depth, parser.get(), &fields));
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> prompt = fields.Get("prompt");
   if (!prompt)

@@ -68,9 +68,8 @@ ParserLease::~ParserLease() {
 
 static_assert(RequestBody::kPaddingBytes >= simdjson::SIMDJSON_PADDING);
 
-absl::StatusOr<simdjson::dom::object> ParseRequestObject(RequestBody request_body,
-                                                         size_t max_body_bytes, size_t max_depth,
-                                                         simdjson::dom::parser* parser) {
+absl::Status ParseRequestFields(RequestBody request_body, size_t max_body_bytes, size_t max_depth,
+                                simdjson::dom::parser* parser, FieldReader* fields) {
   const std::string_view body = request_body.text();
   if (body.size() > max_body_bytes) {
     return PayloadTooLarge(
@@ -97,8 +96,8 @@ absl::StatusOr<simdjson::dom::object> ParseRequestObject(RequestBody request_bod
   simdjson::dom::object object;
   if (root.get(object) != simdjson::SUCCESS)
     return absl::InvalidArgumentError("Request body must be a JSON object.");
-  SY_RETURN_IF_ERROR(FieldReader::CheckNoDuplicateKeys(object));
-  return object;
+  fields->List(object);
+  return fields->CheckNoDuplicateKeys();
 }
 
 std::string RawJson(element value) {
@@ -173,18 +172,11 @@ absl::StatusOr<int32_t> ReadTokenId(element value, std::string_view param) {
   return static_cast<int32_t>(*id);
 }
 
-absl::Status FieldReader::CheckNoDuplicateKeys(simdjson::dom::object object) {
-  uint64_t seen = 0;
-  bool shared_bit = false;
-  for (auto field : object) {
-    const uint64_t bit = KeyBit(field.key);
-    shared_bit = shared_bit || (seen & bit) != 0;
-    seen |= bit;
-  }
-  if (!shared_bit)
+absl::Status FieldReader::CheckNoDuplicateKeys() const {
+  if (!keys_share_bits_)
     return absl::OkStatus();
   absl::InlinedVector<std::string_view, 16> keys;
-  for (auto field : object)
+  for (const Field& field : fields_)
     keys.push_back(field.key);
   std::sort(keys.begin(), keys.end());
   auto dup = std::adjacent_find(keys.begin(), keys.end());
@@ -194,11 +186,13 @@ absl::Status FieldReader::CheckNoDuplicateKeys(simdjson::dom::object object) {
   return absl::InvalidArgumentError("Request body has a duplicate key.");
 }
 
-FieldReader::FieldReader(simdjson::dom::object object) {
+void FieldReader::List(simdjson::dom::object object) {
   fields_.reserve(object.size());
   for (auto field : object) {
     fields_.push_back({.key = field.key, .value = field.value, .read = false});
-    present_keys_ |= KeyBit(field.key);
+    const uint64_t bit = KeyBit(field.key);
+    keys_share_bits_ = keys_share_bits_ || (present_keys_ & bit) != 0;
+    present_keys_ |= bit;
   }
 }
 

@@ -41,13 +41,15 @@ class ParserLease {
   simdjson::dom::parser* parser_;
 };
 
-// Parses a request `body` into `parser`, in place when the body has the spare room: a body over
-// `max_body_bytes` is 413 (PayloadTooLarge); malformed JSON, nesting over `max_depth`, numbers
-// outside double range (1e999), a non-object root and duplicate keys are InvalidArgument. Every
-// request parser starts here.
-absl::StatusOr<simdjson::dom::object> ParseRequestObject(RequestBody body, size_t max_body_bytes,
-                                                         size_t max_depth,
-                                                         simdjson::dom::parser* parser);
+class FieldReader;
+
+// Parses a request `body` into `parser`, in place when the body has the spare room, and lists
+// the root object's fields in `fields`: a body over `max_body_bytes` is 413 (PayloadTooLarge);
+// malformed JSON, nesting over `max_depth`, numbers outside double range (1e999), a non-object
+// root and duplicate keys are InvalidArgument. Every request parser starts here.
+// REQUIRES: `fields` is default-constructed and unused.
+absl::Status ParseRequestFields(RequestBody body, size_t max_body_bytes, size_t max_depth,
+                                simdjson::dom::parser* parser, FieldReader* fields);
 
 // Minified JSON text of `value`, for fields passed through raw (tools, kv_transfer_params).
 std::string RawJson(simdjson::dom::element value);
@@ -63,11 +65,12 @@ absl::StatusOr<int32_t> ReadTokenId(simdjson::dom::element value, std::string_vi
 
 class FieldReader {
  public:
-  explicit FieldReader(simdjson::dom::object object);
+  FieldReader() = default;  // no fields: for ParseRequestFields to fill
+  explicit FieldReader(simdjson::dom::object object) { List(object); }
 
   // Duplicate keys are rejected: a proxy and the server must never see different values.
   // Keys whose KeyBits all differ are distinct, so most objects pass without a compare.
-  static absl::Status CheckNoDuplicateKeys(simdjson::dom::object object);
+  absl::Status CheckNoDuplicateKeys() const;
 
   // The value of `key`, or nullopt when absent or JSON null. Marks `key` as known.
   std::optional<simdjson::dom::element> Get(std::string_view key) {
@@ -92,6 +95,9 @@ class FieldReader {
   std::vector<std::string> UnknownKeys() const;
 
  private:
+  friend absl::Status ParseRequestFields(RequestBody body, size_t max_body_bytes, size_t max_depth,
+                                         simdjson::dom::parser* parser, FieldReader* fields);
+
   struct Field {
     std::string_view key;
     simdjson::dom::element value;
@@ -108,6 +114,9 @@ class FieldReader {
     return uint64_t{1} << (mix & 63);
   }
 
+  // Lists the object's fields: the one walk of its DOM. REQUIRES: none listed yet.
+  void List(simdjson::dom::object object);
+
   // Get past the filter: scans the fields.
   std::optional<simdjson::dom::element> Find(std::string_view key);
 
@@ -117,6 +126,8 @@ class FieldReader {
   // The union of the fields' KeyBits: a key whose bit is clear is absent, found with one AND
   // and no scan.
   uint64_t present_keys_ = 0;
+  // Two fields have the same KeyBit: their keys may be equal.
+  bool keys_share_bits_ = false;
 };
 
 }  // namespace switchyard::api::internal
