@@ -153,7 +153,8 @@ absl::Status ReadChatRequest(RequestBody body, const RequestLimits& limits, Pars
   internal::FieldReader fields;
   SY_RETURN_IF_ERROR(internal::ParseRequestFields(body, limits.max_body_bytes,
                                                   limits.max_json_depth, parser.get(), &fields));
-  SY_RETURN_IF_ERROR(fields.String("model", &request.model));
+  if (scope == ParseScope::kServe)
+    SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> messages = fields.Get("messages");
   if (!messages)
     return InvalidParam("messages", "messages: Field required.");

@@ -29,7 +29,7 @@ struct ChatMessage {
 };
 
 struct ChatRequest {
-  std::string model;
+  std::string model;  // Not read by kRoute.
   std::vector<ChatMessage> messages;
   bool logprobs = false;
   int top_logprobs = 0;

@@ -78,7 +78,8 @@ absl::Status ReadCompletionRequest(RequestBody body, const RequestLimits& limits
   internal::FieldReader fields;
   SY_RETURN_IF_ERROR(internal::ParseRequestFields(body, limits.max_body_bytes,
                                                   limits.max_json_depth, parser.get(), &fields));
-  SY_RETURN_IF_ERROR(fields.String("model", &request.model));
+  if (scope == ParseScope::kServe)
+    SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> prompt = fields.Get("prompt");
   if (!prompt)
     return InvalidParam("prompt", "prompt: Field required.");

@@ -25,7 +25,7 @@ struct Prompt {
 };
 
 struct CompletionRequest {
-  std::string model;            // Empty: the served model.
+  std::string model;            // Empty: the served model. Not read by kRoute.
   std::vector<Prompt> prompts;  // A batch; each prompt yields n choices.
   std::optional<int> logprobs;  // Top-k alternatives per token, <= limits.max_logprobs.
   // Each choice starts with its prompt (with logprobs: the prompt tokens' logprobs first).

@@ -230,6 +230,10 @@ TEST(RouteScopeTest, ReadsWhatRoutingNeedsAndLeavesTheRestToTheEngine) {
   EXPECT_EQ(r->sampling.cache_salt, "salt");
   EXPECT_FALSE(r->add_special_tokens);
   EXPECT_TRUE(r->sampling.ignored_fields.empty());
+  EXPECT_TRUE(r->model.empty());  // the router serves one model: the engine checks it
+  EXPECT_TRUE(
+      ParseCompletionRequest(R"({"model": 5, "prompt": "a"})", RequestLimits{}, ParseScope::kRoute)
+          .ok());
 
   constexpr std::string_view kChat = R"({"model": "tiny",
       "messages": [{"role": "user", "content": "hi"}], "top_logprobs": 99, "n": -3,
