@@ -211,7 +211,7 @@ std::optional<element> FieldReader::Find(std::string_view key) {
   return std::nullopt;
 }
 
-absl::Status FieldReader::Bool(std::string_view key, bool* out) {
+absl::Status FieldReader::BoolPresent(std::string_view key, bool* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -220,8 +220,8 @@ absl::Status FieldReader::Bool(std::string_view key, bool* out) {
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::Int(std::string_view key, int64_t lo, int64_t hi,
-                              std::optional<int64_t>* out) {
+absl::Status FieldReader::IntPresent(std::string_view key, int64_t lo, int64_t hi,
+                                     std::optional<int64_t>* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -232,7 +232,7 @@ absl::Status FieldReader::Int(std::string_view key, int64_t lo, int64_t hi,
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::Double(std::string_view key, std::optional<double>* out) {
+absl::Status FieldReader::DoublePresent(std::string_view key, std::optional<double>* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -243,7 +243,7 @@ absl::Status FieldReader::Double(std::string_view key, std::optional<double>* ou
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::String(std::string_view key, std::string* out) {
+absl::Status FieldReader::StringPresent(std::string_view key, std::string* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -254,14 +254,14 @@ absl::Status FieldReader::String(std::string_view key, std::string* out) {
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::Raw(std::string_view key, std::string* out) {
+absl::Status FieldReader::RawPresent(std::string_view key, std::string* out) {
   if (std::optional<element> value = Get(key))
     *out = RawJson(*value);
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::StringOrList(std::string_view key, size_t max_items,
-                                       std::vector<std::string>* out) {
+absl::Status FieldReader::StringOrListPresent(std::string_view key, size_t max_items,
+                                              std::vector<std::string>* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -284,8 +284,8 @@ absl::Status FieldReader::StringOrList(std::string_view key, size_t max_items,
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::TokenIds(std::string_view key, size_t max_items,
-                                   std::vector<int32_t>* out) {
+absl::Status FieldReader::TokenIdsPresent(std::string_view key, size_t max_items,
+                                          std::vector<int32_t>* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();

@@ -74,22 +74,37 @@ class FieldReader {
 
   // The value of `key`, or nullopt when absent or JSON null. Marks `key` as known.
   std::optional<simdjson::dom::element> Get(std::string_view key) {
-    if ((present_keys_ & KeyBit(key)) == 0)
+    if (Absent(key))
       return std::nullopt;
     return Find(key);
   }
 
-  // Each leaves *out unchanged when the field is absent or null.
-  absl::Status Bool(std::string_view key, bool* out);
-  absl::Status Int(std::string_view key, int64_t lo, int64_t hi, std::optional<int64_t>* out);
-  absl::Status Double(std::string_view key, std::optional<double>* out);
-  absl::Status String(std::string_view key, std::string* out);
+  // Each leaves *out unchanged when the field is absent or null. Inline up to the KeyBit test:
+  // a parser asks for many absent keys, and with a literal key the test is one AND.
+  absl::Status Bool(std::string_view key, bool* out) {
+    return Absent(key) ? absl::OkStatus() : BoolPresent(key, out);
+  }
+  absl::Status Int(std::string_view key, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+    return Absent(key) ? absl::OkStatus() : IntPresent(key, lo, hi, out);
+  }
+  absl::Status Double(std::string_view key, std::optional<double>* out) {
+    return Absent(key) ? absl::OkStatus() : DoublePresent(key, out);
+  }
+  absl::Status String(std::string_view key, std::string* out) {
+    return Absent(key) ? absl::OkStatus() : StringPresent(key, out);
+  }
   // Any JSON value kept as minified text (empty when absent).
-  absl::Status Raw(std::string_view key, std::string* out);
+  absl::Status Raw(std::string_view key, std::string* out) {
+    return Absent(key) ? absl::OkStatus() : RawPresent(key, out);
+  }
   // A string or an array of strings, at most `max_items`.
-  absl::Status StringOrList(std::string_view key, size_t max_items, std::vector<std::string>* out);
+  absl::Status StringOrList(std::string_view key, size_t max_items, std::vector<std::string>* out) {
+    return Absent(key) ? absl::OkStatus() : StringOrListPresent(key, max_items, out);
+  }
   // An array of token ids, at most `max_items`.
-  absl::Status TokenIds(std::string_view key, size_t max_items, std::vector<int32_t>* out);
+  absl::Status TokenIds(std::string_view key, size_t max_items, std::vector<int32_t>* out) {
+    return Absent(key) ? absl::OkStatus() : TokenIdsPresent(key, max_items, out);
+  }
 
   // Keys present in the object that no getter asked for, in document order.
   std::vector<std::string> UnknownKeys() const;
@@ -116,6 +131,20 @@ class FieldReader {
 
   // Lists the object's fields: the one walk of its DOM. REQUIRES: none listed yet.
   void List(simdjson::dom::object object);
+
+  // No field has key's KeyBit: `key` is surely absent.
+  bool Absent(std::string_view key) const { return (present_keys_ & KeyBit(key)) == 0; }
+
+  // The getters past the KeyBit test (the key may still be absent).
+  absl::Status BoolPresent(std::string_view key, bool* out);
+  absl::Status IntPresent(std::string_view key, int64_t lo, int64_t hi,
+                          std::optional<int64_t>* out);
+  absl::Status DoublePresent(std::string_view key, std::optional<double>* out);
+  absl::Status StringPresent(std::string_view key, std::string* out);
+  absl::Status RawPresent(std::string_view key, std::string* out);
+  absl::Status StringOrListPresent(std::string_view key, size_t max_items,
+                                   std::vector<std::string>* out);
+  absl::Status TokenIdsPresent(std::string_view key, size_t max_items, std::vector<int32_t>* out);
 
   // Get past the filter: scans the fields.
   std::optional<simdjson::dom::element> Find(std::string_view key);
