@@ -48,22 +48,25 @@ thread_local ThreadParser thread_parser;
 
 }  // namespace
 
+// Each names thread_parser once: every mention of a thread_local with a constructor is a call.
 ParserLease::ParserLease() {
-  if (thread_parser.lent) {
+  ThreadParser& mine = thread_parser;
+  if (mine.lent) {
     own_ = std::make_unique<simdjson::dom::parser>();
     parser_ = own_.get();
     return;
   }
-  thread_parser.lent = true;
-  parser_ = &thread_parser.parser;
+  mine.lent = true;
+  parser_ = &mine.parser;
 }
 
 ParserLease::~ParserLease() {
   if (own_ != nullptr)
     return;
-  if (thread_parser.parser.capacity() > kMaxKeptBytes)
-    thread_parser.parser = simdjson::dom::parser();
-  thread_parser.lent = false;
+  ThreadParser& mine = thread_parser;
+  if (mine.parser.capacity() > kMaxKeptBytes)
+    mine.parser = simdjson::dom::parser();
+  mine.lent = false;
 }
 
 static_assert(RequestBody::kPaddingBytes >= simdjson::SIMDJSON_PADDING);
@@ -172,9 +175,7 @@ absl::StatusOr<int32_t> ReadTokenId(element value, std::string_view param) {
   return static_cast<int32_t>(*id);
 }
 
-absl::Status FieldReader::CheckNoDuplicateKeys() const {
-  if (!keys_share_bits_)
-    return absl::OkStatus();
+absl::Status FieldReader::CompareKeys() const {
   absl::InlinedVector<std::string_view, 16> keys;
   for (const Field& field : fields_)
     keys.push_back(field.key);

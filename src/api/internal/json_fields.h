@@ -70,7 +70,9 @@ class FieldReader {
 
   // Duplicate keys are rejected: a proxy and the server must never see different values.
   // Keys whose KeyBits all differ are distinct, so most objects pass without a compare.
-  absl::Status CheckNoDuplicateKeys() const;
+  absl::Status CheckNoDuplicateKeys() const {
+    return keys_share_bits_ ? CompareKeys() : absl::OkStatus();
+  }
 
   // The value of `key`, or nullopt when absent or JSON null. Marks `key` as known.
   std::optional<simdjson::dom::element> Get(std::string_view key) {
@@ -131,6 +133,9 @@ class FieldReader {
 
   // Lists the object's fields: the one walk of its DOM. REQUIRES: none listed yet.
   void List(simdjson::dom::object object);
+
+  // CheckNoDuplicateKeys past the KeyBit test: sorts the keys and compares neighbours.
+  absl::Status CompareKeys() const;
 
   // No field has key's KeyBit: `key` is surely absent.
   bool Absent(std::string_view key) const { return (present_keys_ & KeyBit(key)) == 0; }
