@@ -26,7 +26,22 @@ constexpr std::array<std::string_view, 7> kReservedTemplateKwargs = {
     "tokenize",     "return_dict", "return_assistant_tokens_mask", "chat_template", "messages",
     "conversation", "tools"};
 
-absl::Status ReadContent(element value, const std::string& param, ChatMessage* out) {
+// "messages[i]" and a path within it, the param of an error: built only for an error, as
+// formatting it costs more than reading a message.
+std::string MessageParam(size_t index, std::string_view path = {}) {
+  return fmt::format("messages[{}]{}", index, path);
+}
+
+// A string at messages[index]<path>, or ReadString's error naming it.
+absl::StatusOr<std::string_view> ReadMessageString(element value, size_t index,
+                                                   std::string_view path) {
+  std::string_view text;
+  if (value.get(text) == simdjson::SUCCESS)
+    return text;
+  return internal::ReadString(value, MessageParam(index, path));
+}
+
+absl::Status ReadContent(element value, size_t index, ChatMessage* out) {
   std::string_view text;
   if (value.get(text) == simdjson::SUCCESS) {
     out->content = std::string(text);
@@ -35,6 +50,7 @@ absl::Status ReadContent(element value, const std::string& param, ChatMessage* o
   }
   array parts;
   if (value.get(parts) != simdjson::SUCCESS) {
+    const std::string param = MessageParam(index, ".content");
     return InvalidParam(
         param, fmt::format("{}: Input should be a string or a list of content parts.", param));
   }
@@ -42,20 +58,25 @@ absl::Status ReadContent(element value, const std::string& param, ChatMessage* o
   bool first = true;
   for (element part_value : parts) {
     object part;
-    if (part_value.get(part) != simdjson::SUCCESS)
+    if (part_value.get(part) != simdjson::SUCCESS) {
+      const std::string param = MessageParam(index, ".content");
       return InvalidParam(param, fmt::format("{}: each content part must be an object.", param));
+    }
     internal::FieldReader fields(part);
     std::string type;
     SY_RETURN_IF_ERROR(fields.String("type", &type));
     if (type != "text") {
+      const std::string param = MessageParam(index, ".content");
       return InvalidParam(param, fmt::format("{}: only content parts of type text are supported "
                                              "by this model.",
                                              param));
     }
     std::optional<element> part_text = fields.Get("text");
-    if (!part_text)
+    if (!part_text) {
+      const std::string param = MessageParam(index, ".content");
       return InvalidParam(param, fmt::format("{}: a text part needs a text field.", param));
-    SY_ASSIGN_OR_RETURN(std::string_view piece, internal::ReadString(*part_text, param));
+    }
+    SY_ASSIGN_OR_RETURN(std::string_view piece, ReadMessageString(*part_text, index, ".content"));
     if (!first)
       out->content += '\n';
     out->content += piece;
@@ -64,42 +85,46 @@ absl::Status ReadContent(element value, const std::string& param, ChatMessage* o
   return absl::OkStatus();
 }
 
-absl::StatusOr<ChatMessage> ReadMessage(element value, size_t index) {
-  const std::string prefix = fmt::format("messages[{}]", index);
+// Reads messages[index] into *message (default-constructed; left partly filled on an error).
+absl::Status ReadMessage(element value, size_t index, ChatMessage* message) {
   object message_object;
-  if (value.get(message_object) != simdjson::SUCCESS)
-    return InvalidParam(prefix, fmt::format("{}: Input should be a valid dictionary.", prefix));
-  internal::FieldReader fields(message_object);
-  ChatMessage message;
-  std::optional<element> role = fields.Get("role");
-  if (!role)
-    return InvalidParam(prefix + ".role", fmt::format("{}.role: Field required.", prefix));
-  SY_ASSIGN_OR_RETURN(std::string_view role_name, internal::ReadString(*role, prefix + ".role"));
-  if (std::find(kRoles.begin(), kRoles.end(), role_name) == kRoles.end()) {
-    return InvalidParam(prefix + ".role",
-                        fmt::format("{}.role must be one of system, developer, user, assistant, "
-                                    "tool.",
-                                    prefix));
+  if (value.get(message_object) != simdjson::SUCCESS) {
+    const std::string param = MessageParam(index);
+    return InvalidParam(param, fmt::format("{}: Input should be a valid dictionary.", param));
   }
-  message.role = std::string(role_name);
+  internal::FieldReader fields(message_object);
+  std::optional<element> role = fields.Get("role");
+  if (!role) {
+    const std::string param = MessageParam(index, ".role");
+    return InvalidParam(param, fmt::format("{}: Field required.", param));
+  }
+  SY_ASSIGN_OR_RETURN(std::string_view role_name, ReadMessageString(*role, index, ".role"));
+  if (std::find(kRoles.begin(), kRoles.end(), role_name) == kRoles.end()) {
+    const std::string param = MessageParam(index, ".role");
+    return InvalidParam(param, fmt::format("{} must be one of system, developer, user, assistant, "
+                                           "tool.",
+                                           param));
+  }
+  message->role = std::string(role_name);
   if (std::optional<element> content = fields.Get("content"))
-    SY_RETURN_IF_ERROR(ReadContent(*content, prefix + ".content", &message));
-  SY_RETURN_IF_ERROR(fields.String("name", &message.name));
-  SY_RETURN_IF_ERROR(fields.String("tool_call_id", &message.tool_call_id));
+    SY_RETURN_IF_ERROR(ReadContent(*content, index, message));
+  SY_RETURN_IF_ERROR(fields.String("name", &message->name));
+  SY_RETURN_IF_ERROR(fields.String("tool_call_id", &message->tool_call_id));
   if (std::optional<element> calls = fields.Get("tool_calls")) {
     if (!calls->is_array()) {
-      return InvalidParam(prefix + ".tool_calls",
-                          fmt::format("{}.tool_calls: Input should be a valid list.", prefix));
+      const std::string param = MessageParam(index, ".tool_calls");
+      return InvalidParam(param, fmt::format("{}: Input should be a valid list.", param));
     }
-    message.tool_calls = internal::RawJson(*calls);
+    message->tool_calls = internal::RawJson(*calls);
   }
-  SY_RETURN_IF_ERROR(fields.String("reasoning_content", &message.reasoning));
-  SY_RETURN_IF_ERROR(fields.String("reasoning", &message.reasoning));
-  const bool may_omit_content = message.role == "assistant" && !message.tool_calls.empty();
-  if (!message.has_content && !may_omit_content) {
-    return InvalidParam(prefix + ".content", fmt::format("{}.content: Field required.", prefix));
+  SY_RETURN_IF_ERROR(fields.String("reasoning_content", &message->reasoning));
+  SY_RETURN_IF_ERROR(fields.String("reasoning", &message->reasoning));
+  const bool may_omit_content = message->role == "assistant" && !message->tool_calls.empty();
+  if (!message->has_content && !may_omit_content) {
+    const std::string param = MessageParam(index, ".content");
+    return InvalidParam(param, fmt::format("{}: Field required.", param));
   }
-  return message;
+  return absl::OkStatus();
 }
 
 absl::Status ReadTemplateKwargs(internal::FieldReader& fields, ChatRequest* out) {
@@ -147,14 +172,14 @@ absl::Status ReadTools(internal::FieldReader& fields, ChatRequest* out) {
   return absl::OkStatus();
 }
 
-absl::Status ReadChatRequest(std::string_view body, const RequestLimits& limits, ParseScope scope,
+absl::Status ReadChatRequest(RequestBody body, const RequestLimits& limits, ParseScope scope,
                              ChatRequest& request) {
   internal::ParserLease parser;
-  SY_ASSIGN_OR_RETURN(
-      object root, internal::ParseRequestObject(body, limits.max_body_bytes, limits.max_json_depth,
-                                                parser.get()));
-  internal::FieldReader fields(root);
-  SY_RETURN_IF_ERROR(fields.String("model", &request.model));
+  internal::FieldReader fields;
+  SY_RETURN_IF_ERROR(internal::ParseRequestFields(body, limits.max_body_bytes,
+                                                  limits.max_json_depth, parser.get(), &fields));
+  if (scope == ParseScope::kServe)
+    SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> messages = fields.Get("messages");
   if (!messages)
     return InvalidParam("messages", "messages: Field required.");
@@ -167,11 +192,11 @@ absl::Status ReadChatRequest(std::string_view body, const RequestLimits& limits,
     return InvalidParam("messages",
                         fmt::format("messages may hold at most {} items.", limits.max_messages));
   }
+  // Each message is read in its slot: one built apart and moved in costs six string moves.
+  request.messages.reserve(message_list.size());
   size_t index = 0;
-  for (element value : message_list) {
-    SY_ASSIGN_OR_RETURN(ChatMessage message, ReadMessage(value, index++));
-    request.messages.push_back(std::move(message));
-  }
+  for (element value : message_list)
+    SY_RETURN_IF_ERROR(ReadMessage(value, index++, &request.messages.emplace_back()));
   SY_RETURN_IF_ERROR(fields.Bool("add_generation_prompt", &request.add_generation_prompt));
   SY_RETURN_IF_ERROR(fields.Bool("continue_final_message", &request.continue_final_message));
   if (request.add_generation_prompt && request.continue_final_message) {
@@ -216,7 +241,7 @@ absl::Status ReadChatRequest(std::string_view body, const RequestLimits& limits,
 
 }  // namespace
 
-absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits,
+absl::StatusOr<ChatRequest> ParseChatRequest(RequestBody body, const RequestLimits& limits,
                                              ParseScope scope) {
   // Filled in place and returned by one return (no copy): the request is large to move.
   absl::StatusOr<ChatRequest> result(absl::in_place);

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "api/request_body.h"
 #include "api/sampling_request.h"
 
 namespace switchyard::api {
@@ -28,7 +29,7 @@ struct ChatMessage {
 };
 
 struct ChatRequest {
-  std::string model;
+  std::string model;  // Not read by kRoute.
   std::vector<ChatMessage> messages;
   bool logprobs = false;
   int top_logprobs = 0;
@@ -49,7 +50,7 @@ struct ChatRequest {
 // Parses and validates `body`, every field or (kRoute) the messages, what renders them and
 // the routing fields. Errors as ParseCompletionRequest; message errors name "messages" or
 // "messages[i].<field>".
-absl::StatusOr<ChatRequest> ParseChatRequest(std::string_view body, const RequestLimits& limits,
+absl::StatusOr<ChatRequest> ParseChatRequest(RequestBody body, const RequestLimits& limits,
                                              ParseScope scope = ParseScope::kServe);
 
 }  // namespace switchyard::api

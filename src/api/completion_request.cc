@@ -72,14 +72,14 @@ absl::Status ReadPrompts(element value, const RequestLimits& limits, std::vector
   return absl::OkStatus();
 }
 
-absl::Status ReadCompletionRequest(std::string_view body, const RequestLimits& limits,
-                                   ParseScope scope, CompletionRequest& request) {
+absl::Status ReadCompletionRequest(RequestBody body, const RequestLimits& limits, ParseScope scope,
+                                   CompletionRequest& request) {
   internal::ParserLease parser;
-  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
-                      internal::ParseRequestObject(body, limits.max_body_bytes,
-                                                   limits.max_json_depth, parser.get()));
-  internal::FieldReader fields(object);
-  SY_RETURN_IF_ERROR(fields.String("model", &request.model));
+  internal::FieldReader fields;
+  SY_RETURN_IF_ERROR(internal::ParseRequestFields(body, limits.max_body_bytes,
+                                                  limits.max_json_depth, parser.get(), &fields));
+  if (scope == ParseScope::kServe)
+    SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   std::optional<element> prompt = fields.Get("prompt");
   if (!prompt)
     return InvalidParam("prompt", "prompt: Field required.");
@@ -120,7 +120,7 @@ absl::Status ReadCompletionRequest(std::string_view body, const RequestLimits& l
 
 }  // namespace
 
-absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(RequestBody body,
                                                          const RequestLimits& limits,
                                                          ParseScope scope) {
   // Filled in place and returned by one return (no copy): the request is large to move.

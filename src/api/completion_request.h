@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "api/request_body.h"
 #include "api/sampling_request.h"
 
 namespace switchyard::api {
@@ -24,7 +25,7 @@ struct Prompt {
 };
 
 struct CompletionRequest {
-  std::string model;            // Empty: the served model.
+  std::string model;            // Empty: the served model. Not read by kRoute.
   std::vector<Prompt> prompts;  // A batch; each prompt yields n choices.
   std::optional<int> logprobs;  // Top-k alternatives per token, <= limits.max_logprobs.
   // Each choice starts with its prompt (with logprobs: the prompt tokens' logprobs first).
@@ -37,7 +38,7 @@ struct CompletionRequest {
 // Parses and validates `body`, every field or (kRoute) those a router reads. Errors: 413
 // (body over limits.max_body_bytes), 400 with `param` for malformed JSON, wrong types and
 // out-of-range values, 501 for unsupported features.
-absl::StatusOr<CompletionRequest> ParseCompletionRequest(std::string_view body,
+absl::StatusOr<CompletionRequest> ParseCompletionRequest(RequestBody body,
                                                          const RequestLimits& limits,
                                                          ParseScope scope = ParseScope::kServe);
 

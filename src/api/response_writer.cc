@@ -382,10 +382,9 @@ std::string ModelList(const std::vector<ModelCard>& models) {
 absl::StatusOr<TokenizeRequest> ParseTokenizeRequest(std::string_view body,
                                                      const RequestLimits& limits) {
   internal::ParserLease parser;
-  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
-                      internal::ParseRequestObject(body, limits.max_body_bytes,
-                                                   limits.max_json_depth, parser.get()));
-  internal::FieldReader fields(object);
+  internal::FieldReader fields;
+  SY_RETURN_IF_ERROR(internal::ParseRequestFields(body, limits.max_body_bytes,
+                                                  limits.max_json_depth, parser.get(), &fields));
   TokenizeRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   if (!fields.Get("prompt"))
@@ -416,10 +415,9 @@ std::string TokenizeResponse(const std::vector<int32_t>& tokens, int64_t max_mod
 absl::StatusOr<DetokenizeRequest> ParseDetokenizeRequest(std::string_view body,
                                                          const RequestLimits& limits) {
   internal::ParserLease parser;
-  SY_ASSIGN_OR_RETURN(simdjson::dom::object object,
-                      internal::ParseRequestObject(body, limits.max_body_bytes,
-                                                   limits.max_json_depth, parser.get()));
-  internal::FieldReader fields(object);
+  internal::FieldReader fields;
+  SY_RETURN_IF_ERROR(internal::ParseRequestFields(body, limits.max_body_bytes,
+                                                  limits.max_json_depth, parser.get(), &fields));
   DetokenizeRequest request;
   SY_RETURN_IF_ERROR(fields.String("model", &request.model));
   if (!fields.Get("tokens"))

@@ -20,9 +20,10 @@ class FieldReader;
 
 // What a request is parsed for. An engine serving it reads and checks every field
 // (kServe). A router choosing where to send it (kRoute) reads only what it routes on: the
-// prompt or the messages with what renders them, stream, cache_salt, add_special_tokens;
-// the engine it picks checks the rest by its own rules, which are not ours when it is vLLM,
-// SGLang or llama.cpp (another max_logprobs, beam search, suffix).
+// prompt or the messages with what renders them, stream, cache_salt, add_special_tokens (not
+// model: the router serves one); the engine it picks checks the rest by its own rules, which
+// are not ours when it is vLLM, SGLang or llama.cpp (another max_logprobs, beam search,
+// suffix).
 enum class ParseScope { kServe, kRoute };
 
 // Server-side bounds. Every client number is checked against one before anything is allocated.

@@ -48,27 +48,32 @@ thread_local ThreadParser thread_parser;
 
 }  // namespace
 
+// Each names thread_parser once: every mention of a thread_local with a constructor is a call.
 ParserLease::ParserLease() {
-  if (thread_parser.lent) {
+  ThreadParser& mine = thread_parser;
+  if (mine.lent) {
     own_ = std::make_unique<simdjson::dom::parser>();
     parser_ = own_.get();
     return;
   }
-  thread_parser.lent = true;
-  parser_ = &thread_parser.parser;
+  mine.lent = true;
+  parser_ = &mine.parser;
 }
 
 ParserLease::~ParserLease() {
   if (own_ != nullptr)
     return;
-  if (thread_parser.parser.capacity() > kMaxKeptBytes)
-    thread_parser.parser = simdjson::dom::parser();
-  thread_parser.lent = false;
+  ThreadParser& mine = thread_parser;
+  if (mine.parser.capacity() > kMaxKeptBytes)
+    mine.parser = simdjson::dom::parser();
+  mine.lent = false;
 }
 
-absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
-                                                         size_t max_body_bytes, size_t max_depth,
-                                                         simdjson::dom::parser* parser) {
+static_assert(RequestBody::kPaddingBytes >= simdjson::SIMDJSON_PADDING);
+
+absl::Status ParseRequestFields(RequestBody request_body, size_t max_body_bytes, size_t max_depth,
+                                simdjson::dom::parser* parser, FieldReader* fields) {
+  const std::string_view body = request_body.text();
   if (body.size() > max_body_bytes) {
     return PayloadTooLarge(
         fmt::format("Request body exceeds the limit of {} bytes.", max_body_bytes));
@@ -78,7 +83,8 @@ absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
       return absl::ResourceExhaustedError("Could not allocate the JSON parser.");
   }
   element root;
-  const simdjson::error_code error = parser->parse(body.data(), body.size()).get(root);
+  const bool copy = request_body.spare_bytes() < RequestBody::kPaddingBytes;
+  const simdjson::error_code error = parser->parse(body.data(), body.size(), copy).get(root);
   if (error == simdjson::DEPTH_ERROR) {
     return absl::InvalidArgumentError(
         fmt::format("Request body nests deeper than {} levels.", max_depth));
@@ -93,8 +99,8 @@ absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
   simdjson::dom::object object;
   if (root.get(object) != simdjson::SUCCESS)
     return absl::InvalidArgumentError("Request body must be a JSON object.");
-  SY_RETURN_IF_ERROR(FieldReader::CheckNoDuplicateKeys(object));
-  return object;
+  fields->List(object);
+  return fields->CheckNoDuplicateKeys();
 }
 
 std::string RawJson(element value) {
@@ -169,18 +175,9 @@ absl::StatusOr<int32_t> ReadTokenId(element value, std::string_view param) {
   return static_cast<int32_t>(*id);
 }
 
-absl::Status FieldReader::CheckNoDuplicateKeys(simdjson::dom::object object) {
-  uint64_t seen = 0;
-  bool shared_bit = false;
-  for (auto field : object) {
-    const uint64_t bit = KeyBit(field.key);
-    shared_bit = shared_bit || (seen & bit) != 0;
-    seen |= bit;
-  }
-  if (!shared_bit)
-    return absl::OkStatus();
+absl::Status FieldReader::CompareKeys() const {
   absl::InlinedVector<std::string_view, 16> keys;
-  for (auto field : object)
+  for (const Field& field : fields_)
     keys.push_back(field.key);
   std::sort(keys.begin(), keys.end());
   auto dup = std::adjacent_find(keys.begin(), keys.end());
@@ -190,11 +187,13 @@ absl::Status FieldReader::CheckNoDuplicateKeys(simdjson::dom::object object) {
   return absl::InvalidArgumentError("Request body has a duplicate key.");
 }
 
-FieldReader::FieldReader(simdjson::dom::object object) {
+void FieldReader::List(simdjson::dom::object object) {
   fields_.reserve(object.size());
   for (auto field : object) {
     fields_.push_back({.key = field.key, .value = field.value, .read = false});
-    present_keys_ |= KeyBit(field.key);
+    const uint64_t bit = KeyBit(field.key);
+    keys_share_bits_ = keys_share_bits_ || (present_keys_ & bit) != 0;
+    present_keys_ |= bit;
   }
 }
 
@@ -213,7 +212,7 @@ std::optional<element> FieldReader::Find(std::string_view key) {
   return std::nullopt;
 }
 
-absl::Status FieldReader::Bool(std::string_view key, bool* out) {
+absl::Status FieldReader::BoolPresent(std::string_view key, bool* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -222,8 +221,8 @@ absl::Status FieldReader::Bool(std::string_view key, bool* out) {
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::Int(std::string_view key, int64_t lo, int64_t hi,
-                              std::optional<int64_t>* out) {
+absl::Status FieldReader::IntPresent(std::string_view key, int64_t lo, int64_t hi,
+                                     std::optional<int64_t>* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -234,7 +233,7 @@ absl::Status FieldReader::Int(std::string_view key, int64_t lo, int64_t hi,
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::Double(std::string_view key, std::optional<double>* out) {
+absl::Status FieldReader::DoublePresent(std::string_view key, std::optional<double>* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -245,7 +244,7 @@ absl::Status FieldReader::Double(std::string_view key, std::optional<double>* ou
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::String(std::string_view key, std::string* out) {
+absl::Status FieldReader::StringPresent(std::string_view key, std::string* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -256,14 +255,14 @@ absl::Status FieldReader::String(std::string_view key, std::string* out) {
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::Raw(std::string_view key, std::string* out) {
+absl::Status FieldReader::RawPresent(std::string_view key, std::string* out) {
   if (std::optional<element> value = Get(key))
     *out = RawJson(*value);
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::StringOrList(std::string_view key, size_t max_items,
-                                       std::vector<std::string>* out) {
+absl::Status FieldReader::StringOrListPresent(std::string_view key, size_t max_items,
+                                              std::vector<std::string>* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();
@@ -286,8 +285,8 @@ absl::Status FieldReader::StringOrList(std::string_view key, size_t max_items,
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::TokenIds(std::string_view key, size_t max_items,
-                                   std::vector<int32_t>* out) {
+absl::Status FieldReader::TokenIdsPresent(std::string_view key, size_t max_items,
+                                          std::vector<int32_t>* out) {
   std::optional<element> value = Get(key);
   if (!value)
     return absl::OkStatus();

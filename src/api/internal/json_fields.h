@@ -16,6 +16,8 @@
 #include "absl/status/statusor.h"
 #include "simdjson.h"
 
+#include "api/request_body.h"
+
 namespace switchyard::api::internal {
 
 // The calling thread's request parser, lent for one parse: a fresh simdjson parser allocates
@@ -39,12 +41,15 @@ class ParserLease {
   simdjson::dom::parser* parser_;
 };
 
-// Parses a request `body` into `parser`: a body over `max_body_bytes` is 413 (PayloadTooLarge);
+class FieldReader;
+
+// Parses a request `body` into `parser`, in place when the body has the spare room, and lists
+// the root object's fields in `fields`: a body over `max_body_bytes` is 413 (PayloadTooLarge);
 // malformed JSON, nesting over `max_depth`, numbers outside double range (1e999), a non-object
 // root and duplicate keys are InvalidArgument. Every request parser starts here.
-absl::StatusOr<simdjson::dom::object> ParseRequestObject(std::string_view body,
-                                                         size_t max_body_bytes, size_t max_depth,
-                                                         simdjson::dom::parser* parser);
+// REQUIRES: `fields` is default-constructed and unused.
+absl::Status ParseRequestFields(RequestBody body, size_t max_body_bytes, size_t max_depth,
+                                simdjson::dom::parser* parser, FieldReader* fields);
 
 // Minified JSON text of `value`, for fields passed through raw (tools, kv_transfer_params).
 std::string RawJson(simdjson::dom::element value);
@@ -60,35 +65,56 @@ absl::StatusOr<int32_t> ReadTokenId(simdjson::dom::element value, std::string_vi
 
 class FieldReader {
  public:
-  explicit FieldReader(simdjson::dom::object object);
+  FieldReader() = default;  // no fields: for ParseRequestFields to fill
+  explicit FieldReader(simdjson::dom::object object) { List(object); }
 
   // Duplicate keys are rejected: a proxy and the server must never see different values.
   // Keys whose KeyBits all differ are distinct, so most objects pass without a compare.
-  static absl::Status CheckNoDuplicateKeys(simdjson::dom::object object);
+  absl::Status CheckNoDuplicateKeys() const {
+    return keys_share_bits_ ? CompareKeys() : absl::OkStatus();
+  }
 
   // The value of `key`, or nullopt when absent or JSON null. Marks `key` as known.
   std::optional<simdjson::dom::element> Get(std::string_view key) {
-    if ((present_keys_ & KeyBit(key)) == 0)
+    if (Absent(key))
       return std::nullopt;
     return Find(key);
   }
 
-  // Each leaves *out unchanged when the field is absent or null.
-  absl::Status Bool(std::string_view key, bool* out);
-  absl::Status Int(std::string_view key, int64_t lo, int64_t hi, std::optional<int64_t>* out);
-  absl::Status Double(std::string_view key, std::optional<double>* out);
-  absl::Status String(std::string_view key, std::string* out);
+  // Each leaves *out unchanged when the field is absent or null. Inline up to the KeyBit test:
+  // a parser asks for many absent keys, and with a literal key the test is one AND.
+  absl::Status Bool(std::string_view key, bool* out) {
+    return Absent(key) ? absl::OkStatus() : BoolPresent(key, out);
+  }
+  absl::Status Int(std::string_view key, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+    return Absent(key) ? absl::OkStatus() : IntPresent(key, lo, hi, out);
+  }
+  absl::Status Double(std::string_view key, std::optional<double>* out) {
+    return Absent(key) ? absl::OkStatus() : DoublePresent(key, out);
+  }
+  absl::Status String(std::string_view key, std::string* out) {
+    return Absent(key) ? absl::OkStatus() : StringPresent(key, out);
+  }
   // Any JSON value kept as minified text (empty when absent).
-  absl::Status Raw(std::string_view key, std::string* out);
+  absl::Status Raw(std::string_view key, std::string* out) {
+    return Absent(key) ? absl::OkStatus() : RawPresent(key, out);
+  }
   // A string or an array of strings, at most `max_items`.
-  absl::Status StringOrList(std::string_view key, size_t max_items, std::vector<std::string>* out);
+  absl::Status StringOrList(std::string_view key, size_t max_items, std::vector<std::string>* out) {
+    return Absent(key) ? absl::OkStatus() : StringOrListPresent(key, max_items, out);
+  }
   // An array of token ids, at most `max_items`.
-  absl::Status TokenIds(std::string_view key, size_t max_items, std::vector<int32_t>* out);
+  absl::Status TokenIds(std::string_view key, size_t max_items, std::vector<int32_t>* out) {
+    return Absent(key) ? absl::OkStatus() : TokenIdsPresent(key, max_items, out);
+  }
 
   // Keys present in the object that no getter asked for, in document order.
   std::vector<std::string> UnknownKeys() const;
 
  private:
+  friend absl::Status ParseRequestFields(RequestBody body, size_t max_body_bytes, size_t max_depth,
+                                         simdjson::dom::parser* parser, FieldReader* fields);
+
   struct Field {
     std::string_view key;
     simdjson::dom::element value;
@@ -105,6 +131,26 @@ class FieldReader {
     return uint64_t{1} << (mix & 63);
   }
 
+  // Lists the object's fields: the one walk of its DOM. REQUIRES: none listed yet.
+  void List(simdjson::dom::object object);
+
+  // CheckNoDuplicateKeys past the KeyBit test: sorts the keys and compares neighbours.
+  absl::Status CompareKeys() const;
+
+  // No field has key's KeyBit: `key` is surely absent.
+  bool Absent(std::string_view key) const { return (present_keys_ & KeyBit(key)) == 0; }
+
+  // The getters past the KeyBit test (the key may still be absent).
+  absl::Status BoolPresent(std::string_view key, bool* out);
+  absl::Status IntPresent(std::string_view key, int64_t lo, int64_t hi,
+                          std::optional<int64_t>* out);
+  absl::Status DoublePresent(std::string_view key, std::optional<double>* out);
+  absl::Status StringPresent(std::string_view key, std::string* out);
+  absl::Status RawPresent(std::string_view key, std::string* out);
+  absl::Status StringOrListPresent(std::string_view key, size_t max_items,
+                                   std::vector<std::string>* out);
+  absl::Status TokenIdsPresent(std::string_view key, size_t max_items, std::vector<int32_t>* out);
+
   // Get past the filter: scans the fields.
   std::optional<simdjson::dom::element> Find(std::string_view key);
 
@@ -114,6 +160,8 @@ class FieldReader {
   // The union of the fields' KeyBits: a key whose bit is clear is absent, found with one AND
   // and no scan.
   uint64_t present_keys_ = 0;
+  // Two fields have the same KeyBit: their keys may be equal.
+  bool keys_share_bits_ = false;
 };
 
 }  // namespace switchyard::api::internal

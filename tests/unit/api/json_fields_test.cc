@@ -58,8 +58,8 @@ TEST(FieldReaderTest, KeysThatShareLengthAndEndBytesStayApart) {
 TEST(FieldReaderTest, TakesTheFirstOfRepeatedKeys) {
   simdjson::dom::parser parser;
   const simdjson::dom::object object = ParseObject(&parser, R"({"seed": 1, "seed": 2})");
-  EXPECT_FALSE(FieldReader::CheckNoDuplicateKeys(object).ok());
   FieldReader fields(object);
+  EXPECT_FALSE(fields.CheckNoDuplicateKeys().ok());
   EXPECT_EQ(IntOf(fields.Get("seed")), 1);
   EXPECT_THAT(fields.UnknownKeys(), ElementsAre("seed"));
 }
@@ -68,11 +68,11 @@ TEST(FieldReaderTest, KeysSharingAKeyBitAreComparedInFull) {
   simdjson::dom::parser parser;
   // Same length, first and last bytes: the same KeyBit, yet distinct keys.
   EXPECT_TRUE(
-      FieldReader::CheckNoDuplicateKeys(ParseObject(&parser, R"({"axb": 1, "ayb": 2})")).ok());
-  EXPECT_FALSE(
-      FieldReader::CheckNoDuplicateKeys(ParseObject(&parser, R"({"axb": 1, "ayb": 2, "axb": 3})"))
-          .ok());
-  EXPECT_TRUE(FieldReader::CheckNoDuplicateKeys(ParseObject(&parser, "{}")).ok());
+      FieldReader(ParseObject(&parser, R"({"axb": 1, "ayb": 2})")).CheckNoDuplicateKeys().ok());
+  EXPECT_FALSE(FieldReader(ParseObject(&parser, R"({"axb": 1, "ayb": 2, "axb": 3})"))
+                   .CheckNoDuplicateKeys()
+                   .ok());
+  EXPECT_TRUE(FieldReader(ParseObject(&parser, "{}")).CheckNoDuplicateKeys().ok());
 }
 
 TEST(FieldReaderTest, AnEmptyObjectHasNoKeys) {

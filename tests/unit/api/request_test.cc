@@ -230,6 +230,10 @@ TEST(RouteScopeTest, ReadsWhatRoutingNeedsAndLeavesTheRestToTheEngine) {
   EXPECT_EQ(r->sampling.cache_salt, "salt");
   EXPECT_FALSE(r->add_special_tokens);
   EXPECT_TRUE(r->sampling.ignored_fields.empty());
+  EXPECT_TRUE(r->model.empty());  // the router serves one model: the engine checks it
+  EXPECT_TRUE(
+      ParseCompletionRequest(R"({"model": 5, "prompt": "a"})", RequestLimits{}, ParseScope::kRoute)
+          .ok());
 
   constexpr std::string_view kChat = R"({"model": "tiny",
       "messages": [{"role": "user", "content": "hi"}], "top_logprobs": 99, "n": -3,
@@ -264,6 +268,36 @@ TEST(RouteScopeTest, WhatTheRouterReadsIsStillChecked) {
       "add_generation_prompt": true, "continue_final_message": true})",
                                 RequestLimits{}, ParseScope::kRoute)
                    .ok());
+}
+
+// A body with spare room after it is parsed where it lies; what the spare bytes hold never
+// changes the result.
+TEST(RequestBodyTest, ParsesInPlaceWhateverFollowsTheBody) {
+  for (std::string_view text : {
+           R"({"prompt": "Hello", "stream": true, "cache_salt": "s"})",
+           R"({"prompt": "Hello)",  // unterminated string
+           R"({"prompt": [1, 2)",   // unterminated array
+           R"({"prompt": "a"} x)",  // trailing bytes
+           "7",
+       }) {
+    const absl::StatusOr<CompletionRequest> copied =
+        ParseCompletionRequest(text, RequestLimits{}, ParseScope::kRoute);
+    for (char spare : {'"', '}', ']', '0', '\0'}) {
+      std::string body(text);
+      body.append(RequestBody::kPaddingBytes, spare);
+      body.resize(text.size());
+      ASSERT_GE(RequestBody(body).spare_bytes(), RequestBody::kPaddingBytes);
+      const absl::StatusOr<CompletionRequest> in_place =
+          ParseCompletionRequest(body, RequestLimits{}, ParseScope::kRoute);
+      ASSERT_EQ(in_place.status(), copied.status()) << text;
+      if (copied.ok()) {
+        EXPECT_EQ(in_place->prompts, copied->prompts);
+        EXPECT_EQ(in_place->sampling.stream, copied->sampling.stream);
+        EXPECT_EQ(in_place->sampling.cache_salt, copied->sampling.cache_salt);
+      }
+    }
+  }
+  EXPECT_EQ(RequestBody(std::string_view("{}")).spare_bytes(), 0u);
 }
 
 TEST(ResolveMaxTokensTest, ContextWindow) {
