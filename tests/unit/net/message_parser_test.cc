@@ -7,6 +7,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -114,6 +115,31 @@ TEST(MessageParserTest, ResponseBodyComesInPiecesFromTheBuffer) {
   EXPECT_EQ(body, "hello world");
   EXPECT_EQ(pieces, 2);
   EXPECT_TRUE(parser.keep_alive());
+}
+
+// A parser given an earlier response's fields writes the new ones into them: the list holds
+// exactly the new fields, whether there are fewer or more of them.
+TEST(MessageParserTest, ResponseFieldsReuseAnEarlierList) {
+  ErrorCode ec;
+  ResponseParser first;
+  const std::string first_bytes =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+      "X-Request-Id: 0123456789abcdef0123456789abcdef\r\nContent-Length: 0\r\n\r\n";
+  PutAll(first, first_bytes, &ec);
+  ASSERT_FALSE(ec) << ec.message();
+  HeaderList spare = first.TakeHeaders();
+  EXPECT_TRUE(first.headers().empty());
+  ASSERT_EQ(spare.size(), 3u);
+
+  ResponseParser fewer(std::move(spare));
+  PutAll(fewer, "HTTP/1.1 204 No Content\r\nServer: S\r\n\r\n", &ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(fewer.headers(), (HeaderList{{"server", "S"}}));
+
+  ResponseParser more(fewer.TakeHeaders());
+  PutAll(more, "HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nContent-Length: 0\r\n\r\n", &ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(more.headers(), (HeaderList{{"a", "1"}, {"b", "2"}, {"content-length", "0"}}));
 }
 
 // An HTTP/1.0 response without a length, and one with a coding we do not decode: both
