@@ -12,6 +12,8 @@
 
 #include "gtest/gtest.h"
 
+#include "net/internal/http_chars.h"
+
 namespace switchyard::net::internal {
 namespace {
 
@@ -115,6 +117,34 @@ TEST(MessageParserTest, ResponseBodyComesInPiecesFromTheBuffer) {
   EXPECT_EQ(body, "hello world");
   EXPECT_EQ(pieces, 2);
   EXPECT_TRUE(parser.keep_alive());
+}
+
+// Every byte in a field name, at a place in the first sixteen and past them: a token
+// character is kept, lower-cased; any other is refused.
+TEST(MessageParserTest, FieldNameBytes) {
+  for (int byte = 0; byte < 256; ++byte) {
+    const char c = static_cast<char>(byte);
+    // Bytes that end or break the line are the head scanner's to refuse, with other codes.
+    if (c == '\r' || c == '\n' || c == ':' || (byte < 0x20 && c != '\t') || byte == 0x7f)
+      continue;
+    for (const size_t at : {size_t{0}, size_t{5}, size_t{15}, size_t{17}}) {
+      std::string name = "X-Field-Name-Of-Some-Length";
+      name[at] = c;
+      RequestParser parser;
+      ErrorCode ec;
+      PutAll(parser, "GET / HTTP/1.1\r\n" + name + ": v\r\n\r\n", &ec);
+      const char lower = kLowerTokenChars[static_cast<unsigned char>(c)];
+      if (lower == 0) {
+        EXPECT_EQ(ec, http::error::bad_field) << "byte " << byte << " at " << at;
+        continue;
+      }
+      ASSERT_FALSE(ec) << "byte " << byte << " at " << at << ": " << ec.message();
+      std::string expected = "x-field-name-of-some-length";
+      expected[at] = lower;
+      ASSERT_EQ(parser.headers().size(), 1u);
+      EXPECT_EQ(parser.headers()[0].first, expected) << "byte " << byte << " at " << at;
+    }
+  }
 }
 
 // A parser given an earlier response's fields writes the new ones into them: the list holds
