@@ -90,8 +90,10 @@ class HttpResponder {
   virtual size_t pending_write_bytes() const = 0;
 };
 
+// The request is the handler's to take apart. Passed as an rvalue: a handler that takes it
+// by reference moves out only what it keeps; one that takes it by value gets it moved whole.
 using HttpHandler =
-    std::function<void(HttpRequest request, std::shared_ptr<HttpResponder> responder)>;
+    std::function<void(HttpRequest&& request, std::shared_ptr<HttpResponder> responder)>;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";

@@ -299,6 +299,8 @@ void ClientCall::Finish(const absl::Status& status) {
   if (registered_) {
     loop_->GiveBackTimer(std::move(timer_));
     loop_->GiveBackReadBuffer(std::move(in_));
+    if (parser_.has_value())
+      loop_->GiveBackHeaderList(parser_->TakeHeaders());
     loop_->Remove(this);
   }
   registered_ = false;

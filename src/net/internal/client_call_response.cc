@@ -20,7 +20,10 @@ constexpr size_t kReadBytes = 16 << 10;
 }  // namespace
 
 void ClientCall::NewParser() {
-  parser_.emplace();
+  // The fields go into an earlier response's strings: this call's interim response's, or a
+  // finished call's.
+  HeaderList spare = parser_.has_value() ? parser_->TakeHeaders() : loop_->TakeHeaderList();
+  parser_.emplace(std::move(spare));
   parser_->header_limit(static_cast<uint32_t>(
       std::min<size_t>(options_.max_header_bytes, std::numeric_limits<uint32_t>::max())));
   // Not boost::none for "no limit": Boost 1.74 compares a Content-Length against an empty

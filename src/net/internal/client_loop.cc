@@ -12,6 +12,8 @@ namespace {
 // have grown one past the usual 16 KiB).
 constexpr size_t kMaxSpareBuffers = 64;
 constexpr size_t kMaxSpareBufferBytes = 64 << 10;
+// Spare response header lists kept per loop, each at most max_header_bytes of strings.
+constexpr size_t kMaxSpareHeaderLists = 64;
 // Spare call timers kept per loop: about the calls a loop has in flight at its busiest.
 constexpr size_t kMaxSpareTimers = 1024;
 
@@ -69,6 +71,20 @@ void ClientLoop::GiveBackTimer(std::shared_ptr<CallTimer> timer) {
   }
   timer->deadline.Disarm();
   spare_timers_.push_back(std::move(timer));
+}
+
+HeaderList ClientLoop::TakeHeaderList() {
+  if (spare_header_lists_.empty())
+    return HeaderList();
+  HeaderList headers = std::move(spare_header_lists_.back());
+  spare_header_lists_.pop_back();
+  return headers;
+}
+
+void ClientLoop::GiveBackHeaderList(HeaderList headers) {
+  if (spare_header_lists_.size() >= kMaxSpareHeaderLists || headers.empty())
+    return;
+  spare_header_lists_.push_back(std::move(headers));
 }
 
 void ClientLoop::Stop() {

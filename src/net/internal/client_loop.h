@@ -77,6 +77,10 @@ class ClientLoop {
   // one.
   std::shared_ptr<CallTimer> TakeTimer();
   void GiveBackTimer(std::shared_ptr<CallTimer> timer);
+  // A call's response header list: one a finished call gave back, whose strings keep their
+  // room for the next response's fields (ResponseParser), or an empty one.
+  HeaderList TakeHeaderList();
+  void GiveBackHeaderList(HeaderList headers);
 
   // Refuses further posts, cancels every call in flight (each OnDone runs, on the loop) and
   // closes the pool; returns once everything this client posted to the loop before has run,
@@ -93,6 +97,7 @@ class ClientLoop {
   absl::flat_hash_map<ClientCall*, std::shared_ptr<ClientCall>> calls_;
   std::vector<beast::flat_buffer> spare_buffers_;
   std::vector<std::shared_ptr<CallTimer>> spare_timers_;
+  std::vector<HeaderList> spare_header_lists_;
   bool stopping_ = false;  // loop thread
   bool stopped_ = false;   // controlling thread
 };

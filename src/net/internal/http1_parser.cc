@@ -257,13 +257,19 @@ size_t Http1Parser::PutHead(std::string_view in, ErrorCode& ec) {
   }
   if (ec)
     return 0;
-  headers_.reserve(line_ends.size() - 1);
-  for (size_t i = 1; i < line_ends.size(); ++i) {
-    const size_t begin = line_ends[i - 1] + kCrlf.size();
-    ParseField(in.substr(begin, line_ends[i] - begin), ec);
+  // Each field is written into its place, no temporary strings moved in; into the strings
+  // already there when headers_ is an earlier message's list, which keep their room.
+  const size_t fields = line_ends.size() - 1;
+  headers_.reserve(fields);
+  for (size_t i = 0; i < fields; ++i) {
+    if (i == headers_.size())
+      headers_.emplace_back();
+    const size_t begin = line_ends[i] + kCrlf.size();
+    ParseField(in.substr(begin, line_ends[i + 1] - begin), &headers_[i], ec);
     if (ec)
       return 0;
   }
+  headers_.resize(fields);
   StartBody(ec);
   return ec ? 0 : used;
 }
@@ -315,7 +321,7 @@ void Http1Parser::ParseStatusLine(std::string_view line, ErrorCode& ec) {
     ec = http::error::bad_reason;
 }
 
-void Http1Parser::ParseField(std::string_view line, ErrorCode& ec) {
+void Http1Parser::ParseField(std::string_view line, HeaderList::value_type* field, ErrorCode& ec) {
   // field-name ":" OWS field-value OWS; a line that starts with a space is obs-fold.
   // The name up to the first colon, lower-cased and checked in one pass.
   const size_t colon = line.find(':');
@@ -323,7 +329,10 @@ void Http1Parser::ParseField(std::string_view line, ErrorCode& ec) {
     ec = http::error::bad_field;
     return;
   }
-  std::string name(line.data(), colon);
+  // clear and append: cheaper than assign, which allows for overlapping bytes.
+  std::string& name = field->first;
+  name.clear();
+  name.append(line.data(), colon);
   for (char& c : name) {
     c = kLowerTokenChars[static_cast<unsigned char>(c)];
     if (c == 0) {
@@ -380,7 +389,8 @@ void Http1Parser::ParseField(std::string_view line, ErrorCode& ec) {
     default:
       break;
   }
-  headers_.emplace_back(std::move(name), std::string(value));
+  field->second.clear();
+  field->second.append(value.data(), value.size());
 }
 
 void Http1Parser::StartBody(ErrorCode& ec) {

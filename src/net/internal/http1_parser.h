@@ -88,8 +88,8 @@ class Http1Parser {
   size_t PutHead(std::string_view in, ErrorCode& ec);
   void ParseRequestLine(std::string_view line, ErrorCode& ec);
   void ParseStatusLine(std::string_view line, ErrorCode& ec);
-  // One header field line (no CRLF); records what the framing needs.
-  void ParseField(std::string_view line, ErrorCode& ec);
+  // One header field line (no CRLF) into *field; records what the framing needs.
+  void ParseField(std::string_view line, HeaderList::value_type* field, ErrorCode& ec);
   // Where the body goes once the head is read.
   void StartBody(ErrorCode& ec);
   // A chunk-size line (no CRLF).

@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "net/http_server.h"
 #include "net/internal/http1_parser.h"
@@ -38,6 +39,14 @@ class RequestParser final : public Http1Parser {
 class ResponseParser final : public Http1Parser {
  public:
   ResponseParser() : Http1Parser(Kind::kResponse) {}
+  // Writes the fields into `spare`'s strings, an earlier message's (TakeHeaders): a caller
+  // that parses many alike responses then allocates nothing for their fields.
+  explicit ResponseParser(HeaderList spare) : Http1Parser(Kind::kResponse) {
+    headers_ = std::move(spare);
+  }
+
+  // The fields, moved out: headers() is then empty.
+  HeaderList TakeHeaders() { return std::move(headers_); }
 
   // The body bytes the last put() consumed, pointing into the buffer given to put(): deliver
   // them before consuming that buffer. A put() takes at most one piece; empty when it took

@@ -11,6 +11,7 @@ namespace switchyard::router::internal {
 namespace {
 
 constexpr std::string_view kJson = "application/json";
+constexpr std::string_view kEventStream = "text/event-stream";
 
 // Response headers passed back to the client (hop-by-hop ones and framing are the
 // server's business; x-request-id is the router's).
@@ -18,7 +19,7 @@ bool ForwardResponseHeader(std::string_view name) {
   return name == "openai-processing-ms" || name.starts_with("x-ratelimit-");
 }
 
-std::string HeaderValue(const net::HeaderList& headers, std::string_view name) {
+std::string_view HeaderValue(const net::HeaderList& headers, std::string_view name) {
   for (const auto& [k, v] : headers) {
     if (k == name)
       return v;
@@ -94,20 +95,32 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
     return;
   }
   net::HeaderList out;
-  out.reserve(4);  // the three below, and rarely more than one forwarded
+  out.reserve(4);  // the two below, x-request-id, and rarely more than one forwarded
   for (const auto& [name, value] : headers) {
     if (ForwardResponseHeader(name))
       out.emplace_back(name, value);
   }
-  out.emplace_back("x-request-id", request_.request_id);
   out.emplace_back("x-switchyard-endpoint", current_->name);
   if (std::string token = routing_->SessionToken(current_->name); !token.empty())
     out.emplace_back("x-session-token", std::move(token));
   head_status_ = status;
-  head_content_type_ = HeaderValue(headers, "content-type");
-  if (head_content_type_.empty())
-    head_content_type_ = request_.stream ? "text/event-stream" : std::string(kJson);
+  // The usual types need no copy of their own.
+  const std::string_view type = HeaderValue(headers, "content-type");
+  if (type.empty()) {
+    head_content_type_ = request_.stream ? kEventStream : kJson;
+  } else if (type == kJson || type == kEventStream) {
+    head_content_type_ = type == kJson ? kJson : kEventStream;
+  } else {
+    head_content_type_copy_ = type;
+    head_content_type_ = head_content_type_copy_;
+  }
   head_headers_ = std::move(out);
+}
+
+net::HeaderList ProxyCall::TakeHeadHeaders() {
+  // The response is the last use of the request id: it moves rather than copies.
+  head_headers_.emplace_back("x-request-id", std::move(request_.request_id));
+  return std::move(head_headers_);
 }
 
 bool ProxyCall::OnBody(std::string_view chunk) {
@@ -150,7 +163,7 @@ void ProxyCall::FirstByte() {
   first_byte_sent_ = true;
   current_->metrics->FirstByte(SecondsSince(request_.arrival));
   if (request_.stream)
-    responder_->StartStream(head_status_, head_content_type_, std::move(head_headers_));
+    responder_->StartStream(head_status_, head_content_type_, TakeHeadHeaders());
 }
 
 void ProxyCall::Finished(int code) {
@@ -203,8 +216,7 @@ void ProxyCall::OnDone(const absl::Status& status) {
     if (request_.stream) {
       responder_->End();
     } else {
-      responder_->Send(head_status_, head_content_type_, std::move(buffered_),
-                       std::move(head_headers_));
+      responder_->Send(head_status_, head_content_type_, std::move(buffered_), TakeHeadHeaders());
     }
     return;
   }

@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/mutex.h"
@@ -91,6 +92,9 @@ class ProxyCall final : public net::HttpResponseHandler,
   void FirstByte() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The exchange ended with `code` (an HTTP status, 499 or kStreamErrorCode).
   void Finished(int code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The head's headers for the client, with the request's x-request-id. REQUIRES: the
+  // response to the client starts now (request_.request_id is spent).
+  net::HeaderList TakeHeadHeaders() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An error response from the router itself.
   void SendError(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -100,7 +104,8 @@ class ProxyCall final : public net::HttpResponseHandler,
   const int max_retries_;
 
   base::Mutex mu_;
-  ProxyRequest request_ ABSL_GUARDED_BY(mu_);  // only its http.upstream changes
+  // Only its http.upstream changes, and its request_id moves to the response at the end.
+  ProxyRequest request_ ABSL_GUARDED_BY(mu_);
   const std::unique_ptr<ProxyRouting> routing_ ABSL_PT_GUARDED_BY(mu_);
   std::vector<std::string> tried_ ABSL_GUARDED_BY(mu_);
   std::optional<ProxyTarget> current_ ABSL_GUARDED_BY(mu_);
@@ -110,7 +115,9 @@ class ProxyCall final : public net::HttpResponseHandler,
   bool first_byte_sent_ ABSL_GUARDED_BY(mu_) = false;
   // The head to pass on: with the first body byte (streaming) or with the whole response.
   int head_status_ ABSL_GUARDED_BY(mu_) = 0;
-  std::string head_content_type_ ABSL_GUARDED_BY(mu_);
+  // A constant, or head_content_type_copy_.
+  std::string_view head_content_type_ ABSL_GUARDED_BY(mu_);
+  std::string head_content_type_copy_ ABSL_GUARDED_BY(mu_);
   net::HeaderList head_headers_ ABSL_GUARDED_BY(mu_);
   std::string buffered_ ABSL_GUARDED_BY(mu_);
   std::string sse_tail_ ABSL_GUARDED_BY(mu_);             // at most api::kSseDone.size() bytes

@@ -7,9 +7,12 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
+
+#include "net/internal/http_chars.h"
 
 namespace switchyard::net::internal {
 namespace {
@@ -114,6 +117,59 @@ TEST(MessageParserTest, ResponseBodyComesInPiecesFromTheBuffer) {
   EXPECT_EQ(body, "hello world");
   EXPECT_EQ(pieces, 2);
   EXPECT_TRUE(parser.keep_alive());
+}
+
+// Every byte in a field name, at a place in the first sixteen and past them: a token
+// character is kept, lower-cased; any other is refused.
+TEST(MessageParserTest, FieldNameBytes) {
+  for (int byte = 0; byte < 256; ++byte) {
+    const char c = static_cast<char>(byte);
+    // Bytes that end or break the line are the head scanner's to refuse, with other codes.
+    if (c == '\r' || c == '\n' || c == ':' || (byte < 0x20 && c != '\t') || byte == 0x7f)
+      continue;
+    for (const size_t at : {size_t{0}, size_t{5}, size_t{15}, size_t{17}}) {
+      std::string name = "X-Field-Name-Of-Some-Length";
+      name[at] = c;
+      RequestParser parser;
+      ErrorCode ec;
+      PutAll(parser, "GET / HTTP/1.1\r\n" + name + ": v\r\n\r\n", &ec);
+      const char lower = kLowerTokenChars[static_cast<unsigned char>(c)];
+      if (lower == 0) {
+        EXPECT_EQ(ec, http::error::bad_field) << "byte " << byte << " at " << at;
+        continue;
+      }
+      ASSERT_FALSE(ec) << "byte " << byte << " at " << at << ": " << ec.message();
+      std::string expected = "x-field-name-of-some-length";
+      expected[at] = lower;
+      ASSERT_EQ(parser.headers().size(), 1u);
+      EXPECT_EQ(parser.headers()[0].first, expected) << "byte " << byte << " at " << at;
+    }
+  }
+}
+
+// A parser given an earlier response's fields writes the new ones into them: the list holds
+// exactly the new fields, whether there are fewer or more of them.
+TEST(MessageParserTest, ResponseFieldsReuseAnEarlierList) {
+  ErrorCode ec;
+  ResponseParser first;
+  const std::string first_bytes =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+      "X-Request-Id: 0123456789abcdef0123456789abcdef\r\nContent-Length: 0\r\n\r\n";
+  PutAll(first, first_bytes, &ec);
+  ASSERT_FALSE(ec) << ec.message();
+  HeaderList spare = first.TakeHeaders();
+  EXPECT_TRUE(first.headers().empty());
+  ASSERT_EQ(spare.size(), 3u);
+
+  ResponseParser fewer(std::move(spare));
+  PutAll(fewer, "HTTP/1.1 204 No Content\r\nServer: S\r\n\r\n", &ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(fewer.headers(), (HeaderList{{"server", "S"}}));
+
+  ResponseParser more(fewer.TakeHeaders());
+  PutAll(more, "HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nContent-Length: 0\r\n\r\n", &ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(more.headers(), (HeaderList{{"a", "1"}, {"b", "2"}, {"content-length", "0"}}));
 }
 
 // An HTTP/1.0 response without a length, and one with a coding we do not decode: both
