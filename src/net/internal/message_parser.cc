@@ -7,9 +7,11 @@ namespace switchyard::net::internal {
 size_t RequestParser::put(asio::const_buffer bytes, ErrorCode& ec) {
   const bool had_head = is_header_done();
   const size_t used = Http1Parser::put(bytes, ec);
-  // The parser has checked the length against the body limit already.
+  // The parser has checked the length against the body limit already. The room after the
+  // body lets a JSON parser read it in place (api::RequestBody::kPaddingBytes, simdjson's
+  // padding) instead of copying it first.
   if (!had_head && is_header_done() && content_length().has_value())
-    body_.reserve(static_cast<size_t>(*content_length()));
+    body_.reserve(static_cast<size_t>(*content_length()) + kBodyPaddingBytes);
   body_.append(body_piece());
   return used;
 }

@@ -24,6 +24,10 @@ class RequestParser final : public Http1Parser {
  public:
   RequestParser() : Http1Parser(Kind::kRequest) {}
 
+  // Spare room reserved after a body of known length (api::RequestBody::kPaddingBytes: a
+  // JSON body followed by it is parsed where it lies). net/ does not depend on api/.
+  static constexpr size_t kBodyPaddingBytes = 64;
+
   // Parses as Http1Parser::put does, keeping the body.
   size_t put(asio::const_buffer bytes, ErrorCode& ec);
 

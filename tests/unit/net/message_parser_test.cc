@@ -54,6 +54,8 @@ TEST(MessageParserTest, RequestWithContentLength) {
                                {"content-length", "7"}};
   EXPECT_EQ(request.headers, expected);
   EXPECT_EQ(request.body, "{\"a\":1}");
+  // Room after the body, so that its JSON is parsed in place.
+  EXPECT_GE(request.body.capacity(), request.body.size() + RequestParser::kBodyPaddingBytes);
 }
 
 TEST(MessageParserTest, ChunkedRequestAndExpectContinue) {
