@@ -28,6 +28,19 @@ void Echo(HttpRequest request, std::shared_ptr<HttpResponder> responder) {
                   {{"X-Remote", request.remote_address}});
 }
 
+// Sends a request head a byte every 50 ms, never complete, until the server answers (its
+// header timeout) or closes; the answer, if any.
+std::optional<TestResponse> SendHeadSlowly(TestClient& client) {
+  std::optional<TestResponse> response;
+  const std::string slow = "GET /" + std::string(200, 'x');
+  for (size_t i = 0; i < slow.size() && !response; ++i) {
+    if (!client.Send(slow.substr(i, 1)))
+      break;
+    response = client.ReadResponse(false, std::chrono::milliseconds(50));
+  }
+  return response;
+}
+
 class HttpServerTest : public ::testing::Test {
  protected:
   void StartServer(HttpServerOptions options = {}) {
@@ -242,13 +255,7 @@ TEST_F(HttpServerTest, HeaderTimeoutCountsFromTheFirstByteNotTheLast) {
   StartServer(options);
   TestClient client(server_->port());
   // A byte every 50 ms never completes the headers; the timeout still fires.
-  std::optional<TestResponse> response;
-  const std::string slow = "GET /" + std::string(200, 'x');
-  for (size_t i = 0; i < slow.size() && !response; ++i) {
-    if (!client.Send(slow.substr(i, 1)))
-      break;
-    response = client.ReadResponse(false, std::chrono::milliseconds(50));
-  }
+  const std::optional<TestResponse> response = SendHeadSlowly(client);
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->status, 408);
 }
@@ -264,13 +271,7 @@ TEST_F(HttpServerTest, HeaderAndBodyTimeoutsOfTheNextRequestOnAConnection) {
     TestClient client(server_->port());
     ASSERT_TRUE(client.Send(Get("/")));
     ASSERT_TRUE(client.ReadResponse().has_value());
-    std::optional<TestResponse> response;
-    const std::string slow = "GET /" + std::string(200, 'x');
-    for (size_t i = 0; i < slow.size() && !response; ++i) {
-      if (!client.Send(slow.substr(i, 1)))
-        break;
-      response = client.ReadResponse(false, std::chrono::milliseconds(50));
-    }
+    const std::optional<TestResponse> response = SendHeadSlowly(client);
     ASSERT_TRUE(response.has_value());
     EXPECT_EQ(response->status, 408);
   }
