@@ -30,12 +30,11 @@ struct EndpointMetrics {
   bool fresh = true;
 };
 
-// The router's own requests in flight to one endpoint. The endpoint table updates it as
-// they start and end; every snapshot of the endpoint shares it, so scheduling sees it live.
-// The router's own requests in flight to one endpoint. A request's attempt updates the
-// load object it started on (held through its ProxyTarget), without the table's lock; an
-// endpoint that leaves and rejoins the table gets a new one, so late ends of old requests
-// cannot skew it. Any thread.
+// The router's own requests in flight to one endpoint. Every snapshot of the endpoint
+// shares it, so scheduling sees it live. A request's attempt updates the load object it
+// started on (held through its ProxyTarget), without the table's lock; an endpoint that
+// leaves and rejoins the table gets a new one, so late ends of old requests cannot skew it.
+// Any thread.
 struct EndpointLoad {
   explicit EndpointLoad(int64_t active = 0, int64_t inflight = 0)
       : active_requests(active), inflight_prompt_tokens(inflight) {}

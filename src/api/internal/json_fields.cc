@@ -213,7 +213,7 @@ std::optional<element> FieldReader::Find(std::string_view key) {
 }
 
 absl::Status FieldReader::BoolPresent(std::string_view key, bool* out) {
-  std::optional<element> value = Get(key);
+  std::optional<element> value = Find(key);
   if (!value)
     return absl::OkStatus();
   if (value->get(*out) != simdjson::SUCCESS)
@@ -223,7 +223,7 @@ absl::Status FieldReader::BoolPresent(std::string_view key, bool* out) {
 
 absl::Status FieldReader::IntPresent(std::string_view key, int64_t lo, int64_t hi,
                                      std::optional<int64_t>* out) {
-  std::optional<element> value = Get(key);
+  std::optional<element> value = Find(key);
   if (!value)
     return absl::OkStatus();
   auto v = ReadInt(*value, key, lo, hi);
@@ -234,7 +234,7 @@ absl::Status FieldReader::IntPresent(std::string_view key, int64_t lo, int64_t h
 }
 
 absl::Status FieldReader::DoublePresent(std::string_view key, std::optional<double>* out) {
-  std::optional<element> value = Get(key);
+  std::optional<element> value = Find(key);
   if (!value)
     return absl::OkStatus();
   auto v = ReadDouble(*value, key);
@@ -245,7 +245,7 @@ absl::Status FieldReader::DoublePresent(std::string_view key, std::optional<doub
 }
 
 absl::Status FieldReader::StringPresent(std::string_view key, std::string* out) {
-  std::optional<element> value = Get(key);
+  std::optional<element> value = Find(key);
   if (!value)
     return absl::OkStatus();
   auto v = ReadString(*value, key);
@@ -256,14 +256,14 @@ absl::Status FieldReader::StringPresent(std::string_view key, std::string* out) 
 }
 
 absl::Status FieldReader::RawPresent(std::string_view key, std::string* out) {
-  if (std::optional<element> value = Get(key))
+  if (std::optional<element> value = Find(key))
     *out = RawJson(*value);
   return absl::OkStatus();
 }
 
 absl::Status FieldReader::StringOrListPresent(std::string_view key, size_t max_items,
                                               std::vector<std::string>* out) {
-  std::optional<element> value = Get(key);
+  std::optional<element> value = Find(key);
   if (!value)
     return absl::OkStatus();
   std::string_view s;
@@ -287,7 +287,7 @@ absl::Status FieldReader::StringOrListPresent(std::string_view key, size_t max_i
 
 absl::Status FieldReader::TokenIdsPresent(std::string_view key, size_t max_items,
                                           std::vector<int32_t>* out) {
-  std::optional<element> value = Get(key);
+  std::optional<element> value = Find(key);
   if (!value)
     return absl::OkStatus();
   simdjson::dom::array array;
