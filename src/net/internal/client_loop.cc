@@ -8,14 +8,9 @@
 namespace switchyard::net::internal {
 namespace {
 
-// Spare read buffers kept per loop, and the largest one kept (a long response head may
-// have grown one past the usual 16 KiB).
-constexpr size_t kMaxSpareBuffers = 64;
+// The largest read buffer kept (a long response head may have grown one past the usual
+// 16 KiB).
 constexpr size_t kMaxSpareBufferBytes = 64 << 10;
-// Spare response header lists kept per loop, each at most max_header_bytes of strings.
-constexpr size_t kMaxSpareHeaderLists = 64;
-// Spare call timers kept per loop: about the calls a loop has in flight at its busiest.
-constexpr size_t kMaxSpareTimers = 1024;
 
 }  // namespace
 
@@ -40,51 +35,41 @@ void ClientLoop::Remove(ClientCall* call) {
 }
 
 beast::flat_buffer ClientLoop::TakeReadBuffer() {
-  if (spare_buffers_.empty())
-    return beast::flat_buffer();
-  beast::flat_buffer buffer = std::move(spare_buffers_.back());
-  spare_buffers_.pop_back();
-  return buffer;
+  return spare_buffers_.Take().value_or(beast::flat_buffer());
 }
 
 void ClientLoop::GiveBackReadBuffer(beast::flat_buffer buffer) {
-  if (spare_buffers_.size() >= kMaxSpareBuffers || buffer.capacity() > kMaxSpareBufferBytes)
+  if (spare_buffers_.full() || buffer.capacity() > kMaxSpareBufferBytes)
     return;
   buffer.clear();
-  spare_buffers_.push_back(std::move(buffer));
+  spare_buffers_.Keep(std::move(buffer));
 }
 
 std::shared_ptr<CallTimer> ClientLoop::TakeTimer() {
-  if (spare_timers_.empty())
-    return std::make_shared<CallTimer>(loop_->context().get_executor());
-  std::shared_ptr<CallTimer> timer = std::move(spare_timers_.back());
-  spare_timers_.pop_back();
-  return timer;
+  if (std::optional<std::shared_ptr<CallTimer>> timer = spare_timers_.Take())
+    return *std::move(timer);
+  return std::make_shared<CallTimer>(loop_->context().get_executor());
 }
 
 void ClientLoop::GiveBackTimer(std::shared_ptr<CallTimer> timer) {
   timer->on_expiry = nullptr;
-  if (stopping_ || spare_timers_.size() >= kMaxSpareTimers) {
+  if (stopping_ || spare_timers_.full()) {
     // Its wait would keep it until its time, for nothing.
     timer->deadline.Cancel();
     return;
   }
   timer->deadline.Disarm();
-  spare_timers_.push_back(std::move(timer));
+  spare_timers_.Keep(std::move(timer));
 }
 
 HeaderList ClientLoop::TakeHeaderList() {
-  if (spare_header_lists_.empty())
-    return HeaderList();
-  HeaderList headers = std::move(spare_header_lists_.back());
-  spare_header_lists_.pop_back();
-  return headers;
+  return spare_header_lists_.Take().value_or(HeaderList());
 }
 
 void ClientLoop::GiveBackHeaderList(HeaderList headers) {
-  if (spare_header_lists_.size() >= kMaxSpareHeaderLists || headers.empty())
+  if (spare_header_lists_.full() || headers.empty())
     return;
-  spare_header_lists_.push_back(std::move(headers));
+  spare_header_lists_.Keep(std::move(headers));
 }
 
 void ClientLoop::Stop() {
@@ -104,9 +89,8 @@ void ClientLoop::Stop() {
       call->Cancel("the client is stopping");
     pool_.Close();
     // Their waits end now, so that nothing of this client's is left on the loop.
-    for (const std::shared_ptr<CallTimer>& timer : spare_timers_)
+    for (const std::shared_ptr<CallTimer>& timer : spare_timers_.TakeAll())
       timer->deadline.Cancel();
-    spare_timers_.clear();
   });
   // A call's start posted from this loop's thread just before the poster closed may have
   // queued behind the round above (asio queues a loop's own posts after its handler ends):

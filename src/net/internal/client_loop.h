@@ -22,6 +22,7 @@
 #include "net/internal/client_pool.h"
 #include "net/internal/deadline.h"
 #include "net/internal/event_loop.h"
+#include "net/internal/spares.h"
 
 namespace switchyard::net::internal {
 
@@ -95,9 +96,11 @@ class ClientLoop {
   ConnectionPool pool_;
   // Open addressing: adding and removing a call allocates nothing once the table has grown.
   absl::flat_hash_map<ClientCall*, std::shared_ptr<ClientCall>> calls_;
-  std::vector<beast::flat_buffer> spare_buffers_;
-  std::vector<std::shared_ptr<CallTimer>> spare_timers_;
-  std::vector<HeaderList> spare_header_lists_;
+  // Kept per loop: read buffers; response header lists (each at most max_header_bytes of
+  // strings); call timers (about the calls a loop has in flight at its busiest).
+  Spares<beast::flat_buffer> spare_buffers_{64};
+  Spares<HeaderList> spare_header_lists_{64};
+  Spares<std::shared_ptr<CallTimer>> spare_timers_{1024};
   bool stopping_ = false;  // loop thread
   bool stopped_ = false;   // controlling thread
 };
