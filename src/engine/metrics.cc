@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
@@ -71,100 +72,126 @@ Histogram::BucketBoundaries Build125Buckets(int64_t max_value) {
 }
 
 // Python's repr(float) (shortest round trip; exponent form below 1e-4 and from 1e16),
-// which prometheus_client then rewrites Go-style from 1e6 up (floatToGoString).
-std::string FormatValue(double value) {
+// which prometheus_client then rewrites Go-style from 1e6 up (floatToGoString). Appended
+// to `out` without allocating: a scrape formats every sample.
+void AppendValue(std::string* out, double value) {
   if (std::isnan(value)) {
-    return "NaN";
+    *out += "NaN";
+    return;
   }
   if (std::isinf(value)) {
-    return value > 0 ? "+Inf" : "-Inf";
+    *out += value > 0 ? "+Inf" : "-Inf";
+    return;
   }
-  char buf[64];
-  // Shortest digits as d.ddde[+-]xx; the mantissa digits and exponent are what repr uses.
-  const std::to_chars_result result =
-      std::to_chars(buf, buf + sizeof(buf), std::fabs(value), std::chars_format::scientific);
-  const std::string sci(buf, result.ptr);
-  size_t e_pos = sci.find('e');
-  std::string digits = sci.substr(0, e_pos);
-  digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
-  int exponent = std::atoi(sci.c_str() + e_pos + 1);
-  std::string out = value < 0 ? "-" : "";
   if (value == 0) {
-    return out + "0.0";
+    *out += "0.0";
+    return;
   }
+  // Most samples are counts: a whole number below 1e6 is its digits and ".0".
+  if (std::fabs(value) < 1e6 && value == std::trunc(value)) {
+    absl::StrAppend(out, static_cast<int64_t>(value), ".0");
+    return;
+  }
+  // Shortest digits as d.ddde[+-]xx; the mantissa digits and exponent are what repr uses.
+  char sci[32];
+  const char* const sci_end =
+      std::to_chars(sci, sci + sizeof(sci), std::fabs(value), std::chars_format::scientific).ptr;
+  const char* const e_pos = std::find(static_cast<const char*>(sci), sci_end, 'e');
+  char digit_buf[24];
+  size_t num_digits = 0;
+  for (const char* c = sci; c != e_pos; ++c) {
+    if (*c != '.')
+      digit_buf[num_digits++] = *c;
+  }
+  const std::string_view digits(digit_buf, num_digits);
+  int exponent = 0;
+  std::from_chars(e_pos + (e_pos[1] == '+' ? 2 : 1), sci_end, exponent);
+  if (value < 0)
+    *out += '-';
   if (exponent < -4 || exponent >= 16) {
-    out += digits.substr(0, 1);
+    *out += digits[0];
     if (digits.size() > 1) {
-      out += "." + digits.substr(1);
+      *out += '.';
+      *out += digits.substr(1);
     }
-    out += exponent < 0 ? "e-" : "e+";
-    std::string exp_digits = std::to_string(std::abs(exponent));
-    if (exp_digits.size() < 2) {
-      exp_digits = "0" + exp_digits;
-    }
-    return out + exp_digits;
+    *out += exponent < 0 ? "e-" : "e+";
+    if (std::abs(exponent) < 10)
+      *out += '0';
+    absl::StrAppend(out, std::abs(exponent));
+    return;
   }
   if (value > 0 && exponent >= 6) {
-    std::string mantissa = digits.substr(0, 1) + "." + digits.substr(1);
-    while (!mantissa.empty() && (mantissa.back() == '0' || mantissa.back() == '.')) {
-      mantissa.pop_back();
+    // d.ddd without trailing zeros (or the point), then e+0 and the exponent.
+    *out += digits[0];
+    const std::string_view rest = digits.substr(1, digits.find_last_not_of('0'));
+    if (!rest.empty()) {
+      *out += '.';
+      *out += rest;
     }
-    return mantissa + "e+0" + std::to_string(exponent);
+    *out += "e+0";
+    absl::StrAppend(out, exponent);
+    return;
   }
   if (exponent < 0) {
-    return out + "0." + std::string(-exponent - 1, '0') + digits;
+    *out += "0.";
+    out->append(static_cast<size_t>(-exponent - 1), '0');
+    *out += digits;
+    return;
   }
   const auto int_len = static_cast<size_t>(exponent) + 1;
-  std::string int_part = digits.substr(0, std::min(digits.size(), int_len));
-  int_part.append(int_len - int_part.size(), '0');
-  const std::string frac = digits.size() > int_len ? digits.substr(int_len) : "0";
-  return out + int_part + "." + frac;
+  *out += digits.substr(0, int_len);
+  if (digits.size() < int_len)
+    out->append(int_len - digits.size(), '0');
+  *out += '.';
+  *out += digits.size() > int_len ? digits.substr(int_len) : std::string_view("0");
 }
 
 void AppendEscaped(std::string* out, std::string_view text, bool escape_quotes) {
-  for (char c : text) {
-    if (c == '\\') {
-      *out += "\\\\";
-    } else if (c == '\n') {
-      *out += "\\n";
-    } else if (c == '"' && escape_quotes) {
-      *out += "\\\"";
-    } else {
-      *out += c;
-    }
+  const std::string_view special = escape_quotes ? std::string_view("\\\n\"", 3) : "\\\n";
+  for (size_t pos = text.find_first_of(special); pos != std::string_view::npos;
+       pos = text.find_first_of(special)) {
+    out->append(text.data(), pos);
+    *out += '\\';
+    *out += text[pos] == '\n' ? 'n' : text[pos];
+    text.remove_prefix(pos + 1);
   }
+  *out += text;
 }
 
-// One sample line: name{labels[,le="x"]} value.
-void AppendSample(std::string* out, std::string_view name,
-                  const std::vector<prometheus::ClientMetric::Label>& labels, const char* le,
-                  double value) {
+// A metric's labels as a sample line carries them: k="v",k2="v2" (escaped), without braces.
+std::string RenderLabels(const std::vector<prometheus::ClientMetric::Label>& labels) {
+  std::string out;
+  for (const auto& label : labels) {
+    if (!out.empty()) {
+      out += ',';
+    }
+    out += label.name;
+    out += "=\"";
+    AppendEscaped(&out, label.value, /*escape_quotes=*/true);
+    out += '"';
+  }
+  return out;
+}
+
+// One sample line: name{labels[,le="x"]} value, `labels` as RenderLabels wrote them.
+void AppendSample(std::string* out, std::string_view name, std::string_view labels,
+                  const double* le, double value) {
   *out += name;
   if (!labels.empty() || le != nullptr) {
     *out += '{';
-    bool first = true;
-    for (const auto& label : labels) {
-      if (!first) {
-        *out += ',';
-      }
-      first = false;
-      *out += label.name;
-      *out += "=\"";
-      AppendEscaped(out, label.value, /*escape_quotes=*/true);
-      *out += '"';
-    }
+    *out += labels;
     if (le != nullptr) {
-      if (!first) {
+      if (!labels.empty()) {
         *out += ',';
       }
       *out += "le=\"";
-      *out += le;
+      AppendValue(out, *le);
       *out += '"';
     }
     *out += '}';
   }
   *out += ' ';
-  *out += FormatValue(value);
+  AppendValue(out, value);
   *out += '\n';
 }
 
@@ -175,6 +202,7 @@ void AppendSample(std::string* out, std::string_view name,
 // them.)
 std::string WriteText(const std::vector<prometheus::MetricFamily>& families) {
   std::string out;
+  out.reserve(families.size() * 1024);  // about what a histogram family takes
   for (const auto& family : families) {
     const char* type = "untyped";
     switch (family.type) {
@@ -195,24 +223,27 @@ std::string WriteText(const std::vector<prometheus::MetricFamily>& families) {
     out += "# HELP " + name + " ";
     AppendEscaped(&out, family.help, /*escape_quotes=*/false);
     out += "\n# TYPE " + name + " " + type + "\n";
+    const bool histogram = family.type == prometheus::MetricType::Histogram;
+    const std::string bucket_name = histogram ? family.name + "_bucket" : "";
+    const std::string count_name = histogram ? family.name + "_count" : "";
+    const std::string sum_name = histogram ? family.name + "_sum" : "";
     for (const auto& metric : family.metric) {
+      const std::string labels = RenderLabels(metric.label);
       switch (family.type) {
         case prometheus::MetricType::Counter:
-          AppendSample(&out, name, metric.label, nullptr, metric.counter.value);
+          AppendSample(&out, name, labels, nullptr, metric.counter.value);
           break;
         case prometheus::MetricType::Gauge:
-          AppendSample(&out, family.name, metric.label, nullptr, metric.gauge.value);
+          AppendSample(&out, family.name, labels, nullptr, metric.gauge.value);
           break;
         case prometheus::MetricType::Histogram:
           for (const auto& bucket : metric.histogram.bucket) {
-            AppendSample(&out, family.name + "_bucket", metric.label,
-                         FormatValue(bucket.upper_bound).c_str(),
+            AppendSample(&out, bucket_name, labels, &bucket.upper_bound,
                          static_cast<double>(bucket.cumulative_count));
           }
-          AppendSample(&out, family.name + "_count", metric.label, nullptr,
+          AppendSample(&out, count_name, labels, nullptr,
                        static_cast<double>(metric.histogram.sample_count));
-          AppendSample(&out, family.name + "_sum", metric.label, nullptr,
-                       metric.histogram.sample_sum);
+          AppendSample(&out, sum_name, labels, nullptr, metric.histogram.sample_sum);
           break;
         default:
           break;

@@ -1,9 +1,14 @@
 #include "net/http_client.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 
 #include "base/mutex.h"
 #include "base/recycling_allocator.h"
@@ -37,6 +42,8 @@ class CallbackHandler final : public HttpResponseHandler {
 // Collects a Fetch's response. Its methods run on the call's loop, one after another: no lock
 // needed.
 class FetchHandler final : public HttpResponseHandler {
+  static constexpr uint64_t kMaxReservedBodyBytes = 1 << 20;
+
  public:
   explicit FetchHandler(std::function<void(absl::StatusOr<HttpClient::Response>)> done)
       : done_(std::move(done)) {}
@@ -44,6 +51,15 @@ class FetchHandler final : public HttpResponseHandler {
   void OnHead(int status, const HeaderList& headers) override {
     response_.status = status;
     response_.headers = headers;
+    // The body is collected in one allocation when its length is known (up to a bound: the
+    // length is the peer's word; a longer body grows as any other).
+    for (const auto& [name, value] : headers) {
+      uint64_t length = 0;
+      if (absl::EqualsIgnoreCase(name, "content-length") && absl::SimpleAtoi(value, &length)) {
+        response_.body.reserve(std::min<uint64_t>(length, kMaxReservedBodyBytes));
+        break;
+      }
+    }
   }
   bool OnBody(std::string_view chunk) override {
     response_.body.append(chunk);

@@ -3,7 +3,9 @@
 // bounded, malformed lines are errors naming the line, and nothing is allocated beyond the
 // input's size. Comments (# HELP / # TYPE) are skipped; timestamps are accepted and ignored.
 // A scraper that wants a few series out of hundreds (an engine's histograms) passes a name
-// filter: every line is still checked, but only the kept samples are copied out.
+// filter: the other lines are read only up to where their metric name ends, so a scrape
+// costs about one pass over the bytes and a series the scraper does not use (a new metric,
+// an OpenMetrics exemplar) cannot fail it.
 // Stateless; any thread.
 #pragma once
 
@@ -31,8 +33,8 @@ struct PromSample {
 absl::StatusOr<std::vector<PromSample>> ParsePrometheusText(std::string_view text,
                                                             size_t max_samples = 100'000);
 
-// The same, returning only the samples whose name `keep` accepts (max_samples still counts
-// every sample in the text).
+// The same, returning only the samples whose name `keep` accepts, and checking only their
+// lines past the name (max_samples still counts every sample line in the text).
 absl::StatusOr<std::vector<PromSample>> ParsePrometheusText(
     std::string_view text, const std::function<bool(std::string_view name)>& keep,
     size_t max_samples = 100'000);

@@ -31,7 +31,7 @@ TEST(PrometheusTextTest, ParsesSamplesLabelsEscapesAndSpecialValues) {
 
 TEST(PrometheusTextTest, MalformedLinesNameTheLine) {
   for (const char* bad : {"x", "x{a=1} 2", "x{a=\"1\" 2", "x 1 2 3", "1x 2", "x{a=\"\\q\"} 1",
-                          "x abc", "x{=\"1\"} 1"}) {
+                          "x abc", "x{=\"1\"} 1", "x-y 1", "x.y{a=\"1\"} 1"}) {
     auto s = ParsePrometheusText(std::string("ok 1\n") + bad + "\n");
     ASSERT_FALSE(s.ok()) << bad;
     EXPECT_NE(std::string(s.status().message()).find("line 2"), std::string::npos)
@@ -83,7 +83,7 @@ TEST(EngineMetricsTest, OtherEnginesAndMissingGauges) {
   EXPECT_EQ(ParseEngineKind("tgi").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(PrometheusTextTest, NameFilterKeepsSomeSamplesButChecksEveryLine) {
+TEST(PrometheusTextTest, NameFilterChecksOnlyTheKeptSeries) {
   const std::string text =
       "# TYPE h histogram\n"
       "h_bucket{le=\"0.5\",model=\"m\"} 3\n"
@@ -98,10 +98,19 @@ TEST(PrometheusTextTest, NameFilterKeepsSomeSamplesButChecksEveryLine) {
   EXPECT_EQ((*kept)[0].Label("a"), "x\"y");
   EXPECT_EQ((*kept)[0].value, 1.5);
   EXPECT_EQ((*kept)[1].value, 16);
-  // A malformed line is an error even when its series would not be kept.
-  auto bad = ParsePrometheusText(text + "h_bucket{le=\"1\" 2\n", keep);
+  // Another series' line is read only up to its name: a malformed one, or one with an
+  // OpenMetrics exemplar, does not fail the text.
+  auto skipped = ParsePrometheusText(
+      text + "h_bucket{le=\"1\" 2\nh_bucket{le=\"2\"} 5 # {trace_id=\"a\"} 0.5 1.7e9\n", keep);
+  ASSERT_TRUE(skipped.ok()) << skipped.status();
+  EXPECT_EQ(skipped->size(), 2u);
+  // A malformed kept line is an error, and so is a line without a name.
+  auto bad = ParsePrometheusText(text + "keep{a=\"1\" 2\n", keep);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(std::string(bad.status().message()).find("line 6"), std::string::npos);
+  auto nameless = ParsePrometheusText(text + "{a=\"1\"} 2\n", keep);
+  ASSERT_FALSE(nameless.ok());
+  EXPECT_NE(std::string(nameless.status().message()).find("line 6"), std::string::npos);
   // The sample limit counts every sample, kept or not.
   EXPECT_EQ(ParsePrometheusText(text, keep, 3).status().code(),
             absl::StatusCode::kResourceExhausted);
@@ -126,8 +135,12 @@ TEST(EngineMetricsTest, ParseEndpointMetricsMatchesExtractOverTheWholeText) {
   EXPECT_DOUBLE_EQ(parsed->kv_cache_usage, extracted->kv_cache_usage);
   EXPECT_EQ(parsed->block_size, 16);
   EXPECT_EQ(parsed->num_gpu_blocks, 4096);
-  EXPECT_EQ(ParseEndpointMetrics(EngineKind::kVllm, text + "x{ 1\n").status().code(),
+  EXPECT_EQ(ParseEndpointMetrics(EngineKind::kVllm, text + "vllm:num_requests_running{ 1\n")
+                .status()
+                .code(),
             absl::StatusCode::kInvalidArgument);
+  // A broken line of a series the router does not read is no reason to fail the scrape.
+  EXPECT_TRUE(ParseEndpointMetrics(EngineKind::kVllm, text + "x{ 1\n").ok());
   EXPECT_EQ(ParseEndpointMetrics(EngineKind::kSglang, text).status().code(),
             absl::StatusCode::kNotFound);
 }
