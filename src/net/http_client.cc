@@ -125,7 +125,8 @@ class HttpClientImpl final : public HttpClient {
                                                std::optional<int> loop_hint,
                                                std::optional<size_t> body_limit) {
     ClientLoop& loop = *loops_[PickLoop(loop_hint)];
-    auto handle = std::make_shared<ClientCallHandle>(loop.poster());
+    auto handle = std::allocate_shared<ClientCallHandle>(
+        base::RecyclingAllocator<ClientCallHandle>(), loop.poster());
     auto call = std::allocate_shared<ClientCall>(base::RecyclingAllocator<ClientCall>(), &loop,
                                                  request, std::move(handler), handle, body_limit);
     handle->Bind(call);

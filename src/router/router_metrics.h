@@ -71,9 +71,15 @@ inline constexpr size_t kRetryReasons = 4;
 // HTTP status is 0.
 inline constexpr int kStreamErrorCode = 0;
 
-// Seconds from `start` to now, as the latency metrics record them.
+// Seconds from `start` to `end`, as the latency metrics record them.
+inline double SecondsBetween(std::chrono::steady_clock::time_point start,
+                             std::chrono::steady_clock::time_point end) {
+  return std::chrono::duration<double>(end - start).count();
+}
+
+// Seconds from `start` to now.
 inline double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return SecondsBetween(start, std::chrono::steady_clock::now());
 }
 
 // The per-request series of one (endpoint, pool). Any thread records, without a lock.

@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 #include <utility>
+#include <vector>
 
 #include "api/chat_request.h"
 #include "api/completion_request.h"
@@ -58,26 +59,37 @@ std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
 // without the endpoints already tried.
 class RequestRouting final : public internal::ProxyRouting {
  public:
+  // `ready`: when the request was ready to schedule (a clock read just made), the first
+  // pick's start.
   RequestRouting(const SchedulingProfile* profile, EndpointTable* table, RouterMetrics* metrics,
-                 const PluginSet* plugins, std::vector<int32_t> prompt_tokens)
+                 const PluginSet* plugins, std::vector<int32_t> prompt_tokens,
+                 Clock::time_point ready)
       : profile_(profile),
         table_(table),
         metrics_(metrics),
         plugins_(plugins),
-        prompt_tokens_(std::move(prompt_tokens)) {
+        prompt_tokens_(std::move(prompt_tokens)),
+        first_start_(ready) {
     request_.prompt_tokens = prompt_tokens_;
   }
 
   // What the plugins see; its prompt_tokens view this object's tokens.
   SchedulingRequest& request() { return request_; }
 
-  std::optional<internal::ProxyTarget> NextTarget(const std::vector<std::string>& tried) override {
+  std::optional<internal::ProxyTarget> NextTarget(absl::Span<const std::string> tried) override {
     thread_local std::mt19937_64 rng(std::random_device{}());
-    const Clock::time_point start = Clock::now();
+    // The thread's, reused: a pick allocates no list of its own.
+    thread_local Candidates candidates;
+    Clock::time_point start;
+    if (first_start_.has_value()) {
+      start = *first_start_;
+      first_start_.reset();
+    } else {
+      start = Clock::now();
+    }
     last_pick_ = nullptr;  // it points into the snapshot replaced here
     snapshot_ = table_->Snapshot(start);
-    Candidates candidates;
-    candidates.reserve(snapshot_->size());
+    candidates.clear();
     for (const Endpoint& e : *snapshot_) {
       if (std::find(tried.begin(), tried.end(), e.name) == tried.end())
         candidates.push_back(&e);
@@ -96,7 +108,8 @@ class RequestRouting final : public internal::ProxyRouting {
       recorder->PrefixPrediction(request_.prefix_match->prompt_tokens,
                                  request_.prefix_match->CachedTokens(picked.name));
     }
-    return internal::ProxyTarget{picked.name, picked.address, picked.pool, recorder, picked.load};
+    return internal::ProxyTarget{picked.name, picked.address, picked.pool, recorder,
+                                 picked.load.get()};
   }
 
   void Picked(const internal::ProxyTarget& target) override {
@@ -104,7 +117,7 @@ class RequestRouting final : public internal::ProxyRouting {
       profile_->NotifyPicked(request_, *last_pick_);
   }
 
-  std::string SessionToken(const std::string& endpoint) override {
+  std::string SessionToken(std::string_view endpoint) override {
     const SessionTokenCodec* codec = plugins_->session_codec();
     return codec != nullptr ? codec->Issue(endpoint) : std::string();
   }
@@ -119,6 +132,7 @@ class RequestRouting final : public internal::ProxyRouting {
   // The snapshot NextTarget picked from and its pick, for Picked.
   std::shared_ptr<const std::vector<Endpoint>> snapshot_;
   const Endpoint* last_pick_ = nullptr;
+  std::optional<Clock::time_point> first_start_;  // until the first pick
 };
 
 class RouterServerImpl final : public RouterServer {
@@ -374,16 +388,17 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   bool stream = false;
   std::string cache_salt;
   absl::StatusOr<std::vector<int32_t>> tokens = PromptTokens(request, chat, &stream, &cache_salt);
-  metrics_.ObserveTokenize(SecondsSince(arrival));
+  const Clock::time_point tokenized = Clock::now();
+  metrics_.ObserveTokenize(SecondsBetween(arrival, tokenized));
   if (!tokens.ok()) {
     const int http_status = api::HttpErrorFor(tokens.status()).http_status;
-    metrics_.Unrouted().RequestFinished(http_status, SecondsSince(arrival));
+    metrics_.Unrouted().RequestFinished(http_status, SecondsBetween(arrival, tokenized));
     responder->Send(http_status, kJson, api::ErrorBody(tokens.status()),
-                    {{"x-request-id", request_id}});
+                    {{"x-request-id", std::move(request_id)}});
     return;
   }
   auto routing = std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
-                                                  *std::move(tokens));
+                                                  *std::move(tokens), tokenized);
   SchedulingRequest& sched = routing->request();
   sched.model = config_.model;
   sched.cache_salt = std::move(cache_salt);
@@ -395,14 +410,15 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   internal::ProxyRequest proxy;
   proxy.http.method = std::move(request.method);
   proxy.http.target = std::move(request.target);
-  proxy.http.headers.reserve(request.headers.size() + 1);
-  for (auto& [name, value] : request.headers) {
-    if (ForwardRequestHeader(name))
-      proxy.http.headers.emplace_back(std::move(name), std::move(value));
-  }
-  proxy.http.headers.emplace_back("x-request-id", request_id);
+  // The client's header list, cut to what goes upstream: no list of its own (it has room for
+  // x-request-id unless every header is forwarded).
+  proxy.http.headers = std::move(request.headers);
+  std::erase_if(proxy.http.headers, [](const net::HeaderList::value_type& header) {
+    return !ForwardRequestHeader(header.first);
+  });
+  proxy.request_id_header = proxy.http.headers.size();
+  proxy.http.headers.emplace_back("x-request-id", std::move(request_id));
   proxy.http.body = std::move(request.body);
-  proxy.request_id = std::move(request_id);
   proxy.arrival = arrival;
   proxy.prompt_tokens = static_cast<int64_t>(sched.prompt_tokens.size());
   proxy.stream = stream;

@@ -119,10 +119,11 @@ absl::Status ClientCall::Begin() {
   timer_ = loop_->TakeTimer();
   // The loop holds the call until Finish, which unsets this.
   timer_->on_expiry = [this] { OnDeadline(); };
-  if (std::optional<Socket> pooled = loop_->pool().Acquire(upstream_)) {
-    socket_.emplace(std::move(*pooled));
+  pool_upstream_ = loop_->pool().Hold(upstream_);
+  const std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
+  if (loop_->pool().Acquire(pool_upstream_, now, &socket_)) {
     reused_ = true;
-    Write();
+    Write(now);
     return absl::OkStatus();
   }
   SY_RETURN_IF_ERROR(ParseUpstreamOnce());
@@ -194,14 +195,14 @@ void ClientCall::OnConnected(const ErrorCode& ec) {
   // wait for an ACK either.
   ErrorCode option_ec;
   socket_->set_option(tcp::no_delay(true), option_ec);
-  Write();
+  Write(std::chrono::steady_clock::now());
 }
 
-void ClientCall::Write() {
+void ClientCall::Write(std::chrono::steady_clock::time_point now) {
   stage_ = Stage::kWriting;
   // The first-byte timeout covers the write too: a server that stops reading the request
   // has not answered it either.
-  ArmDeadline(options_.first_byte_timeout);
+  ArmDeadlineAt(now + options_.first_byte_timeout);
   const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_bytes_),
                                                      asio::buffer(body_.data(), body_.size())};
   asio::async_write(
@@ -242,6 +243,10 @@ void ClientCall::FailBeforeResponse(const ErrorCode& ec, std::string_view step) 
 
 void ClientCall::ArmDeadline(std::chrono::milliseconds timeout) {
   timer_->deadline.Arm(timeout, timer_);
+}
+
+void ClientCall::ArmDeadlineAt(std::chrono::steady_clock::time_point deadline) {
+  timer_->deadline.ArmAt(deadline, timer_);
 }
 
 void ClientCall::OnDeadline() {
@@ -296,6 +301,10 @@ void ClientCall::Finish(const absl::Status& status) {
   CloseSocket();
   // The loop may hold the last reference.
   const std::shared_ptr<ClientCall> self = shared_from_this();
+  if (pool_upstream_ != nullptr) {
+    loop_->pool().Drop(pool_upstream_);
+    pool_upstream_ = nullptr;
+  }
   if (registered_) {
     loop_->GiveBackTimer(std::move(timer_));
     loop_->GiveBackReadBuffer(std::move(in_));

@@ -33,6 +33,7 @@
 
 #include "net/http_client.h"
 #include "net/internal/beast.h"
+#include "net/internal/client_pool.h"
 #include "net/internal/event_loop.h"
 #include "net/internal/message_parser.h"
 
@@ -109,12 +110,14 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   void Connect();
   void OnResolved(const ErrorCode& ec, const Resolver::results_type& results);
   void OnConnected(const ErrorCode& ec);
-  void Write();
+  // Writes the request; its first-byte timeout counts from `now`, a clock read just made.
+  void Write(std::chrono::steady_clock::time_point now);
   void OnWritten(const ErrorCode& ec);
   // A failure before the first response byte: a retry on a fresh connection when this one
   // came from the pool, else Unavailable.
   void FailBeforeResponse(const ErrorCode& ec, std::string_view step);
   void ArmDeadline(std::chrono::milliseconds timeout);
+  void ArmDeadlineAt(std::chrono::steady_clock::time_point deadline);
   void OnDeadline();
   // Ends the call: closes the socket unless it went back to the pool, runs OnDone.
   void Finish(const absl::Status& status);
@@ -150,13 +153,17 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
   std::string host_;         // the upstream's host, without IPv6 brackets
   uint16_t port_ = 0;        // 0 until ParseUpstreamOnce
   bool reused_ = false;      // the connection came from the pool
+  // The pool's entry for the upstream, held from Begin until the connection goes back to the
+  // pool or the call ends.
+  ConnectionPool::Upstream* pool_upstream_ = nullptr;
   // A pooled connection's, or made when connecting: most calls take a pooled one, and making
   // a socket costs a lookup of asio's socket service.
   std::optional<Socket> socket_;
   std::optional<Resolver> resolver_;
   // Connect, first-byte or idle timeout, by stage_; the loop's, from Begin until Finish. The
   // idle timeout is not re-armed per read: on expiry it re-arms itself for what is left since
-  // last_read_.
+  // last_read_, the one clock read per read (the idle deadline and the pool's idle time count
+  // from it).
   std::shared_ptr<CallTimer> timer_;
   std::chrono::steady_clock::time_point last_read_;
 

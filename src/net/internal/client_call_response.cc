@@ -137,8 +137,8 @@ void ClientCall::OnHead() {
     return;
   }
   stage_ = Stage::kBody;
-  last_read_ = std::chrono::steady_clock::now();
-  ArmDeadline(options_.idle_timeout);
+  // The head came with the read that has just set last_read_ (OnRead, before Parse).
+  ArmDeadlineAt(last_read_ + options_.idle_timeout);
   handler_->OnHead(parser_->status(), parser_->headers());
 }
 
@@ -159,8 +159,11 @@ void ClientCall::OnMessageDone() {
   // Bytes past the message would be read as the next response's: such a connection, one
   // the server will close, and a switched protocol are not reused.
   const bool reusable = parser_->keep_alive() && in_.size() == 0 && parser_->status() != 101;
-  if (reusable)
-    loop_->pool().Release(upstream_, std::move(*socket_));
+  if (reusable) {
+    // Idle since the read that ended the message.
+    loop_->pool().Release(pool_upstream_, std::move(*socket_), last_read_);
+    pool_upstream_ = nullptr;
+  }
   Finish(absl::OkStatus());
 }
 

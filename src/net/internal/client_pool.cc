@@ -33,76 +33,103 @@ ConnectionPool::ConnectionPool(asio::io_context& context, size_t max_idle,
       trusted_idle_(trusted_idle),
       sweep_deadline_(context.get_executor(), [this] { Sweep(); }) {}
 
-std::optional<Socket> ConnectionPool::Acquire(const std::string& upstream) {
-  const auto it = idle_.find(upstream);
-  if (it == idle_.end())
-    return std::nullopt;
-  std::deque<Idle>& connections = it->second;
-  const auto now = std::chrono::steady_clock::now();
+ConnectionPool::Upstream* ConnectionPool::Hold(const std::string& upstream) {
+  Upstream& entry = upstreams_[upstream];
+  ++entry.holders;
+  return &entry;
+}
+
+bool ConnectionPool::Acquire(Upstream* upstream, Clock::time_point now,
+                             std::optional<Socket>* socket) {
+  std::deque<Upstream::Idle>& connections = upstream->idle;
   const auto oldest_allowed = now - idle_timeout_;
-  std::optional<Socket> found;
-  while (!connections.empty() && !found.has_value()) {
-    Idle idle = std::move(connections.back());
-    connections.pop_back();
-    if (idle.since > oldest_allowed &&
-        (idle.since > now - trusted_idle_ || StillOpen(idle.socket))) {
-      found.emplace(std::move(idle.socket));
+  while (!connections.empty()) {
+    Upstream::Idle& idle = connections.back();
+    const bool usable =
+        idle.since > oldest_allowed && (idle.since > now - trusted_idle_ || StillOpen(idle.socket));
+    if (usable) {
+      socket->emplace(std::move(idle.socket));
     } else {
       CloseSocket(idle.socket);
     }
+    connections.pop_back();
+    if (usable)
+      return true;
   }
-  // An upstream left with none keeps its (empty) entry until the sweep: the next Release
-  // reuses it instead of allocating it again.
-  return found;
+  // An upstream left with none keeps its (empty) entry until the sweep: the next Hold reuses
+  // it instead of allocating it again.
+  return false;
 }
 
-void ConnectionPool::Release(const std::string& upstream, Socket socket) {
+void ConnectionPool::Release(Upstream* upstream, Socket&& socket, Clock::time_point now) {
+  --upstream->holders;
   if (closed_ || max_idle_ == 0) {
     CloseSocket(socket);
     return;
   }
-  std::deque<Idle>& connections = idle_[upstream];
+  std::deque<Upstream::Idle>& connections = upstream->idle;
   if (connections.size() >= max_idle_) {
     CloseSocket(connections.front().socket);
     connections.pop_front();
   }
-  connections.push_back({std::move(socket), std::chrono::steady_clock::now()});
-  if (!sweep_armed_) {
-    sweep_armed_ = true;
-    sweep_deadline_.Arm(idle_timeout_, nullptr);
-  }
+  connections.push_back({std::move(socket), now});
+  ArmSweep();
+}
+
+void ConnectionPool::Drop(Upstream* upstream) {
+  --upstream->holders;
+  // The sweep erases the entry when nothing else keeps it.
+  if (upstream->holders == 0 && upstream->idle.empty())
+    ArmSweep();
+}
+
+void ConnectionPool::ArmSweep() {
+  if (sweep_armed_ || closed_)
+    return;
+  sweep_armed_ = true;
+  sweep_deadline_.Arm(idle_timeout_, nullptr);
 }
 
 void ConnectionPool::Close() {
   closed_ = true;
   sweep_deadline_.Cancel();
   sweep_armed_ = false;
-  for (auto& [upstream, connections] : idle_) {
-    for (Idle& idle : connections)
+  for (auto it = upstreams_.begin(); it != upstreams_.end();) {
+    for (Upstream::Idle& idle : it->second.idle)
       CloseSocket(idle.socket);
+    it->second.idle.clear();
+    // A held entry stays until its holder lets go.
+    if (it->second.holders == 0) {
+      upstreams_.erase(it++);
+    } else {
+      ++it;
+    }
   }
-  idle_.clear();
 }
 
 size_t ConnectionPool::idle_connections() const {
   size_t n = 0;
-  for (const auto& [upstream, connections] : idle_)
-    n += connections.size();
+  for (const auto& [name, upstream] : upstreams_)
+    n += upstream.idle.size();
   return n;
 }
 
 void ConnectionPool::Sweep() {
   sweep_armed_ = false;
-  const auto now = std::chrono::steady_clock::now();
-  std::optional<std::chrono::steady_clock::time_point> oldest;
-  for (auto it = idle_.begin(); it != idle_.end();) {
-    std::deque<Idle>& connections = it->second;
+  const auto now = Clock::now();
+  std::optional<Clock::time_point> oldest;
+  for (auto it = upstreams_.begin(); it != upstreams_.end();) {
+    std::deque<Upstream::Idle>& connections = it->second.idle;
     while (!connections.empty() && connections.front().since + idle_timeout_ <= now) {
       CloseSocket(connections.front().socket);
       connections.pop_front();
     }
     if (connections.empty()) {
-      it = idle_.erase(it);
+      if (it->second.holders == 0) {
+        upstreams_.erase(it++);
+      } else {
+        ++it;
+      }
       continue;
     }
     if (!oldest.has_value() || connections.front().since < *oldest)

@@ -11,6 +11,10 @@
 // lost anyway fails before its first response byte, and ClientCall sends the request again
 // on a fresh connection.
 //
+// A call holds its upstream's entry for as long as it runs (Hold, then Release or Drop), so
+// that taking a connection and giving it back cost one lookup of the upstream in all, and the
+// connection moves straight between the pool and the call's socket.
+//
 // Threads: the loop's thread only. Owned by ClientLoop, which keeps it until the loop's
 // thread was joined (the sweep timer's callback points at it).
 #pragma once
@@ -20,7 +24,8 @@
 #include <deque>
 #include <optional>
 #include <string>
-#include <unordered_map>
+
+#include "absl/container/node_hash_map.h"
 
 #include "net/internal/beast.h"
 #include "net/internal/deadline.h"
@@ -29,6 +34,8 @@ namespace switchyard::net::internal {
 
 class ConnectionPool {
  public:
+  using Clock = std::chrono::steady_clock;
+
   ConnectionPool(asio::io_context& context, size_t max_idle, std::chrono::milliseconds idle_timeout,
                  std::chrono::milliseconds trusted_idle = kDefaultTrustedIdle);
 
@@ -36,32 +43,47 @@ class ConnectionPool {
   ConnectionPool(const ConnectionPool&) = delete;
   ConnectionPool& operator=(const ConnectionPool&) = delete;
 
-  // An idle connection to `upstream` that the server has not closed (a connection with
-  // end-of-stream, an error or stray bytes waiting is closed and skipped; one idle under
-  // trusted_idle is not checked); nullopt when there is none.
-  std::optional<Socket> Acquire(const std::string& upstream);
-  // Keeps `socket`, which has just finished a response with nothing left unread, for the
-  // next request to `upstream`; closes it when the pool keeps nothing or is closed.
-  void Release(const std::string& upstream, Socket socket);
+  // One upstream's entry: its idle connections, oldest first. A call holds its upstream's
+  // entry from Hold until Release or Drop and reaches it through the pointer meanwhile, so
+  // that a request looks its upstream up once. The sweep erases an entry that keeps no
+  // connection and that no call holds.
+  struct Upstream {
+    struct Idle {
+      Socket socket;
+      Clock::time_point since;
+    };
+    std::deque<Idle> idle;
+    size_t holders = 0;
+  };
+
+  // `upstream`'s entry (made when new), held until Release or Drop.
+  Upstream* Hold(const std::string& upstream);
+  // Puts an idle connection of `upstream`'s that the server has not closed into `*socket` and
+  // returns true (a connection with end-of-stream, an error or stray bytes waiting is closed
+  // and skipped; one idle under trusted_idle at `now` is not checked); false when there is
+  // none. REQUIRES: `upstream` is held.
+  bool Acquire(Upstream* upstream, Clock::time_point now, std::optional<Socket>* socket);
+  // Keeps `socket`, which has just finished a response with nothing left unread (idle since
+  // `now`), for the next request to `upstream`, and ends the hold; closes it when the pool
+  // keeps nothing or is closed. REQUIRES: `upstream` is held.
+  void Release(Upstream* upstream, Socket&& socket, Clock::time_point now);
+  // Ends the hold without a connection to keep. REQUIRES: `upstream` is held.
+  void Drop(Upstream* upstream);
   // Closes every idle connection; later Releases close theirs. Idempotent.
   void Close();
 
   size_t idle_connections() const;
 
  private:
-  struct Idle {
-    Socket socket;
-    std::chrono::steady_clock::time_point since;
-  };
-
   // Closes what has been idle for idle_timeout_, then arms the timer for the next expiry.
   void Sweep();
+  void ArmSweep();
 
   const size_t max_idle_;
   const std::chrono::milliseconds idle_timeout_;
   const std::chrono::milliseconds trusted_idle_;
-  // Per upstream, oldest first; the sweep erases an upstream with none.
-  std::unordered_map<std::string, std::deque<Idle>> idle_;
+  // Node-based: an entry stays where it is while held. Abseil's hash: a lookup per request.
+  absl::node_hash_map<std::string, Upstream> upstreams_;
   Deadline sweep_deadline_;
   bool sweep_armed_ = false;
   bool closed_ = false;

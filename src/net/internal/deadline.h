@@ -39,7 +39,12 @@ class Deadline {
 
   // Runs on_expiry on the loop once `timeout` has passed, unless re-armed or disarmed first.
   void Arm(std::chrono::milliseconds timeout, std::shared_ptr<void> keep_alive) {
-    deadline_ = Clock::now() + timeout;
+    ArmAt(Clock::now() + timeout, std::move(keep_alive));
+  }
+
+  // The same at `deadline`: for an owner that has just read the clock.
+  void ArmAt(Clock::time_point deadline, std::shared_ptr<void> keep_alive) {
+    deadline_ = deadline;
     armed_ = true;
     if (waiting_ && wait_until_ <= deadline_)
       return;  // that wait ends first and looks again

@@ -29,7 +29,7 @@ std::string_view HeaderValue(const net::HeaderList& headers, std::string_view na
 
 }  // namespace
 
-ProxyCall::ProxyCall(ProxyRequest request, std::shared_ptr<net::HttpResponder> responder,
+ProxyCall::ProxyCall(ProxyRequest&& request, std::shared_ptr<net::HttpResponder> responder,
                      net::HttpClient* client, RouterMetrics* metrics, int max_retries,
                      std::unique_ptr<ProxyRouting> routing)
     : responder_(std::move(responder)),
@@ -74,8 +74,8 @@ void ProxyCall::TryNext() {
     SendError(error);
     return;
   }
-  tried_.push_back(target->name);
-  current_ = std::move(target);
+  tried_.emplace_back(target->name);
+  current_ = target;
   prefill_pending_ = true;
   retry_this_attempt_ = false;
   current_->load->Started(request_.prompt_tokens);
@@ -119,8 +119,12 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
 
 net::HeaderList ProxyCall::TakeHeadHeaders() {
   // The response is the last use of the request id: it moves rather than copies.
-  head_headers_.emplace_back("x-request-id", std::move(request_.request_id));
+  head_headers_.emplace_back("x-request-id", TakeRequestId());
   return std::move(head_headers_);
+}
+
+std::string ProxyCall::TakeRequestId() {
+  return std::move(request_.http.headers[request_.request_id_header].second);
 }
 
 bool ProxyCall::OnBody(std::string_view chunk) {
@@ -132,7 +136,8 @@ bool ProxyCall::OnBody(std::string_view chunk) {
     prefill_pending_ = false;
   }
   if (request_.stream) {
-    FirstByte();
+    if (!first_byte_sent_)
+      FirstByte(std::chrono::steady_clock::now());
     KeepSseTail(chunk);
     responder_->Write(std::string(chunk));
   } else {
@@ -157,25 +162,24 @@ void ProxyCall::FinishAttempt() {
   handle_ = nullptr;
 }
 
-void ProxyCall::FirstByte() {
+void ProxyCall::FirstByte(std::chrono::steady_clock::time_point now) {
   if (first_byte_sent_)
     return;
   first_byte_sent_ = true;
-  current_->metrics->FirstByte(SecondsSince(request_.arrival));
+  current_->metrics->FirstByte(SecondsBetween(request_.arrival, now));
   if (request_.stream)
     responder_->StartStream(head_status_, head_content_type_, TakeHeadHeaders());
 }
 
-void ProxyCall::Finished(int code) {
+void ProxyCall::Finished(int code, std::chrono::steady_clock::time_point now) {
   EndpointRecorder& recorder = current_.has_value() ? *current_->metrics : metrics_->Unrouted();
-  recorder.RequestFinished(code, SecondsSince(request_.arrival));
+  recorder.RequestFinished(code, SecondsBetween(request_.arrival, now));
 }
 
 void ProxyCall::SendError(const absl::Status& error) {
   const int http_status = api::HttpErrorFor(error).http_status;
-  Finished(http_status);
-  responder_->Send(http_status, kJson, api::ErrorBody(error),
-                   {{"x-request-id", request_.request_id}});
+  Finished(http_status, std::chrono::steady_clock::now());
+  responder_->Send(http_status, kJson, api::ErrorBody(error), {{"x-request-id", TakeRequestId()}});
 }
 
 void ProxyCall::OnDone(const absl::Status& status) {
@@ -187,7 +191,8 @@ void ProxyCall::OnDone(const absl::Status& status) {
     done_ = true;
     // A client that closes once it has the stream's [DONE] event got the whole answer
     // (the openai client closes there, before the last chunk of the framing arrives).
-    Finished(first_byte_sent_ && sse_tail_ == api::kSseDone ? head_status_ : 499);
+    Finished(first_byte_sent_ && sse_tail_ == api::kSseDone ? head_status_ : 499,
+             std::chrono::steady_clock::now());
     return;
   }
   // Nothing reached the client yet: a failed attempt (Unavailable before the upstream's
@@ -209,10 +214,12 @@ void ProxyCall::OnDone(const absl::Status& status) {
   }
   done_ = true;
   if (status.ok()) {
-    FirstByte();  // a stream without a body gets its head now
+    // A buffered response's first byte goes with its last: one clock read for both.
+    const std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
+    FirstByte(now);  // a stream without a body gets its head now
     // Counted before the client sees the end: a client holding its response finds it in
     // /metrics.
-    Finished(head_status_);
+    Finished(head_status_, now);
     if (request_.stream) {
       responder_->End();
     } else {
@@ -227,7 +234,7 @@ void ProxyCall::OnDone(const absl::Status& status) {
                                                std::string(status.message())));
   if (request_.stream && first_byte_sent_) {
     // Mid-stream: an error event, then the end. Never a fake finish_reason.
-    Finished(kStreamErrorCode);
+    Finished(kStreamErrorCode, std::chrono::steady_clock::now());
     responder_->Write(api::SseError(error));
     responder_->Write(std::string(api::kSseDone));
     responder_->End();

@@ -24,7 +24,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/types/span.h"
 
 #include "base/mutex.h"
 #include "net/http_client.h"
@@ -34,19 +36,24 @@
 
 namespace switchyard::router::internal {
 
+// Where one attempt goes. Views into the routing's endpoint snapshot: name, address, pool and
+// load stay valid until the routing's next NextTarget (or its end); metrics is the router's
+// and outlives the request.
 struct ProxyTarget {
-  std::string name;
-  std::string address;
-  std::string pool;
+  std::string_view name;
+  std::string_view address;
+  std::string_view pool;
   EndpointRecorder* metrics = nullptr;  // the endpoint's request series
-  std::shared_ptr<EndpointLoad> load;   // the endpoint's in-flight accounting
+  EndpointLoad* load = nullptr;         // the endpoint's in-flight accounting
 };
 
 struct ProxyRequest {
   // What goes upstream: method, target, headers (already filtered for forwarding) and body.
   // Its `upstream` is set per attempt; every attempt sends this one request.
   net::HttpClientRequest http;
-  std::string request_id;  // sent upstream in `http.headers` too; echoed to the client
+  // Where the request's x-request-id is in `http.headers`: sent upstream, then echoed to the
+  // client (the response takes the string over once nothing more goes upstream).
+  size_t request_id_header = 0;
   std::chrono::steady_clock::time_point arrival;
   int64_t prompt_tokens = 0;
   // The client asked for SSE: the response streams through, and a failure after the first
@@ -60,18 +67,20 @@ struct ProxyRequest {
 class ProxyRouting {
  public:
   virtual ~ProxyRouting() = default;
-  // The next endpoint to try, excluding those already `tried`; nullopt when none is left.
-  virtual std::optional<ProxyTarget> NextTarget(const std::vector<std::string>& tried) = 0;
+  // The next endpoint to try, excluding those already `tried` (by name); nullopt when none is
+  // left. Ends the validity of the targets it returned before.
+  virtual std::optional<ProxyTarget> NextTarget(absl::Span<const std::string> tried) = 0;
   // The request goes to `target`, which NextTarget has just returned.
   virtual void Picked(const ProxyTarget& target) = 0;
   // The x-session-token of responses from `endpoint`; empty: the response carries none.
-  virtual std::string SessionToken(const std::string& endpoint) = 0;
+  virtual std::string SessionToken(std::string_view endpoint) = 0;
 };
 
 class ProxyCall final : public net::HttpResponseHandler,
                         public std::enable_shared_from_this<ProxyCall> {
  public:
-  ProxyCall(ProxyRequest request, std::shared_ptr<net::HttpResponder> responder,
+  // Takes `request` over (one move: it is large).
+  ProxyCall(ProxyRequest&& request, std::shared_ptr<net::HttpResponder> responder,
             net::HttpClient* client, RouterMetrics* metrics, int max_retries,
             std::unique_ptr<ProxyRouting> routing);
 
@@ -88,13 +97,17 @@ class ProxyCall final : public net::HttpResponseHandler,
   void FinishAttempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Keeps the last bytes passed on of a stream, to tell whether it ended with [DONE].
   void KeepSseTail(std::string_view chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The first response byte goes to the client now (a stream's head is sent here).
-  void FirstByte() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The exchange ended with `code` (an HTTP status, 499 or kStreamErrorCode).
-  void Finished(int code) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The first response byte goes to the client `now` (a stream's head is sent here).
+  void FirstByte(std::chrono::steady_clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The exchange ended `now` with `code` (an HTTP status, 499 or kStreamErrorCode).
+  void Finished(int code, std::chrono::steady_clock::time_point now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The head's headers for the client, with the request's x-request-id. REQUIRES: the
-  // response to the client starts now (request_.request_id is spent).
+  // response to the client starts now (TakeRequestId).
   net::HeaderList TakeHeadHeaders() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The request's x-request-id, moved out of the upstream request's headers. REQUIRES: no
+  // attempt follows (the response to the client starts now); called once.
+  std::string TakeRequestId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // An error response from the router itself.
   void SendError(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -104,10 +117,13 @@ class ProxyCall final : public net::HttpResponseHandler,
   const int max_retries_;
 
   base::Mutex mu_;
-  // Only its http.upstream changes, and its request_id moves to the response at the end.
+  // Only its http.upstream changes, and its request id moves to the response at the end.
   ProxyRequest request_ ABSL_GUARDED_BY(mu_);
   const std::unique_ptr<ProxyRouting> routing_ ABSL_PT_GUARDED_BY(mu_);
-  std::vector<std::string> tried_ ABSL_GUARDED_BY(mu_);
+  // Most requests go to one endpoint: no allocation for it.
+  absl::InlinedVector<std::string, 2> tried_ ABSL_GUARDED_BY(mu_);
+  // The attempt's target. Once NextTarget found none, only its metrics may be used (the
+  // request's outcome is counted there).
   std::optional<ProxyTarget> current_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<net::HttpRequestHandle> handle_ ABSL_GUARDED_BY(mu_);
   // Something (a stream's head, or the whole buffered response) went to the client: no

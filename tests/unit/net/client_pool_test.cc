@@ -1,6 +1,6 @@
 // ConnectionPool on its own, on an io_context run by the test thread: LIFO reuse, the
 // per-upstream cap, skipping connections the server closed or wrote to (and trusting recently
-// released ones without the check), the idle sweep.
+// released ones without the check), the idle sweep, entries kept while held.
 #include "net/internal/client_pool.h"
 
 #include <poll.h>
@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -47,6 +48,20 @@ class PoolTest : public ::testing::Test {
     return pair;
   }
 
+  // A connection back from a call to `upstream` now: held, then released.
+  static void Give(ConnectionPool& pool, const std::string& upstream, Socket&& socket) {
+    pool.Release(pool.Hold(upstream), std::move(socket), ConnectionPool::Clock::now());
+  }
+
+  // What a call to `upstream` starting now takes from the pool (it lets go of the entry then).
+  static std::optional<Socket> Take(ConnectionPool& pool, const std::string& upstream) {
+    ConnectionPool::Upstream* entry = pool.Hold(upstream);
+    std::optional<Socket> socket;
+    pool.Acquire(entry, ConnectionPool::Clock::now(), &socket);
+    pool.Drop(entry);
+    return socket;
+  }
+
   static uint16_t Port(const Socket& socket) {
     ErrorCode ec;
     return socket.local_endpoint(ec).port();
@@ -79,17 +94,17 @@ TEST_F(PoolTest, LastInFirstOutPerUpstream) {
   Pair other = Connect();
   const uint16_t port_a = Port(a.client);
   const uint16_t port_b = Port(b.client);
-  pool.Release("up:1", std::move(a.client));
-  pool.Release("up:1", std::move(b.client));
-  pool.Release("up:2", std::move(other.client));
+  Give(pool, "up:1", std::move(a.client));
+  Give(pool, "up:1", std::move(b.client));
+  Give(pool, "up:2", std::move(other.client));
   EXPECT_EQ(pool.idle_connections(), 3u);
-  std::optional<Socket> first = pool.Acquire("up:1");
-  std::optional<Socket> second = pool.Acquire("up:1");
+  std::optional<Socket> first = Take(pool, "up:1");
+  std::optional<Socket> second = Take(pool, "up:1");
   ASSERT_TRUE(first.has_value() && second.has_value());
   EXPECT_EQ(Port(*first), port_b);
   EXPECT_EQ(Port(*second), port_a);
-  EXPECT_FALSE(pool.Acquire("up:1").has_value());
-  EXPECT_FALSE(pool.Acquire("up:3").has_value());
+  EXPECT_FALSE(Take(pool, "up:1").has_value());
+  EXPECT_FALSE(Take(pool, "up:3").has_value());
   EXPECT_EQ(pool.idle_connections(), 1u);
 }
 
@@ -98,14 +113,14 @@ TEST_F(PoolTest, CapClosesTheOldest) {
   Pair a = Connect();
   Pair b = Connect();
   Pair c = Connect();
-  pool.Release("up:1", std::move(a.client));
-  pool.Release("up:1", std::move(b.client));
-  pool.Release("up:1", std::move(c.client));
+  Give(pool, "up:1", std::move(a.client));
+  Give(pool, "up:1", std::move(b.client));
+  Give(pool, "up:1", std::move(c.client));
   EXPECT_EQ(pool.idle_connections(), 2u);
   EXPECT_TRUE(PeerClosed(a.server));
   ConnectionPool keeps_none(context_, 0, milliseconds(60'000));
   Pair d = Connect();
-  keeps_none.Release("up:1", std::move(d.client));
+  Give(keeps_none, "up:1", std::move(d.client));
   EXPECT_EQ(keeps_none.idle_connections(), 0u);
   EXPECT_TRUE(PeerClosed(d.server));
 }
@@ -118,16 +133,16 @@ TEST_F(PoolTest, SkipsConnectionsClosedOrWrittenToWhileIdle) {
   const uint16_t healthy_port = Port(healthy.client);
   const int chatty_fd = chatty.client.native_handle();
   const int closed_fd = closed.client.native_handle();
-  pool.Release("up:1", std::move(healthy.client));
-  pool.Release("up:1", std::move(chatty.client));
-  pool.Release("up:1", std::move(closed.client));
+  Give(pool, "up:1", std::move(healthy.client));
+  Give(pool, "up:1", std::move(chatty.client));
+  Give(pool, "up:1", std::move(closed.client));
   ErrorCode ec;
   closed.server.close(ec);
   asio::write(chatty.server, asio::buffer("HTTP/1.1 200 OK\r\n", 17), ec);
   ASSERT_FALSE(ec);
   ASSERT_TRUE(Readable(chatty_fd));
   ASSERT_TRUE(Readable(closed_fd));
-  std::optional<Socket> acquired = pool.Acquire("up:1");
+  std::optional<Socket> acquired = Take(pool, "up:1");
   ASSERT_TRUE(acquired.has_value());
   EXPECT_EQ(Port(*acquired), healthy_port);
   EXPECT_TRUE(PeerClosed(chatty.server));
@@ -141,24 +156,24 @@ TEST_F(PoolTest, RecentlyReleasedConnectionsAreNotPeekedAt) {
   Pair closed = Connect();
   const uint16_t closed_port = Port(closed.client);
   const int closed_fd = closed.client.native_handle();
-  pool.Release("up:1", std::move(closed.client));
+  Give(pool, "up:1", std::move(closed.client));
   ErrorCode ec;
   closed.server.close(ec);
   ASSERT_TRUE(Readable(closed_fd));
-  std::optional<Socket> trusted = pool.Acquire("up:1");
+  std::optional<Socket> trusted = Take(pool, "up:1");
   ASSERT_TRUE(trusted.has_value());
   EXPECT_EQ(Port(*trusted), closed_port);
 
-  pool.Release("up:1", std::move(*trusted));
+  Give(pool, "up:1", std::move(*trusted));
   std::this_thread::sleep_for(milliseconds(250));
-  EXPECT_FALSE(pool.Acquire("up:1").has_value());
+  EXPECT_FALSE(Take(pool, "up:1").has_value());
   EXPECT_EQ(pool.idle_connections(), 0u);
 }
 
 TEST_F(PoolTest, SweepClosesIdleConnections) {
   ConnectionPool pool(context_, 8, milliseconds(20));
   Pair a = Connect();
-  pool.Release("up:1", std::move(a.client));
+  Give(pool, "up:1", std::move(a.client));
   // The sweep timer is the only work on the context: run it until it fired.
   while (pool.idle_connections() > 0 && context_.run_one_for(std::chrono::seconds(10)) > 0) {
   }
@@ -170,14 +185,44 @@ TEST_F(PoolTest, CloseEmptiesAndRefusesMore) {
   ConnectionPool pool(context_, 8, milliseconds(60'000));
   Pair a = Connect();
   Pair b = Connect();
-  pool.Release("up:1", std::move(a.client));
+  Give(pool, "up:1", std::move(a.client));
   pool.Close();
   EXPECT_EQ(pool.idle_connections(), 0u);
   EXPECT_TRUE(PeerClosed(a.server));
-  pool.Release("up:1", std::move(b.client));
+  Give(pool, "up:1", std::move(b.client));
   EXPECT_EQ(pool.idle_connections(), 0u);
   EXPECT_TRUE(PeerClosed(b.server));
   pool.Close();
+}
+
+// A call's entry stays while it holds it, through sweeps and Close, so that its Release
+// lands; with no holder and no connection, the sweep erases it.
+TEST_F(PoolTest, HeldEntriesOutliveSweepsAndClose) {
+  ConnectionPool pool(context_, 8, milliseconds(20));
+  ConnectionPool::Upstream* held = pool.Hold("up:1");
+  ConnectionPool::Upstream* dropped = pool.Hold("up:2");
+  std::optional<Socket> none;
+  EXPECT_FALSE(pool.Acquire(held, ConnectionPool::Clock::now(), &none));
+  EXPECT_FALSE(none.has_value());
+  pool.Drop(dropped);
+  // The drop armed the sweep, the only work on the context.
+  ASSERT_EQ(context_.run_one_for(std::chrono::seconds(10)), 1u);
+  EXPECT_EQ(pool.Hold("up:1"), held);  // the same entry, held twice now
+  pool.Drop(held);
+  Pair a = Connect();
+  const uint16_t port_a = Port(a.client);
+  pool.Release(held, std::move(a.client), ConnectionPool::Clock::now());
+  EXPECT_EQ(pool.idle_connections(), 1u);
+  std::optional<Socket> taken = Take(pool, "up:1");
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(Port(*taken), port_a);
+
+  ConnectionPool::Upstream* closing = pool.Hold("up:1");
+  pool.Close();
+  Pair b = Connect();
+  pool.Release(closing, std::move(b.client), ConnectionPool::Clock::now());
+  EXPECT_EQ(pool.idle_connections(), 0u);
+  EXPECT_TRUE(PeerClosed(b.server));
 }
 
 }  // namespace

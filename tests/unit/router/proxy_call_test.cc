@@ -168,24 +168,28 @@ class InOrder final : public ProxyRouting {
   InOrder(std::vector<std::string> upstreams, EndpointTable* table, RouterMetrics* metrics)
       : upstreams_(std::move(upstreams)), table_(table), metrics_(metrics) {}
 
-  std::optional<ProxyTarget> NextTarget(const std::vector<std::string>& tried) override {
+  std::optional<ProxyTarget> NextTarget(absl::Span<const std::string> tried) override {
+    // The targets view it until the next call.
+    snapshot_ = table_->Snapshot(std::chrono::steady_clock::now());
     for (const std::string& u : upstreams_) {
       if (std::find(tried.begin(), tried.end(), u) != tried.end())
         continue;
-      for (const Endpoint& e : *table_->Snapshot(std::chrono::steady_clock::now())) {
+      for (const Endpoint& e : *snapshot_) {
         if (e.name == u)
-          return ProxyTarget{u, u, "default", &metrics_->Endpoint(u, "default"), e.load};
+          return ProxyTarget{e.name, e.address, e.pool, &metrics_->Endpoint(u, "default"),
+                             e.load.get()};
       }
     }
     return std::nullopt;
   }
   void Picked(const ProxyTarget& /*target*/) override {}
-  std::string SessionToken(const std::string& /*endpoint*/) override { return "token"; }
+  std::string SessionToken(std::string_view /*endpoint*/) override { return "token"; }
 
  private:
   const std::vector<std::string> upstreams_;
   EndpointTable* const table_;
   RouterMetrics* const metrics_;
+  std::shared_ptr<const std::vector<Endpoint>> snapshot_;
 };
 
 // A front that proxies every request with ProxyCall to `upstreams`, tried in order.
@@ -205,10 +209,10 @@ class ProxyCallTest : public ::testing::Test {
           ProxyRequest proxy;
           proxy.http.method = request.method;
           proxy.http.target = request.target;
-          proxy.http.headers = {{"content-type", "application/json"}};
+          proxy.http.headers = {{"content-type", "application/json"}, {"x-request-id", "req-1"}};
+          proxy.request_id_header = 1;
           proxy.stream = request.body.find("\"stream\":true") != std::string::npos;
           proxy.http.body = std::move(request.body);
-          proxy.request_id = "req-1";
           proxy.arrival = std::chrono::steady_clock::now();
           proxy.prompt_tokens = 3;
           auto call = std::make_shared<ProxyCall>(
