@@ -30,6 +30,8 @@ struct EndpointMetrics {
   bool fresh = true;
 };
 
+class EndpointRecorder;  // router_metrics.h
+
 // The router's own requests in flight to one endpoint. Every snapshot of the endpoint
 // shares it, so scheduling sees it live. A request's attempt updates the load object it
 // started on (held through its ProxyTarget), without the table's lock; an endpoint that
@@ -58,6 +60,9 @@ struct EndpointLoad {
   // Prompt tokens of those requests not yet past their first token (the prefill work queued
   // on the endpoint, for TTFT estimates).
   std::atomic<int64_t> inflight_prompt_tokens;
+  // The endpoint's series in the router's metrics, found on its first pick and kept here
+  // so that later picks need no lookup (the metrics keep every recorder they made).
+  std::atomic<EndpointRecorder*> recorder{nullptr};
 };
 
 struct Endpoint {

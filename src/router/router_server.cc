@@ -103,7 +103,11 @@ class RequestRouting final : public internal::ProxyRouting {
       return std::nullopt;
     const Endpoint& picked = *result.picked[0];
     last_pick_ = &picked;
-    EndpointRecorder* recorder = &metrics_->Endpoint(picked.name, picked.pool);
+    EndpointRecorder* recorder = picked.load->recorder.load(std::memory_order_acquire);
+    if (recorder == nullptr) {
+      recorder = &metrics_->Endpoint(picked.name, picked.pool);
+      picked.load->recorder.store(recorder, std::memory_order_release);
+    }
     if (request_.prefix_match.has_value()) {
       recorder->PrefixPrediction(request_.prefix_match->prompt_tokens,
                                  request_.prefix_match->CachedTokens(picked.name));
