@@ -92,7 +92,8 @@ class HttpRequestHandle {
   // returned, no on_head or on_body starts (one already running may finish). The
   // connection is closed, not pooled (the upstream engine sees the disconnect and aborts).
   virtual void Cancel() = 0;
-  // Resumes reading after on_body returned false.
+  // Resumes reading after on_body returned false. Posted to the request's loop, so one made
+  // while on_body is still running (before it returned false) resumes after that pause.
   virtual void Resume() = 0;
 };
 

@@ -88,6 +88,12 @@ class HttpResponder {
   virtual bool closed() const = 0;
   // Bytes queued and not yet written to the socket.
   virtual size_t pending_write_bytes() const = 0;
+  // Back-pressure for a writer faster than its client: registers the callback run once, on
+  // the connection's loop, when pending_write_bytes() is at most `low_water`; at once (before
+  // OnDrained returns, when called on that loop) when it already is. Dropped, never run, when
+  // the connection closes (OnClose's callback runs instead) or the response is fully written.
+  // One callback; a second call replaces the first.
+  virtual void OnDrained(size_t low_water, std::function<void()> callback) = 0;
 };
 
 // The request is the handler's to take apart. Passed as an rvalue: a handler that takes it

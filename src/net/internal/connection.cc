@@ -96,6 +96,7 @@ void HttpConnection::Close() {
   // Set only while a response is not fully written: tell whoever makes it.
   std::function<void()> callback = std::move(close_callback_);
   close_callback_ = nullptr;
+  drain_callback_ = nullptr;
   responder_.reset();
   if (callback)
     callback();
@@ -262,6 +263,7 @@ void HttpConnection::Reject(int status, std::string_view message) {
 void HttpConnection::FinishResponse() {
   responder_.reset();
   close_callback_ = nullptr;
+  drain_callback_ = nullptr;
   response_ = Response::kNone;
   if (close_after_) {
     phase_ = Phase::kDraining;

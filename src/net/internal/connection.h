@@ -86,6 +86,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // Runs callback now when closed; keeps it when `seq`'s response is still being made;
   // drops it otherwise (that response was fully written).
   void SetCloseCallback(uint64_t seq, std::function<void()> callback);
+  // Runs callback now when the bytes not yet written are at most `low_water`; else keeps it
+  // until a write brings them there. Dropped when `seq`'s response is not being made, and
+  // when the connection closes or the response is fully written.
+  void SetDrainCallback(uint64_t seq, size_t low_water, std::function<void()> callback);
 
  private:
   // What the read side is doing.
@@ -115,6 +119,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void Flush();
   void OnWrite(const ErrorCode& ec, size_t bytes);
   void OnWritesDone();
+  void MaybeRunDrainCallback();
   void FinishResponse();
   void StartDraining();
 
@@ -151,6 +156,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   bool close_after_ = false;  // close once this response is written
   std::shared_ptr<HttpResponderImpl> responder_;  // set until the response is written
   std::function<void()> close_callback_;
+  std::function<void()> drain_callback_;  // and when it runs:
+  size_t drain_low_water_ = 0;            // pending_write_bytes at most this
 
   // Write side: at most one async_write_some outstanding.
   std::deque<std::string> out_;

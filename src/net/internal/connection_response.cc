@@ -103,6 +103,23 @@ void HttpConnection::SetCloseCallback(uint64_t seq, std::function<void()> callba
   }
 }
 
+void HttpConnection::SetDrainCallback(uint64_t seq, size_t low_water,
+                                      std::function<void()> callback) {
+  if (closed_ || seq != seq_ || responder_ == nullptr)
+    return;
+  drain_callback_ = std::move(callback);
+  drain_low_water_ = low_water;
+  MaybeRunDrainCallback();
+}
+
+void HttpConnection::MaybeRunDrainCallback() {
+  if (drain_callback_ == nullptr || status_->pending_write_bytes > drain_low_water_)
+    return;
+  const std::function<void()> callback = std::move(drain_callback_);
+  drain_callback_ = nullptr;
+  callback();
+}
+
 void HttpConnection::Enqueue(std::string bytes) {
   status_->pending_write_bytes += bytes.size();
   out_.push_back(std::move(bytes));
@@ -151,6 +168,7 @@ void HttpConnection::OnWrite(const ErrorCode& ec, size_t bytes) {
     out_.pop_front();
     out_offset_ = 0;
   }
+  MaybeRunDrainCallback();
   Flush();
 }
 

@@ -36,6 +36,9 @@ void HttpResponderImpl::Run(Op& op) {
     case Op::Kind::kOnClose:
       connection->SetCloseCallback(seq_, std::move(op.callback));
       return;
+    case Op::Kind::kOnDrained:
+      connection->SetDrainCallback(seq_, op.low_water, std::move(op.callback));
+      return;
   }
 }
 
@@ -180,6 +183,21 @@ void HttpResponderImpl::OnClose(std::function<void()> callback) {
   }
   Op op;
   op.kind = Op::Kind::kOnClose;
+  op.callback = std::move(callback);
+  Enqueue(std::move(op));
+}
+
+void HttpResponderImpl::OnDrained(size_t low_water, std::function<void()> callback) {
+  if (closed())
+    return;
+  if (const std::shared_ptr<HttpConnection> connection = ConnectionToRunNow()) {
+    const RunningNow running(this);
+    connection->SetDrainCallback(seq_, low_water, std::move(callback));
+    return;
+  }
+  Op op;
+  op.kind = Op::Kind::kOnDrained;
+  op.low_water = low_water;
   op.callback = std::move(callback);
   Enqueue(std::move(op));
 }

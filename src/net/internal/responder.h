@@ -45,16 +45,18 @@ class HttpResponderImpl final : public HttpResponder,
   void OnClose(std::function<void()> callback) override;
   bool closed() const override;
   size_t pending_write_bytes() const override;
+  void OnDrained(size_t low_water, std::function<void()> callback) override;
 
  private:
   struct Op {
-    enum class Kind { kSend, kStartStream, kWrite, kEnd, kOnClose };
+    enum class Kind { kSend, kStartStream, kWrite, kEnd, kOnClose, kOnDrained };
     Kind kind = Kind::kEnd;
     int status = 0;
+    size_t low_water = 0;  // OnDrained's
     std::string content_type;
     std::string data;  // Send's body, Write's chunk
     HeaderList headers;
-    std::function<void()> callback;  // OnClose's
+    std::function<void()> callback;  // OnClose's, OnDrained's
   };
 
   // The connection, when a call may run against it at once: on its loop, with nothing

@@ -140,6 +140,16 @@ bool ProxyCall::OnBody(std::string_view chunk) {
       FirstByte(std::chrono::steady_clock::now());
     KeepSseTail(chunk);
     responder_->Write(std::string(chunk));
+    if (responder_->pending_write_bytes() > kStreamPauseBytes) {
+      // The callback may run at once: it takes no lock, and Resume is posted, so it reaches
+      // the upstream call after this pause.
+      responder_->OnDrained(kStreamResumeBytes,
+                            [handle = std::weak_ptr<net::HttpRequestHandle>(handle_)] {
+                              if (const std::shared_ptr<net::HttpRequestHandle> h = handle.lock())
+                                h->Resume();
+                            });
+      return false;
+    }
   } else {
     buffered_.append(chunk);
   }

@@ -15,6 +15,11 @@
 // its [DONE] event, as the openai client does, counts under the stream's status), latency,
 // first byte, retries.
 //
+// Back-pressure: a stream whose client reads slower than the engine writes stops reading the
+// upstream once more than kStreamPauseBytes wait for the client, and reads on once they are
+// down to kStreamResumeBytes; the engine's socket then fills and its writes wait. So a slow
+// client costs the router at most about kStreamPauseBytes, not the whole stream.
+//
 // Threads: Start on the HTTP server loop; the response handler's methods on an HTTP client
 // loop; the client's close callback on the server loop. A mutex orders them.
 #pragma once
@@ -79,6 +84,9 @@ class ProxyRouting {
 class ProxyCall final : public net::HttpResponseHandler,
                         public std::enable_shared_from_this<ProxyCall> {
  public:
+  static constexpr size_t kStreamPauseBytes = 64 << 10;
+  static constexpr size_t kStreamResumeBytes = 16 << 10;
+
   // Takes `request` over (one move: it is large).
   ProxyCall(ProxyRequest&& request, std::shared_ptr<net::HttpResponder> responder,
             net::HttpClient* client, RouterMetrics* metrics, int max_retries,

@@ -28,6 +28,7 @@ class RecordingResponder : public net::HttpResponder {
   void OnClose(std::function<void()>) override {}
   bool closed() const override { return false; }
   size_t pending_write_bytes() const override { return 0; }
+  void OnDrained(size_t, std::function<void()>) override {}
 
   std::vector<std::string> calls;
 };

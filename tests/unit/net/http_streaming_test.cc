@@ -2,6 +2,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -183,6 +184,77 @@ TEST(HttpStreamingTest, SlowReaderIsClosedPastPendingLimit) {
   EXPECT_LT(writes, kMaxWrites);
   ASSERT_TRUE(closed.WaitFor());
   EXPECT_TRUE(responder->closed());
+}
+
+// Writes 16 KiB chunks until more than `bytes` wait for a client that does not read; returns
+// how many it wrote.
+int FillPast(HttpResponder* responder, size_t bytes) {
+  const std::string chunk(16 << 10, 'z');
+  int writes = 0;
+  while (responder->pending_write_bytes() <= bytes && responder->Write(chunk))
+    ++writes;
+  return writes;
+}
+
+TEST(HttpStreamingTest, OnDrainedRunsOnceTheClientHasReadTheBacklog) {
+  HeldResponders held;
+  std::unique_ptr<HttpServer> server = StartOrDie({}, held.Handler());
+  ASSERT_NE(server, nullptr);
+  TestClient client(server->port(), /*receive_buffer_bytes=*/4096);
+  ASSERT_TRUE(client.Send(Get("/stream")));
+  std::shared_ptr<HttpResponder> responder = held.Wait(0);
+  ASSERT_NE(responder, nullptr);
+  responder->StartStream(200, "text/plain");
+  Notification at_once;
+  responder->OnDrained(1 << 20, [&] { at_once.Notify(); });
+  EXPECT_TRUE(at_once.WaitFor());  // nothing waits yet
+
+  // More than the kernel takes while the client reads nothing (a loopback sender's buffer
+  // grows to a few MiB).
+  const int writes = FillPast(responder.get(), 8 << 20);
+  Notification drained;
+  std::atomic<size_t> pending_when_run{0};
+  responder->OnDrained(64 << 10, [&] {
+    pending_when_run = responder->pending_write_bytes();
+    drained.Notify();
+  });
+  // The client reads nothing, so nothing drains.
+  EXPECT_FALSE(drained.WaitFor(std::chrono::milliseconds(200)));
+  ASSERT_TRUE(client.ReadHead().has_value());
+  for (int i = 0; i < writes; ++i) {
+    const std::optional<std::string> chunk = client.ReadChunk();
+    ASSERT_TRUE(chunk.has_value()) << i;
+    ASSERT_EQ(chunk->size(), 16u << 10) << i;
+  }
+  ASSERT_TRUE(drained.WaitFor());
+  EXPECT_LE(pending_when_run, 64u << 10);
+  responder->End();
+  EXPECT_FALSE(client.ReadChunk().has_value());  // the last chunk
+}
+
+TEST(HttpStreamingTest, OnDrainedIsDroppedWhenTheClientGoes) {
+  HeldResponders held;
+  std::unique_ptr<HttpServer> server = StartOrDie({}, held.Handler());
+  ASSERT_NE(server, nullptr);
+  TestClient client(server->port(), /*receive_buffer_bytes=*/4096);
+  ASSERT_TRUE(client.Send(Get("/stream")));
+  std::shared_ptr<HttpResponder> responder = held.Wait(0);
+  ASSERT_NE(responder, nullptr);
+  Notification closed;
+  responder->OnClose([&] { closed.Notify(); });
+  responder->StartStream(200, "text/plain");
+  FillPast(responder.get(), 8 << 20);
+  // Holds a reference that must go when the callback is dropped.
+  auto token = std::make_shared<int>(0);
+  std::atomic<bool> ran{false};
+  responder->OnDrained(0, [&ran, token] { ran = true; });
+  client.Close();
+  ASSERT_TRUE(closed.WaitFor());
+  const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+  while (token.use_count() > 1 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(token.use_count(), 1);
+  EXPECT_FALSE(ran);
 }
 
 TEST(HttpStreamingTest, WriteWithoutProgressTimesOut) {

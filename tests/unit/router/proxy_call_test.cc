@@ -19,6 +19,7 @@
 #include <future>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -215,6 +216,10 @@ class ProxyCallTest : public ::testing::Test {
           proxy.http.body = std::move(request.body);
           proxy.arrival = std::chrono::steady_clock::now();
           proxy.prompt_tokens = 3;
+          {
+            std::lock_guard<std::mutex> lock(front_mu_);
+            front_responder_ = r;
+          }
           auto call = std::make_shared<ProxyCall>(
               std::move(proxy), std::move(r), upstream_client_.get(), &metrics_,
               /*max_retries=*/2, std::make_unique<InOrder>(upstreams, &table_, &metrics_));
@@ -310,6 +315,14 @@ class ProxyCallTest : public ::testing::Test {
     }
   }
 
+  // The front's responder of the last request.
+  std::shared_ptr<net::HttpResponder> FrontResponder() {
+    std::lock_guard<std::mutex> lock(front_mu_);
+    return front_responder_;
+  }
+
+  std::mutex front_mu_;
+  std::shared_ptr<net::HttpResponder> front_responder_;
   EndpointTable table_{std::chrono::milliseconds(2000)};
   RouterMetrics metrics_{"m", {"default"}};
   std::unique_ptr<net::HttpClient> upstream_client_;
@@ -398,6 +411,101 @@ TEST_F(ProxyCallTest, AStreamWithNoEndpointLeftGetsAnHttpErrorNotAStream) {
   EXPECT_EQ(r.status, 503);
   EXPECT_NE(r.body.find("\"error\""), std::string::npos) << r.body;
   EXPECT_EQ(r.Header("x-request-id"), "req-1");
+  ExpectIdle();
+}
+
+// An upstream that streams kPieces MiB at once, each MiB of one letter, far more than the
+// socket buffers between it and the client hold.
+class FloodingUpstream {
+ public:
+  static constexpr int kPieces = 64;
+
+  FloodingUpstream() {
+    net::HttpServerOptions options;
+    options.max_pending_write_bytes = (kPieces + 1) << 20;
+    absl::StatusOr<std::unique_ptr<net::HttpServer>> server = net::HttpServer::Start(
+        options, [this](net::HttpRequest /*request*/, std::shared_ptr<net::HttpResponder> r) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            responder_ = r;
+          }
+          r->StartStream(200, "text/event-stream");
+          for (int i = 0; i < kPieces; ++i)
+            r->Write(Piece(i));
+          r->End();
+        });
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (server.ok())
+      server_ = *std::move(server);
+  }
+  ~FloodingUpstream() {
+    if (server_ != nullptr)
+      server_->Stop();
+  }
+  std::string address() const { return fmt::format("127.0.0.1:{}", server_->port()); }
+  static std::string Piece(int i) { return std::string(1 << 20, static_cast<char>('a' + i % 26)); }
+  // Bytes of the stream the upstream has not yet written to its socket.
+  size_t pending() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return responder_ == nullptr ? 0 : responder_->pending_write_bytes();
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<net::HttpResponder> responder_;
+  std::unique_ptr<net::HttpServer> server_;
+};
+
+TEST_F(ProxyCallTest, ASlowClientPausesTheUpstreamAndLosesNothing) {
+  FloodingUpstream upstream;
+  Start({upstream.address()});
+  // A client that takes the first body piece, then stops reading until resumed.
+  auto body = std::make_shared<std::string>();
+  std::promise<void> paused;
+  std::promise<absl::Status> done;
+  net::HttpClientCallbacks callbacks;
+  callbacks.on_body = [body, &paused](std::string_view chunk) {
+    const bool first = body->empty();
+    body->append(chunk);
+    if (first)
+      paused.set_value();
+    return !first;
+  };
+  callbacks.on_done = [&done](const absl::Status& status) { done.set_value(status); };
+  net::HttpClientRequest request;
+  request.method = "POST";
+  request.upstream = fmt::format("127.0.0.1:{}", front_->port());
+  request.target = "/v1/completions";
+  request.headers = {{"content-type", "application/json"}};
+  request.body = R"({"model":"m","prompt":"hi","stream":true})";
+  const std::shared_ptr<net::HttpRequestHandle> handle =
+      client_->Send(std::move(request), std::move(callbacks));
+  ASSERT_EQ(paused.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
+
+  // While the client reads nothing, what waits in the router for it stays near the pause
+  // level (without back-pressure the router would read the whole stream and queue it), and
+  // the rest stays with the upstream.
+  const std::shared_ptr<net::HttpResponder> front = FrontResponder();
+  ASSERT_NE(front, nullptr);
+  size_t most_queued = 0;
+  for (int i = 0; i < 50; ++i) {
+    most_queued = std::max(most_queued, front->pending_write_bytes());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_LE(most_queued, ProxyCall::kStreamPauseBytes + (1 << 20));
+  EXPECT_GT(upstream.pending(), 0u);
+
+  handle->Resume();
+  std::future<absl::Status> finished = done.get_future();
+  ASSERT_EQ(finished.wait_for(std::chrono::seconds(60)), std::future_status::ready);
+  EXPECT_TRUE(finished.get().ok());
+  ASSERT_EQ(body->size(), static_cast<size_t>(FloodingUpstream::kPieces) << 20);
+  for (int i = 0; i < FloodingUpstream::kPieces; ++i) {
+    ASSERT_EQ(std::string_view(*body).substr(static_cast<size_t>(i) << 20, 1 << 20),
+              FloodingUpstream::Piece(i))
+        << "piece " << i;
+  }
+  EXPECT_EQ(Codes(upstream.address(), 1), (std::map<std::string, double>{{"200", 1}}));
   ExpectIdle();
 }
 
