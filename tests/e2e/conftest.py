@@ -2,6 +2,7 @@
 import os
 import pathlib
 import subprocess
+import time
 
 import pytest
 
@@ -43,3 +44,15 @@ def npm_tokenizer_dir(name: str) -> pathlib.Path:
 
 def tiny_model_dirs():
     return sorted(p for p in MODELS_DIR.glob("tiny-*") if (p / "config.json").exists())
+
+
+def wait_until(check, what, timeout=10, interval=0.02):
+    """Calls check() until it returns something truthy, and returns that; fails naming `what`
+    after `timeout` seconds (a deadline, not a fixed sleep: it returns as soon as it can)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(interval)

@@ -4,6 +4,7 @@ An EngineServer runs the binary with `--host 127.0.0.1 --port 0` plus the given 
 for the ready line ("switchyard engine: serving NAME on http://HOST:PORT", and the KV events
 line when events are on), and on stop sends SIGTERM and requires exit code 0 within a
 timeout: a crash, a sanitizer report (ASan aborts) or a hang fails the test that owns it."""
+import json
 import os
 import pathlib
 import re
@@ -21,6 +22,15 @@ MODEL_NAME = "tiny"
 
 _READY = re.compile(r"switchyard engine: serving (\S+) on (http://\S+):(\d+)")
 _KV = re.compile(r"switchyard engine: KV events on (\S+) \(replay (\S+)\)")
+
+
+def kv_events_flags(topic="kv-events", **options):
+    """--kv-events-config for an engine that publishes KV events, with a replay socket, on
+    free loopback ports (EngineServer(..., kv_events=True) reads them from the ready line);
+    `options` adds or overrides vLLM KVEventsConfig fields (event_layout, block_hash_format)."""
+    config = {"enable_kv_cache_events": True, "endpoint": "tcp://127.0.0.1:*",
+              "replay_endpoint": "tcp://127.0.0.1:*", "topic": topic, **options}
+    return ["--kv-events-config", json.dumps(config)]
 
 
 class EngineServer:
@@ -137,6 +147,14 @@ class EngineServer:
                 raise
 
     # --- helpers over HTTP -------------------------------------------------------------------
+
+    def complete(self, prompt, max_tokens=1):
+        """POST /v1/completions straight to the engine (greedy); returns the response JSON."""
+        r = requests.post(f"{self.url}/v1/completions",
+                          json={"model": self.name, "prompt": prompt, "max_tokens": max_tokens,
+                                "temperature": 0}, timeout=30)
+        assert r.status_code == 200, r.text
+        return r.json()
 
     def metrics(self):
         """The engine's Prometheus samples as {name: value}: the first series of each name,

@@ -5,7 +5,10 @@ starts the binary with `listen: {host: 127.0.0.1, port: 0}`, waits for the ready
 ("switchyard router: serving NAME on http://HOST:PORT") and then until the members named by
 `wait_fresh` (default: every member) have been scraped once. A member is any object with a
 `port` and an `engine_kind` (its `engine:` value in the config): an EngineServer or a
-peer_servers server. stop() sends SIGTERM and requires exit code 0."""
+peer_servers server; a member with a `kv_endpoint` (an EngineServer started with
+kv_events=True) is listed with `kvEvents:` (its PUB and replay sockets, every topic), which
+feed the router's index when the scheduling config has a precise prefix-cache-scorer.
+stop() sends SIGTERM and requires exit code 0."""
 import re
 import signal
 import subprocess
@@ -15,7 +18,7 @@ import time
 import requests
 
 from conftest import MODELS_DIR, switchyard_bin
-from engine_server import MODEL_NAME
+from engine_server import MODEL_NAME, parse_metrics
 
 _READY = re.compile(r"switchyard router: serving (\S+) on (http://\S+):(\d+)")
 
@@ -25,12 +28,27 @@ def member_name(member):
     return f"127.0.0.1:{member.port}"
 
 
+def member_line(member):
+    """The member's entry in the config's `endpoints:` list."""
+    kv = ""
+    if getattr(member, "kv_endpoint", None):
+        replay = member.kv_replay_endpoint or ""
+        kv = f", kvEvents: {{endpoint: '{member.kv_endpoint}', replayEndpoint: '{replay}'}}"
+    return f"  - {{address: '{member_name(member)}', engine: {member.engine_kind}{kv}}}"
+
+
+def metric_sum(text, name, **labels):
+    """The sum of the samples of `name` in Prometheus text whose labels include `labels`."""
+    wanted = [f'{k}="{v}"' for k, v in labels.items()]
+    lines = [line for line in text.splitlines()
+             if line.split("{", 1)[0].split(" ", 1)[0] == name and all(w in line for w in wanted)]
+    return sum(parse_metrics(line)[name] for line in lines)
+
+
 class Router:
     def __init__(self, members, scheduling=None, pools=None, wait_fresh=None,
                  model=MODEL_NAME, tokenizer=MODELS_DIR / "tiny-llama3", start_timeout=60):
-        endpoints = "\n".join(
-            f"  - {{address: '{member_name(m)}', engine: {m.engine_kind}}}"
-            for m in members)
+        endpoints = "\n".join(member_line(m) for m in members)
         pools = pools or f"pools:\n- name: default\n  endpoints:\n{endpoints}\n"
         self.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
         self.config.write(f"listen: {{host: 127.0.0.1, port: 0}}\nmodel: {model}\n"
@@ -63,6 +81,10 @@ class Router:
     def endpoints(self):
         """GET /debug/endpoints: what the router believes about each member."""
         return requests.get(f"{self.url}/debug/endpoints", timeout=5).json()["endpoints"]
+
+    def metrics(self):
+        """GET /metrics: the router's Prometheus text (read it with metric_sum)."""
+        return requests.get(f"{self.url}/metrics", timeout=5).text
 
     def _tail(self):
         self.err.seek(0)

@@ -3,14 +3,12 @@ send completions, decode the three-frame messages with msgpack, check the BlockS
 events of the prompt's full blocks (block hashes by vLLM's sha256_cbor rule, token ids,
 block size 16), the replay socket, and both event layouts (tagged map, vLLM's default, and
 the older array form)."""
-import json
 
 import msgpack
 import pytest
-import requests
 import zmq
 
-from engine_server import MODEL_NAME, EngineServer
+from engine_server import EngineServer, kv_events_flags
 from kv_wire import END_SEQ, as_dict, vllm_block_hashes, wire_hash
 
 TOPIC = b"kv-events"
@@ -39,21 +37,13 @@ class Subscriber:
         """PUB drops what it sends before a subscription arrives: completes distinct
         prompts until their events start coming in, then drains."""
         for probe in range(100):
-            complete(self.engine, [900 + probe] * (BLOCK_SIZE + 1))
+            self.engine.complete([900 + probe] * (BLOCK_SIZE + 1))
             if self.recv(100) is not None:
                 break
         else:
             pytest.fail("no KV event arrived")
         while self.recv(200) is not None:
             pass
-
-
-def complete(engine, prompt, max_tokens=1):
-    r = requests.post(f"{engine.url}/v1/completions",
-                      json={"model": MODEL_NAME, "prompt": prompt, "max_tokens": max_tokens,
-                            "temperature": 0}, timeout=30)
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 @pytest.fixture
@@ -64,13 +54,12 @@ def context():
 
 
 def kv_engine(layout="map", hashes="int"):
-    config = {"enable_kv_cache_events": True, "endpoint": "tcp://127.0.0.1:*",
-              "replay_endpoint": "tcp://127.0.0.1:*", "topic": TOPIC.decode()}
+    config = {}
     if layout != "map":  # map is the default
         config["event_layout"] = layout
     if hashes != "int":
         config["block_hash_format"] = hashes
-    return EngineServer("--kv-events-config", json.dumps(config), "--num-gpu-blocks-override",
+    return EngineServer(*kv_events_flags(TOPIC.decode(), **config), "--num-gpu-blocks-override",
                         256, kv_events=True, env={"PYTHONHASHSEED": SEED})
 
 
@@ -84,7 +73,7 @@ def test_engine_kv_events(context, layout, hashes):
 
         prompt = list(range(100, 140))  # 40 tokens: two full blocks and a partial one
         first_seq = len(sub.seqs) and sub.seqs[-1] + 1
-        complete(engine, prompt)
+        engine.complete(prompt)
         live = []
         while (got := sub.recv(500)) is not None:
             live.append(got)
@@ -108,7 +97,7 @@ def test_engine_kv_events(context, layout, hashes):
             assert e["lora_id"] is None and e.get("lora_name") is None
 
         # The same prompt again is a cache hit: nothing new is stored for its blocks.
-        again = complete(engine, prompt)
+        again = engine.complete(prompt)
         assert again["usage"]["prompt_tokens_details"]["cached_tokens"] == 2 * BLOCK_SIZE
         for _, payload in iter(lambda: sub.recv(300), None):
             for e in msgpack.unpackb(payload)[1]:
@@ -145,7 +134,7 @@ def test_data_parallel_rank_is_zero(context):
     with kv_engine() as engine:
         sub = Subscriber(context, engine)
         sub.join()
-        complete(engine, list(range(500, 540)))
+        engine.complete(list(range(500, 540)))
         got = sub.recv(5000)
         assert got is not None
         assert msgpack.unpackb(got[1])[2] == 0

@@ -8,18 +8,10 @@ import openai
 import pytest
 import requests
 
-from engine_server import MODEL_NAME, EngineServer, parse_metrics
-from router_server import Router
+from engine_server import MODEL_NAME, EngineServer
+from router_server import Router, metric_sum
 
 _UUID4 = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
-
-
-def metric_sum(text, name, **labels):
-    """The sum of the samples of `name` whose labels include `labels`."""
-    wanted = [f'{k}="{v}"' for k, v in labels.items()]
-    lines = [line for line in text.splitlines()
-             if line.split("{", 1)[0].split(" ", 1)[0] == name and all(w in line for w in wanted)]
-    return sum(parse_metrics(line)[name] for line in lines)
 
 
 @pytest.fixture(scope="module")

@@ -1,46 +1,116 @@
-"""`switchyard up --sim N`: a local fleet in one process, answering the openai client, stopped
-cleanly by Ctrl-C (SIGINT)."""
+"""`switchyard up`: a local fleet in one process (simulated engines with --sim N, CPU engines
+on the bundled tiny model by default), answering the openai client, stopped cleanly by
+Ctrl-C (SIGINT)."""
+import os
 import re
 import signal
 import subprocess
 import tempfile
-import time
 
 import openai
 import requests
 
-from conftest import MODELS_DIR, switchyard_bin
+from conftest import MODELS_DIR, switchyard_bin, wait_until
 
 _ROUTER = re.compile(r"router serving (\S+) on (http://\S+:\d+)")
+_ENGINE = re.compile(r"engine \d+ \((\w+)\) on (http://\S+:\d+)")
+THE = 276  # " the" in tiny-llama3's vocabulary; biased by +100 it is every token sampled
+
+
+class Up:
+    """Runs `switchyard up --model models/tiny-llama3 --port 0 ARGS` and waits for its
+    router line; `name` and `url` are the router's, `engines` lists (kind, url) as printed."""
+
+    def __init__(self, *args, start_timeout=60):
+        self.out = tempfile.TemporaryFile("w+")
+        self.proc = subprocess.Popen(
+            [str(switchyard_bin()), "up", "--model", str(MODELS_DIR / "tiny-llama3"), "--port",
+             "0", *map(str, args)], stdout=self.out, stderr=subprocess.STDOUT)
+
+        def ready():
+            assert self.proc.poll() is None, self.text()
+            return _ROUTER.search(self.text())
+
+        m = wait_until(ready, f"the router line: {self.text()}", timeout=start_timeout)
+        self.name, self.url = m.group(1), m.group(2)
+        self.engines = _ENGINE.findall(self.text())
+        self.client = openai.OpenAI(base_url=f"{self.url}/v1", api_key="x", timeout=30,
+                                    max_retries=0)
+
+    def text(self):
+        self.out.seek(0)
+        return self.out.read()
+
+    def stop(self):
+        """Ctrl-C; requires exit code 0 within 30 s and the "stopped" line."""
+        self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(timeout=30)
+        assert code == 0, self.text()
+        assert "switchyard up: stopped" in self.text()
+
+
+def child_pids(pid):
+    """The processes whose parent is `pid`, from /proc."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:  # it exited meanwhile
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:  # field 4, after "(comm)"
+            children.append(int(entry))
+    return children
+
+
+def refuses_connections(url):
+    try:
+        requests.get(f"{url}/health", timeout=5)
+    except requests.ConnectionError:
+        return True
+    return False
 
 
 def test_up_serves_and_stops_on_ctrl_c():
-    out = tempfile.TemporaryFile("w+")
-    proc = subprocess.Popen([str(switchyard_bin()), "up", "--model", str(MODELS_DIR / "tiny-llama3"),
-                             "--sim", "3", "--port", "0"], stdout=out, stderr=subprocess.STDOUT)
+    up = Up("--sim", 3)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            out.seek(0)
-            text = out.read()
-            m = _ROUTER.search(text)
-            if m:
-                break
-            assert proc.poll() is None, text
-            assert time.monotonic() < deadline, text
-            time.sleep(0.05)
-        assert text.count("engine ") == 3 and "curl " in text
-        name, url = m.group(1), m.group(2)
-        client = openai.OpenAI(base_url=f"{url}/v1", api_key="x", timeout=30)
-        reply = client.chat.completions.create(
-            model=name, messages=[{"role": "user", "content": "hello"}], max_tokens=4)
+        assert [kind for kind, _ in up.engines] == ["sim"] * 3 and "curl " in up.text()
+        reply = up.client.chat.completions.create(
+            model=up.name, messages=[{"role": "user", "content": "hello"}], max_tokens=4)
         assert reply.choices[0].finish_reason == "length"
-        eps = requests.get(f"{url}/debug/endpoints", timeout=5).json()["endpoints"]
+        eps = requests.get(f"{up.url}/debug/endpoints", timeout=5).json()["endpoints"]
         assert len(eps) == 3
     finally:
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=30)
-    out.seek(0)
-    assert code == 0, out.read()
-    out.seek(0)
-    assert "switchyard up: stopped" in out.read()
+        up.stop()
+
+
+def test_up_cpu_engines_serve_and_stop_on_ctrl_c():
+    """The default fleet: CPU engines running the tiny model's forward pass. The bias makes
+    the random-weight model's text predictable: " the" for every token, to max_tokens."""
+    up = Up("--engines", 2)
+    try:
+        assert [kind for kind, _ in up.engines] == ["cpu"] * 2
+        eps = requests.get(f"{up.url}/debug/endpoints", timeout=5).json()["endpoints"]
+        assert sorted(f"http://{e['address']}" for e in eps) == sorted(u for _, u in up.engines)
+        bias = {str(THE): 100}
+        reply = up.client.chat.completions.create(
+            model=up.name, messages=[{"role": "user", "content": "hello"}], max_tokens=4,
+            temperature=0, logit_bias=bias)
+        assert reply.choices[0].message.content == " the" * 4
+        assert reply.choices[0].finish_reason == "length"
+        chunks = list(up.client.completions.create(
+            model=up.name, prompt="Once upon a time", max_tokens=6, temperature=0,
+            logit_bias=bias, stream=True))
+        assert "".join(c.choices[0].text for c in chunks if c.choices) == " the" * 6
+        assert chunks[-1].choices[0].finish_reason == "length"
+        # Today the engines run inside the `up` process (this list is empty); any process it
+        # starts must be gone once it has exited.
+        children = child_pids(up.proc.pid)
+    finally:
+        up.stop()
+    assert not [pid for pid in children if os.path.exists(f"/proc/{pid}")], children
+    # Nothing of the fleet is left serving: the engines' and the router's ports are closed.
+    for url in [u for _, u in up.engines] + [up.url]:
+        assert refuses_connections(url), url
