@@ -358,6 +358,13 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
           return absl::InvalidArgumentError(
               fmt::format("{}.plugins[{}]: weight must be >= 0", where, j));
         }
+        // Only scores are weighted: a weight on a filter or picker would silently do nothing.
+        if (refs_node[j]["weight"] && set->plugins_.at(ref).scorer == nullptr) {
+          return absl::InvalidArgumentError(fmt::format(
+              "{}.plugins[{}]: profile '{}' gives a weight to plugin '{}' ({}), which is not a "
+              "scorer",
+              where, j, name, ref, set->plugins_.at(ref).type));
+        }
         refs.emplace_back(ref, weight);
       }
       specs.emplace_back(name, std::move(refs));

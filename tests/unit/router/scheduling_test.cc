@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 
 #include "router/scheduling/label_filters.h"
@@ -269,6 +270,30 @@ TEST(PickerConfigTest, DefaultsAndErrors) {
   expect_error("plugins: 7\n", "plugins must be a non-empty list");
   expect_error("plugins:\n- type: label-selector-filter\n  parameters:\n    matchLabels: [a]\n",
                "matchLabels must be a map");
+}
+
+TEST(PickerConfigTest, AWeightOnANonScorerIsAnError) {
+  auto build = [](const std::string& ref_line) {
+    return PluginSet::FromYaml(
+        "plugins:\n- type: queue-scorer\n- type: decode-filter\n- name: pick\n"
+        "  type: random-picker\nschedulingProfiles:\n- name: decode\n  plugins:\n"
+        "  - {pluginRef: queue-scorer, weight: 2}\n" +
+            ref_line,
+        "t");
+  };
+  for (const char* ref : {"decode-filter", "pick"}) {
+    auto s = build(fmt::format("  - {{pluginRef: {}, weight: 1}}\n", ref));
+    ASSERT_FALSE(s.ok()) << ref;
+    const std::string message(s.status().message());
+    EXPECT_NE(message.find(fmt::format("profile 'decode' gives a weight to plugin '{}'", ref)),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("not a scorer"), std::string::npos) << message;
+    EXPECT_NE(message.find("schedulingProfiles[0].plugins[1]"), std::string::npos) << message;
+  }
+  // Without a weight the same references are fine.
+  auto ok = build("  - pluginRef: decode-filter\n  - pluginRef: pick\n");
+  EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
 }  // namespace
