@@ -1,6 +1,9 @@
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -207,6 +210,50 @@ TEST(PickersTest, RoundRobinCyclesThroughTheCandidatesIgnoringScores) {
   for (int i = 0; i < 3; ++i)
     names.push_back(profile->Run({}, Ptrs(eps), rng).picked.at(0)->name);
   EXPECT_EQ(names, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+// Writes fixed scores, whatever the candidates.
+class FixedScorer : public Scorer {
+ public:
+  explicit FixedScorer(std::vector<double> scores) : scores_(std::move(scores)) {}
+  void Score(const SchedulingRequest&, const Candidates&, std::span<double> scores) override {
+    std::copy(scores_.begin(), scores_.end(), scores.begin());
+  }
+
+ private:
+  std::vector<double> scores_;
+};
+
+TEST(SchedulingProfileTest, ClampsScoresToZeroOneAndCountsNanAsZero) {
+  std::vector<Endpoint> eps = {MakeEndpoint("neg", 0, 0),  MakeEndpoint("big", 0, 0),
+                               MakeEndpoint("nan", 0, 0),  MakeEndpoint("mid", 0, 0),
+                               MakeEndpoint("-inf", 0, 0), MakeEndpoint("+inf", 0, 0)};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  FixedScorer broken({-3.0, 2.5, nan, 0.4, -inf, inf});
+  FixedScorer flat({0.5, 0.5, 0.5, 0.5, 0.5, 0.5});
+  MaxScorePicker picker;
+  SchedulingProfile profile("p", {}, {{"broken", &broken, 2.0}, {"flat", &flat, 1.0}}, &picker);
+  std::mt19937_64 rng(5);
+  ProfileResult r = profile.Run({}, Ptrs(eps), rng);
+  const std::vector<double> want = {0.5, 2.5, 0.5, 1.3, 0.5, 2.5};
+  ASSERT_EQ(r.totals.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_DOUBLE_EQ(r.totals[i], want[i]) << eps[i].name;
+  // 2.5 and +inf clamp to 1 and tie at the top; NaN does not poison the sum.
+  for (int i = 0; i < 20; ++i) {
+    const std::string picked = profile.Run({}, Ptrs(eps), rng).picked.at(0)->name;
+    EXPECT_TRUE(picked == "big" || picked == "+inf") << picked;
+  }
+  // One scorer alone: each total is exactly weight x clamped score.
+  FixedScorer in_range({-3.0, 2.5, nan, 0.4, -inf, 0.9});
+  SchedulingProfile one("one", {}, {{"in_range", &in_range, 2.0}}, &picker);
+  ProfileResult r1 = one.Run({}, Ptrs(eps), rng);
+  const std::vector<double> want1 = {0.0, 2.0, 0.0, 0.8, 0.0, 1.8};
+  ASSERT_EQ(r1.totals.size(), want1.size());
+  for (size_t i = 0; i < want1.size(); ++i)
+    EXPECT_DOUBLE_EQ(r1.totals[i], want1[i]) << eps[i].name;
+  EXPECT_EQ(r1.picked.at(0)->name, "big");
 }
 
 constexpr char kConfig[] = R"(
