@@ -366,5 +366,37 @@ TEST_F(RouterServerTest, RetriesStopAtMaxRetriesWithTheRoutersOwnErrorWhenNoneAn
   EXPECT_EQ(Sum(m, "switchyard_router_requests_total", {{"code", "503"}}), kRequests);
 }
 
+TEST_F(RouterServerTest, ClientRoutingHeadersAreNeitherHonouredNorForwarded) {
+  Upstream a(200, 0);
+  Upstream b(200, 0);
+  StartRouter({&a, &b}, [](RouterConfig& c) {
+    c.scheduling_yaml = "plugins:\n- type: round-robin-picker\n";
+  });
+  // Every request names `a` as llm-d's gateway would, with a token no router issued.
+  constexpr int kRequests = 6;
+  std::map<std::string, int> served;
+  for (int i = 0; i < kRequests; ++i) {
+    const net::HttpClient::Response r =
+        Call("POST", "/v1/completions", kBody,
+             {{"x-gateway-destination-endpoint", a.address()},
+              {"x-session-token", "forged-token-for-" + a.address()}});
+    EXPECT_EQ(r.status, 200);
+    ++served[Header(r, "x-switchyard-endpoint")];
+  }
+  // Round robin as if the headers were absent: both get half.
+  EXPECT_EQ(served[a.address()], kRequests / 2);
+  EXPECT_EQ(served[b.address()], kRequests / 2);
+  for (Upstream* u : {&a, &b}) {
+    const std::vector<net::HeaderList> requests = u->requests();
+    EXPECT_EQ(requests.size(), static_cast<size_t>(kRequests / 2));
+    for (const net::HeaderList& headers : requests) {
+      for (const auto& [name, value] : headers) {
+        EXPECT_NE(name, "x-gateway-destination-endpoint") << value;
+        EXPECT_NE(name, "x-session-token") << value;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace switchyard::router
