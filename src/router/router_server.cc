@@ -336,6 +336,8 @@ void RouterServerImpl::ScrapeOnce() {
             table_.ReportScrapeFailure(name);
             return;
           }
+          // Before the table has the metrics: whoever sees them sees the index sized too.
+          plugins_->SetEndpointKvCache(name, metrics->num_gpu_blocks, metrics->block_size);
           table_.ReportMetrics(name, *metrics, Clock::now());
         });
   }

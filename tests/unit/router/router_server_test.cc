@@ -28,7 +28,9 @@ namespace {
 // each completion request it was sent.
 class Upstream {
  public:
-  Upstream(int status, int waiting) : status_(status), waiting_(waiting) {
+  // `metrics_extra`: more lines for /metrics.
+  Upstream(int status, int waiting, std::string metrics_extra = "")
+      : status_(status), waiting_(waiting), metrics_extra_(std::move(metrics_extra)) {
     net::HttpServerOptions options;
     absl::StatusOr<std::unique_ptr<net::HttpServer>> server = net::HttpServer::Start(
         options, [this](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
@@ -74,8 +76,8 @@ class Upstream {
     if (request.path == "/metrics") {
       responder.Send(200, "text/plain",
                      fmt::format("vllm:num_requests_waiting {}\nvllm:num_requests_running 0\n"
-                                 "vllm:kv_cache_usage_perc 0\n",
-                                 waiting_));
+                                 "vllm:kv_cache_usage_perc 0\n{}",
+                                 waiting_, metrics_extra_));
       return;
     }
     {
@@ -89,6 +91,7 @@ class Upstream {
 
   const int status_;
   const int waiting_;
+  const std::string metrics_extra_;
   std::unique_ptr<net::HttpServer> server_;
   base::Mutex mu_;
   std::vector<net::HeaderList> requests_ ABSL_GUARDED_BY(mu_);
@@ -396,6 +399,33 @@ TEST_F(RouterServerTest, ClientRoutingHeadersAreNeitherHonouredNorForwarded) {
       }
     }
   }
+}
+
+// A completion request whose prompt is token ids first .. first + n - 1.
+std::string TokenPrompt(int first, int n) {
+  std::string ids;
+  for (int i = 0; i < n; ++i)
+    ids += fmt::format("{}{}", i == 0 ? "" : ",", first + i);
+  return fmt::format(R"({{"model":"m","prompt":[{}],"max_tokens":1}})", ids);
+}
+
+TEST_F(RouterServerTest, ScrapedKvCacheSizeBoundsTheApproximatePrefixIndex) {
+  // 2 blocks of 16 tokens: the router's index keeps 2 of its 16-token blocks for it.
+  Upstream upstream(200, 0, "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"2\"} 1\n");
+  StartRouter({&upstream}, [](RouterConfig& c) {
+    c.scheduling_yaml =
+        "plugins:\n- type: prefix-cache-scorer\n"
+        "  parameters: {mode: approximate, blockSizeTokens: 16}\n";
+  });
+  WaitForScrapes(1);
+  // 32 tokens fit: the repeat is predicted cached. 64 do not: the first blocks are gone (it
+  // would be predicted in full under the default lruCapacityPerServer).
+  for (const std::string& body :
+       {TokenPrompt(1, 32), TokenPrompt(1, 32), TokenPrompt(100, 64), TokenPrompt(100, 64)})
+    EXPECT_EQ(Call("POST", "/v1/completions", body).status, 200);
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_prefix_prompt_tokens_total", {}), 32 + 32 + 64 + 64);
+  EXPECT_EQ(Sum(m, "switchyard_router_prefix_predicted_cached_tokens_total", {}), 32);
 }
 
 }  // namespace

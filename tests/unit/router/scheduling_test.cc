@@ -343,5 +343,45 @@ TEST(PickerConfigTest, AWeightOnANonScorerIsAnError) {
   EXPECT_TRUE(ok.ok()) << ok.status();
 }
 
+TEST(PickerConfigTest, AnEndpointsKvCacheSizeBoundsItsPrefixKeys) {
+  // Two precise plugins share one index; its blocks are the smaller size, 16 tokens.
+  auto set = PluginSet::FromYaml(
+      "plugins:\n"
+      "- type: prefix-cache-scorer\n"
+      "  parameters: {mode: precise, blockSizeTokens: 64, lruCapacityPerServer: 100}\n"
+      "- type: no-hit-lru-scorer\n"
+      "  parameters: {mode: precise, blockSizeTokens: 16}\n",
+      "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  PrefixIndex& index = *(*set)->precise_index();
+  std::vector<uint64_t> keys(150);
+  for (size_t i = 0; i < keys.size(); ++i)
+    keys[i] = i + 1;
+  index.Add("a", keys);
+  index.Add("b", keys);
+  EXPECT_EQ(index.num_keys("a"), 100u);  // lruCapacityPerServer
+  // 2 engine blocks of 256 tokens: 512 tokens, 32 blocks of 16.
+  (*set)->SetEndpointKvCache("a", 2, 256);
+  EXPECT_EQ(index.num_keys("a"), 32u);
+  EXPECT_EQ(index.num_keys("b"), 100u);
+  index.Add("a", keys);
+  EXPECT_EQ(index.num_keys("a"), 32u);
+  // Fewer tokens than one block: one block, not "unknown".
+  (*set)->SetEndpointKvCache("a", 1, 8);
+  EXPECT_EQ(index.num_keys("a"), 1u);
+  // Unknown again (an engine that stopped reporting it): the configured default.
+  (*set)->SetEndpointKvCache("a", 0, 16);
+  index.Add("a", keys);
+  EXPECT_EQ(index.num_keys("a"), 100u);
+  // Absurd numbers from a broken peer saturate rather than overflow to a small bound.
+  (*set)->SetEndpointKvCache("b", std::numeric_limits<int64_t>::max(), 1 << 20);
+  index.Add("b", keys);
+  EXPECT_EQ(index.num_keys("b"), 150u);
+  // A set without prefix plugins has no index to size.
+  auto plain = PluginSet::FromYaml("plugins:\n- type: queue-scorer\n", "t");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  (*plain)->SetEndpointKvCache("a", 2, 256);
+}
+
 }  // namespace
 }  // namespace switchyard::router
