@@ -43,8 +43,8 @@ constexpr std::string_view kJson = "application/json";
 
 // Request headers forwarded upstream; the rest (hop-by-hop, routing hints a client must
 // not set) stay here. x-request-id goes up once, as the router settled it.
-// Client-sent routing headers (x-gateway-destination-endpoint, x-session-token) are never
-// honoured: the scheduler picks, and the session plugins verify a token before using it.
+// A client's routing headers (llm-d's x-gateway-destination-endpoint) are never honoured:
+// the scheduler picks; x-session-token counts only once a session plugin verified its HMAC.
 bool ForwardRequestHeader(std::string_view name) {
   return name == "content-type" || name == "authorization" || name == "accept" ||
          name.starts_with("openai-");
