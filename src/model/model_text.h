@@ -1,7 +1,8 @@
 // The text side of a model checkpoint: its tokenizer and its chat template, from an HF
 // directory (tokenizer.json, chat_template.jinja / tokenizer_config.json) or from a GGUF
-// file's tokenizer.* metadata. Shared by `switchyard generate`, the engine and the router's
-// tokenizer, so every one of them reads a checkpoint's text setup the same way.
+// file's tokenizer.* metadata. Shared by `switchyard generate` and the engine, so both read a
+// checkpoint's text setup the same way. (The router reads HF directories only, with text/'s
+// loaders: router/ may not use model/, which links runtime/.)
 #pragma once
 
 #include <memory>

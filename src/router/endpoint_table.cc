@@ -111,9 +111,9 @@ std::vector<EndpointStatus> EndpointTable::Statuses(Clock::time_point now) const
   std::vector<EndpointStatus> out;
   out.reserve(endpoints_.size());
   for (const auto& [name, s] : endpoints_) {
-    out.push_back(
-        {ToEndpoint(s, now), s.healthy,
-         s.has_metrics ? std::chrono::duration<double>(now - s.metrics_at).count() : -1.0});
+    out.push_back({ToEndpoint(s, now), s.healthy,
+                   s.has_metrics ? std::chrono::duration<double>(now - s.metrics_at).count() : -1.0,
+                   s.spec.engine});
   }
   return out;
 }
@@ -131,6 +131,8 @@ std::string EndpointTable::DebugJson(Clock::time_point now) const {
     base::AppendJsonString(e.address, false, &out);
     out.append(",\"pool\":");
     base::AppendJsonString(e.pool, false, &out);
+    out.append(",\"engine\":");
+    base::AppendJsonString(EngineKindName(status.engine), false, &out);
     out.append(",\"labels\":{");
     bool first_label = true;
     for (const auto& [k, v] : e.labels) {

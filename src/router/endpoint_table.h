@@ -35,6 +35,7 @@ struct EndpointStatus {
   Endpoint endpoint;  // metrics.fresh computed against the staleness bound
   bool healthy = true;
   double metrics_age_s = -1;  // since the last scrape; -1 when never scraped
+  EngineKind engine = EngineKind::kVllm;
 };
 
 class EndpointTable {

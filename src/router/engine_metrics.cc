@@ -75,6 +75,10 @@ absl::StatusOr<EngineKind> ParseEngineKind(std::string_view name) {
       fmt::format("engine kind must be vllm, switchyard, sglang or llamacpp, got '{}'", name));
 }
 
+std::string_view EngineKindName(EngineKind kind) {
+  return kind == EngineKind::kVllm ? "vllm" : kind == EngineKind::kSglang ? "sglang" : "llamacpp";
+}
+
 absl::StatusOr<EndpointMetrics> ExtractEndpointMetrics(EngineKind kind,
                                                        const std::vector<PromSample>& samples) {
   const Names& n = NamesOf(kind);

@@ -25,6 +25,8 @@ enum class EngineKind { kVllm, kSglang, kLlamaCpp };
 
 // "vllm" (also "switchyard"), "sglang", "llamacpp" / "llama.cpp"; InvalidArgument otherwise.
 absl::StatusOr<EngineKind> ParseEngineKind(std::string_view name);
+// "vllm", "sglang" or "llamacpp": the metrics dialect the router reads (our engine's is vllm's).
+std::string_view EngineKindName(EngineKind kind);
 
 // NotFound naming the metric when the queue or running gauge is missing (the endpoint is
 // not the kind it was labelled as); the result has fresh = true.

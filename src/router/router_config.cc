@@ -65,6 +65,11 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
   if (c.model.empty())
     return Bad(source, "model (the served model name) is required");
   SY_ASSIGN_OR_RETURN(c.tokenizer, base::YamlField<std::string>(root, "tokenizer", ""));
+  if (std::filesystem::path(c.tokenizer).extension() == ".gguf") {
+    return Bad(src + ": tokenizer",
+               "must be a Hugging Face directory with tokenizer.json; the router does not read "
+               ".gguf files (omit it to route without tokens)");
+  }
   const YAML::Node pools = root["pools"];
   if (!pools || !pools.IsSequence() || pools.size() == 0)
     return Bad(source, "pools must be a non-empty list");

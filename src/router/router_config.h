@@ -4,8 +4,9 @@
 //
 //   listen: {host: 0.0.0.0, port: 8080, threads: 2}
 //   model: NAME                  # served model name clients use; keys the prefix index
-//   tokenizer: PATH              # HF dir or .gguf whose tokenizer and chat template the
-//                                # engines use (omit: route without tokens)
+//   tokenizer: PATH              # HF dir (tokenizer.json, chat template) the engines use
+//                                # (omit: route without tokens). Not a .gguf: its reader
+//                                # is in model/, which router/ may not use (it links runtime/)
 //   pools:
 //   - name: default
 //     endpoints:                 # static members

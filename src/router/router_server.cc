@@ -43,6 +43,8 @@ constexpr std::string_view kJson = "application/json";
 
 // Request headers forwarded upstream; the rest (hop-by-hop, routing hints a client must
 // not set) stay here. x-request-id goes up once, as the router settled it.
+// A client's routing headers (llm-d's x-gateway-destination-endpoint) are never honoured:
+// the scheduler picks; x-session-token counts only once a session plugin verified its HMAC.
 bool ForwardRequestHeader(std::string_view name) {
   return name == "content-type" || name == "authorization" || name == "accept" ||
          name.starts_with("openai-");
@@ -334,6 +336,8 @@ void RouterServerImpl::ScrapeOnce() {
             table_.ReportScrapeFailure(name);
             return;
           }
+          // Before the table has the metrics: whoever sees them sees the index sized too.
+          plugins_->SetEndpointKvCache(name, metrics->num_gpu_blocks, metrics->block_size);
           table_.ReportMetrics(name, *metrics, Clock::now());
         });
   }

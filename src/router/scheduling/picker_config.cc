@@ -1,6 +1,8 @@
 #include "router/scheduling/picker_config.h"
 
+#include <algorithm>
 #include <functional>
+#include <limits>
 #include <random>
 #include <utility>
 
@@ -28,6 +30,9 @@ struct Built {
 struct Shared {
   std::unique_ptr<PrefixIndex>* approx_index;
   std::unique_ptr<PrefixIndex>* precise_index;
+  // The smallest blockSizeTokens of the plugins on each index (0: none yet).
+  int32_t* approx_block_size;
+  int32_t* precise_block_size;
   const SessionTokenCodec* session_codec;
   bool* issues_session_tokens;  // set by a session-affinity plugin of the token strategy
 };
@@ -129,6 +134,9 @@ absl::StatusOr<PrefixMatcher> MakePrefixMatcher(const YAML::Node& p, const std::
   std::unique_ptr<PrefixIndex>& index = o.precise ? *shared.precise_index : *shared.approx_index;
   if (index == nullptr)
     index = std::make_unique<PrefixIndex>(static_cast<size_t>(capacity));
+  int32_t& index_block_size = o.precise ? *shared.precise_block_size : *shared.approx_block_size;
+  index_block_size =
+      index_block_size == 0 ? o.block_size : std::min(index_block_size, o.block_size);
   return PrefixMatcher(index.get(), o);
 }
 
@@ -262,6 +270,26 @@ std::vector<std::string> PluginSet::KnownTypes() {
   return out;
 }
 
+void PluginSet::SetEndpointKvCache(const std::string& endpoint, int64_t num_blocks,
+                                   int32_t block_size) const {
+  const bool known = num_blocks > 0 && block_size > 0;
+  // In tokens, saturating: the numbers come from the engine.
+  const int64_t tokens = !known ? 0
+                         : num_blocks > std::numeric_limits<int64_t>::max() / block_size
+                             ? std::numeric_limits<int64_t>::max()
+                             : num_blocks * block_size;
+  for (const auto& [index, index_block_size] :
+       {std::pair{approx_index_.get(), approx_block_size_},
+        std::pair{precise_index_.get(), precise_block_size_}}) {
+    if (index == nullptr)
+      continue;
+    // At least one block, so that a tiny cache does not read as "unknown" (0).
+    const size_t capacity =
+        known ? static_cast<size_t>(std::max<int64_t>(1, tokens / index_block_size)) : 0;
+    index->SetCapacity(endpoint, capacity);
+  }
+}
+
 const SchedulingProfile* PluginSet::profile(const std::string& name) const {
   for (const auto& p : profiles_) {
     if (p->name() == name)
@@ -324,6 +352,7 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     SY_ASSIGN_OR_RETURN(Built built,
                         factory->second(params, where,
                                         {&set->approx_index_, &set->precise_index_,
+                                         &set->approx_block_size_, &set->precise_block_size_,
                                          set->session_codec_.get(), &set->issues_session_tokens_}));
     set->plugins_[name] = Owned{type, std::move(built.filter), std::move(built.scorer),
                                 std::move(built.picker), built.pre_request};
@@ -357,6 +386,13 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
         if (!(weight >= 0)) {
           return absl::InvalidArgumentError(
               fmt::format("{}.plugins[{}]: weight must be >= 0", where, j));
+        }
+        // Only scores are weighted: a weight on a filter or picker would silently do nothing.
+        if (refs_node[j]["weight"] && set->plugins_.at(ref).scorer == nullptr) {
+          return absl::InvalidArgumentError(fmt::format(
+              "{}.plugins[{}]: profile '{}' gives a weight to plugin '{}' ({}), which is not a "
+              "scorer",
+              where, j, name, ref, set->plugins_.at(ref).type));
         }
         refs.emplace_back(ref, weight);
       }

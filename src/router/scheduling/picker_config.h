@@ -13,6 +13,7 @@
 // request thread.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -59,6 +60,14 @@ class PluginSet {
   }
   const std::vector<std::unique_ptr<SchedulingProfile>>& profiles() const { return profiles_; }
 
+  // What an endpoint's metrics say of its KV cache (vllm:cache_config_info num_gpu_blocks and
+  // block_size; sglang's num_pages and page_size). As llm-d's auto-tuned prefix index, each
+  // prefix index then keeps at most that many tokens' worth of the endpoint's keys, in blocks
+  // of the index (the smallest blockSizeTokens among the plugins sharing it); unknown (0):
+  // lruCapacityPerServer. Thread-safe (the indexes lock).
+  void SetEndpointKvCache(const std::string& endpoint, int64_t num_blocks,
+                          int32_t block_size) const;
+
  private:
   struct Owned {
     std::string type;
@@ -76,6 +85,8 @@ class PluginSet {
   // Shared by the prefix scorers of each mode.
   std::unique_ptr<PrefixIndex> approx_index_;
   std::unique_ptr<PrefixIndex> precise_index_;
+  int32_t approx_block_size_ = 0;
+  int32_t precise_block_size_ = 0;
   std::unique_ptr<SessionTokenCodec> session_codec_;
   bool issues_session_tokens_ = false;
   std::vector<std::unique_ptr<SchedulingProfile>> profiles_;

@@ -81,5 +81,28 @@ TEST(EndpointTableTest, MembershipHealthStalenessAndInflight) {
   EXPECT_NE(table.DebugJson(t0).find("\"name\":\"c\""), std::string::npos);
 }
 
+TEST(EndpointTableTest, DebugJsonShowsEachEndpointsEngineKindAndLabels) {
+  EndpointTable table(milliseconds(2000));
+  EndpointSpec vllm = Spec("v");
+  EndpointSpec sglang = Spec("s");
+  sglang.engine = EngineKind::kSglang;
+  sglang.labels = {{"hw", "h100"}, {kRoleLabel, "decode"}};
+  EndpointSpec llamacpp = Spec("l");
+  llamacpp.engine = EngineKind::kLlamaCpp;
+  table.SetPoolMembers("p", {vllm, sglang, llamacpp});
+  const std::string json = table.DebugJson(EndpointTable::Clock::now());
+  // In name order: l, s, v.
+  EXPECT_NE(json.find(R"({"name":"l","address":"l","pool":"p","engine":"llamacpp","labels":{},)"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"({"name":"s","address":"s","pool":"p","engine":"sglang",)"
+                      R"("labels":{"hw":"h100","llm-d.ai/role":"decode"},)"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"({"name":"v","address":"v","pool":"p","engine":"vllm","labels":{},)"),
+            std::string::npos)
+      << json;
+}
+
 }  // namespace
 }  // namespace switchyard::router

@@ -84,6 +84,10 @@ TEST(RouterConfigTest, ErrorsNameTheKey) {
   expect_error("model: m\npools:\n- endpoints: [{address: nohost}]\n", "pools[0].endpoints[0]");
   expect_error("model: m\npools:\n- endpoints: [{address: 'h:1', engine: tgi}]\n", "tgi");
   expect_error("model: m\npools:\n- name: x\n", "needs endpoints or dns");
+  expect_error(
+      "model: m\ntokenizer: /models/llama.Q4_K_M.gguf\npools:\n- endpoints: [{address: 'h:1'}]\n",
+      "tokenizer: must be a Hugging Face directory with tokenizer.json; the router does "
+      "not read .gguf files");
   expect_error("model: m\npools:\n- endpoints: [{address: 'h:1'}]\nscraping: {intervalMs: 0}\n",
                "intervalMs must be positive");
   expect_error("model: m\npools:\n- endpoints: [{address: 'h:1', labels: [a]}]\n", "labels");

@@ -4,9 +4,11 @@
 #include "router/router_server.h"
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,11 +23,14 @@
 namespace switchyard::router {
 namespace {
 
-// An upstream that answers completions with `status` and a queue of `waiting` on /metrics,
-// and records the x-request-id headers it was sent.
+// An upstream that answers completions with `status` (an error status with an OpenAI error
+// body naming the upstream) and a queue of `waiting` on /metrics, and records the headers of
+// each completion request it was sent.
 class Upstream {
  public:
-  Upstream(int status, int waiting) : status_(status), waiting_(waiting) {
+  // `metrics_extra`: more lines for /metrics.
+  Upstream(int status, int waiting, std::string metrics_extra = "")
+      : status_(status), waiting_(waiting), metrics_extra_(std::move(metrics_extra)) {
     net::HttpServerOptions options;
     absl::StatusOr<std::unique_ptr<net::HttpServer>> server = net::HttpServer::Start(
         options, [this](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
@@ -40,10 +45,30 @@ class Upstream {
       server_->Stop();
   }
   std::string address() const { return fmt::format("127.0.0.1:{}", server_->port()); }
+  // Stops listening: connections to address() are refused from now on.
+  void Close() { server_->Stop(); }
+  // The error body this upstream answers with, when its status is an error.
+  std::string ErrorBody() const {
+    return fmt::format(R"({{"error":{{"message":"overloaded: {}","type":"ServiceUnavailableError",)"
+                       R"("param":null,"code":{}}}}})",
+                       address(), status_);
+  }
+  // The headers of each completion request, in arrival order.
+  std::vector<net::HeaderList> requests() {
+    base::MutexLock lock(&mu_);
+    return requests_;
+  }
   // The x-request-id values of each completion request, in arrival order.
   std::vector<std::vector<std::string>> ids() {
-    base::MutexLock lock(&mu_);
-    return ids_;
+    std::vector<std::vector<std::string>> out;
+    for (const net::HeaderList& headers : requests()) {
+      out.emplace_back();
+      for (const auto& [name, value] : headers) {
+        if (name == "x-request-id")
+          out.back().push_back(value);
+      }
+    }
+    return out;
   }
 
  private:
@@ -51,33 +76,32 @@ class Upstream {
     if (request.path == "/metrics") {
       responder.Send(200, "text/plain",
                      fmt::format("vllm:num_requests_waiting {}\nvllm:num_requests_running 0\n"
-                                 "vllm:kv_cache_usage_perc 0\n",
-                                 waiting_));
+                                 "vllm:kv_cache_usage_perc 0\n{}",
+                                 waiting_, metrics_extra_));
       return;
-    }
-    std::vector<std::string> ids;
-    for (const auto& [name, value] : request.headers) {
-      if (name == "x-request-id")
-        ids.push_back(value);
     }
     {
       base::MutexLock lock(&mu_);
-      ids_.push_back(std::move(ids));
+      requests_.push_back(request.headers);
     }
-    responder.Send(status_, "application/json", R"({"id":"cmpl-upstream","choices":[]})",
+    responder.Send(status_, "application/json",
+                   status_ >= 400 ? ErrorBody() : R"({"id":"cmpl-upstream","choices":[]})",
                    {{"x-request-id", "upstream-own-id"}});
   }
 
   const int status_;
   const int waiting_;
+  const std::string metrics_extra_;
   std::unique_ptr<net::HttpServer> server_;
   base::Mutex mu_;
-  std::vector<std::vector<std::string>> ids_ ABSL_GUARDED_BY(mu_);
+  std::vector<net::HeaderList> requests_ ABSL_GUARDED_BY(mu_);
 };
 
 class RouterServerTest : public ::testing::Test {
  protected:
-  void StartRouter(const std::vector<Upstream*>& upstreams) {
+  // `adjust` changes the test's config before the router starts.
+  void StartRouter(const std::vector<Upstream*>& upstreams,
+                   const std::function<void(RouterConfig&)>& adjust = nullptr) {
     RouterConfig config;
     config.host = "127.0.0.1";
     config.port = 0;
@@ -96,6 +120,8 @@ class RouterServerTest : public ::testing::Test {
     config.scrape_interval_ms = 20;
     // Load only, so that the upstream reporting the shorter queue is always tried first.
     config.scheduling_yaml = "plugins:\n- type: queue-scorer\n";
+    if (adjust)
+      adjust(config);
     absl::StatusOr<std::unique_ptr<RouterServer>> router = RouterServer::Start(config);
     ASSERT_TRUE(router.ok()) << router.status();
     router_ = *std::move(router);
@@ -217,8 +243,11 @@ TEST_F(RouterServerTest, RequestIdsAreKeptOrMadeAndSentUpstreamOnce) {
   EXPECT_EQ(Sum(m, "switchyard_router_pool_size", {{"pool", "default"}}), 1);
 }
 
-TEST_F(RouterServerTest, A503IsRetriedElsewhereWithTheSameIdAndCounted) {
-  Upstream failing(503, 0);  // shortest queue: picked first every time
+class RouterRetryTest : public RouterServerTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(RouterRetryTest, A502Or503IsRetriedElsewhereWithTheSameIdAndCounted) {
+  const int status = GetParam();
+  Upstream failing(status, 0);  // shortest queue: picked first every time
   Upstream healthy(200, 5);
   StartRouter({&failing, &healthy});
   WaitForScrapes(2);
@@ -236,14 +265,167 @@ TEST_F(RouterServerTest, A503IsRetriedElsewhereWithTheSameIdAndCounted) {
     EXPECT_EQ(first[static_cast<size_t>(i)], second[static_cast<size_t>(i)]);
   const std::vector<PromSample> m = Metrics();
   EXPECT_EQ(Sum(m, "switchyard_router_upstream_retries_total",
-                {{"endpoint", failing.address()}, {"pool", "default"}, {"reason", "http_503"}}),
+                {{"endpoint", failing.address()},
+                 {"pool", "default"},
+                 {"reason", fmt::format("http_{}", status)}}),
             kRequests);
+  EXPECT_EQ(Sum(m, "switchyard_router_upstream_retries_total", {}), kRequests);
   EXPECT_EQ(Sum(m, "switchyard_router_requests_total",
                 {{"endpoint", healthy.address()}, {"code", "200"}}),
             kRequests);
   EXPECT_EQ(Sum(m, "switchyard_router_endpoint_queue_size", {{"endpoint", healthy.address()}}), 5);
   EXPECT_EQ(Sum(m, "switchyard_router_endpoint_healthy", {}), 2);
   EXPECT_EQ(Sum(m, "switchyard_router_pool_ready_endpoints", {{"pool", "default"}}), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Statuses, RouterRetryTest, ::testing::Values(502, 503));
+
+// proxy.maxRetries N: a request goes to at most N + 1 endpoints, however many would fail.
+constexpr int kMaxRetries = 1;
+constexpr int kFailingEndpoints = 4;
+
+TEST_F(RouterServerTest, RetriesStopAtMaxRetriesAndTheLastErrorGoesToTheClient) {
+  std::vector<std::unique_ptr<Upstream>> owned;
+  std::vector<Upstream*> upstreams;
+  for (int i = 0; i < kFailingEndpoints; ++i) {
+    owned.push_back(std::make_unique<Upstream>(i % 2 == 0 ? 502 : 503, 0));
+    upstreams.push_back(owned.back().get());
+  }
+  StartRouter(upstreams, [](RouterConfig& c) { c.max_retries = kMaxRetries; });
+  WaitForScrapes(kFailingEndpoints);
+  constexpr int kRequests = 6;
+  std::map<std::string, int> last_codes;  // "502"/"503": client answers with that status
+  for (int i = 0; i < kRequests; ++i) {
+    const net::HttpClient::Response r =
+        Call("POST", "/v1/completions", kBody, {{"x-request-id", fmt::format("bound-{}", i)}});
+    // The last endpoint's own error answer, as it sent it, marked with where it came from.
+    const std::string last = Header(r, "x-switchyard-endpoint");
+    Upstream* answered = nullptr;
+    for (Upstream* u : upstreams) {
+      if (u->address() == last)
+        answered = u;
+    }
+    ASSERT_NE(answered, nullptr) << last;
+    EXPECT_TRUE(r.status == 502 || r.status == 503) << r.status;
+    EXPECT_EQ(r.body, answered->ErrorBody());
+    EXPECT_EQ(Header(r, "content-type"), "application/json");
+    EXPECT_EQ(Header(r, "x-request-id"), fmt::format("bound-{}", i));
+    ++last_codes[std::to_string(r.status)];
+  }
+  // Each request reached exactly N + 1 distinct endpoints.
+  std::map<std::string, std::set<std::string>> reached;  // request id -> endpoints
+  size_t attempts = 0;
+  for (Upstream* u : upstreams) {
+    for (const std::vector<std::string>& ids : u->ids()) {
+      ASSERT_EQ(ids.size(), 1u);
+      reached[ids[0]].insert(u->address());
+      ++attempts;
+    }
+  }
+  EXPECT_EQ(attempts, static_cast<size_t>(kRequests * (kMaxRetries + 1)));
+  ASSERT_EQ(reached.size(), static_cast<size_t>(kRequests));
+  for (const auto& [id, endpoints] : reached)
+    EXPECT_EQ(endpoints.size(), static_cast<size_t>(kMaxRetries + 1)) << id;
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_upstream_retries_total", {}), kRequests * kMaxRetries);
+  EXPECT_EQ(Sum(m, "switchyard_router_upstream_retries_total", {{"reason", "http_502"}}) +
+                Sum(m, "switchyard_router_upstream_retries_total", {{"reason", "http_503"}}),
+            kRequests * kMaxRetries);
+  for (const auto& [code, n] : last_codes)
+    EXPECT_EQ(Sum(m, "switchyard_router_requests_total", {{"code", code}}), n) << code;
+}
+
+TEST_F(RouterServerTest, RetriesStopAtMaxRetriesWithTheRoutersOwnErrorWhenNoneAnswers) {
+  std::vector<std::unique_ptr<Upstream>> owned;
+  std::vector<Upstream*> upstreams;
+  for (int i = 0; i < kFailingEndpoints; ++i) {
+    owned.push_back(std::make_unique<Upstream>(200, 0));
+    owned.back()->Close();  // refuses connections
+    upstreams.push_back(owned.back().get());
+  }
+  // One scrape only (it fails, which alone does not take an endpoint out of the snapshot).
+  StartRouter(upstreams, [](RouterConfig& c) {
+    c.max_retries = kMaxRetries;
+    c.scrape_interval_ms = 600'000;
+  });
+  constexpr int kRequests = 3;
+  for (int i = 0; i < kRequests; ++i) {
+    const net::HttpClient::Response r = Call("POST", "/v1/completions", kBody);
+    EXPECT_EQ(r.status, 503);
+    EXPECT_EQ(Header(r, "content-type"), "application/json");
+    EXPECT_EQ(Header(r, "x-request-id").size(), 36u);
+    EXPECT_NE(r.body.find(R"({"error":{"message":"No endpoint could serve the request ()" +
+                          std::to_string(kMaxRetries + 1) + " tried;"),
+              std::string::npos)
+        << r.body;
+    EXPECT_NE(r.body.find(R"("type":"ServiceUnavailableError","param":null,"code":503}})"),
+              std::string::npos)
+        << r.body;
+  }
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_upstream_retries_total", {{"reason", "connect"}}),
+            kRequests * kMaxRetries);
+  EXPECT_EQ(Sum(m, "switchyard_router_upstream_retries_total", {}), kRequests * kMaxRetries);
+  EXPECT_EQ(Sum(m, "switchyard_router_requests_total", {{"code", "503"}}), kRequests);
+}
+
+TEST_F(RouterServerTest, ClientRoutingHeadersAreNeitherHonouredNorForwarded) {
+  Upstream a(200, 0);
+  Upstream b(200, 0);
+  StartRouter({&a, &b}, [](RouterConfig& c) {
+    c.scheduling_yaml = "plugins:\n- type: round-robin-picker\n";
+  });
+  // Every request names `a` as llm-d's gateway would, with a token no router issued.
+  constexpr int kRequests = 6;
+  std::map<std::string, int> served;
+  for (int i = 0; i < kRequests; ++i) {
+    const net::HttpClient::Response r =
+        Call("POST", "/v1/completions", kBody,
+             {{"x-gateway-destination-endpoint", a.address()},
+              {"x-session-token", "forged-token-for-" + a.address()}});
+    EXPECT_EQ(r.status, 200);
+    ++served[Header(r, "x-switchyard-endpoint")];
+  }
+  // Round robin as if the headers were absent: both get half.
+  EXPECT_EQ(served[a.address()], kRequests / 2);
+  EXPECT_EQ(served[b.address()], kRequests / 2);
+  for (Upstream* u : {&a, &b}) {
+    const std::vector<net::HeaderList> requests = u->requests();
+    EXPECT_EQ(requests.size(), static_cast<size_t>(kRequests / 2));
+    for (const net::HeaderList& headers : requests) {
+      for (const auto& [name, value] : headers) {
+        EXPECT_NE(name, "x-gateway-destination-endpoint") << value;
+        EXPECT_NE(name, "x-session-token") << value;
+      }
+    }
+  }
+}
+
+// A completion request whose prompt is token ids first .. first + n - 1.
+std::string TokenPrompt(int first, int n) {
+  std::string ids;
+  for (int i = 0; i < n; ++i)
+    ids += fmt::format("{}{}", i == 0 ? "" : ",", first + i);
+  return fmt::format(R"({{"model":"m","prompt":[{}],"max_tokens":1}})", ids);
+}
+
+TEST_F(RouterServerTest, ScrapedKvCacheSizeBoundsTheApproximatePrefixIndex) {
+  // 2 blocks of 16 tokens: the router's index keeps 2 of its 16-token blocks for it.
+  Upstream upstream(200, 0, "vllm:cache_config_info{block_size=\"16\",num_gpu_blocks=\"2\"} 1\n");
+  StartRouter({&upstream}, [](RouterConfig& c) {
+    c.scheduling_yaml =
+        "plugins:\n- type: prefix-cache-scorer\n"
+        "  parameters: {mode: approximate, blockSizeTokens: 16}\n";
+  });
+  WaitForScrapes(1);
+  // 32 tokens fit: the repeat is predicted cached. 64 do not: the first blocks are gone (it
+  // would be predicted in full under the default lruCapacityPerServer).
+  for (const std::string& body :
+       {TokenPrompt(1, 32), TokenPrompt(1, 32), TokenPrompt(100, 64), TokenPrompt(100, 64)})
+    EXPECT_EQ(Call("POST", "/v1/completions", body).status, 200);
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_prefix_prompt_tokens_total", {}), 32 + 32 + 64 + 64);
+  EXPECT_EQ(Sum(m, "switchyard_router_prefix_predicted_cached_tokens_total", {}), 32);
 }
 
 }  // namespace

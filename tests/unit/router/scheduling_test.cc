@@ -1,9 +1,13 @@
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "gtest/gtest.h"
 
 #include "router/scheduling/label_filters.h"
@@ -208,6 +212,50 @@ TEST(PickersTest, RoundRobinCyclesThroughTheCandidatesIgnoringScores) {
   EXPECT_EQ(names, (std::vector<std::string>{"a", "b", "c"}));
 }
 
+// Writes fixed scores, whatever the candidates.
+class FixedScorer : public Scorer {
+ public:
+  explicit FixedScorer(std::vector<double> scores) : scores_(std::move(scores)) {}
+  void Score(const SchedulingRequest&, const Candidates&, std::span<double> scores) override {
+    std::copy(scores_.begin(), scores_.end(), scores.begin());
+  }
+
+ private:
+  std::vector<double> scores_;
+};
+
+TEST(SchedulingProfileTest, ClampsScoresToZeroOneAndCountsNanAsZero) {
+  std::vector<Endpoint> eps = {MakeEndpoint("neg", 0, 0),  MakeEndpoint("big", 0, 0),
+                               MakeEndpoint("nan", 0, 0),  MakeEndpoint("mid", 0, 0),
+                               MakeEndpoint("-inf", 0, 0), MakeEndpoint("+inf", 0, 0)};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  FixedScorer broken({-3.0, 2.5, nan, 0.4, -inf, inf});
+  FixedScorer flat({0.5, 0.5, 0.5, 0.5, 0.5, 0.5});
+  MaxScorePicker picker;
+  SchedulingProfile profile("p", {}, {{"broken", &broken, 2.0}, {"flat", &flat, 1.0}}, &picker);
+  std::mt19937_64 rng(5);
+  ProfileResult r = profile.Run({}, Ptrs(eps), rng);
+  const std::vector<double> want = {0.5, 2.5, 0.5, 1.3, 0.5, 2.5};
+  ASSERT_EQ(r.totals.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_DOUBLE_EQ(r.totals[i], want[i]) << eps[i].name;
+  // 2.5 and +inf clamp to 1 and tie at the top; NaN does not poison the sum.
+  for (int i = 0; i < 20; ++i) {
+    const std::string picked = profile.Run({}, Ptrs(eps), rng).picked.at(0)->name;
+    EXPECT_TRUE(picked == "big" || picked == "+inf") << picked;
+  }
+  // One scorer alone: each total is exactly weight x clamped score.
+  FixedScorer in_range({-3.0, 2.5, nan, 0.4, -inf, 0.9});
+  SchedulingProfile one("one", {}, {{"in_range", &in_range, 2.0}}, &picker);
+  ProfileResult r1 = one.Run({}, Ptrs(eps), rng);
+  const std::vector<double> want1 = {0.0, 2.0, 0.0, 0.8, 0.0, 1.8};
+  ASSERT_EQ(r1.totals.size(), want1.size());
+  for (size_t i = 0; i < want1.size(); ++i)
+    EXPECT_DOUBLE_EQ(r1.totals[i], want1[i]) << eps[i].name;
+  EXPECT_EQ(r1.picked.at(0)->name, "big");
+}
+
 constexpr char kConfig[] = R"(
 apiVersion: llm-d.ai/v1alpha1
 kind: EndpointPickerConfig
@@ -269,6 +317,70 @@ TEST(PickerConfigTest, DefaultsAndErrors) {
   expect_error("plugins: 7\n", "plugins must be a non-empty list");
   expect_error("plugins:\n- type: label-selector-filter\n  parameters:\n    matchLabels: [a]\n",
                "matchLabels must be a map");
+}
+
+TEST(PickerConfigTest, AWeightOnANonScorerIsAnError) {
+  auto build = [](const std::string& ref_line) {
+    return PluginSet::FromYaml(
+        "plugins:\n- type: queue-scorer\n- type: decode-filter\n- name: pick\n"
+        "  type: random-picker\nschedulingProfiles:\n- name: decode\n  plugins:\n"
+        "  - {pluginRef: queue-scorer, weight: 2}\n" +
+            ref_line,
+        "t");
+  };
+  for (const char* ref : {"decode-filter", "pick"}) {
+    auto s = build(fmt::format("  - {{pluginRef: {}, weight: 1}}\n", ref));
+    ASSERT_FALSE(s.ok()) << ref;
+    const std::string message(s.status().message());
+    EXPECT_NE(message.find(fmt::format("profile 'decode' gives a weight to plugin '{}'", ref)),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("not a scorer"), std::string::npos) << message;
+    EXPECT_NE(message.find("schedulingProfiles[0].plugins[1]"), std::string::npos) << message;
+  }
+  // Without a weight the same references are fine.
+  auto ok = build("  - pluginRef: decode-filter\n  - pluginRef: pick\n");
+  EXPECT_TRUE(ok.ok()) << ok.status();
+}
+
+TEST(PickerConfigTest, AnEndpointsKvCacheSizeBoundsItsPrefixKeys) {
+  // Two precise plugins share one index; its blocks are the smaller size, 16 tokens.
+  auto set = PluginSet::FromYaml(
+      "plugins:\n"
+      "- type: prefix-cache-scorer\n"
+      "  parameters: {mode: precise, blockSizeTokens: 64, lruCapacityPerServer: 100}\n"
+      "- type: no-hit-lru-scorer\n"
+      "  parameters: {mode: precise, blockSizeTokens: 16}\n",
+      "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  PrefixIndex& index = *(*set)->precise_index();
+  std::vector<uint64_t> keys(150);
+  for (size_t i = 0; i < keys.size(); ++i)
+    keys[i] = i + 1;
+  index.Add("a", keys);
+  index.Add("b", keys);
+  EXPECT_EQ(index.num_keys("a"), 100u);  // lruCapacityPerServer
+  // 2 engine blocks of 256 tokens: 512 tokens, 32 blocks of 16.
+  (*set)->SetEndpointKvCache("a", 2, 256);
+  EXPECT_EQ(index.num_keys("a"), 32u);
+  EXPECT_EQ(index.num_keys("b"), 100u);
+  index.Add("a", keys);
+  EXPECT_EQ(index.num_keys("a"), 32u);
+  // Fewer tokens than one block: one block, not "unknown".
+  (*set)->SetEndpointKvCache("a", 1, 8);
+  EXPECT_EQ(index.num_keys("a"), 1u);
+  // Unknown again (an engine that stopped reporting it): the configured default.
+  (*set)->SetEndpointKvCache("a", 0, 16);
+  index.Add("a", keys);
+  EXPECT_EQ(index.num_keys("a"), 100u);
+  // Absurd numbers from a broken peer saturate rather than overflow to a small bound.
+  (*set)->SetEndpointKvCache("b", std::numeric_limits<int64_t>::max(), 1 << 20);
+  index.Add("b", keys);
+  EXPECT_EQ(index.num_keys("b"), 150u);
+  // A set without prefix plugins has no index to size.
+  auto plain = PluginSet::FromYaml("plugins:\n- type: queue-scorer\n", "t");
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  (*plain)->SetEndpointKvCache("a", 2, 256);
 }
 
 }  // namespace
