@@ -400,11 +400,16 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     }
   }
 
+  // llm-d runs several profiles only through a profile handler (disagg-profile-handler for
+  // prefill/decode, header-profile-handler); the router has none of those yet and runs its one
+  // profile for every request, as llm-d's single-profile-handler does.
+  if (specs.size() > 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: schedulingProfiles has {} profiles; the router runs exactly one (llm-d's "
+                    "single-profile-handler: it has no disagg or header profile handler yet)",
+                    source, specs.size()));
+  }
   for (auto& [name, refs] : specs) {
-    if (set->profile(name) != nullptr) {
-      return absl::InvalidArgumentError(
-          fmt::format("{}: duplicate profile name '{}'", source, name));
-    }
     std::vector<Filter*> filters;
     std::vector<WeightedScorer> scorers;
     std::vector<PreRequest*> pre_requests;

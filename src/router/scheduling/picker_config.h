@@ -7,7 +7,8 @@
 // with llm-d's loader defaults: no profiles -> one "default" profile holding every
 // configured plugin; a profile without a picker gets max-score-picker; a scorer's weight
 // defaults to 1. Errors name the offending entry (unknown type, duplicate name, dangling
-// pluginRef, a weight on a non-scorer, bad parameters, two pickers in one profile).
+// pluginRef, a weight on a non-scorer, bad parameters, two pickers in one profile, more than
+// one profile: the router runs one for every request, as llm-d's single-profile-handler).
 //
 // The built PluginSet owns the plugins and profiles; immutable after Build, shared by every
 // request thread.

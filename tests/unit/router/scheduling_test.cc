@@ -317,6 +317,14 @@ TEST(PickerConfigTest, DefaultsAndErrors) {
   expect_error("plugins: 7\n", "plugins must be a non-empty list");
   expect_error("plugins:\n- type: label-selector-filter\n  parameters:\n    matchLabels: [a]\n",
                "matchLabels must be a map");
+  // Two profiles need a profile handler, which the router does not have: not silently the
+  // first one.
+  expect_error(
+      "plugins:\n- type: queue-scorer\n- type: prefill-filter\n- type: decode-filter\n"
+      "schedulingProfiles:\n- name: prefill\n  plugins: [{pluginRef: prefill-filter}, "
+      "{pluginRef: queue-scorer}]\n- name: decode\n  plugins: [{pluginRef: decode-filter}, "
+      "{pluginRef: queue-scorer}]\n",
+      "schedulingProfiles has 2 profiles; the router runs exactly one");
 }
 
 TEST(PickerConfigTest, AWeightOnANonScorerIsAnError) {
