@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -82,6 +83,8 @@ absl::Status RunEngine(const EngineFlags& f) {
     if (const char* key = std::getenv("VLLM_API_KEY"); key != nullptr)
       o.api.api_key = key;
   }
+  if (const char* dev = std::getenv("VLLM_SERVER_DEV_MODE"); dev != nullptr)
+    o.api.dev_mode = std::string_view(dev) == "1";
   o.limits.max_logprobs = f.max_logprobs;
   if (f.generation_config != "auto" && f.generation_config != "vllm")
     return absl::InvalidArgumentError("--generation-config must be auto or vllm");
@@ -167,6 +170,9 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--sim-latency", f->runner.sim_latency,
                   "sim latency model, e.g. 'overhead_ms=2,prefill_us_per_token=100' or 'zero'");
+  cmd->footer(
+      "Environment: VLLM_API_KEY (as --api-key), PYTHONHASHSEED (block hash seed, as vLLM), "
+      "VLLM_SERVER_DEV_MODE=1 (serves vLLM's development route POST /reset_prefix_cache).");
   cmd->callback([f, exit_code] {
     absl::Status status = RunEngine(*f);
     if (!status.ok()) {

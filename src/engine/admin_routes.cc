@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "base/status_macros.h"
 #include "engine/generation_handler.h"
+#include "net/query_string.h"
 #include "text/chat_prompt.h"
 
 namespace switchyard::engine {
@@ -75,6 +76,22 @@ absl::StatusOr<std::string> Detokenize(const ServingContext& ctx, std::string_vi
   return api::DetokenizeResponse(ctx.tokenizer->Decode(req.tokens, false));
 }
 
+// Whether the reset may preempt running requests, from the query.
+absl::StatusOr<bool> ResetRunningRequests(std::string_view query) {
+  SY_ASSIGN_OR_RETURN(net::QueryParams params, net::ParseQueryString(query));
+  bool reset_running = false;
+  for (const auto& [name, value] : params) {
+    if (name != "reset_running_requests" && name != "reset_external")
+      continue;
+    std::optional<bool> flag = net::ParseQueryBool(value);
+    if (!flag.has_value())
+      return api::InvalidParam(name, fmt::format("{} must be true or false", name));
+    if (name == "reset_running_requests")
+      reset_running = *flag;
+  }
+  return reset_running;
+}
+
 void Answer(net::HttpResponder& responder, absl::StatusOr<std::string> body) {
   if (!body.ok()) {
     SendError(responder, body.status());
@@ -122,6 +139,26 @@ void HandleMetrics(const ServingContext& ctx, const net::HttpRequest&,
                    std::shared_ptr<net::HttpResponder> responder) {
   responder->Send(200, "text/plain; version=0.0.4; charset=utf-8",
                   ctx.metrics != nullptr ? ctx.metrics->Serialize() : std::string());
+}
+
+void HandleResetPrefixCache(const ServingContext& ctx, const net::HttpRequest& request,
+                            std::shared_ptr<net::HttpResponder> responder) {
+  absl::StatusOr<bool> reset_running = ResetRunningRequests(request.query);
+  if (!reset_running.ok()) {
+    SendError(*responder, reset_running.status());
+    return;
+  }
+  ctx.engine->ResetPrefixCache(*reset_running, [responder](absl::Status status) {
+    if (absl::IsFailedPrecondition(status)) {
+      // vLLM answers 409 when active requests keep the cache from being reset.
+      status = absl::AbortedError(status.message());
+    }
+    if (!status.ok()) {
+      SendError(*responder, status);
+      return;
+    }
+    responder->Send(200, kJson, "");
+  });
 }
 
 }  // namespace switchyard::engine

@@ -1,6 +1,7 @@
 // The engine's non-generation routes: /v1/models, /tokenize, /detokenize (vLLM's forms,
-// /tokenize also with chat messages), /health, /version and /metrics. Each answers at once
-// on the HTTP loop thread. Stateless; borrows the context.
+// /tokenize also with chat messages), /health, /version, /metrics and vLLM's development
+// route POST /reset_prefix_cache. Each answers on the HTTP loop thread, except the reset,
+// which answers from the engine loop once it is done. Stateless; borrows the context.
 #pragma once
 
 #include <memory>
@@ -22,5 +23,12 @@ void HandleVersion(const ServingContext& ctx, const net::HttpRequest& request,
                    std::shared_ptr<net::HttpResponder> responder);
 void HandleMetrics(const ServingContext& ctx, const net::HttpRequest& request,
                    std::shared_ptr<net::HttpResponder> responder);
+// POST /reset_prefix_cache[?reset_running_requests=BOOL&reset_external=BOOL]: 200 with an
+// empty body once the prefix cache is dropped; 409 while running requests hold KV blocks
+// (unless reset_running_requests: they are preempted and recomputed); 400 for a malformed
+// query. reset_external asks to clear a KV connector's cache too; with none, there is
+// nothing more to clear. Unknown parameters are ignored, as FastAPI ignores them.
+void HandleResetPrefixCache(const ServingContext& ctx, const net::HttpRequest& request,
+                            std::shared_ptr<net::HttpResponder> responder);
 
 }  // namespace switchyard::engine

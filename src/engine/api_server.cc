@@ -23,9 +23,10 @@ struct Route {
   std::string_view method;
   std::string_view path;
   RouteFn fn;
+  bool dev_only = false;  // served only in development mode
 };
 
-constexpr std::array<Route, 9> kRoutes = {{
+constexpr std::array<Route, 10> kRoutes = {{
     {"POST", "/v1/completions", &HandleCompletion},
     {"POST", "/v1/chat/completions", &HandleChatCompletion},
     {"GET", "/v1/models", &HandleModels},
@@ -35,6 +36,7 @@ constexpr std::array<Route, 9> kRoutes = {{
     {"GET", "/version", &HandleVersion},
     {"GET", "/metrics", &HandleMetrics},
     {"GET", "/ping", &HandleHealth},
+    {"POST", "/reset_prefix_cache", &HandleResetPrefixCache, true},
 }};
 
 }  // namespace
@@ -72,7 +74,7 @@ bool ApiServer::Authorized(const net::HttpRequest& request) const {
 void ApiServer::Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder) {
   const Route* path_match = nullptr;
   for (const Route& route : kRoutes) {
-    if (route.path != request.path)
+    if (route.path != request.path || (route.dev_only && !options_.dev_mode))
       continue;
     path_match = &route;
     if (route.method != request.method)

@@ -5,6 +5,7 @@
 //   GET  /v1/models                              the served model
 //   POST /tokenize, /detokenize                  vLLM's tokenizer routes
 //   GET  /health, /version, /metrics             liveness, build, Prometheus text
+//   POST /reset_prefix_cache                     development mode only, as in vLLM
 //
 // With an API key, every route but /health wants `Authorization: Bearer <key>` (compared
 // in constant time) and answers 401 otherwise. Unknown paths get 404 and known paths with
@@ -27,6 +28,8 @@ namespace switchyard::engine {
 struct ApiServerOptions {
   net::HttpServerOptions http;
   std::string api_key;  // empty: no authentication
+  // vLLM's VLLM_SERVER_DEV_MODE: serves the development routes; without it they are 404.
+  bool dev_mode = false;
 };
 
 class ApiServer {

@@ -233,6 +233,35 @@ void EngineCore::Abort(std::string request_id) {
   cv_.NotifyOne();
 }
 
+void EngineCore::ResetPrefixCache(bool preempt_running, ResetCallback done) {
+  {
+    base::MutexLock lock(&mu_);
+    if (!stopping_) {
+      resets_.push_back(Reset{preempt_running, std::move(done)});
+      done = nullptr;
+    }
+  }
+  if (done != nullptr) {
+    done(absl::UnavailableError("the engine is stopping"));
+    return;
+  }
+  cv_.NotifyOne();
+}
+
+absl::Status EngineCore::ResetNow(bool preempt_running) {
+  if (preempt_running) {
+    // Last running first, so that the first ends up at the front of the waiting queue.
+    const std::vector<SeqId> running = table_.running();
+    for (auto it = running.rbegin(); it != running.rend(); ++it) {
+      SY_RETURN_IF_ERROR(kv_->Preempt(*it));
+      SY_RETURN_IF_ERROR(table_.MoveToWaitingFront(*it));
+    }
+    if (options_.metrics != nullptr && !running.empty())
+      options_.metrics->AddPreemptions(static_cast<int64_t>(running.size()));
+  }
+  return kv_->ResetPrefixCache();
+}
+
 EngineSnapshot EngineCore::snapshot() const {
   base::MutexLock lock(&mu_);
   return snapshot_;
@@ -241,17 +270,19 @@ EngineSnapshot EngineCore::snapshot() const {
 void EngineCore::Run() {
   std::deque<Intake> intake;
   std::vector<std::string> aborts;
+  std::vector<Reset> resets;
   for (;;) {
     bool stopping = false;
     {
       base::MutexLock lock(&mu_);
       if (table_.size() == 0) {
         cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return stopping_ || !intake_.empty() || !aborts_.empty();
+          return stopping_ || !intake_.empty() || !aborts_.empty() || !resets_.empty();
         });
       }
       intake.swap(intake_);
       aborts.swap(aborts_);
+      resets.swap(resets_);
       stopping = stopping_;
     }
     for (Intake& in : intake)
@@ -260,6 +291,11 @@ void EngineCore::Run() {
     for (const std::string& id : aborts)
       AbortRequest(id, FinishReason::kAbort, absl::OkStatus());
     aborts.clear();
+    for (Reset& reset : resets) {
+      reset.done(stopping ? absl::UnavailableError("the engine is stopping")
+                          : ResetNow(reset.preempt_running));
+    }
+    resets.clear();
     if (stopping) {
       std::vector<std::string> ids;
       for (const auto& [id, state] : requests_)

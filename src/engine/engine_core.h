@@ -97,6 +97,14 @@ class EngineCore {
   // Ends the request with FinishReason::kAbort if it is still in flight; any thread.
   void Abort(std::string request_id);
 
+  // Drops every cached block hash (vLLM's reset_prefix_cache), on the loop thread between
+  // steps; `done` runs there with the result: OK (KV events then carry AllBlocksCleared),
+  // FailedPrecondition while running sequences hold blocks, Unavailable when stopping. With
+  // `preempt_running`, running sequences are first preempted by recompute, as the scheduler
+  // preempts them, and go on from the front of the waiting queue. Any thread.
+  using ResetCallback = std::function<void(absl::Status status)>;
+  void ResetPrefixCache(bool preempt_running, ResetCallback done);
+
   // Aborts everything in flight (callbacks run) and joins the loop. Idempotent.
   void Stop();
 
@@ -111,6 +119,10 @@ class EngineCore {
     EngineRequest request;
     UpdateCallback callback;
   };
+  struct Reset {
+    bool preempt_running = false;
+    ResetCallback done;
+  };
 
   EngineCore(const EngineCoreOptions& options, std::unique_ptr<ModelRunner> runner,
              const text::Tokenizer* tokenizer, std::unique_ptr<KvCacheManager> kv);
@@ -118,6 +130,7 @@ class EngineCore {
   void Run();
   void Admit(Intake intake);
   void AbortRequest(const std::string& request_id, FinishReason reason, absl::Status error);
+  absl::Status ResetNow(bool preempt_running);
   absl::Status Step();
   // Samples the logit rows of `sampled` and reports; finishes sequences that stop.
   void ProcessSamples(std::span<const SeqId> sampled, std::span<float> logits);
@@ -167,6 +180,7 @@ class EngineCore {
   base::CondVar cv_;
   std::deque<Intake> intake_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> aborts_ ABSL_GUARDED_BY(mu_);
+  std::vector<Reset> resets_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   EngineSnapshot snapshot_ ABSL_GUARDED_BY(mu_);

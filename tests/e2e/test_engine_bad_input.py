@@ -10,6 +10,7 @@ import json
 import socket
 import time
 
+import openai
 import pytest
 import requests
 
@@ -378,9 +379,11 @@ def test_slow_client_gets_408(engine, data):
 @pytest.fixture(scope="module")
 def slow_engine():
     """Simulated forward pass at 10 ms a step and one sequence at a time, so that requests
-    are still running, or still queued, when their client leaves."""
+    are still running, or still queued, when their client leaves (or the prefix cache is
+    reset: vLLM's development routes are on)."""
     with EngineServer("--backend", "sim", "--sim-latency", "zero,overhead_ms=10",
-                      "--max-num-seqs", 1, "--num-gpu-blocks-override", 512) as e:
+                      "--max-num-seqs", 1, "--num-gpu-blocks-override", 512,
+                      env={"VLLM_SERVER_DEV_MODE": "1"}) as e:
         yield e
         e.wait_idle()
 
@@ -473,6 +476,52 @@ def test_disconnect_fan_out(slow_engine):
     slow_engine.wait_idle(timeout=5)
     assert abort_count(slow_engine) >= aborts + 1
     assert_serves(slow_engine)
+
+
+# --- the development route POST /reset_prefix_cache ---------------------------------------
+
+def test_reset_prefix_cache_is_not_served_without_dev_mode(engine):
+    r = requests.post(f"{engine.url}/reset_prefix_cache", timeout=10)
+    check_error(r.status_code, r.content, 404)
+
+
+def test_reset_prefix_cache_bad_query(slow_engine):
+    for query, param in (("reset_running_requests=maybe", "reset_running_requests"),
+                         ("reset_external=2", "reset_external"),
+                         ("reset_running_requests=%zz", None)):
+        r = requests.post(f"{slow_engine.url}/reset_prefix_cache?{query}", timeout=10)
+        check_error(r.status_code, r.content, 400, param)
+    r = requests.get(f"{slow_engine.url}/reset_prefix_cache", timeout=10)
+    check_error(r.status_code, r.content, 405)
+
+
+def test_reset_prefix_cache_while_a_request_runs(slow_engine):
+    """Refused (409) while a request holds KV blocks, as vLLM refuses; with
+    reset_running_requests=true the request is preempted, recomputed and still streams to
+    its end; an idle engine resets at once and the next request is a miss."""
+    client = openai.OpenAI(base_url=slow_engine.base_url, api_key="x", max_retries=0, timeout=60)
+    prompt = list(range(500, 564))
+    client.completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=1)
+    stream = client.completions.create(
+        model=MODEL_NAME, prompt=prompt, max_tokens=300, temperature=0, stream=True,
+        stream_options={"include_usage": True}, extra_body={"ignore_eos": True})
+    chunks = iter(stream)
+    next(chunks)  # running, holding blocks
+    r = requests.post(f"{slow_engine.url}/reset_prefix_cache", timeout=10)
+    err = check_error(r.status_code, r.content, 409)
+    assert "in use" in err["message"]
+    r = requests.post(f"{slow_engine.url}/reset_prefix_cache?reset_running_requests=true",
+                      timeout=10)
+    assert r.status_code == 200 and r.content == b"", r.content
+    rest = list(chunks)
+    assert [c.choices[0].finish_reason for c in rest if c.choices][-1] == "length"
+    assert rest[-1].usage.completion_tokens == 300
+    m = slow_engine.wait_idle(timeout=10)
+    assert m["vllm:num_preemptions_total"] >= 1
+    r = requests.post(f"{slow_engine.url}/reset_prefix_cache?reset_external=false", timeout=10)
+    assert r.status_code == 200, r.text
+    after = client.completions.create(model=MODEL_NAME, prompt=prompt, max_tokens=1)
+    assert after.usage.prompt_tokens_details.cached_tokens == 0
 
 
 def test_no_leaks_after_suite(engine):

@@ -13,9 +13,10 @@ The router shows no index, so it is watched through probes: a request the engine
 with x-switchyard-endpoint, and adds the tokens the router predicted cached there to
 switchyard_router_prefix_predicted_cached_tokens_total, yet caches nothing anywhere.
 
-Our engine has no endpoint that clears its prefix cache (vLLM's POST /reset_prefix_cache),
-so the AllBlocksCleared path is not driven here; instead a warmed prompt is evicted (its
-blocks' BlockRemoved events), after which the router no longer prefers its engine."""
+A router forgets what an engine cached in two ways, both driven here: a warmed prompt is
+evicted (its blocks' BlockRemoved events), and an engine's prefix cache is reset (vLLM's
+development route POST /reset_prefix_cache, served with VLLM_SERVER_DEV_MODE=1; one
+AllBlocksCleared event); after either, the router no longer prefers that engine."""
 import random
 
 import openai
@@ -57,7 +58,8 @@ def token_prompt(seed, blocks=PROMPT_BLOCKS):
 def fleet():
     engines = [EngineServer("--backend", "sim", "--sim-latency", "zero", "--max-model-len", 256,
                             "--max-num-batched-tokens", 256, "--num-gpu-blocks-override",
-                            NUM_GPU_BLOCKS, *kv_events_flags(), kv_events=True)
+                            NUM_GPU_BLOCKS, *kv_events_flags(), kv_events=True,
+                            env={"VLLM_SERVER_DEV_MODE": "1"})
                for _ in range(3)]
     for e in engines:
         e.spawn()
@@ -135,6 +137,17 @@ def test_kv_events_steer_requests_to_the_engine_that_cached_the_prefix(fleet):
                 metric_sum(before, PREDICTED, endpoint=name)) == 2 * len(prompt)
 
 
+def assert_picks_spread(router, prompt):
+    """The router predicts nothing cached for `prompt` anywhere and, the engines being idle,
+    breaks the ties at random."""
+    picked = set()
+    for _ in range(12):
+        endpoint, cached = probe(router, prompt)
+        assert cached == 0
+        picked.add(endpoint)
+    assert len(picked) > 1
+
+
 def test_evicted_prompt_loses_its_engine(fleet):
     router, engines = fleet
     warm = token_prompt("evict-me")
@@ -146,9 +159,25 @@ def test_evicted_prompt_loses_its_engine(fleet):
         engines[0].complete(token_prompt(f"filler-{i}"))
     wait_until(lambda: probe(router, warm + [7, 8, 9])[1] == 0,
                "the router to forget the evicted prompt")
-    picked = set()
-    for _ in range(12):
-        endpoint, cached = probe(router, warm + [7, 8, 9])
-        assert cached == 0
-        picked.add(endpoint)
-    assert len(picked) > 1  # ties among idle engines are broken at random
+    assert_picks_spread(router, warm + [7, 8, 9])
+
+
+def test_reset_prefix_cache_clears_the_engine_in_the_router(fleet):
+    router, engines = fleet
+    prompts = [token_prompt(f"reset-{i}") for i in range(2)]
+    for engine, prompt in zip(engines, prompts):
+        engine.complete(prompt)
+    for engine, prompt in zip(engines, prompts):
+        wait_routed(router, prompt + [7, 8, 9], member_name(engine), len(prompt))
+    r = requests.post(f"{engines[0].url}/reset_prefix_cache", timeout=30)
+    assert r.status_code == 200, r.text
+    # One AllBlocksCleared event: the router forgets engine 0's blocks and keeps engine 1's.
+    wait_until(lambda: probe(router, prompts[0] + [7, 8, 9])[1] == 0,
+               "the router to forget engine 0's cache")
+    assert_picks_spread(router, prompts[0] + [7, 8, 9])
+    assert probe(router, prompts[1] + [7, 8, 9]) == (member_name(engines[1]), len(prompts[1]))
+    # The engine's own cache is empty too: the same prompt is a miss there now.
+    direct = openai.OpenAI(base_url=engines[0].base_url, api_key="x", timeout=30, max_retries=0)
+    usage = direct.completions.create(model=MODEL_NAME, prompt=prompts[0], max_tokens=1,
+                                      temperature=0).usage
+    assert usage.prompt_tokens_details.cached_tokens == 0

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
@@ -278,6 +279,74 @@ TEST_F(EngineCoreTest, PreemptionUnderAFullCacheKeepsOutputs) {
     EXPECT_EQ(collectors[static_cast<size_t>(i)]->texts()[0], want) << i;
   }
   EXPECT_EQ(core_->snapshot().num_free_blocks, 12);
+}
+
+// Asks for a prefix-cache reset and returns a future of its result.
+std::future<absl::Status> Reset(EngineCore& core, bool preempt_running) {
+  auto promise = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> result = promise->get_future();
+  core.ResetPrefixCache(preempt_running,
+                        [promise](absl::Status status) { promise->set_value(status); });
+  return result;
+}
+
+TEST_F(EngineCoreTest, ResetPrefixCacheDropsEveryHit) {
+  StartCore();
+  std::vector<int32_t> prompt(21, 2);
+  Collector first;
+  ASSERT_TRUE(core_->Submit(Request("p1", prompt, 2), first.Callback()).ok());
+  ASSERT_TRUE(first.WaitDone());
+  EXPECT_EQ(Reset(*core_, false).get(), absl::OkStatus());
+  Collector second;
+  ASSERT_TRUE(core_->Submit(Request("p2", prompt, 2), second.Callback()).ok());
+  ASSERT_TRUE(second.WaitDone());
+  EXPECT_EQ(second.cached(), 0);
+  EXPECT_EQ(first.texts(), second.texts());
+}
+
+TEST_F(EngineCoreTest, ResetPrefixCacheWaitsForRunningRequestsUnlessTheyArePreempted) {
+  StartCore();
+  auto allow_one_step = [this] {
+    {
+      base::MutexLock lock(&gate_->mu);
+      gate_->open = false;
+      gate_->steps_allowed = 1;
+    }
+    gate_->cv.NotifyAll();
+  };
+  allow_one_step();
+  Collector c;
+  ASSERT_TRUE(core_->Submit(Request("long", {0, 1, 2, 3, 4}, 40), c.Callback()).ok());
+  ASSERT_TRUE(c.WaitUpdates(1));
+  // The loop takes the reset after its next step, with the request still running.
+  std::future<absl::Status> refused = Reset(*core_, false);
+  allow_one_step();
+  EXPECT_EQ(refused.get().code(), absl::StatusCode::kFailedPrecondition);
+  const int64_t computed_before = tokens_computed_->load();
+  std::future<absl::Status> preempting = Reset(*core_, true);
+  allow_one_step();
+  EXPECT_EQ(preempting.get(), absl::OkStatus());
+  {
+    base::MutexLock lock(&gate_->mu);
+    gate_->open = true;
+  }
+  gate_->cv.NotifyAll();
+  ASSERT_TRUE(c.WaitDone());
+  std::string want;
+  for (int k = 1; k <= 40; ++k)
+    want.push_back(static_cast<char>('a' + (4 + k) % 8));
+  EXPECT_EQ(c.texts()[0], want);
+  EXPECT_EQ(c.reasons()[0], FinishReason::kLength);
+  // Preempted with an empty cache, the request computed its tokens again: more than the 37
+  // it still had to produce.
+  EXPECT_GT(tokens_computed_->load() - computed_before, 37);
+  EXPECT_EQ(core_->snapshot().num_free_blocks, 64);
+}
+
+TEST_F(EngineCoreTest, ResetPrefixCacheAfterStopIsUnavailable) {
+  StartCore();
+  core_->Stop();
+  EXPECT_EQ(Reset(*core_, false).get().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST_F(EngineCoreTest, StopAbortsWhatIsInFlight) {
