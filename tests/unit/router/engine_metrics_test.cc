@@ -83,6 +83,33 @@ TEST(EngineMetricsTest, OtherEnginesAndMissingGauges) {
   EXPECT_EQ(ParseEngineKind("tgi").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(EngineMetricsTest, SglangPageWithDataParallelRanks) {
+  // The shape SGLang serves with --dp 2 and --enable-metrics: labelled gauges, one series per
+  // data-parallel rank, among series the router does not read.
+  const std::string page =
+      "# TYPE sglang:num_running_reqs gauge\n"
+      "sglang:num_running_reqs{dp_rank=\"0\",engine_type=\"unified\",model_name=\"m\","
+      "pp_rank=\"0\",tp_rank=\"0\"} 3.0\n"
+      "sglang:num_running_reqs{dp_rank=\"1\",engine_type=\"unified\",model_name=\"m\","
+      "pp_rank=\"0\",tp_rank=\"0\"} 2.0\n"
+      "# TYPE sglang:num_queue_reqs gauge\n"
+      "sglang:num_queue_reqs{dp_rank=\"0\",model_name=\"m\"} 0.0\n"
+      "sglang:num_queue_reqs{dp_rank=\"1\",model_name=\"m\"} 6.0\n"
+      "# TYPE sglang:token_usage gauge\n"
+      "sglang:token_usage{dp_rank=\"0\",model_name=\"m\"} 0.25\n"
+      "sglang:token_usage{dp_rank=\"1\",model_name=\"m\"} 0.75\n"
+      "# TYPE sglang:cache_hit_rate gauge\n"
+      "sglang:cache_hit_rate{dp_rank=\"0\",model_name=\"m\"} 0.5\n"
+      "# TYPE sglang:time_to_first_token_seconds histogram\n"
+      "sglang:time_to_first_token_seconds_bucket{le=\"0.1\",model_name=\"m\"} 4.0\n";
+  absl::StatusOr<EndpointMetrics> m = ParseEndpointMetrics(EngineKind::kSglang, page);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->running_requests, 5);
+  EXPECT_EQ(m->waiting_requests, 6);
+  EXPECT_DOUBLE_EQ(m->kv_cache_usage, 0.75);  // the fullest rank
+  EXPECT_EQ(m->num_gpu_blocks, 0);            // no cache_config_info on this page
+}
+
 TEST(PrometheusTextTest, NameFilterChecksOnlyTheKeptSeries) {
   const std::string text =
       "# TYPE h histogram\n"
