@@ -65,6 +65,7 @@ if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
    [ ! -x .venv/bin/llama-server ]; then
   echo "setup: building llama-cpp-python and llama-server into .venv (minutes)"
   work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
   pin=$(grep -E '^llama-cpp-python' tools/requirements-fleet.txt)  # name[extras]==version
   .venv/bin/python -m pip download -q --no-deps --no-binary :all: -d "$work" \
     "llama-cpp-python==${pin##*==}"
@@ -82,7 +83,6 @@ if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
     exit 1
   fi
   install -m 755 "$work/build/bin/llama-server" .venv/bin/llama-server
-  rm -rf "$work"
   echo "$want" > "$fleet_stamp"
 fi
 

@@ -22,7 +22,7 @@ struct Row {
 
 // The first row for a code is its default; later rows for the same code are chosen with
 // WithHttpStatus. Client errors stay 4xx so that SDK retries (on >= 500) do not multiply them.
-constexpr std::array<Row, 18> kTable = {{
+constexpr std::array<Row, 19> kTable = {{
     {absl::StatusCode::kInvalidArgument, 400, "BadRequestError"},
     {absl::StatusCode::kOutOfRange, 400, "BadRequestError"},
     {absl::StatusCode::kFailedPrecondition, 400, "BadRequestError"},
@@ -31,6 +31,7 @@ constexpr std::array<Row, 18> kTable = {{
     {absl::StatusCode::kNotFound, 404, "NotFoundError"},
     {absl::StatusCode::kFailedPrecondition, 405, "MethodNotAllowedError"},
     {absl::StatusCode::kAlreadyExists, 409, "ConflictError"},
+    {absl::StatusCode::kFailedPrecondition, 409, "ConflictError"},
     {absl::StatusCode::kAborted, 409, "ConflictError"},
     {absl::StatusCode::kResourceExhausted, 429, "RateLimitError"},
     {absl::StatusCode::kResourceExhausted, 413, "RequestEntityTooLargeError"},

@@ -149,12 +149,11 @@ void HandleResetPrefixCache(const ServingContext& ctx, const net::HttpRequest& r
     return;
   }
   ctx.engine->ResetPrefixCache(*reset_running, [responder](absl::Status status) {
-    if (absl::IsFailedPrecondition(status)) {
-      // vLLM answers 409 when active requests keep the cache from being reset.
-      status = absl::AbortedError(status.message());
-    }
     if (!status.ok()) {
-      SendError(*responder, status);
+      // vLLM answers 409 when active requests keep the cache from being reset.
+      SendError(*responder, absl::IsFailedPrecondition(status)
+                                ? api::WithHttpStatus(std::move(status), 409)
+                                : std::move(status));
       return;
     }
     responder->Send(200, kJson, "");

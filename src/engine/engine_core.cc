@@ -18,6 +18,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+absl::Status StoppingError() {
+  return absl::UnavailableError("the engine is stopping");
+}
+
 double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -212,7 +216,7 @@ absl::Status EngineCore::Submit(EngineRequest request, UpdateCallback callback) 
   {
     base::MutexLock lock(&mu_);
     if (stopping_)
-      return absl::UnavailableError("the engine is stopping");
+      return StoppingError();
     if (!in_flight_.insert(request.request_id).second) {
       return absl::AlreadyExistsError(
           fmt::format("request id '{}' is already in flight", request.request_id));
@@ -242,7 +246,7 @@ void EngineCore::ResetPrefixCache(bool preempt_running, ResetCallback done) {
     }
   }
   if (done != nullptr) {
-    done(absl::UnavailableError("the engine is stopping"));
+    done(StoppingError());
     return;
   }
   cv_.NotifyOne();
@@ -292,8 +296,7 @@ void EngineCore::Run() {
       AbortRequest(id, FinishReason::kAbort, absl::OkStatus());
     aborts.clear();
     for (Reset& reset : resets) {
-      reset.done(stopping ? absl::UnavailableError("the engine is stopping")
-                          : ResetNow(reset.preempt_running));
+      reset.done(stopping ? StoppingError() : ResetNow(reset.preempt_running));
     }
     resets.clear();
     if (stopping) {

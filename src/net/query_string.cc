@@ -1,7 +1,11 @@
 #include "net/query_string.h"
 
+#include <array>
+
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+
+#include "base/status_macros.h"
 
 namespace switchyard::net {
 namespace {
@@ -45,23 +49,27 @@ absl::StatusOr<QueryParams> ParseQueryString(std::string_view query) {
     if (pair.empty())
       continue;
     const size_t eq = pair.find('=');
-    absl::StatusOr<std::string> name = Decode(pair.substr(0, eq));
-    if (!name.ok())
-      return name.status();
-    absl::StatusOr<std::string> value =
-        Decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
-    if (!value.ok())
-      return value.status();
-    params.emplace_back(*std::move(name), *std::move(value));
+    SY_ASSIGN_OR_RETURN(std::string name, Decode(pair.substr(0, eq)));
+    SY_ASSIGN_OR_RETURN(
+        std::string value,
+        Decode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1)));
+    params.emplace_back(std::move(name), std::move(value));
   }
   return params;
 }
 
 std::optional<bool> ParseQueryBool(std::string_view value) {
-  const std::string lower = absl::AsciiStrToLower(absl::string_view(value.data(), value.size()));
-  if (lower == "true" || lower == "1" || lower == "yes" || lower == "on")
+  const absl::string_view v(value.data(), value.size());
+  auto any_of = [v](const std::array<absl::string_view, 4>& words) {
+    for (absl::string_view w : words) {
+      if (absl::EqualsIgnoreCase(v, w))
+        return true;
+    }
+    return false;
+  };
+  if (any_of({"true", "1", "yes", "on"}))
     return true;
-  if (lower == "false" || lower == "0" || lower == "no" || lower == "off")
+  if (any_of({"false", "0", "no", "off"}))
     return false;
   return std::nullopt;
 }

@@ -243,8 +243,8 @@ def test_mixed_fleet_reads_llama_server_load(mixed):
             stop.set()
         busy.result()
     deadline = time.monotonic() + 10
-    while view()["running_requests"] != 0 or view()["waiting_requests"] != 0:
-        assert time.monotonic() < deadline, f"the router never saw it idle: {view()}"
+    while (seen := view())["running_requests"] != 0 or seen["waiting_requests"] != 0:
+        assert time.monotonic() < deadline, f"the router never saw it idle: {seen}"
         time.sleep(0.02)
     check_router_view(router, {member_name(m): m for m in members})
 

@@ -19,6 +19,11 @@ TEST(ErrorTest, TableMapsCodes) {
   EXPECT_EQ(HttpErrorFor(absl::ResourceExhaustedError("queue")).http_status, 429);
   EXPECT_EQ(HttpErrorFor(PayloadTooLarge("big")).http_status, 413);
   EXPECT_EQ(HttpErrorFor(HeadersTooLarge("big")).http_status, 431);
+  const HttpError conflict =
+      HttpErrorFor(WithHttpStatus(absl::FailedPreconditionError("busy"), 409));
+  EXPECT_EQ(conflict.http_status, 409);
+  EXPECT_EQ(conflict.type, "ConflictError");
+  EXPECT_EQ(HttpErrorFor(absl::FailedPreconditionError("x")).http_status, 400);
   EXPECT_EQ(HttpErrorFor(absl::UnimplementedError("x")).type, "NotImplementedError");
   EXPECT_EQ(HttpErrorFor(absl::UnavailableError("x")).http_status, 503);
   EXPECT_EQ(HttpErrorFor(absl::InternalError("x")).http_status, 500);
