@@ -45,6 +45,8 @@ class HttpServerImpl final : public HttpServer {
     if (!context_.options.error_body)
       context_.options.error_body = internal::DefaultErrorBody;
     context_.handler = std::move(handler);
+    context_.admission = std::make_unique<internal::ConnectionAdmission>(
+        options.max_connections, options.max_connections_per_client);
     std::vector<EventLoop*> accept_loops;
     for (size_t i = 0; i < loops_->size(); ++i)
       accept_loops.push_back(&loops_->loop(i));
@@ -87,26 +89,33 @@ class HttpServerImpl final : public HttpServer {
   }
 
  private:
-  // On the accepting loop: starts the connection on its own loop.
+  // On the accepting loop: starts the connection on its own loop. One taken past
+  // max_connections starts only if that loop sheds a connection for it (the one idle, or
+  // stalled in its request head, the longest); else it is closed.
   void Adopt(size_t loop_index, AcceptedSocket accepted) {
     EventLoop& loop = loops_->loop(loop_index);
-    const bool posted =
-        loop.poster()->Post([this, loop_index, accepted = std::move(accepted)]() mutable {
-          EventLoop& own_loop = loops_->loop(loop_index);
-          ErrorCode ec;
-          Socket socket = accepted.Adopt(own_loop.context(), ec);
-          if (ec) {
-            SY_LOG_WARN("http: cannot adopt an accepted connection: {}", ec.message());
-            --context_.num_connections;
-            return;
-          }
-          auto connection = std::make_shared<HttpConnection>(std::move(socket), &context_,
-                                                             &registries_[loop_index], &own_loop);
-          registries_[loop_index].Add(connection);
-          connection->Start();
-        });
-    if (!posted)
-      --context_.num_connections;
+    // A refused post destroys the socket, and with it its slot.
+    loop.poster()->Post([this, loop_index, accepted = std::move(accepted)]() mutable {
+      EventLoop& own_loop = loops_->loop(loop_index);
+      ErrorCode ec;
+      Socket socket = accepted.Adopt(own_loop.context(), ec);
+      if (ec) {
+        SY_LOG_WARN("http: cannot adopt an accepted connection: {}", ec.message());
+        return;
+      }
+      const bool over_capacity = accepted.over_capacity();
+      ConnectionRegistry& registry = registries_[loop_index];
+      auto connection = std::make_shared<HttpConnection>(std::move(socket), accepted.TakeSlot(),
+                                                         &context_, &registry, &own_loop);
+      registry.Add(connection);
+      if (over_capacity && !registry.ShedLongestWaiting(connection.get())) {
+        SY_LOG_DEBUG("http: closing a new connection: {} open, none idle",
+                     context_.admission->open());
+        connection->Close();
+        return;
+      }
+      connection->Start();
+    });
   }
 
   ServerContext context_;

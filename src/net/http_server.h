@@ -15,7 +15,13 @@
 //   - malformed request line / headers / chunk framing       -> 400
 //   - headers not complete within header_timeout (slowloris) -> 408
 //   - body stalled for body_idle_timeout                     -> 408
-//   - more than max_connections open: the new one is closed at once.
+//   - more than max_connections_per_client open from one client address: the new one is
+//     closed at once;
+//   - max_connections open: the connection waiting the longest (idle between requests, or
+//     its request head still incomplete) is closed to make room for the new one; when none
+//     is waiting (every one is being answered), the new one is closed.
+// After a wave of connections (say, slow clients) the freed memory goes back to the system
+// (connection_admission.h).
 // Keep-alive connections idle for keep_alive_timeout are closed. A response whose unsent
 // bytes exceed max_pending_write_bytes (a client that stopped reading), or whose writes
 // make no progress for write_timeout, closes the connection; the responder then reports
@@ -108,6 +114,9 @@ struct HttpServerOptions {
   size_t max_header_bytes = 16 << 10;
   size_t max_body_bytes = 4 << 20;
   size_t max_connections = 4096;
+  // By client IP address; 0: no limit. Off by default: an engine's clients are a few routers
+  // or gateways, each with many connections; the router sets one for its public side.
+  size_t max_connections_per_client = 0;
   size_t max_pending_write_bytes = 16 << 20;
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds body_idle_timeout{30'000};

@@ -58,6 +58,13 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
     SY_ASSIGN_OR_RETURN(c.host, base::YamlField<std::string>(listen, "host", c.host));
     SY_ASSIGN_OR_RETURN(c.port, base::YamlField<int>(listen, "port", c.port));
     SY_RETURN_IF_ERROR(ReadPositive(listen, "threads", src + ": listen", &c.threads));
+    SY_RETURN_IF_ERROR(
+        ReadPositive(listen, "maxConnections", src + ": listen", &c.max_connections));
+    SY_ASSIGN_OR_RETURN(
+        c.max_connections_per_client,
+        base::YamlField<int>(listen, "maxConnectionsPerClient", c.max_connections_per_client));
+    if (c.max_connections_per_client < 0)
+      return Bad(src + ": listen", "maxConnectionsPerClient must be 0 (no limit) or positive");
     if (c.port < 0 || c.port > 65535)
       return Bad(src + ": listen", "port must be in [0, 65535]");
   }

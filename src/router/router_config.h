@@ -2,7 +2,9 @@
 // section is ours; the scheduling section is an llm-d EndpointPickerConfig (inline under
 // `scheduling:` or in the file `schedulingConfigFile:` names), so llm-d configs carry over.
 //
-//   listen: {host: 0.0.0.0, port: 8080, threads: 2}
+//   listen: {host: 0.0.0.0, port: 8080, threads: 2,
+//            maxConnections: 4096,          # past it the longest-idle/slowest is shed
+//            maxConnectionsPerClient: 1024} # per client IP; 0: no limit
 //   model: NAME                  # served model name clients use; keys the prefix index
 //   tokenizer: PATH              # HF dir (tokenizer.json, chat template) the engines use
 //                                # (omit: route without tokens). Not a .gguf: its reader
@@ -67,6 +69,8 @@ struct RouterConfig {
   std::string host = "0.0.0.0";
   int port = 8080;
   int threads = 2;
+  int max_connections = 4096;
+  int max_connections_per_client = 1024;
   std::string model;
   std::string tokenizer;
   std::vector<PoolConfig> pools;

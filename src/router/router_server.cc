@@ -258,6 +258,9 @@ absl::Status RouterServerImpl::Init() {
   net::HttpServerOptions server_options;
   server_options.host = config_.host;
   server_options.port = config_.port;
+  server_options.max_connections = static_cast<size_t>(config_.max_connections);
+  server_options.max_connections_per_client =
+      static_cast<size_t>(config_.max_connections_per_client);
   server_options.error_body = [](int status, std::string_view message) {
     return std::make_pair(std::string(kJson),
                           api::ErrorBody(api::TransportError(status, std::string(message))));

@@ -1,9 +1,9 @@
 """Starts `switchyard router --config` for the end-to-end tests.
 
 A Router writes a config naming its members (one static pool, or the `pools` YAML given),
-starts the binary with `listen: {host: 127.0.0.1, port: 0}`, waits for the ready line
-("switchyard router: serving NAME on http://HOST:PORT") and then until the members named by
-`wait_fresh` (default: every member) have been scraped once. A member is any object with a
+starts the binary with `listen: {host: 127.0.0.1, port: 0}` (plus `listen_extra` keys), waits
+for the ready line ("switchyard router: serving NAME on http://HOST:PORT") and then until the
+members named by `wait_fresh` (default: every member) have been scraped once. A member is any object with a
 `port` and an `engine_kind` (its `engine:` value in the config): an EngineServer or a
 peer_servers server; a member with a `kv_endpoint` (an EngineServer started with
 kv_events=True) is listed with `kvEvents:` (its PUB and replay sockets, every topic), which
@@ -47,11 +47,13 @@ def metric_sum(text, name, **labels):
 
 class Router:
     def __init__(self, members, scheduling=None, pools=None, wait_fresh=None,
-                 model=MODEL_NAME, tokenizer=MODELS_DIR / "tiny-llama3", start_timeout=60):
+                 model=MODEL_NAME, tokenizer=MODELS_DIR / "tiny-llama3", start_timeout=60,
+                 listen_extra=""):
         endpoints = "\n".join(member_line(m) for m in members)
         pools = pools or f"pools:\n- name: default\n  endpoints:\n{endpoints}\n"
         self.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-        self.config.write(f"listen: {{host: 127.0.0.1, port: 0}}\nmodel: {model}\n"
+        listen = ", ".join(x for x in ("host: 127.0.0.1, port: 0", listen_extra) if x)
+        self.config.write(f"listen: {{{listen}}}\nmodel: {model}\n"
                           f"tokenizer: {tokenizer}\n"
                           f"scraping: {{intervalMs: 50, stalenessMs: 2000}}\n"
                           + pools + (scheduling or ""))

@@ -19,6 +19,13 @@ namespace {
 // connection before the client has read that response.
 constexpr std::chrono::milliseconds kDrainTimeout{1'000};
 
+// Read sizes. A request head (and a small body) fits in a head-sized read; a body is read in
+// larger pieces. While the handler has a request, reads only notice a disconnect or keep a
+// pipelined request, into a chunk of their own.
+constexpr size_t kHeadReadBytes = 4 << 10;
+constexpr size_t kBodyReadBytes = 16 << 10;
+constexpr size_t kChunkBytes = 4 << 10;
+
 std::string FormatEndpoint(const tcp::endpoint& endpoint) {
   const asio::ip::address address = endpoint.address();
   return address.is_v6() ? fmt::format("[{}]:{}", address.to_string(), endpoint.port())
@@ -36,6 +43,25 @@ void ConnectionRegistry::Remove(HttpConnection* connection) {
   connections_.erase(connection);
 }
 
+bool ConnectionRegistry::ShedLongestWaiting(const HttpConnection* except) {
+  HttpConnection* longest = nullptr;
+  std::chrono::steady_clock::time_point longest_since;
+  for (const auto& [key, connection] : connections_) {
+    if (key == except)
+      continue;
+    const std::optional<std::chrono::steady_clock::time_point> since = connection->WaitingSince();
+    if (since.has_value() && (longest == nullptr || *since < longest_since)) {
+      longest = key;
+      longest_since = *since;
+    }
+  }
+  if (longest == nullptr)
+    return false;
+  SY_LOG_DEBUG("http: shedding a waiting connection to make room for a new one");
+  longest->Close();
+  return true;
+}
+
 void ConnectionRegistry::CloseAll() {
   // Close removes from the map, so walk a copy.
   std::vector<std::shared_ptr<HttpConnection>> connections;
@@ -46,13 +72,15 @@ void ConnectionRegistry::CloseAll() {
     connection->Close();
 }
 
-HttpConnection::HttpConnection(Socket socket, ServerContext* server, ConnectionRegistry* registry,
-                               EventLoop* loop)
+HttpConnection::HttpConnection(Socket socket, ConnectionSlot slot, ServerContext* server,
+                               ConnectionRegistry* registry, EventLoop* loop)
     : server_(server),
       registry_(registry),
       loop_(loop),
       status_(std::make_shared<ConnectionStatus>()),
       socket_(std::move(socket)),
+      slot_(std::move(slot)),
+      waiting_since_(std::chrono::steady_clock::now()),
       read_deadline_(socket_.get_executor(), [this] { OnReadTimeout(); }),
       write_deadline_(socket_.get_executor(), [this] {
         SY_LOG_DEBUG("http: closing {}: write timed out", remote_address_);
@@ -66,7 +94,7 @@ void HttpConnection::Start() {
     remote_address_ = FormatEndpoint(remote);
   // Small writes (SSE events) go out at once instead of waiting for an ACK.
   socket_.set_option(tcp::no_delay(true), ec);
-  phase_ = Phase::kHeader;
+  StartWaiting(Phase::kHeader);
   NewParser();
   ArmReadTimer(server_->options.header_timeout);
   header_timer_armed_ = true;
@@ -92,7 +120,7 @@ void HttpConnection::Close() {
   out_offset_ = 0;
   parser_.reset();
   registry_->Remove(this);
-  --server_->num_connections;
+  slot_.Release();
   // Set only while a response is not fully written: tell whoever makes it.
   std::function<void()> callback = std::move(close_callback_);
   close_callback_ = nullptr;
@@ -120,9 +148,12 @@ void HttpConnection::Read() {
     self->OnRead(ec, bytes);
   };
   if (read_into_in_) {
-    socket_.async_read_some(in_.prepare(read_chunk_.size()), std::move(on_read));
+    const size_t bytes = phase_ == Phase::kBody ? kBodyReadBytes : kHeadReadBytes;
+    socket_.async_read_some(in_.prepare(bytes), std::move(on_read));
   } else {
-    socket_.async_read_some(asio::buffer(read_chunk_), std::move(on_read));
+    if (read_chunk_ == nullptr)
+      read_chunk_ = std::make_unique<char[]>(kChunkBytes);
+    socket_.async_read_some(asio::buffer(read_chunk_.get(), kChunkBytes), std::move(on_read));
   }
 }
 
@@ -140,7 +171,7 @@ void HttpConnection::OnRead(const ErrorCode& ec, size_t bytes) {
   const auto append = [&] {
     if (!read_into_in_) {
       const auto space = in_.prepare(bytes);
-      std::memcpy(space.data(), read_chunk_.data(), bytes);
+      std::memcpy(space.data(), read_chunk_.get(), bytes);
     }
     in_.commit(bytes);
   };
@@ -244,7 +275,7 @@ void HttpConnection::Dispatch() {
 void HttpConnection::Reject(int status, std::string_view message) {
   SY_LOG_DEBUG("http: {} from {}: {}", status, remote_address_, message);
   read_deadline_.Disarm();
-  phase_ = Phase::kDraining;
+  StartWaiting(Phase::kDraining);
   parser_.reset();
   in_.clear();
   auto [content_type, body] = server_->options.error_body(status, message);
@@ -266,20 +297,43 @@ void HttpConnection::FinishResponse() {
   drain_callback_ = nullptr;
   response_ = Response::kNone;
   if (close_after_) {
-    phase_ = Phase::kDraining;
+    StartWaiting(Phase::kDraining);
     StartDraining();
     return;
   }
   NewParser();
   if (in_.size() > 0) {
-    phase_ = Phase::kHeader;
+    StartWaiting(Phase::kHeader);
     header_timer_armed_ = false;
     Parse();
   } else {
-    phase_ = Phase::kIdle;
+    StartWaiting(Phase::kIdle);
+    // An idle connection keeps no more than a head-sized buffer (a large body grew it).
+    if (in_.capacity() > kHeadReadBytes)
+      in_.shrink_to_fit();
     ArmReadTimer(server_->options.keep_alive_timeout);
     Read();
   }
+}
+
+void HttpConnection::StartWaiting(Phase phase) {
+  phase_ = phase;
+  waiting_since_ = std::chrono::steady_clock::now();
+}
+
+std::optional<std::chrono::steady_clock::time_point> HttpConnection::WaitingSince() const {
+  if (closed_)
+    return std::nullopt;
+  switch (phase_) {
+    case Phase::kIdle:
+    case Phase::kHeader:
+    case Phase::kDraining:
+      return waiting_since_;
+    case Phase::kBody:
+    case Phase::kHandling:
+      return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 void HttpConnection::StartDraining() {

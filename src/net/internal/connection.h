@@ -13,7 +13,6 @@
 // connection (with its socket) outlives the loop's io_context.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -54,6 +53,11 @@ class ConnectionRegistry {
   void Add(std::shared_ptr<HttpConnection> connection);
   void Remove(HttpConnection* connection);
   void CloseAll();
+  // Closes the connection, other than `except`, that has waited the longest for a request
+  // (idle between requests, or with its request head still incomplete: a slow client), to
+  // make room for `except`. False when none is waiting (all are being answered or reading a
+  // body).
+  bool ShedLongestWaiting(const HttpConnection* except);
 
  private:
   std::unordered_map<HttpConnection*, std::shared_ptr<HttpConnection>> connections_;
@@ -61,9 +65,9 @@ class ConnectionRegistry {
 
 class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
-  // Constructed on `loop`, the loop it lives on.
-  HttpConnection(Socket socket, ServerContext* server, ConnectionRegistry* registry,
-                 EventLoop* loop);
+  // Constructed on `loop`, the loop it lives on; holds `slot` until it closes.
+  HttpConnection(Socket socket, ConnectionSlot slot, ServerContext* server,
+                 ConnectionRegistry* registry, EventLoop* loop);
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
 
@@ -72,6 +76,10 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   // Closes the socket at once. If a response is not fully written, its close callback runs
   // (here, on the loop). Idempotent.
   void Close();
+  // Since when it has been waiting for a request (idle, or its head incomplete) or for the
+  // client to read its last response and close; nullopt while a request is read past its
+  // head or answered.
+  std::optional<std::chrono::steady_clock::time_point> WaitingSince() const;
 
   // The responder's operations. `seq` names the request being answered; calls for an older
   // request, calls out of order (Write before StartStream, a second Send) and calls after
@@ -125,6 +133,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   void ArmReadTimer(std::chrono::milliseconds timeout);
   void OnReadTimeout();
+  // The phase a connection waits in (kIdle, kHeader, kDraining) starts now.
+  void StartWaiting(Phase phase);
 
   ServerContext* const server_;
   ConnectionRegistry* const registry_;
@@ -132,16 +142,20 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   const std::shared_ptr<ConnectionStatus> status_;
   Socket socket_;
   std::string remote_address_;
+  ConnectionSlot slot_;
   bool closed_ = false;
+  std::chrono::steady_clock::time_point waiting_since_;  // see WaitingSince
 
   // Read side. While a request is read, reads land straight in in_, which the parser
   // consumes. While the handler has the request, and after, they land in read_chunk_ and are
   // appended to in_ once done, so that in_ can be parsed and consumed (the next request, when
-  // the response ends) while the disconnect-detecting read is outstanding.
+  // the response ends) while the disconnect-detecting read is outstanding. Both are small
+  // while the connection waits (a slow or idle client holds little memory): in_ is shrunk
+  // when the connection goes idle, read_chunk_ is allocated on the first response.
   Phase phase_ = Phase::kHeader;
   bool reading_ = false;
-  bool read_into_in_ = false;  // the outstanding (or last) read's bytes go to in_
-  std::array<char, 16 << 10> read_chunk_{};
+  bool read_into_in_ = false;           // the outstanding (or last) read's bytes go to in_
+  std::unique_ptr<char[]> read_chunk_;  // kChunkBytes
   beast::flat_buffer in_;
   std::optional<RequestParser> parser_;
   Deadline read_deadline_;           // header, body idle, keep-alive or drain timeout, by phase_

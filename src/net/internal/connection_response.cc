@@ -121,6 +121,10 @@ void HttpConnection::MaybeRunDrainCallback() {
 }
 
 void HttpConnection::Enqueue(std::string bytes) {
+  // An empty piece would become a zero-byte write, which completes having written nothing and
+  // so never leaves the queue: the response would never finish.
+  if (bytes.empty())
+    return;
   status_->pending_write_bytes += bytes.size();
   out_.push_back(std::move(bytes));
 }

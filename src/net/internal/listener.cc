@@ -102,15 +102,25 @@ void Listener::OnAccept(const ErrorCode& ec, Socket socket, size_t loop_index) {
     return;
   }
   ErrorCode socket_ec;
-  if (server_->num_connections >= server_->options.max_connections) {
-    SY_LOG_DEBUG("http: refusing a connection: {} open", server_->num_connections.load());
+  const tcp::endpoint remote = socket.remote_endpoint(socket_ec);
+  if (socket_ec) {  // reset before we looked at it
+    socket.close(socket_ec);
+    Accept();
+    return;
+  }
+  ConnectionAdmission::Refusal refusal;
+  ConnectionSlot slot = server_->admission->Take(remote.address().to_string(), &refusal);
+  if (refusal != ConnectionAdmission::Refusal::kNone) {
+    SY_LOG_DEBUG("http: refusing a connection from {}: {}", remote.address().to_string(),
+                 refusal == ConnectionAdmission::Refusal::kClientLimit
+                     ? "the client's connection limit"
+                     : "the server's connection limit");
     socket.close(socket_ec);
   } else if (const int descriptor = socket.release(socket_ec); socket_ec) {
     SY_LOG_WARN("http: cannot hand over an accepted connection: {}", socket_ec.message());
     socket.close(socket_ec);
   } else {
-    ++server_->num_connections;
-    on_accept_(loop_index, AcceptedSocket(protocol_, descriptor));
+    on_accept_(loop_index, AcceptedSocket(protocol_, descriptor, std::move(slot)));
   }
   Accept();
 }

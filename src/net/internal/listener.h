@@ -1,6 +1,8 @@
 // Listener: the listening socket. It accepts on the first loop and hands each accepted
-// connection, as an AcceptedSocket for the next loop in turn, to the server's callback (still
-// on the accepting loop). Past max_connections, a new connection is closed at once.
+// connection, as an AcceptedSocket for the next loop in turn with its ConnectionSlot, to the
+// server's callback (still on the accepting loop). A connection the server's admission
+// refuses (its client over max_connections_per_client, or far past max_connections) is
+// closed at once.
 //
 // Threads: everything on the accepting loop (Listen too: the loops lock no socket's state,
 // event_loop.h).
@@ -15,6 +17,7 @@
 #include "absl/status/status.h"
 
 #include "net/internal/beast.h"
+#include "net/internal/connection_admission.h"
 #include "net/internal/event_loop.h"
 #include "net/internal/server_context.h"
 
@@ -24,19 +27,26 @@ namespace switchyard::net::internal {
 // that loop's thread may register it with that loop. Closed on destruction unless adopted.
 class AcceptedSocket {
  public:
-  AcceptedSocket(tcp protocol, int descriptor) : protocol_(protocol), descriptor_(descriptor) {}
+  AcceptedSocket(tcp protocol, int descriptor, ConnectionSlot slot)
+      : protocol_(protocol), descriptor_(descriptor), slot_(std::move(slot)) {}
   AcceptedSocket(AcceptedSocket&& other) noexcept
-      : protocol_(other.protocol_), descriptor_(std::exchange(other.descriptor_, -1)) {}
+      : protocol_(other.protocol_),
+        descriptor_(std::exchange(other.descriptor_, -1)),
+        slot_(std::move(other.slot_)) {}
   AcceptedSocket& operator=(AcceptedSocket&&) = delete;
   ~AcceptedSocket();
 
   // The socket on `context`'s loop. REQUIRES: on that loop's thread; called once. Errors
   // (the descriptor cannot be registered) close it.
   Socket Adopt(asio::io_context& context, ErrorCode& ec);
+  // The connection's place under the server's limits, moved out (to the connection).
+  ConnectionSlot TakeSlot() { return std::move(slot_); }
+  bool over_capacity() const { return slot_.over_capacity(); }
 
  private:
   tcp protocol_;
   int descriptor_;
+  ConnectionSlot slot_;  // released with the socket unless taken
 };
 
 class Listener {

@@ -73,31 +73,6 @@ TEST(HttpLoadTest, FourLoopsManyClients) {
   EXPECT_EQ(ok, kThreads * kRequests);
 }
 
-TEST(HttpLoadTest, ConnectionsPastTheLimitAreClosed) {
-  HttpServerOptions options;
-  options.max_connections = 2;
-  absl::StatusOr<std::unique_ptr<HttpServer>> server =
-      HttpServer::Start(options, [](HttpRequest request, std::shared_ptr<HttpResponder> r) {
-        r->Send(200, "text/plain", request.path);
-      });
-  ASSERT_TRUE(server.ok());
-  TestClient first((*server)->port());
-  TestClient second((*server)->port());
-  // Answered, so both are open on the server.
-  for (TestClient* client : {&first, &second}) {
-    ASSERT_TRUE(client->Send(Get("/")));
-    ASSERT_TRUE(client->ReadResponse().has_value());
-  }
-  TestClient third((*server)->port());
-  ASSERT_TRUE(third.ok());
-  third.Send(Get("/"));
-  EXPECT_TRUE(third.WaitForClose());
-  ASSERT_TRUE(first.Send(Get("/still")));
-  std::optional<TestResponse> response = first.ReadResponse();
-  ASSERT_TRUE(response.has_value());
-  EXPECT_EQ(response->body, "/still");
-}
-
 // Random bytes, and valid requests with random bytes changed, never bring the server down:
 // each connection ends (answered or not) and good requests keep being answered.
 TEST(HttpLoadTest, RandomBytesNeverBreakTheServer) {

@@ -355,6 +355,46 @@ TEST(HttpServerResponseTest, NoContentHasNoBody) {
   EXPECT_EQ(after->body, "GET /after q= h=- b=");
 }
 
+// Every kind of bodiless answer (an empty body, a HEAD, a 204, an empty stream) leaves the
+// connection ready for the next request: before, an empty body stayed queued as a zero-byte
+// write that never completed the response, and the next request on the connection hung.
+TEST(HttpServerResponseTest, BodilessResponsesKeepTheConnectionUsable) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start({}, [](HttpRequest request, std::shared_ptr<HttpResponder> responder) {
+        if (request.path == "/empty") {
+          responder->Send(200, "application/json", "");
+        } else if (request.path == "/none") {
+          responder->Send(204, "", "");
+        } else if (request.path == "/empty-stream") {
+          responder->StartStream(200, "text/event-stream");
+          responder->Write("");
+          responder->End();
+        } else {
+          Echo(std::move(request), std::move(responder));
+        }
+      });
+  ASSERT_TRUE(server.ok());
+  TestClient client((*server)->port());
+  ASSERT_TRUE(client.ok());
+  for (int round = 0; round < 3; ++round) {
+    for (std::string_view path : {"/empty", "/none", "/empty-stream", "/echo"}) {
+      SCOPED_TRACE(fmt::format("round {} {}", round, path));
+      ASSERT_TRUE(client.Send(Get(path)));
+      std::optional<TestResponse> response = client.ReadResponse();
+      ASSERT_TRUE(response.has_value());
+      EXPECT_EQ(response->Header("connection"), std::nullopt);
+      if (path == "/echo")
+        EXPECT_EQ(response->body, "GET /echo q= h=- b=");
+      else
+        EXPECT_EQ(response->body, "");
+    }
+    ASSERT_TRUE(client.Send("HEAD /empty HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::optional<TestResponse> head = client.ReadResponse(/*head_request=*/true);
+    ASSERT_TRUE(head.has_value());
+    EXPECT_EQ(head->Header("content-length"), "0");
+  }
+}
+
 TEST(HttpServerStartTest, RejectsBadOptionsAndBusyPorts) {
   HttpServerOptions options;
   options.num_threads = 0;

@@ -32,12 +32,21 @@ std::optional<std::string> TestResponse::Header(std::string_view lower_name) con
   return std::nullopt;
 }
 
-TestClient::TestClient(int port, int receive_buffer_bytes) {
+TestClient::TestClient(int port, int receive_buffer_bytes, const char* source_address) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd_ < 0)
     return;
   if (receive_buffer_bytes > 0)
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer_bytes, sizeof(receive_buffer_bytes));
+  if (source_address != nullptr) {
+    sockaddr_in source = {};
+    source.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source_address, &source.sin_addr) != 1 ||
+        ::bind(fd_, reinterpret_cast<const sockaddr*>(&source), sizeof(source)) != 0) {
+      Close();
+      return;
+    }
+  }
   sockaddr_in address = {};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));

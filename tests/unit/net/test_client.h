@@ -30,8 +30,10 @@ struct TestResponse {
 class TestClient {
  public:
   // Connects to 127.0.0.1:port; ok() tells whether it did. A receive_buffer_bytes > 0 sets
-  // SO_RCVBUF before connecting (a small one makes a non-reading client stall sooner).
-  explicit TestClient(int port, int receive_buffer_bytes = 0);
+  // SO_RCVBUF before connecting (a small one makes a non-reading client stall sooner). A
+  // source_address (another loopback address, "127.0.0.2") makes the client another client
+  // address to the server.
+  explicit TestClient(int port, int receive_buffer_bytes = 0, const char* source_address = nullptr);
   ~TestClient();
   TestClient(const TestClient&) = delete;
   TestClient& operator=(const TestClient&) = delete;
