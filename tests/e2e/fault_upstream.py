@@ -14,6 +14,8 @@ scheduler's favourite) while its completions misbehave in the way `mode` names:
   keepalive_die  an SSE head and keep-alive comments, then the connection closes (an engine
                  killed while the stream waited in its queue)
   slow           a good answer after `delay` seconds (a request queued in a busy engine)
+  queued_stream  an SSE head, keep-alive comments every 0.3 s for `delay` seconds, then a
+                 good stream (our engine while the request waits in its queue)
 
 `engine_kind` and `port` make it a router member (router_server.Router). `completions` counts
 the completion requests it took. Use as a context manager, or start()/stop()."""
@@ -174,6 +176,15 @@ class FaultUpstream:
             time.sleep(0.2)
             conn.sendall(_chunk(b": keep-alive\n\n"))
             return False
+        if mode == "queued_stream":
+            conn.sendall(SSE_HEAD)
+            end = time.monotonic() + self.delay
+            while time.monotonic() < end:
+                conn.sendall(_chunk(b": keep-alive\n\n"))
+                time.sleep(0.3)
+            conn.sendall(_chunk(completion_event("queued")) + _chunk(b"data: [DONE]\n\n") +
+                         b"0\r\n\r\n")
+            return True
         if mode == "slow":
             time.sleep(self.delay)
             if stream:

@@ -4,8 +4,9 @@ mid-event (a clean APIError, never a JSONDecodeError), a JSON answer to a stream
 healthy endpoint (503 with Retry-After, not 429), upstreams that answer garbage or resets or
 500s while their /metrics scrape fine (outlier detection ejects them), a request queued
 longer than the first-byte timeout in a healthy upstream (served, not dropped), a queued
-stream whose engine dies after keep-alive comments (retried), and a SIGSTOPped engine with a
-request in flight (retried elsewhere within seconds)."""
+stream kept alive by keep-alive comments (which the client does not see), one whose engine
+dies after them (retried), and a SIGSTOPped engine with a request in flight (retried
+elsewhere within seconds)."""
 import signal
 import threading
 import time
@@ -142,6 +143,24 @@ def test_a_request_queued_past_the_first_byte_timeout_is_served():
                                                        max_tokens=2)
             assert out.choices[0].text == "late"
             assert busy.completions == 1
+            assert metric_sum(router.metrics(), "switchyard_router_upstream_retries_total") == 0
+        finally:
+            router.stop()
+
+
+def test_keepalive_comments_keep_a_queued_stream_alive_and_stay_in_the_router():
+    """A stream queued for 3 s behind a 1 s idle timeout: the keep-alive comments reset it
+    (the engine is alive), and the client sees only the events."""
+    with FaultUpstream("queued_stream", delay=3.0) as queued:
+        router = Router([queued], extra="proxy: {idleTimeoutMs: 1000}\n")
+        try:
+            r = requests.post(f"{router.url}/v1/completions", timeout=30, stream=True,
+                              json={"model": MODEL_NAME, "prompt": "hi", "stream": True})
+            assert r.status_code == 200
+            body = r.content.decode()
+            assert "keep-alive" not in body
+            assert body.endswith("data: [DONE]\n\n") and '"queued"' in body
+            assert queued.completions == 1
             assert metric_sum(router.metrics(), "switchyard_router_upstream_retries_total") == 0
         finally:
             router.stop()
