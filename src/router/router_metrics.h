@@ -6,7 +6,8 @@
 //       inference_objective_request_total and _request_error_total{error_code} in one:
 //       `code` is the HTTP status the client got, "error" for a stream ended by an SSE error
 //       event, "499" (nginx's "client closed request") for a client that left first.
-//       endpoint and pool are empty when no endpoint was picked (429, bad request).
+//       endpoint and pool are empty when no endpoint was picked (503: none healthy; bad
+//       request).
 //   switchyard_router_request_duration_seconds{endpoint,pool}        histogram
 //       inference_objective_request_duration_seconds, same buckets (5 ms .. 1 h): arrival
 //       to the end of the response (as it is handed to the client's connection), for
