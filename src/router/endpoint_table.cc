@@ -82,10 +82,15 @@ bool EndpointTable::ReportRequestFailure(std::string_view name, EndpointLoad* lo
   }
   base::MutexLock lock(&mu_);
   auto it = endpoints_.find(name);
-  // Gone, rejoined since (a new load), or ejected by a concurrent failure.
-  if (it == endpoints_.end() || it->second.load.get() != load || it->second.outlier.ejected(now))
-    return false;
+  if (it == endpoints_.end() || it->second.load.get() != load)
+    return false;  // gone, or rejoined since (with a new load)
   State& s = it->second;
+  if (s.outlier.ejected(now)) {
+    // Attempts that were under way when it was ejected: their failures do not add up to
+    // its next ejection.
+    load->consecutive_failures.store(0, std::memory_order_relaxed);
+    return false;
+  }
   int members = 0;
   int ejected = 0;
   for (const auto& [other_name, other] : endpoints_) {

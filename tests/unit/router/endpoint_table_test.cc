@@ -157,6 +157,11 @@ TEST(EndpointTableTest, OutlierEjectionTakesAnEndpointOutForItsTimeAndWakesItsWa
   EXPECT_EQ(late->cancels, 1);
   EXPECT_TRUE(a->waiters.Remove(&waiter));
 
+  // Failures of attempts under way when it was ejected do not add up to the next ejection.
+  for (int i = 0; i < 3; ++i)
+    EXPECT_FALSE(table.ReportRequestFailure("a", a, t0 + milliseconds(10)));
+  EXPECT_EQ(a->consecutive_failures.load(), 0);
+
   // "b" may not go too while "a" is out (10% of two: one at a time).
   EndpointLoad* b = (*snap)[1].load.get();
   for (int i = 0; i < 5; ++i)
