@@ -53,6 +53,9 @@ struct HttpClientRequest {
   std::string target;    // "/v1/completions"
   HeaderList headers;    // Host and Content-Length are set by the client
   SharedBody body;
+  // The request's own first-byte timeout (HttpClientOptions::first_byte_timeout), for a
+  // caller whose requests differ in how long their head may take; unset: the client's.
+  std::optional<std::chrono::milliseconds> first_byte_timeout;
 };
 
 // Receives one request's response, on the request's loop, in the order above. The call holds

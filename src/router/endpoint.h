@@ -14,6 +14,8 @@
 #include <optional>
 #include <string>
 
+#include "router/endpoint_waiters.h"
+
 namespace switchyard::router {
 
 // The llm-d role label and its values (llm-d.ai/role).
@@ -32,11 +34,11 @@ struct EndpointMetrics {
 
 class EndpointRecorder;  // router_metrics.h
 
-// The router's own requests in flight to one endpoint. Every snapshot of the endpoint
-// shares it, so scheduling sees it live. A request's attempt updates the load object it
-// started on (held through its ProxyTarget), without the table's lock; an endpoint that
-// leaves and rejoins the table gets a new one, so late ends of old requests cannot skew it.
-// Any thread.
+// The router's own requests in flight to one endpoint, and how the last of them ended. Every
+// snapshot of the endpoint shares it, so scheduling sees it live. A request's attempt updates
+// the load object it started on (held through its ProxyTarget), without the table's lock; an
+// endpoint that leaves and rejoins the table gets a new one, so late ends of old requests
+// cannot skew it. Any thread.
 struct EndpointLoad {
   explicit EndpointLoad(int64_t active = 0, int64_t inflight = 0)
       : active_requests(active), inflight_prompt_tokens(inflight) {}
@@ -63,6 +65,11 @@ struct EndpointLoad {
   // The endpoint's series in the router's metrics, found on its first pick and kept here
   // so that later picks need no lookup (the metrics keep every recorder they made).
   std::atomic<EndpointRecorder*> recorder{nullptr};
+  // Attempts in a row that failed (outlier detection: EndpointTable::ReportRequestFailure).
+  std::atomic<int> consecutive_failures{0};
+  // The requests waiting on the endpoint with nothing sent to their client yet: cancelled
+  // and retried elsewhere when the endpoint goes down.
+  EndpointWaiters waiters;
 };
 
 struct Endpoint {

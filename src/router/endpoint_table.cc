@@ -62,7 +62,50 @@ void EndpointTable::ReportScrapeFailure(const std::string& name) {
   if (++it->second.consecutive_failures >= kUnhealthyAfterFailures && it->second.healthy) {
     it->second.healthy = false;
     Changed();
+    WakeWaiters(it->second);
   }
+}
+
+void EndpointTable::WakeWaiters(State& s) {
+  if (s.waiters_down)
+    return;
+  s.waiters_down = true;
+  s.load->waiters.Down();
+}
+
+bool EndpointTable::ReportRequestFailure(std::string_view name, EndpointLoad* load,
+                                         Clock::time_point now) {
+  if (outlier_.consecutive_5xx <= 0 ||
+      load->consecutive_failures.fetch_add(1, std::memory_order_relaxed) + 1 <
+          outlier_.consecutive_5xx) {
+    return false;
+  }
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it == endpoints_.end() || it->second.load.get() != load)
+    return false;  // gone, or rejoined since (with a new load)
+  State& s = it->second;
+  if (s.outlier.ejected(now)) {
+    // Attempts that were under way when it was ejected: their failures do not add up to
+    // its next ejection.
+    load->consecutive_failures.store(0, std::memory_order_relaxed);
+    return false;
+  }
+  int members = 0;
+  int ejected = 0;
+  for (const auto& [other_name, other] : endpoints_) {
+    if (other.spec.pool != s.spec.pool)
+      continue;
+    ++members;
+    ejected += other.outlier.ejected(now) ? 1 : 0;
+  }
+  if (!MayEject(outlier_, members, ejected))
+    return false;  // the count stays: its next failure tries again
+  s.outlier.Eject(outlier_, now);
+  load->consecutive_failures.store(0, std::memory_order_relaxed);
+  Changed();
+  WakeWaiters(s);
+  return true;
 }
 
 Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const {
@@ -79,19 +122,28 @@ Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const 
 
 std::shared_ptr<const std::vector<Endpoint>> EndpointTable::Snapshot(Clock::time_point now) const {
   base::MutexLock lock(&mu_);
-  // Still right when nothing changed since and no endpoint fresh in it went stale (nor is
-  // `now` before it, when a stale one might have been fresh).
-  if (snapshot_ != nullptr && now >= snapshot_at_ && now <= fresh_until_)
+  // Still right when nothing changed since and no endpoint fresh in it went stale
+  // (nor is `now` before it, when a stale one might have been fresh), and no ejection in it
+  // ended.
+  if (snapshot_ != nullptr && now >= snapshot_at_ && now < valid_until_)
     return snapshot_;
   auto out = std::make_shared<std::vector<Endpoint>>();
   out->reserve(endpoints_.size());
-  fresh_until_ = Clock::time_point::max();
+  valid_until_ = Clock::time_point::max();
   for (const auto& [name, s] : endpoints_) {
+    if (s.outlier.ejected(now)) {
+      valid_until_ = std::min(valid_until_, s.outlier.ejected_until());
+      continue;
+    }
     if (!s.healthy)
       continue;
+    if (s.waiters_down) {
+      s.waiters_down = false;
+      s.load->waiters.Up();
+    }
     out->push_back(ToEndpoint(s, now));
-    if (out->back().metrics.fresh)
-      fresh_until_ = std::min(fresh_until_, s.metrics_at + staleness_);
+    if (out->back().metrics.fresh)  // while now - metrics_at <= staleness_
+      valid_until_ = std::min(valid_until_, s.metrics_at + staleness_ + Clock::duration(1));
   }
   snapshot_ = std::move(out);
   snapshot_at_ = now;
@@ -111,9 +163,17 @@ std::vector<EndpointStatus> EndpointTable::Statuses(Clock::time_point now) const
   std::vector<EndpointStatus> out;
   out.reserve(endpoints_.size());
   for (const auto& [name, s] : endpoints_) {
-    out.push_back({ToEndpoint(s, now), s.healthy,
-                   s.has_metrics ? std::chrono::duration<double>(now - s.metrics_at).count() : -1.0,
-                   s.spec.engine});
+    EndpointStatus& status = out.emplace_back();
+    status.endpoint = ToEndpoint(s, now);
+    status.healthy = s.healthy;
+    status.metrics_age_s =
+        s.has_metrics ? std::chrono::duration<double>(now - s.metrics_at).count() : -1.0;
+    status.engine = s.spec.engine;
+    status.ejected = s.outlier.ejected(now);
+    status.ejected_for_s =
+        status.ejected ? std::chrono::duration<double>(s.outlier.ejected_until() - now).count() : 0;
+    status.ejections = s.outlier.ejections();
+    status.consecutive_failures = s.load->consecutive_failures.load(std::memory_order_relaxed);
   }
   return out;
 }
@@ -145,10 +205,13 @@ std::string EndpointTable::DebugJson(Clock::time_point now) const {
     out.append(fmt::format(
         "}},\"healthy\":{},\"metrics\":{{\"fresh\":{},\"age_s\":{:.3f},\"waiting_requests\":{},"
         "\"running_requests\":{},\"kv_cache_usage\":{:.4f},\"block_size\":{},"
-        "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"inflight_prompt_tokens\":{}}}",
+        "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"inflight_prompt_tokens\":{},"
+        "\"outlier\":{{\"ejected\":{},\"ejected_for_s\":{:.3f},\"ejections\":{},"
+        "\"consecutive_failures\":{}}}}}",
         status.healthy, e.metrics.fresh, status.metrics_age_s, e.metrics.waiting_requests,
         e.metrics.running_requests, e.metrics.kv_cache_usage, e.metrics.block_size,
-        e.metrics.num_gpu_blocks, e.active_requests(), e.inflight_prompt_tokens()));
+        e.metrics.num_gpu_blocks, e.active_requests(), e.inflight_prompt_tokens(), status.ejected,
+        status.ejected_for_s, status.ejections, status.consecutive_failures));
   }
   out.append("]}");
   return out;

@@ -1,12 +1,19 @@
 // EndpointTable: the router's view of its endpoints: membership (from static config and DNS
-// re-resolution), health, the last scraped metrics and when they came, and the requests
-// the router itself has in flight to each. Scheduling takes a Snapshot per request: every
-// healthy endpoint with `fresh` computed against the staleness bound, immutable, so plugins
-// read plain values while scrapes and requests go on. The snapshot is built once and shared
-// by pointer until the table changes (membership, health, metrics) or an endpoint's metrics
-// go stale, not copied per request; the in-flight counts (EndpointLoad) are live in it.
+// re-resolution), health (active, from scrapes; passive, from outlier detection:
+// outlier_detection.h), the last scraped metrics and when they came, and the requests the
+// router itself has in flight to each. Scheduling takes a Snapshot per request: every
+// healthy endpoint not ejected, with `fresh` computed against the staleness bound, immutable,
+// so plugins read plain values while scrapes and requests go on. The snapshot is built once
+// and shared by pointer until the table changes (membership, health, metrics, ejections) or
+// an endpoint's metrics go stale or its ejection ends, not copied per request; the in-flight
+// counts (EndpointLoad) are live in it.
+//
+// When an endpoint leaves the routing set for a fault (failed scrapes, an ejection), the
+// requests waiting on it with nothing sent to their client are woken (EndpointWaiters::Down)
+// to be retried elsewhere; its waiters are up again once a snapshot includes it.
 //
 // Thread-safe: one mutex, held briefly (Snapshot copies a pointer, except when it rebuilds).
+// Lock order: a ProxyCall's lock, then this one, then an EndpointWaiters' (a leaf).
 #pragma once
 
 #include <chrono>
@@ -14,11 +21,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/mutex.h"
 #include "router/endpoint.h"
 #include "router/engine_metrics.h"
+#include "router/outlier_detection.h"
 
 namespace switchyard::router {
 
@@ -32,17 +41,26 @@ struct EndpointSpec {
 
 // What the router believes about one member, healthy or not.
 struct EndpointStatus {
-  Endpoint endpoint;  // metrics.fresh computed against the staleness bound
-  bool healthy = true;
+  Endpoint endpoint;          // metrics.fresh computed against the staleness bound
+  bool healthy = true;        // by its scrapes
   double metrics_age_s = -1;  // since the last scrape; -1 when never scraped
   EngineKind engine = EngineKind::kVllm;
+  bool ejected = false;  // by outlier detection, for ejected_for_s more
+  double ejected_for_s = 0;
+  uint64_t ejections = 0;  // since it joined
+  int consecutive_failures = 0;
+
+  // In the routing set (what scheduling sees).
+  bool routable() const { return healthy && !ejected; }
 };
 
 class EndpointTable {
  public:
   using Clock = std::chrono::steady_clock;
 
-  explicit EndpointTable(std::chrono::milliseconds staleness) : staleness_(staleness) {}
+  explicit EndpointTable(std::chrono::milliseconds staleness,
+                         const OutlierDetectionConfig& outlier = {})
+      : staleness_(staleness), outlier_(outlier) {}
 
   // Replaces the membership of `pool`: new names are added (healthy until a check says
   // otherwise, metrics unknown), missing ones removed, survivors keep their state.
@@ -58,7 +76,18 @@ class EndpointTable {
   // healthy, failure count reset, metrics left as they were (unknown: never fresh).
   void ReportReachable(const std::string& name);
 
-  // Healthy endpoints, in name order.
+  // Outlier detection (outlier_detection.h): one request attempt on the endpoint `name`,
+  // whose EndpointLoad is `load` (the one it started on), failed at `now`. Returns true when
+  // that ejected the endpoint (its waiters are woken). Takes the lock only at the
+  // consecutive_5xx-th failure in a row.
+  bool ReportRequestFailure(std::string_view name, EndpointLoad* load, Clock::time_point now);
+  // An attempt succeeded (any answer but a 5xx). Lock-free.
+  static void ReportRequestSuccess(EndpointLoad* load) {
+    if (load->consecutive_failures.load(std::memory_order_relaxed) != 0)
+      load->consecutive_failures.store(0, std::memory_order_relaxed);
+  }
+
+  // Healthy endpoints not ejected, in name order.
   std::shared_ptr<const std::vector<Endpoint>> Snapshot(Clock::time_point now) const;
   std::vector<EndpointSpec> Members() const;
   // Every member, healthy or not, in name order (GET /debug/endpoints, router metrics).
@@ -70,7 +99,11 @@ class EndpointTable {
   struct State {
     EndpointSpec spec;
     bool healthy = true;
-    int consecutive_failures = 0;
+    int consecutive_failures = 0;  // of scrapes
+    OutlierState outlier;
+    // Its waiters are down: set when it left the routing set for a fault, cleared when a
+    // snapshot includes it again.
+    mutable bool waiters_down = false;
     EndpointMetrics metrics;
     bool has_metrics = false;
     Clock::time_point metrics_at;
@@ -80,15 +113,20 @@ class EndpointTable {
   Endpoint ToEndpoint(const State& s, Clock::time_point now) const;
   // The snapshot is to be rebuilt (membership, health or metrics changed).
   void Changed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { snapshot_ = nullptr; }
+  // `s` left the routing set for a fault: wakes its waiters.
+  static void WakeWaiters(State& s);
 
   const std::chrono::milliseconds staleness_;
+  const OutlierDetectionConfig outlier_;
   mutable base::Mutex mu_;
-  std::map<std::string, State> endpoints_ ABSL_GUARDED_BY(mu_);
-  // The last snapshot, built at snapshot_at_ and right until fresh_until_ (when the first
-  // endpoint fresh in it goes stale); null when the table changed since.
+  // std::less<>: found by a string_view name without a copy.
+  std::map<std::string, State, std::less<>> endpoints_ ABSL_GUARDED_BY(mu_);
+  // The last snapshot, built at snapshot_at_ and right until valid_until_ (when the first
+  // endpoint fresh in it goes stale, or the first ejection ends); null when the table
+  // changed since.
   mutable std::shared_ptr<const std::vector<Endpoint>> snapshot_ ABSL_GUARDED_BY(mu_);
   mutable Clock::time_point snapshot_at_ ABSL_GUARDED_BY(mu_);
-  mutable Clock::time_point fresh_until_ ABSL_GUARDED_BY(mu_);
+  mutable Clock::time_point valid_until_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::router

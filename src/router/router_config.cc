@@ -1,5 +1,6 @@
 #include "router/router_config.h"
 
+#include <chrono>
 #include <filesystem>
 
 #include "fmt/format.h"
@@ -45,6 +46,32 @@ absl::Status ReadPositive(const YAML::Node& node, const std::string& key, const 
   SY_ASSIGN_OR_RETURN(*out, base::YamlField<int>(node, key, *out));
   if (*out <= 0)
     return Bad(where, fmt::format("{} must be positive", key));
+  return absl::OkStatus();
+}
+
+absl::Status ReadMs(const YAML::Node& node, const std::string& key, const std::string& where,
+                    std::chrono::milliseconds* out) {
+  int ms = static_cast<int>(out->count());
+  SY_RETURN_IF_ERROR(ReadPositive(node, key, where, &ms));
+  *out = std::chrono::milliseconds(ms);
+  return absl::OkStatus();
+}
+
+absl::Status ReadOutlierDetection(const YAML::Node& node, const std::string& where,
+                                  OutlierDetectionConfig* out) {
+  if (!node.IsMap())
+    return Bad(where, "must be a map");
+  SY_ASSIGN_OR_RETURN(out->consecutive_5xx,
+                      base::YamlField<int>(node, "consecutive5xx", out->consecutive_5xx));
+  if (out->consecutive_5xx < 0)
+    return Bad(where, "consecutive5xx must be >= 0 (0: off)");
+  SY_RETURN_IF_ERROR(ReadMs(node, "intervalMs", where, &out->interval));
+  SY_RETURN_IF_ERROR(ReadMs(node, "baseEjectionTimeMs", where, &out->base_ejection_time));
+  SY_RETURN_IF_ERROR(ReadMs(node, "maxEjectionTimeMs", where, &out->max_ejection_time));
+  SY_ASSIGN_OR_RETURN(out->max_ejection_percent,
+                      base::YamlField<int>(node, "maxEjectionPercent", out->max_ejection_percent));
+  if (out->max_ejection_percent < 0 || out->max_ejection_percent > 100)
+    return Bad(where, "maxEjectionPercent must be in [0, 100]");
   return absl::OkStatus();
 }
 
@@ -135,10 +162,13 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
     SY_RETURN_IF_ERROR(
         ReadPositive(p, "firstByteTimeoutMs", src + ": proxy", &c.first_byte_timeout_ms));
     SY_RETURN_IF_ERROR(ReadPositive(p, "idleTimeoutMs", src + ": proxy", &c.idle_timeout_ms));
+    SY_RETURN_IF_ERROR(ReadPositive(p, "requestTimeoutMs", src + ": proxy", &c.request_timeout_ms));
     SY_ASSIGN_OR_RETURN(c.max_retries, base::YamlField<int>(p, "maxRetries", c.max_retries));
     if (c.max_retries < 0 || c.max_retries > 16)
       return Bad(src + ": proxy", "maxRetries must be in [0, 16]");
   }
+  if (const YAML::Node o = root["outlierDetection"])
+    SY_RETURN_IF_ERROR(ReadOutlierDetection(o, src + ": outlierDetection", &c.outlier_detection));
   SY_ASSIGN_OR_RETURN(c.session_token_secret_env,
                       base::YamlField<std::string>(root, "sessionTokenSecretEnv", ""));
   const YAML::Node scheduling = root["scheduling"];

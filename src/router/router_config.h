@@ -20,7 +20,16 @@
 //     - {name: engines.svc, port: 8000, engine: vllm, labels: {}, refreshSeconds: 10}
 //   scraping: {intervalMs: 50, stalenessMs: 2000, timeoutMs: 1000}
 //   proxy: {connectTimeoutMs: 2000, firstByteTimeoutMs: 60000, idleTimeoutMs: 60000,
-//           maxRetries: 2}
+//           requestTimeoutMs: 600000, maxRetries: 2}
+//                                # firstByteTimeoutMs: a stream's head (engines send it when
+//                                # they queue the request); idleTimeoutMs: between body bytes
+//                                # (SSE keep-alive comments count); requestTimeoutMs: a
+//                                # non-streamed request's wait for its response, which comes
+//                                # whole after any queueing: no liveness check (health is)
+//   outlierDetection: {consecutive5xx: 5, intervalMs: 10000, baseEjectionTimeMs: 30000,
+//                      maxEjectionTimeMs: 300000, maxEjectionPercent: 10}
+//                                # passive health, as Envoy's (outlier_detection.h);
+//                                # consecutive5xx: 0 turns it off
 //   sessionTokenSecretEnv: SWITCHYARD_SESSION_SECRET
 //
 // Plain values; errors name the offending key.
@@ -37,6 +46,7 @@
 
 #include "router/endpoint_table.h"
 #include "router/engine_metrics.h"
+#include "router/outlier_detection.h"
 
 namespace switchyard::router {
 
@@ -80,7 +90,9 @@ struct RouterConfig {
   int connect_timeout_ms = 2000;
   int first_byte_timeout_ms = 60'000;
   int idle_timeout_ms = 60'000;
+  int request_timeout_ms = 600'000;
   int max_retries = 2;
+  OutlierDetectionConfig outlier_detection;
   std::string session_token_secret_env;
   // The EndpointPickerConfig YAML text (from `scheduling:` or schedulingConfigFile).
   std::string scheduling_yaml;

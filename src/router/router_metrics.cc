@@ -27,8 +27,8 @@ namespace {
 using prometheus::Family;
 using prometheus::Gauge;
 
-constexpr std::array<std::string_view, kRetryReasons> kRetryReasonNames = {"connect", "http_502",
-                                                                           "http_503", "timeout"};
+constexpr std::array<std::string_view, kRetryReasons> kRetryReasonNames = {
+    "connect", "http_502", "http_503", "timeout", "unhealthy"};
 
 // inference_objective_request_duration_seconds's buckets: 5 ms to an hour.
 std::vector<double> LatencyBuckets() {
@@ -143,6 +143,10 @@ void EndpointRecorder::Retry(RetryReason reason) {
   retries_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
 }
 
+void EndpointRecorder::Ejected() {
+  ejections_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void EndpointRecorder::PrefixPrediction(int64_t prompt_tokens, int64_t cached_tokens) {
   prompt_tokens_.fetch_add(static_cast<uint64_t>(prompt_tokens), std::memory_order_relaxed);
   cached_tokens_.fetch_add(static_cast<uint64_t>(cached_tokens), std::memory_order_relaxed);
@@ -162,7 +166,7 @@ struct RouterMetrics::Impl {
 
   // The gauges, set from the endpoint table at each scrape of the router.
   prometheus::Registry registry;
-  std::array<Family<Gauge>*, 6> endpoint_gauges = {
+  std::array<Family<Gauge>*, 7> endpoint_gauges = {
       &AddGauge(registry, "switchyard_router_endpoint_inflight_requests",
                 "The router's requests in flight to each endpoint."),
       &AddGauge(registry, "switchyard_router_endpoint_queue_size",
@@ -172,7 +176,9 @@ struct RouterMetrics::Impl {
       &AddGauge(registry, "switchyard_router_endpoint_kv_cache_usage",
                 "KV cache usage (0..1) each endpoint reported at its last scrape."),
       &AddGauge(registry, "switchyard_router_endpoint_healthy",
-                "1 when the endpoint is in the routing set, 0 after a failed check."),
+                "1 while the endpoint's scrapes succeed, 0 after failed ones."),
+      &AddGauge(registry, "switchyard_router_endpoint_ejected",
+                "1 while outlier detection has the endpoint ejected."),
       &AddGauge(registry, "switchyard_router_endpoint_metrics_age_seconds",
                 "Seconds since the endpoint's last successful scrape (-1: never)."),
   };
@@ -184,7 +190,7 @@ struct RouterMetrics::Impl {
   // The table-fed gauges of one endpoint.
   struct EndpointGauges {
     std::string pool;
-    std::array<Gauge*, 6> gauges = {};  // in the order of endpoint_gauges
+    std::array<Gauge*, 7> gauges = {};  // in the order of endpoint_gauges
   };
 
   mutable base::Mutex mu;
@@ -220,6 +226,9 @@ std::vector<MetricFamily> RouterMetrics::Impl::CollectRecorded() const {
       NewFamily("switchyard_router_upstream_retries_total",
                 "Attempts that failed before the first byte and went back to the picker.",
                 MetricType::Counter);
+  MetricFamily ejections =
+      NewFamily("switchyard_router_endpoint_ejections_total",
+                "Times outlier detection ejected each endpoint.", MetricType::Counter);
   MetricFamily prompt_tokens = NewFamily(
       "switchyard_router_prefix_prompt_tokens_total",
       "Prompt tokens routed to each endpoint (prefix-cache scorer profiles).", MetricType::Counter);
@@ -262,6 +271,8 @@ std::vector<MetricFamily> RouterMetrics::Impl::CollectRecorded() const {
       labels.push_back({"reason", std::string(kRetryReasonNames[i])});
       retries.metric.push_back(Counted(std::move(labels), n));
     }
+    if (const uint64_t n = Load(r->ejections_); n > 0)
+      ejections.metric.push_back(Counted(EndpointLabels(r->endpoint_, r->pool_), n));
     if (r->predicted_.load(std::memory_order_relaxed)) {
       prompt_tokens.metric.push_back(
           Counted(EndpointLabels(r->endpoint_, r->pool_), Load(r->prompt_tokens_)));
@@ -271,7 +282,7 @@ std::vector<MetricFamily> RouterMetrics::Impl::CollectRecorded() const {
   }
   std::vector<MetricFamily> families;
   for (MetricFamily* family : {&requests, &latency, &first_byte, &tokenize_family, &schedule_family,
-                               &retries, &prompt_tokens, &cached_tokens}) {
+                               &retries, &ejections, &prompt_tokens, &cached_tokens}) {
     if (!family->metric.empty())
       families.push_back(std::move(*family));
   }
@@ -323,7 +334,7 @@ void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses)
     seen.insert(e.name);
     auto& [members, ready] = pools[e.pool];
     ++members;
-    ready += status.healthy ? 1 : 0;
+    ready += status.routable() ? 1 : 0;
     Impl::EndpointGauges& g = m.gauges[e.name];
     if (g.gauges[0] != nullptr && g.pool != e.pool) {
       for (size_t i = 0; i < g.gauges.size(); ++i)
@@ -340,7 +351,8 @@ void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses)
     g.gauges[2]->Set(static_cast<double>(e.metrics.running_requests));
     g.gauges[3]->Set(e.metrics.kv_cache_usage);
     g.gauges[4]->Set(status.healthy ? 1 : 0);
-    g.gauges[5]->Set(status.metrics_age_s);
+    g.gauges[5]->Set(status.ejected ? 1 : 0);
+    g.gauges[6]->Set(status.metrics_age_s);
   }
   for (auto it = m.gauges.begin(); it != m.gauges.end();) {
     if (seen.contains(it->first)) {

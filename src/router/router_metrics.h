@@ -6,7 +6,8 @@
 //       inference_objective_request_total and _request_error_total{error_code} in one:
 //       `code` is the HTTP status the client got, "error" for a stream ended by an SSE error
 //       event, "499" (nginx's "client closed request") for a client that left first.
-//       endpoint and pool are empty when no endpoint was picked (429, bad request).
+//       endpoint and pool are empty when no endpoint was picked (503: none healthy; bad
+//       request).
 //   switchyard_router_request_duration_seconds{endpoint,pool}        histogram
 //       inference_objective_request_duration_seconds, same buckets (5 ms .. 1 h): arrival
 //       to the end of the response (as it is handed to the client's connection), for
@@ -24,7 +25,12 @@
 //   switchyard_router_upstream_retries_total{endpoint,pool,reason}   counter
 //       no EPP peer (Envoy's upstream_rq_retry): an attempt on `endpoint` failed before any
 //       byte reached the client and the request went back to the picker. reason: connect
-//       (refused, reset, closed, unresolved), http_502, http_503, timeout.
+//       (refused, reset, closed, unresolved, malformed or cut short), http_502, http_503,
+//       timeout, unhealthy (the endpoint left the routing set, by failed scrapes or an
+//       ejection, while the request waited on it: cancelled there and retried).
+//   switchyard_router_endpoint_ejections_total{endpoint,pool}        counter
+//       Envoy's outlier_detection.ejections_enforced_total: outlier detection ejected the
+//       endpoint (outlier_detection.h).
 //   switchyard_router_prefix_prompt_tokens_total{endpoint,pool}              counter
 //   switchyard_router_prefix_predicted_cached_tokens_total{endpoint,pool}    counter
 //       inference_extension_prefix_indexer_hit_ratio / _hit_bytes, as token counters per
@@ -37,11 +43,13 @@
 //   switchyard_router_endpoint_running_requests{endpoint,pool}       gauge
 //   switchyard_router_endpoint_kv_cache_usage{endpoint,pool}         gauge (0..1)
 //       the per-endpoint inputs of inference_pool_average_kv_cache_utilization.
-//   switchyard_router_endpoint_healthy{endpoint,pool}                gauge (0/1)
+//   switchyard_router_endpoint_healthy{endpoint,pool}                gauge (0/1, by scrapes)
+//   switchyard_router_endpoint_ejected{endpoint,pool}                gauge (0/1)
+//       Envoy's outlier_detection.ejections_active, per endpoint.
 //   switchyard_router_endpoint_metrics_age_seconds{endpoint,pool}    gauge (-1: never)
 //   switchyard_router_pool_size{pool}                                gauge (members)
 //   switchyard_router_pool_ready_endpoints{pool}                     gauge
-//       inference_pool_ready_pods.
+//       inference_pool_ready_pods: healthy and not ejected.
 // Counters carry `_total` in their names, so the text has `# TYPE x_total counter` as
 // prometheus_client writes it; label sets of removed endpoints leave the gauges.
 //
@@ -64,8 +72,8 @@
 
 namespace switchyard::router {
 
-enum class RetryReason { kConnect, kHttp502, kHttp503, kTimeout };
-inline constexpr size_t kRetryReasons = 4;
+enum class RetryReason { kConnect, kHttp502, kHttp503, kTimeout, kUnhealthy };
+inline constexpr size_t kRetryReasons = 5;
 
 // The code of a request whose stream ended with an SSE error event (`code="error"`); no
 // HTTP status is 0.
@@ -95,6 +103,8 @@ class EndpointRecorder {
   void RequestFinished(int code, double latency_s);
   void FirstByte(double seconds);
   void Retry(RetryReason reason);
+  // Outlier detection ejected the endpoint.
+  void Ejected();
   // The prompt came here, where it was predicted to find `cached_tokens` of it cached.
   void PrefixPrediction(int64_t prompt_tokens, int64_t cached_tokens);
 
@@ -108,6 +118,7 @@ class EndpointRecorder {
   base::AtomicHistogram latency_;
   base::AtomicHistogram first_byte_;
   std::array<std::atomic<uint64_t>, kRetryReasons> retries_{};
+  std::atomic<uint64_t> ejections_{0};
   std::atomic<bool> predicted_{false};
   std::atomic<uint64_t> prompt_tokens_{0};
   std::atomic<uint64_t> cached_tokens_{0};

@@ -128,6 +128,16 @@ class RequestRouting final : public internal::ProxyRouting {
     return codec != nullptr ? codec->Issue(endpoint) : std::string();
   }
 
+  void AttemptEnded(const internal::ProxyTarget& target, bool failed) override {
+    if (!failed) {
+      EndpointTable::ReportRequestSuccess(target.load);
+    } else if (table_->ReportRequestFailure(target.name, target.load, Clock::now())) {
+      target.metrics->Ejected();
+      SY_LOG_WARN("router: outlier detection ejected {} (requests failing in a row)",
+                  std::string(target.name));
+    }
+  }
+
  private:
   const SchedulingProfile* const profile_;
   EndpointTable* const table_;
@@ -145,7 +155,7 @@ class RouterServerImpl final : public RouterServer {
  public:
   explicit RouterServerImpl(RouterConfig config)
       : config_(std::move(config)),
-        table_(std::chrono::milliseconds(config_.staleness_ms)),
+        table_(std::chrono::milliseconds(config_.staleness_ms), config_.outlier_detection),
         metrics_(config_.model, PoolNames(config_.pools)) {}
   ~RouterServerImpl() override { Stop(); }
 
@@ -433,6 +443,11 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   proxy.arrival = arrival;
   proxy.prompt_tokens = static_cast<int64_t>(sched.prompt_tokens.size());
   proxy.stream = stream;
+  // A buffered response's head comes with its whole completion, after however long the
+  // request queues in a healthy engine: its wait is bounded by the request timeout, and a
+  // dead or frozen engine is found by health checks (which wake the request to retry it).
+  if (!stream)
+    proxy.http.first_byte_timeout = std::chrono::milliseconds(config_.request_timeout_ms);
   auto call = std::allocate_shared<internal::ProxyCall>(
       base::RecyclingAllocator<internal::ProxyCall>(), std::move(proxy), std::move(responder),
       client_.get(), &metrics_, config_.max_retries, std::move(routing));

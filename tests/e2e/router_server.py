@@ -48,7 +48,9 @@ def metric_sum(text, name, **labels):
 class Router:
     def __init__(self, members, scheduling=None, pools=None, wait_fresh=None,
                  model=MODEL_NAME, tokenizer=MODELS_DIR / "tiny-llama3", start_timeout=60,
-                 listen_extra=""):
+                 listen_extra="", extra=""):
+        """listen_extra: more keys of `listen:`; extra: more top-level YAML for the config
+        (proxy:, outlierDetection: ...)."""
         endpoints = "\n".join(member_line(m) for m in members)
         pools = pools or f"pools:\n- name: default\n  endpoints:\n{endpoints}\n"
         self.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
@@ -56,7 +58,7 @@ class Router:
         self.config.write(f"listen: {{{listen}}}\nmodel: {model}\n"
                           f"tokenizer: {tokenizer}\n"
                           f"scraping: {{intervalMs: 50, stalenessMs: 2000}}\n"
-                          + pools + (scheduling or ""))
+                          + pools + (scheduling or "") + extra)
         self.config.close()
         self.out = tempfile.TemporaryFile("w+")
         self.err = tempfile.TemporaryFile("w+")

@@ -73,6 +73,7 @@ ClientCall::ClientCall(ClientLoop* loop, const HttpClientRequest& request,
                        std::optional<size_t> body_limit)
     : loop_(loop),
       options_(loop->options()),
+      first_byte_timeout_(request.first_byte_timeout.value_or(options_.first_byte_timeout)),
       upstream_(request.upstream),
       body_(request.body),
       head_method_(request.method == "HEAD"),
@@ -202,7 +203,7 @@ void ClientCall::Write(std::chrono::steady_clock::time_point now) {
   stage_ = Stage::kWriting;
   // The first-byte timeout covers the write too: a server that stops reading the request
   // has not answered it either.
-  ArmDeadlineAt(now + options_.first_byte_timeout);
+  ArmDeadlineAt(now + first_byte_timeout_);
   const std::array<asio::const_buffer, 2> buffers = {asio::buffer(head_bytes_),
                                                      asio::buffer(body_.data(), body_.size())};
   asio::async_write(
@@ -257,8 +258,8 @@ void ClientCall::OnDeadline() {
       return;
     case Stage::kWriting:
     case Stage::kHead:
-      Finish(absl::DeadlineExceededError(fmt::format(
-          "{}: no response head within {} ms", Describe(), options_.first_byte_timeout.count())));
+      Finish(absl::DeadlineExceededError(fmt::format("{}: no response head within {} ms",
+                                                     Describe(), first_byte_timeout_.count())));
       return;
     case Stage::kBody: {
       // A paused call is not idle: the upstream waits for us. Resume re-arms.

@@ -136,7 +136,8 @@ class ClientCall final : public std::enable_shared_from_this<ClientCall> {
 
   ClientLoop* const loop_;
   const HttpClientOptions& options_;
-  std::string upstream_;  // "host:port": the pool's key
+  const std::chrono::milliseconds first_byte_timeout_;  // the request's, else the options'
+  std::string upstream_;                                // "host:port": the pool's key
   // The request line and headers, and the body, as they go out; with the first attempt's
   // connection and, again, with a fresh one when a pooled one failed before the response.
   // head_bytes_ is empty when the request could not be encoded (bad_request_ says why).

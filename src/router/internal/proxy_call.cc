@@ -64,13 +64,14 @@ void ProxyCall::TryNext() {
     target = routing_->NextTarget(tried_);
   if (!target.has_value()) {
     done_ = true;
+    // A fleet with no endpoint to take the request is down, not busy: 503 (429 is for
+    // saturation and quotas, which a client should slow down for).
     absl::Status error =
-        tried_.empty()
-            ? api::WithHttpStatus(
-                  absl::ResourceExhaustedError("No endpoint can serve the request right now."), 429)
-            : absl::UnavailableError(
-                  fmt::format("No endpoint could serve the request ({} tried; last error: {}).",
-                              tried_.size(), std::string(last_error_.message())));
+        tried_.empty() ? absl::UnavailableError(
+                             "No endpoint can serve the request right now: none is healthy.")
+                       : absl::UnavailableError(fmt::format(
+                             "No endpoint could serve the request ({} tried; last error: {}).",
+                             tried_.size(), std::string(last_error_.message())));
     SendError(error);
     return;
   }
@@ -78,16 +79,31 @@ void ProxyCall::TryNext() {
   current_ = target;
   prefill_pending_ = true;
   retry_this_attempt_ = false;
+  head_status_ = 0;
+  sse_ = false;
+  framer_ = SseFramer();
+  cut_ = absl::OkStatus();
   current_->load->Started(request_.prompt_tokens);
   routing_->Picked(*current_);
   request_.http.upstream = current_->address;
   handle_ = client_->Send(request_.http, shared_from_this());
+  waiting_ = true;
+  woken_ = false;
+  current_->load->waiters.Add(&waiter_, handle_);
+}
+
+void ProxyCall::Retry(RetryReason reason) {
+  if (static_cast<int>(tried_.size()) <= max_retries_)  // else TryNext gives up
+    current_->metrics->Retry(reason);
+  buffered_.clear();
+  TryNext();
 }
 
 void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
   base::MutexLock lock(&mu_);
   if (client_gone_ || done_)
     return;
+  head_status_ = status;
   if ((status == 502 || status == 503) && static_cast<int>(tried_.size()) <= max_retries_) {
     retry_this_attempt_ = true;  // skip its body; try the next endpoint when it ends
     retry_reason_ = status == 502 ? RetryReason::kHttp502 : RetryReason::kHttp503;
@@ -103,7 +119,6 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
   out.emplace_back("x-switchyard-endpoint", current_->name);
   if (std::string token = routing_->SessionToken(current_->name); !token.empty())
     out.emplace_back("x-session-token", std::move(token));
-  head_status_ = status;
   // The usual types need no copy of their own.
   const std::string_view type = HeaderValue(headers, "content-type");
   if (type.empty()) {
@@ -114,6 +129,7 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
     head_content_type_copy_ = type;
     head_content_type_ = head_content_type_copy_;
   }
+  sse_ = request_.stream && head_content_type_.starts_with(kEventStream);
   head_headers_ = std::move(out);
 }
 
@@ -129,45 +145,69 @@ std::string ProxyCall::TakeRequestId() {
 
 bool ProxyCall::OnBody(std::string_view chunk) {
   base::MutexLock lock(&mu_);
-  if (client_gone_ || done_ || retry_this_attempt_)
+  if (client_gone_ || done_ || retry_this_attempt_ || !cut_.ok())
     return true;
-  if (prefill_pending_) {
+  if (!sse_) {
+    if (prefill_pending_) {
+      current_->load->PrefillDone(request_.prompt_tokens);
+      prefill_pending_ = false;
+    }
+    buffered_.append(chunk);
+    return true;
+  }
+  absl::StatusOr<std::string> events = framer_.Feed(chunk);
+  if (!events.ok()) {
+    cut_ = events.status();
+    handle_->Cancel();  // posted: OnDone(Cancelled) follows, outside this lock
+    return true;
+  }
+  if (events->empty())
+    return true;  // an unfinished event, or keep-alive comments before the first data
+  if (!first_byte_sent_) {
+    if (StopWaiting())
+      return true;  // the endpoint went down: the attempt is being cancelled, to retry
     current_->load->PrefillDone(request_.prompt_tokens);
     prefill_pending_ = false;
+    FirstByte(std::chrono::steady_clock::now());
   }
-  if (request_.stream) {
-    if (!first_byte_sent_)
-      FirstByte(std::chrono::steady_clock::now());
-    KeepSseTail(chunk);
-    responder_->Write(std::string(chunk));
-    if (responder_->pending_write_bytes() > kStreamPauseBytes) {
-      // The callback may run at once: it takes no lock, and Resume is posted, so it reaches
-      // the upstream call after this pause.
-      responder_->OnDrained(kStreamResumeBytes,
-                            [handle = std::weak_ptr<net::HttpRequestHandle>(handle_)] {
-                              if (const std::shared_ptr<net::HttpRequestHandle> h = handle.lock())
-                                h->Resume();
-                            });
-      return false;
-    }
-  } else {
-    buffered_.append(chunk);
+  responder_->Write(*std::move(events));
+  if (responder_->pending_write_bytes() > kStreamPauseBytes) {
+    // The callback may run at once: it takes no lock, and Resume is posted, so it reaches
+    // the upstream call after this pause.
+    responder_->OnDrained(kStreamResumeBytes,
+                          [handle = std::weak_ptr<net::HttpRequestHandle>(handle_)] {
+                            if (const std::shared_ptr<net::HttpRequestHandle> h = handle.lock())
+                              h->Resume();
+                          });
+    return false;
   }
   return true;
 }
 
-void ProxyCall::KeepSseTail(std::string_view chunk) {
-  const size_t keep = api::kSseDone.size();
-  if (chunk.size() >= keep) {
-    sse_tail_.assign(chunk.substr(chunk.size() - keep));
-  } else {
-    sse_tail_.append(chunk);
-    if (sse_tail_.size() > keep)
-      sse_tail_.erase(0, sse_tail_.size() - keep);
+bool ProxyCall::StopWaiting() {
+  if (waiting_) {
+    waiting_ = false;
+    woken_ = current_->load->waiters.Remove(&waiter_);
   }
+  return woken_;
+}
+
+absl::Status ProxyCall::EndStream() {
+  if (std::string last = framer_.End(); !last.empty()) {
+    if (!first_byte_sent_) {
+      current_->load->PrefillDone(request_.prompt_tokens);
+      prefill_pending_ = false;
+      FirstByte(std::chrono::steady_clock::now());
+    }
+    responder_->Write(std::move(last));
+  }
+  if (framer_.done())
+    return absl::OkStatus();
+  return absl::InternalError("the stream ended without its data: [DONE] event");
 }
 
 void ProxyCall::FinishAttempt() {
+  StopWaiting();
   current_->load->Ended(request_.prompt_tokens, prefill_pending_);
   handle_ = nullptr;
 }
@@ -177,7 +217,7 @@ void ProxyCall::FirstByte(std::chrono::steady_clock::time_point now) {
     return;
   first_byte_sent_ = true;
   current_->metrics->FirstByte(SecondsBetween(request_.arrival, now));
-  if (request_.stream)
+  if (sse_)
     responder_->StartStream(head_status_, head_content_type_, TakeHeadHeaders());
 }
 
@@ -189,10 +229,15 @@ void ProxyCall::Finished(int code, std::chrono::steady_clock::time_point now) {
 void ProxyCall::SendError(const absl::Status& error) {
   const int http_status = api::HttpErrorFor(error).http_status;
   Finished(http_status, std::chrono::steady_clock::now());
-  responder_->Send(http_status, kJson, api::ErrorBody(error), {{"x-request-id", TakeRequestId()}});
+  net::HeaderList headers = {{"x-request-id", TakeRequestId()}};
+  // A client that retries (the openai client does, on 429 and 5xx) waits this long first:
+  // an endpoint comes back with a good scrape or when its ejection ends.
+  if (http_status == 503 || http_status == 429)
+    headers.emplace_back("retry-after", kRetryAfterSeconds);
+  responder_->Send(http_status, kJson, api::ErrorBody(error), std::move(headers));
 }
 
-void ProxyCall::OnDone(const absl::Status& status) {
+void ProxyCall::OnDone(const absl::Status& upstream_status) {
   base::MutexLock lock(&mu_);
   if (done_)
     return;
@@ -201,10 +246,23 @@ void ProxyCall::OnDone(const absl::Status& status) {
     done_ = true;
     // A client that closes once it has the stream's [DONE] event got the whole answer
     // (the openai client closes there, before the last chunk of the framing arrives).
-    Finished(first_byte_sent_ && sse_tail_ == api::kSseDone ? head_status_ : 499,
+    Finished(first_byte_sent_ && sse_ && framer_.done() ? head_status_ : 499,
              std::chrono::steady_clock::now());
     return;
   }
+  absl::Status status = cut_.ok() ? upstream_status : cut_;
+  if (woken_ && !first_byte_sent_ && !(status.ok() && !sse_)) {
+    // The endpoint left the routing set while the attempt waited on it, and the attempt was
+    // cancelled (only a whole buffered response that made it anyway is kept).
+    last_error_ = absl::UnavailableError(
+        fmt::format("{} became unhealthy while the request waited on it", current_->name));
+    Retry(RetryReason::kUnhealthy);
+    return;
+  }
+  if (status.ok() && sse_)
+    status = EndStream();
+  if (!absl::IsCancelled(status))  // the router stopping is no failure of the endpoint's
+    routing_->AttemptEnded(*current_, !status.ok() || head_status_ >= 500);
   // Nothing reached the client yet: a failed attempt (Unavailable before the upstream's
   // head, Internal after it) is retried; a timeout only for a stream.
   const bool before_first_byte = !first_byte_sent_;
@@ -216,21 +274,18 @@ void ProxyCall::OnDone(const absl::Status& status) {
       last_error_ = status;
       retry_reason_ = timed_out ? RetryReason::kTimeout : RetryReason::kConnect;
     }
-    if (static_cast<int>(tried_.size()) <= max_retries_)  // else TryNext gives up
-      current_->metrics->Retry(retry_reason_);
-    buffered_.clear();
-    TryNext();
+    Retry(retry_reason_);
     return;
   }
   done_ = true;
   if (status.ok()) {
     // A buffered response's first byte goes with its last: one clock read for both.
     const std::chrono::steady_clock::time_point now = std::chrono::steady_clock::now();
-    FirstByte(now);  // a stream without a body gets its head now
+    FirstByte(now);
     // Counted before the client sees the end: a client holding its response finds it in
     // /metrics.
     Finished(head_status_, now);
-    if (request_.stream) {
+    if (sse_) {
       responder_->End();
     } else {
       responder_->Send(head_status_, head_content_type_, std::move(buffered_), TakeHeadHeaders());
@@ -242,8 +297,9 @@ void ProxyCall::OnDone(const absl::Status& status) {
           ? status
           : absl::UnavailableError(fmt::format("The endpoint {} failed: {}", current_->name,
                                                std::string(status.message())));
-  if (request_.stream && first_byte_sent_) {
-    // Mid-stream: an error event, then the end. Never a fake finish_reason.
+  if (sse_ && first_byte_sent_) {
+    // Mid-stream: the framer holds back any partial event, so the client's stream stands at
+    // an event boundary: an error event, then [DONE]. Never a fake finish_reason.
     Finished(kStreamErrorCode, std::chrono::steady_clock::now());
     responder_->Write(api::SseError(error));
     responder_->Write(std::string(api::kSseDone));

@@ -4,24 +4,46 @@
 //
 // Retried while no byte has reached the client: connect failures (refused, reset, closed,
 // unresolved), 502 and 503 heads, an upstream that dies after its head but before any body
-// byte was passed on (reset or truncated: vLLM sends an SSE head as soon as it queues a
-// request, so a SIGKILLed engine leaves queued streams in this state), and for SSE
-// requests a timeout (none of their bytes means the engine is stuck; a buffered
-// response's head comes only with the whole completion, so its timeout is not retried,
-// which would repeat the work). A stream's head therefore goes to the client with its
-// first body byte, not when the upstream's head arrives. Every response carries the
-// request's x-request-id (the upstream's is dropped). The outcome goes to RouterMetrics:
-// requests by code (499 when the client left first; a client that closes a stream after
-// its [DONE] event, as the openai client does, counts under the stream's status), latency,
-// first byte, retries.
+// byte was passed on (reset, truncated or malformed: vLLM sends an SSE head as soon as it
+// queues a request, so a SIGKILLed engine leaves queued streams in this state), an endpoint
+// that leaves the routing set while the request waits on it (failed scrapes or an ejection:
+// a SIGSTOPped engine answers nothing and closes nothing; the wait is cancelled at once,
+// EndpointWaiters), and for SSE requests a timeout (none of their bytes means the engine is
+// stuck). A buffered response's head comes only with the whole completion, which may wait
+// long in a healthy engine's queue: its head timeout is the generous request timeout, not a
+// liveness check (health is), and it is not retried, which would repeat the work.
+//
+// Streams pass on whole events only (SseFramer): a stream's head goes to the client with its
+// first data event, not when the upstream's head arrives, and SSE comments before it (our
+// engine's keep-alives while the request is queued) go nowhere, so a queued stream stays
+// retryable; a failure mid-stream drops the partial event and ends the stream with an error
+// event, then [DONE] (never a fake finish_reason). A stream that ends without [DONE] failed.
+// An answer to a stream request that is not an event stream (JSON: an error, or an upstream
+// that does not stream) is buffered and passed on whole, and a failure of it is a JSON error,
+// never SSE in a JSON body. Every response carries the request's x-request-id (the
+// upstream's is dropped). The router's own errors are OpenAI error bodies; 503 (no endpoint
+// could serve) and 429 (saturation, ResourceExhausted: flow control's, when it comes) carry
+// Retry-After.
+//
+// The outcome goes to RouterMetrics: requests by code (499 when the client left first; a
+// client that closes a stream after its [DONE] event, as the openai client does, counts
+// under the stream's status; "error" for a stream ended by an error event), latency, first
+// byte, retries. Each attempt's outcome goes to outlier detection (ProxyRouting::AttemptEnded):
+// failed for connect errors, resets, timeouts, 5xx heads, malformed or unfinished responses;
+// succeeded for any other answer, 4xx included; not counted when the client left or the
+// router cancelled it.
 //
 // Back-pressure: a stream whose client reads slower than the engine writes stops reading the
 // upstream once more than kStreamPauseBytes wait for the client, and reads on once they are
 // down to kStreamResumeBytes; the engine's socket then fills and its writes wait. So a slow
-// client costs the router at most about kStreamPauseBytes, not the whole stream.
+// client costs the router at most about kStreamPauseBytes (plus one unfinished event), not
+// the whole stream.
 //
 // Threads: Start on the HTTP server loop; the response handler's methods on an HTTP client
-// loop; the client's close callback on the server loop. A mutex orders them.
+// loop; the client's close callback on the server loop. A mutex orders them. The endpoint
+// table wakes a waiting attempt from any thread, only by cancelling its upstream call
+// (posted), so the wake arrives as OnDone(Cancelled). Lock order: this call's mutex, then the
+// endpoint table's, then an EndpointWaiters' (a leaf).
 #pragma once
 
 #include <chrono>
@@ -37,6 +59,8 @@
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "router/endpoint.h"
+#include "router/endpoint_waiters.h"
+#include "router/internal/sse_framer.h"
 #include "router/router_metrics.h"
 
 namespace switchyard::router::internal {
@@ -53,17 +77,18 @@ struct ProxyTarget {
 };
 
 struct ProxyRequest {
-  // What goes upstream: method, target, headers (already filtered for forwarding) and body.
-  // Its `upstream` is set per attempt; every attempt sends this one request.
+  // What goes upstream: method, target, headers (already filtered for forwarding), body and
+  // head timeout. Its `upstream` is set per attempt; every attempt sends this one request.
   net::HttpClientRequest http;
   // Where the request's x-request-id is in `http.headers`: sent upstream, then echoed to the
   // client (the response takes the string over once nothing more goes upstream).
   size_t request_id_header = 0;
   std::chrono::steady_clock::time_point arrival;
   int64_t prompt_tokens = 0;
-  // The client asked for SSE: the response streams through, and a failure after the first
-  // byte ends it with an error event. Otherwise the response is buffered, so any upstream
-  // failure can still be retried or answered with a proper error.
+  // The client asked for SSE: an event-stream answer streams through, and a failure after
+  // the first event ends it with an error event. Otherwise, and for any answer that is not an
+  // event stream, the response is buffered, so any upstream failure can still be retried or
+  // answered with a proper error.
   bool stream = false;
 };
 
@@ -79,6 +104,9 @@ class ProxyRouting {
   virtual void Picked(const ProxyTarget& target) = 0;
   // The x-session-token of responses from `endpoint`; empty: the response carries none.
   virtual std::string SessionToken(std::string_view endpoint) = 0;
+  // The attempt on `target` (NextTarget's last) ended, `failed` or not, by outlier
+  // detection's rules (the header comment above).
+  virtual void AttemptEnded(const ProxyTarget& target, bool failed) = 0;
 };
 
 class ProxyCall final : public net::HttpResponseHandler,
@@ -101,10 +129,18 @@ class ProxyCall final : public net::HttpResponseHandler,
   void OnDone(const absl::Status& status) override;
 
  private:
+  static constexpr char kRetryAfterSeconds[] = "1";
+
   void TryNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a retry for `reason` on the current endpoint and tries the next.
+  void Retry(RetryReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishAttempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Keeps the last bytes passed on of a stream, to tell whether it ended with [DONE].
-  void KeepSseTail(std::string_view chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the attempt's wait on its endpoint (EndpointWaiters); returns whether it was woken:
+  // the endpoint went down and the attempt is cancelled, so nothing of it may reach the client.
+  bool StopWaiting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A stream's body ended: passes on an event only the end completes. Internal when the
+  // stream did not end with [DONE].
+  absl::Status EndStream() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The first response byte goes to the client `now` (a stream's head is sent here).
   void FirstByte(std::chrono::steady_clock::time_point now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The exchange ended `now` with `code` (an HTTP status, 499 or kStreamErrorCode).
@@ -134,17 +170,27 @@ class ProxyCall final : public net::HttpResponseHandler,
   // request's outcome is counted there).
   std::optional<ProxyTarget> current_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<net::HttpRequestHandle> handle_ ABSL_GUARDED_BY(mu_);
+  // The attempt waits on its endpoint (from its start until its first byte goes to the
+  // client or it ends), and whether the endpoint's going down woke it.
+  EndpointWaiter waiter_;
+  bool waiting_ ABSL_GUARDED_BY(mu_) = false;
+  bool woken_ ABSL_GUARDED_BY(mu_) = false;
   // Something (a stream's head, or the whole buffered response) went to the client: no
   // retry from then on.
   bool first_byte_sent_ ABSL_GUARDED_BY(mu_) = false;
-  // The head to pass on: with the first body byte (streaming) or with the whole response.
+  // The attempt's head: passed on with the first event (SSE) or with the whole response.
   int head_status_ ABSL_GUARDED_BY(mu_) = 0;
   // A constant, or head_content_type_copy_.
   std::string_view head_content_type_ ABSL_GUARDED_BY(mu_);
   std::string head_content_type_copy_ ABSL_GUARDED_BY(mu_);
   net::HeaderList head_headers_ ABSL_GUARDED_BY(mu_);
+  // The attempt's answer is an event stream for a stream request: passed on event by event.
+  bool sse_ ABSL_GUARDED_BY(mu_) = false;
+  SseFramer framer_ ABSL_GUARDED_BY(mu_);
   std::string buffered_ ABSL_GUARDED_BY(mu_);
-  std::string sse_tail_ ABSL_GUARDED_BY(mu_);             // at most api::kSseDone.size() bytes
+  // Why the router cut the attempt short (a malformed stream); OnDone reports it instead of
+  // the Cancelled the cut brings.
+  absl::Status cut_ ABSL_GUARDED_BY(mu_);
   bool retry_this_attempt_ ABSL_GUARDED_BY(mu_) = false;  // a 502/503 head to skip
   RetryReason retry_reason_ ABSL_GUARDED_BY(mu_) = RetryReason::kConnect;
   bool prefill_pending_ ABSL_GUARDED_BY(mu_) = false;

@@ -185,6 +185,50 @@ TEST(HttpClientFailureTest, FirstByteTimeout) {
   EXPECT_TRUE(closed.WaitFor());
 }
 
+// A request's own first-byte timeout overrides the client's, either way.
+TEST(HttpClientFailureTest, ARequestsOwnFirstByteTimeout) {
+  HeldResponders held;
+  std::unique_ptr<HttpServer> server = StartOrDie({}, held.Handler());
+  ASSERT_NE(server, nullptr);
+  HttpClientOptions options;
+  options.first_byte_timeout = std::chrono::milliseconds(100);
+  std::unique_ptr<HttpClient> client = StartClientOrDie(options);
+  ASSERT_NE(client, nullptr);
+  const std::string upstream = fmt::format("127.0.0.1:{}", server->port());
+
+  // Longer: answered after the client's timeout has passed (a call sent after it, with the
+  // client's timeout, timed out first).
+  HttpClientRequest patient = Get(upstream);
+  patient.first_byte_timeout = std::chrono::seconds(30);
+  CallRecorder answered;
+  client->Send(patient, answered.Callbacks());
+  std::shared_ptr<HttpResponder> first = held.Wait(0);
+  ASSERT_NE(first, nullptr);
+  CallRecorder timed_out;
+  client->Send(Get(upstream), timed_out.Callbacks());
+  ASSERT_TRUE(timed_out.WaitDone());
+  EXPECT_EQ(timed_out.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_FALSE(answered.WaitDone(std::chrono::milliseconds(0)));
+  first->Send(200, "text/plain", "late");
+  ASSERT_TRUE(answered.WaitDone());
+  EXPECT_TRUE(answered.status().ok()) << answered.status();
+  EXPECT_EQ(answered.body(), "late");
+
+  // Shorter than a client's that would wait long.
+  options.first_byte_timeout = std::chrono::seconds(30);
+  std::unique_ptr<HttpClient> slow_client = StartClientOrDie(options);
+  ASSERT_NE(slow_client, nullptr);
+  HttpClientRequest hasty = Get(upstream);
+  hasty.first_byte_timeout = std::chrono::milliseconds(100);
+  CallRecorder unanswered;
+  slow_client->Send(hasty, unanswered.Callbacks());
+  ASSERT_NE(held.Wait(2), nullptr);
+  ASSERT_TRUE(unanswered.WaitDone());
+  EXPECT_EQ(unanswered.status().code(), absl::StatusCode::kDeadlineExceeded) << unanswered.status();
+  EXPECT_NE(unanswered.status().message().find("within 100 ms"), std::string_view::npos)
+      << unanswered.status();
+}
+
 // A call's timer goes on to the loop's next call with its wait still pending (it ends at the
 // first call's deadline): that wait must not end the next call early, and the next call still
 // times out at its own deadline; the call after it runs as usual.

@@ -1,9 +1,12 @@
 #include "router/endpoint_table.h"
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+
+#include "net/http_client.h"
 
 namespace switchyard::router {
 namespace {
@@ -102,6 +105,96 @@ TEST(EndpointTableTest, DebugJsonShowsEachEndpointsEngineKindAndLabels) {
   EXPECT_NE(json.find(R"({"name":"v","address":"v","pool":"p","engine":"vllm","labels":{},)"),
             std::string::npos)
       << json;
+}
+
+// A request handle that only records its cancellation.
+class RecordingHandle final : public net::HttpRequestHandle {
+ public:
+  void Cancel() override { ++cancels; }
+  void Resume() override {}
+  int cancels = 0;
+};
+
+TEST(EndpointTableTest, OutlierEjectionTakesAnEndpointOutForItsTimeAndWakesItsWaiters) {
+  OutlierDetectionConfig outlier;
+  outlier.consecutive_5xx = 3;
+  outlier.base_ejection_time = milliseconds(1000);
+  EndpointTable table(milliseconds(2000), outlier);
+  const auto t0 = EndpointTable::Clock::now();
+  table.SetPoolMembers("p", {Spec("a"), Spec("b")});
+  std::shared_ptr<const std::vector<Endpoint>> snap = table.Snapshot(t0);
+  EndpointLoad* a = (*snap)[0].load.get();
+  // A request waits on "a".
+  EndpointWaiter waiter;
+  auto handle = std::make_shared<RecordingHandle>();
+  a->waiters.Add(&waiter, handle);
+
+  // A success resets the count: two failures, a success, two failures eject nothing.
+  EXPECT_FALSE(table.ReportRequestFailure("a", a, t0));
+  EXPECT_FALSE(table.ReportRequestFailure("a", a, t0));
+  EndpointTable::ReportRequestSuccess(a);
+  EXPECT_FALSE(table.ReportRequestFailure("a", a, t0));
+  EXPECT_FALSE(table.ReportRequestFailure("a", a, t0));
+  EXPECT_EQ(table.Snapshot(t0)->size(), 2u);
+  EXPECT_EQ(handle->cancels, 0);
+  // The third in a row ejects it, and the waiting request is cancelled (to retry elsewhere).
+  EXPECT_TRUE(table.ReportRequestFailure("a", a, t0));
+  EXPECT_EQ(handle->cancels, 1);
+  EXPECT_TRUE(a->waiters.Remove(&waiter));
+  ASSERT_EQ(table.Snapshot(t0)->size(), 1u);
+  EXPECT_EQ((*table.Snapshot(t0))[0].name, "b");
+  const std::vector<EndpointStatus> statuses = table.Statuses(t0);
+  EXPECT_TRUE(statuses[0].ejected);
+  EXPECT_TRUE(statuses[0].healthy);  // its scrapes are another matter
+  EXPECT_FALSE(statuses[0].routable());
+  EXPECT_EQ(statuses[0].ejections, 1u);
+  EXPECT_NE(table.DebugJson(t0).find(R"("outlier":{"ejected":true,"ejected_for_s":1.000,)"),
+            std::string::npos)
+      << table.DebugJson(t0);
+  // A request that picked it from an older snapshot is woken as it starts waiting.
+  auto late = std::make_shared<RecordingHandle>();
+  a->waiters.Add(&waiter, late);
+  EXPECT_EQ(late->cancels, 1);
+  EXPECT_TRUE(a->waiters.Remove(&waiter));
+
+  // Failures of attempts under way when it was ejected do not add up to the next ejection.
+  for (int i = 0; i < 3; ++i)
+    EXPECT_FALSE(table.ReportRequestFailure("a", a, t0 + milliseconds(10)));
+  EXPECT_EQ(a->consecutive_failures.load(), 0);
+
+  // "b" may not go too while "a" is out (10% of two: one at a time).
+  EndpointLoad* b = (*snap)[1].load.get();
+  for (int i = 0; i < 5; ++i)
+    EXPECT_FALSE(table.ReportRequestFailure("b", b, t0));
+  EXPECT_EQ(table.Snapshot(t0)->size(), 1u);
+
+  // Back when its time is up (the cached snapshot knows when), and waiting works again.
+  snap = table.Snapshot(t0 + milliseconds(1000));
+  ASSERT_EQ(snap->size(), 2u);
+  auto fresh = std::make_shared<RecordingHandle>();
+  a->waiters.Add(&waiter, fresh);
+  EXPECT_FALSE(a->waiters.Remove(&waiter));
+  EXPECT_EQ(fresh->cancels, 0);
+}
+
+TEST(EndpointTableTest, FailedScrapesWakeTheRequestsWaitingOnTheEndpoint) {
+  EndpointTable table(milliseconds(2000));
+  const auto t0 = EndpointTable::Clock::now();
+  table.SetPoolMembers("p", {Spec("a")});
+  EndpointLoad* a = (*table.Snapshot(t0))[0].load.get();
+  EndpointWaiter first;
+  EndpointWaiter second;
+  auto h1 = std::make_shared<RecordingHandle>();
+  auto h2 = std::make_shared<RecordingHandle>();
+  a->waiters.Add(&first, h1);
+  a->waiters.Add(&second, h2);
+  EXPECT_FALSE(a->waiters.Remove(&second));  // it got its first byte: not waiting any more
+  for (int i = 0; i < EndpointTable::kUnhealthyAfterFailures; ++i)
+    table.ReportScrapeFailure("a");
+  EXPECT_EQ(h1->cancels, 1);
+  EXPECT_EQ(h2->cancels, 0);
+  EXPECT_TRUE(a->waiters.Remove(&first));
+  EXPECT_FALSE(a->waiters.Remove(&first));  // once
 }
 
 }  // namespace

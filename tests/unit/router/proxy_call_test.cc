@@ -185,6 +185,13 @@ class InOrder final : public ProxyRouting {
   }
   void Picked(const ProxyTarget& /*target*/) override {}
   std::string SessionToken(std::string_view /*endpoint*/) override { return "token"; }
+  void AttemptEnded(const ProxyTarget& target, bool failed) override {
+    if (!failed)
+      EndpointTable::ReportRequestSuccess(target.load);
+    else if (table_->ReportRequestFailure(target.name, target.load,
+                                          std::chrono::steady_clock::now()))
+      target.metrics->Ejected();
+  }
 
  private:
   const std::vector<std::string> upstreams_;
@@ -243,7 +250,8 @@ class ProxyCallTest : public ::testing::Test {
 
   // With `close_after`, the client closes the connection as soon as the body received ends
   // with it (the openai client closes at [DONE]).
-  Reply Post(bool stream, std::string_view close_after = "") {
+  Reply Post(bool stream, std::string_view close_after = "",
+             std::chrono::seconds timeout = std::chrono::seconds(60)) {
     net::HttpClientRequest request;
     request.method = "POST";
     request.upstream = fmt::format("127.0.0.1:{}", front_->port());
@@ -270,8 +278,13 @@ class ProxyCallTest : public ::testing::Test {
       reply->done = status;
       done.set_value();
     };
+    std::future<void> finished = done.get_future();
     handle->set_value(client_->Send(std::move(request), std::move(callbacks)));
-    done.get_future().wait();
+    if (finished.wait_for(timeout) != std::future_status::ready) {
+      ADD_FAILURE() << "no response within " << timeout.count() << " s";
+      handle_future.get()->Cancel();
+      finished.wait();
+    }
     return *reply;
   }
 
@@ -296,12 +309,14 @@ class ProxyCallTest : public ::testing::Test {
     }
   }
 
-  double Retries(const std::string& endpoint) {
+  // The router's retries after failed attempts on `endpoint` (for `reason`, if given).
+  double Retries(const std::string& endpoint, std::string_view reason = "") {
     absl::StatusOr<std::vector<PromSample>> samples = ParsePrometheusText(metrics_.Serialize());
     EXPECT_TRUE(samples.ok()) << samples.status();
     double total = 0;
     for (const PromSample& s : samples.ok() ? *samples : std::vector<PromSample>{}) {
-      if (s.name == "switchyard_router_upstream_retries_total" && s.Label("endpoint") == endpoint)
+      if (s.name == "switchyard_router_upstream_retries_total" && s.Label("endpoint") == endpoint &&
+          (reason.empty() || s.Label("reason") == reason))
         total += s.value;
     }
     return total;
@@ -414,8 +429,149 @@ TEST_F(ProxyCallTest, AStreamWithNoEndpointLeftGetsAnHttpErrorNotAStream) {
   ExpectIdle();
 }
 
-// An upstream that streams kPieces MiB at once, each MiB of one letter, far more than the
-// socket buffers between it and the client hold.
+// Chunked framing of one chunk holding `body`.
+std::string Chunk(std::string_view body) {
+  return fmt::format("{:x}\r\n{}\r\n", body.size(), body);
+}
+
+TEST_F(ProxyCallTest, AStreamCutMidEventDropsThePartialEventBeforeItsErrorEvent) {
+  // One whole event and half of the next, then the engine dies.
+  ScriptedUpstream dying(
+      fmt::format("{}{}", kSseHead, Chunk(std::string(kChunk) + "data: {\"id\":\"x\",\"cho")));
+  Start({dying.address()});
+  const Reply r = Post(/*stream=*/true);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 200);
+  // The whole event, then the router's error event on a line of its own: every event parses.
+  ASSERT_TRUE(r.body.starts_with(kChunk)) << r.body;
+  const std::string rest = r.body.substr(sizeof(kChunk) - 1);
+  EXPECT_TRUE(rest.starts_with("data: {\"error\":")) << rest;
+  EXPECT_EQ(rest.find("cho"), std::string::npos) << rest;
+  EXPECT_TRUE(rest.ends_with(api::kSseDone)) << rest;
+  EXPECT_EQ(Codes(dying.address(), 1), (std::map<std::string, double>{{"error", 1}}));
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, AStreamThatEndsWithoutDoneIsAFailure) {
+  // A proper end of the chunked body, but no [DONE] event: the stream was cut short.
+  ScriptedUpstream ending(fmt::format("{}{}0\r\n\r\n", kSseHead, Chunk(kChunk)));
+  Start({ending.address()});
+  const Reply r = Post(/*stream=*/true);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  ASSERT_TRUE(r.body.starts_with(kChunk)) << r.body;
+  EXPECT_TRUE(r.body.substr(sizeof(kChunk) - 1).starts_with("data: {\"error\":")) << r.body;
+  EXPECT_EQ(Codes(ending.address(), 1), (std::map<std::string, double>{{"error", 1}}));
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, AJsonAnswerToAStreamRequestStaysJsonWhenItFails) {
+  // The upstream answers a stream request with JSON and dies mid-body: the client gets a JSON
+  // error, not SSE written into a JSON body.
+  ScriptedUpstream dying(
+      "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"cho");
+  Start({dying.address()});
+  const Reply r = Post(/*stream=*/true);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.Header("content-type"), "application/json");
+  EXPECT_TRUE(r.body.starts_with("{\"error\":")) << r.body;
+  EXPECT_EQ(r.body.find("data:"), std::string::npos) << r.body;
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, AJsonAnswerToAStreamRequestPassesAsJson) {
+  const std::string json = R"({"error":{"message":"no streams here","code":400}})";
+  ScriptedUpstream upstream(
+      fmt::format("HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+                  "content-length: {}\r\n\r\n{}",
+                  json.size(), json));
+  Start({upstream.address()});
+  const Reply r = Post(/*stream=*/true);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.Header("content-type"), "application/json");
+  EXPECT_EQ(r.Header("content-length"), std::to_string(json.size()));  // whole, not chunked
+  EXPECT_EQ(r.body, json);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, KeepAliveCommentsBeforeTheFirstEventKeepAStreamRetryable) {
+  // A queued stream: the engine sent its head and keep-alive comments, then died. Nothing
+  // reached the client, so the request goes to the next endpoint.
+  ScriptedUpstream dying(
+      fmt::format("{}{}{}", kSseHead, Chunk(": keep-alive\n\n"), Chunk(": keep-alive\n\n")));
+  HealthyUpstream healthy;
+  Start({dying.address(), healthy.address()});
+  const Reply r = Post(/*stream=*/true);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, std::string(kChunk) + std::string(api::kSseDone));
+  EXPECT_EQ(r.Header("x-switchyard-endpoint"), healthy.address());
+  EXPECT_EQ(Retries(dying.address()), 1);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, NoEndpointAtAllIs503WithRetryAfterNot429) {
+  Start({});
+  const Reply r = Post(/*stream=*/false);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.Header("retry-after"), "1");
+  EXPECT_NE(r.body.find("\"type\":\"ServiceUnavailableError\""), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\"code\":503"), std::string::npos) << r.body;
+  EXPECT_EQ(r.Header("x-request-id"), "req-1");
+}
+
+TEST_F(ProxyCallTest, ARequestWaitingOnAnEndpointThatGoesDownIsRetriedElsewhere) {
+  // A frozen engine: it takes the request and answers nothing, closing nothing.
+  ScriptedUpstream frozen("", /*hold_open=*/true);
+  HealthyUpstream healthy;
+  Start({frozen.address(), healthy.address()});
+  std::future<Reply> reply =
+      std::async(std::launch::async, [this] { return Post(/*stream=*/false); });
+  // Once the request waits there, the endpoint's scrapes fail: it leaves the routing set.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (frozen.connections() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(frozen.connections(), 1);
+  for (int i = 0; i < EndpointTable::kUnhealthyAfterFailures; ++i)
+    table_.ReportScrapeFailure(frozen.address());
+  ASSERT_EQ(reply.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the request still waits on the frozen endpoint";
+  const Reply r = reply.get();
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, kJsonBody);
+  EXPECT_EQ(r.Header("x-switchyard-endpoint"), healthy.address());
+  EXPECT_EQ(Retries(frozen.address(), "unhealthy"), 1);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, AStreamWaitingOnAnEndpointThatGoesDownIsRetriedElsewhere) {
+  // Queued in a frozen engine: head and a keep-alive comment came, then nothing.
+  ScriptedUpstream frozen(fmt::format("{}{}", kSseHead, Chunk(": keep-alive\n\n")),
+                          /*hold_open=*/true);
+  HealthyUpstream healthy;
+  Start({frozen.address(), healthy.address()});
+  std::future<Reply> reply =
+      std::async(std::launch::async, [this] { return Post(/*stream=*/true); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (frozen.connections() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(frozen.connections(), 1);
+  for (int i = 0; i < EndpointTable::kUnhealthyAfterFailures; ++i)
+    table_.ReportScrapeFailure(frozen.address());
+  ASSERT_EQ(reply.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  const Reply r = reply.get();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, std::string(kChunk) + std::string(api::kSseDone));
+  EXPECT_EQ(r.Header("x-switchyard-endpoint"), healthy.address());
+  EXPECT_EQ(Retries(frozen.address(), "unhealthy"), 1);
+  ExpectIdle();
+}
+
+// An upstream that streams kPieces MiB at once, each MiB an SSE event of one letter, then
+// [DONE]: far more than the socket buffers between it and the client hold.
 class FloodingUpstream {
  public:
   static constexpr int kPieces = 64;
@@ -432,6 +588,7 @@ class FloodingUpstream {
           r->StartStream(200, "text/event-stream");
           for (int i = 0; i < kPieces; ++i)
             r->Write(Piece(i));
+          r->Write(std::string(api::kSseDone));
           r->End();
         });
     EXPECT_TRUE(server.ok()) << server.status();
@@ -443,7 +600,9 @@ class FloodingUpstream {
       server_->Stop();
   }
   std::string address() const { return fmt::format("127.0.0.1:{}", server_->port()); }
-  static std::string Piece(int i) { return std::string(1 << 20, static_cast<char>('a' + i % 26)); }
+  static std::string Piece(int i) {
+    return "data: " + std::string((1 << 20) - 8, static_cast<char>('a' + i % 26)) + "\n\n";
+  }
   // Bytes of the stream the upstream has not yet written to its socket.
   size_t pending() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -499,12 +658,14 @@ TEST_F(ProxyCallTest, ASlowClientPausesTheUpstreamAndLosesNothing) {
   std::future<absl::Status> finished = done.get_future();
   ASSERT_EQ(finished.wait_for(std::chrono::seconds(60)), std::future_status::ready);
   EXPECT_TRUE(finished.get().ok());
-  ASSERT_EQ(body->size(), static_cast<size_t>(FloodingUpstream::kPieces) << 20);
+  ASSERT_EQ(body->size(),
+            (static_cast<size_t>(FloodingUpstream::kPieces) << 20) + api::kSseDone.size());
   for (int i = 0; i < FloodingUpstream::kPieces; ++i) {
     ASSERT_EQ(std::string_view(*body).substr(static_cast<size_t>(i) << 20, 1 << 20),
               FloodingUpstream::Piece(i))
         << "piece " << i;
   }
+  EXPECT_TRUE(body->ends_with(api::kSseDone));
   EXPECT_EQ(Codes(upstream.address(), 1), (std::map<std::string, double>{{"200", 1}}));
   ExpectIdle();
 }

@@ -1,5 +1,6 @@
 #include "router/router_config.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -70,6 +71,37 @@ TEST(RouterConfigTest, DefaultSchedulingAndFileReference) {
   ASSERT_TRUE(f.ok()) << f.status();
   EXPECT_NE(f->scheduling_yaml.find("kv-cache-utilization-scorer"), std::string::npos);
   std::filesystem::remove_all(dir);
+}
+
+TEST(RouterConfigTest, OutlierDetectionAndRequestTimeout) {
+  constexpr char kBase[] = "model: m\npools:\n- endpoints: [{address: 'h:1'}]\n";
+  auto defaults = ParseRouterConfig(kBase, "r", ".");
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  // Envoy's defaults.
+  EXPECT_EQ(defaults->outlier_detection.consecutive_5xx, 5);
+  EXPECT_EQ(defaults->outlier_detection.base_ejection_time, std::chrono::seconds(30));
+  EXPECT_EQ(defaults->outlier_detection.max_ejection_percent, 10);
+  EXPECT_EQ(defaults->request_timeout_ms, 600'000);
+  auto c = ParseRouterConfig(
+      std::string(kBase) +
+          "proxy: {requestTimeoutMs: 90000}\n"
+          "outlierDetection: {consecutive5xx: 0, intervalMs: 500, baseEjectionTimeMs: 1000,\n"
+          "                   maxEjectionTimeMs: 8000, maxEjectionPercent: 50}\n",
+      "r", ".");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->request_timeout_ms, 90'000);
+  EXPECT_EQ(c->outlier_detection.consecutive_5xx, 0);
+  EXPECT_EQ(c->outlier_detection.interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(c->outlier_detection.base_ejection_time, std::chrono::milliseconds(1000));
+  EXPECT_EQ(c->outlier_detection.max_ejection_time, std::chrono::milliseconds(8000));
+  EXPECT_EQ(c->outlier_detection.max_ejection_percent, 50);
+  for (const std::string bad :
+       {"{maxEjectionPercent: 101}", "{baseEjectionTimeMs: 0}", "{consecutive5xx: -1}", "[1]"}) {
+    auto e = ParseRouterConfig(std::string(kBase) + "outlierDetection: " + bad + "\n", "r", ".");
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_NE(std::string(e.status().message()).find("outlierDetection"), std::string::npos)
+        << e.status().message();
+  }
 }
 
 TEST(RouterConfigTest, ErrorsNameTheKey) {

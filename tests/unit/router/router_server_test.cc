@@ -10,6 +10,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fmt/format.h"
@@ -34,7 +35,7 @@ class Upstream {
     net::HttpServerOptions options;
     absl::StatusOr<std::unique_ptr<net::HttpServer>> server = net::HttpServer::Start(
         options, [this](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
-          Handle(request, *r);
+          Handle(request, std::move(r));
         });
     EXPECT_TRUE(server.ok()) << server.status();
     if (server.ok())
@@ -43,6 +44,13 @@ class Upstream {
   ~Upstream() {
     if (server_ != nullptr)
       server_->Stop();
+    for (std::thread& t : delayed_)
+      t.join();
+  }
+  // Completions are answered `delay` after they arrived (a request queued in a busy engine).
+  void SetDelay(std::chrono::milliseconds delay) {
+    base::MutexLock lock(&mu_);
+    delay_ = delay;
   }
   std::string address() const { return fmt::format("127.0.0.1:{}", server_->port()); }
   // Stops listening: connections to address() are refused from now on.
@@ -72,18 +80,32 @@ class Upstream {
   }
 
  private:
-  void Handle(const net::HttpRequest& request, net::HttpResponder& responder) {
+  void Handle(const net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder) {
     if (request.path == "/metrics") {
-      responder.Send(200, "text/plain",
-                     fmt::format("vllm:num_requests_waiting {}\nvllm:num_requests_running 0\n"
-                                 "vllm:kv_cache_usage_perc 0\n{}",
-                                 waiting_, metrics_extra_));
+      responder->Send(200, "text/plain",
+                      fmt::format("vllm:num_requests_waiting {}\nvllm:num_requests_running 0\n"
+                                  "vllm:kv_cache_usage_perc 0\n{}",
+                                  waiting_, metrics_extra_));
       return;
     }
+    std::chrono::milliseconds delay;
     {
       base::MutexLock lock(&mu_);
       requests_.push_back(request.headers);
+      delay = delay_;
     }
+    if (delay.count() == 0) {
+      Answer(*responder);
+      return;
+    }
+    base::MutexLock lock(&mu_);
+    delayed_.emplace_back([this, delay, responder] {
+      std::this_thread::sleep_for(delay);
+      Answer(*responder);
+    });
+  }
+
+  void Answer(net::HttpResponder& responder) {
     responder.Send(status_, "application/json",
                    status_ >= 400 ? ErrorBody() : R"({"id":"cmpl-upstream","choices":[]})",
                    {{"x-request-id", "upstream-own-id"}});
@@ -95,6 +117,8 @@ class Upstream {
   std::unique_ptr<net::HttpServer> server_;
   base::Mutex mu_;
   std::vector<net::HeaderList> requests_ ABSL_GUARDED_BY(mu_);
+  std::chrono::milliseconds delay_ ABSL_GUARDED_BY(mu_){0};
+  std::vector<std::thread> delayed_ ABSL_GUARDED_BY(mu_);
 };
 
 class RouterServerTest : public ::testing::Test {
@@ -275,7 +299,10 @@ TEST_P(RouterRetryTest, A502Or503IsRetriedElsewhereWithTheSameIdAndCounted) {
             kRequests);
   EXPECT_EQ(Sum(m, "switchyard_router_endpoint_queue_size", {{"endpoint", healthy.address()}}), 5);
   EXPECT_EQ(Sum(m, "switchyard_router_endpoint_healthy", {}), 2);
-  EXPECT_EQ(Sum(m, "switchyard_router_pool_ready_endpoints", {{"pool", "default"}}), 2);
+  // Its fifth failure in a row (outlier detection's default) ejected the failing endpoint:
+  // its scrapes are fine, but it is not ready.
+  EXPECT_EQ(Sum(m, "switchyard_router_endpoint_ejected", {{"endpoint", failing.address()}}), 1);
+  EXPECT_EQ(Sum(m, "switchyard_router_pool_ready_endpoints", {{"pool", "default"}}), 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Statuses, RouterRetryTest, ::testing::Values(502, 503));
@@ -426,6 +453,107 @@ TEST_F(RouterServerTest, ScrapedKvCacheSizeBoundsTheApproximatePrefixIndex) {
   const std::vector<PromSample> m = Metrics();
   EXPECT_EQ(Sum(m, "switchyard_router_prefix_prompt_tokens_total", {}), 32 + 32 + 64 + 64);
   EXPECT_EQ(Sum(m, "switchyard_router_prefix_predicted_cached_tokens_total", {}), 32);
+}
+
+TEST_F(RouterServerTest, OutlierDetectionEjectsAnEndpointThatFailsRequestsButScrapesFine) {
+  Upstream failing(500, 0);  // shortest queue: the scheduler's favourite
+  Upstream healthy(200, 5);
+  StartRouter({&failing, &healthy}, [](RouterConfig& c) {
+    c.outlier_detection.consecutive_5xx = 3;
+    c.outlier_detection.base_ejection_time = std::chrono::minutes(5);
+  });
+  WaitForScrapes(2);
+  constexpr int kRequests = 10;
+  int served = 0;
+  for (int i = 0; i < kRequests; ++i)
+    served += Call("POST", "/v1/completions", kBody).status == 200 ? 1 : 0;
+  // A 500 is not retried (the engine may have done the work): three reach the client, then
+  // the endpoint is out and the rest go to the healthy one.
+  EXPECT_EQ(failing.ids().size(), 3u);
+  EXPECT_EQ(served, kRequests - 3);
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_endpoint_ejections_total",
+                {{"endpoint", failing.address()}, {"pool", "default"}}),
+            1);
+  EXPECT_EQ(Sum(m, "switchyard_router_endpoint_ejected", {{"endpoint", failing.address()}}), 1);
+  EXPECT_EQ(Sum(m, "switchyard_router_endpoint_ejected", {{"endpoint", healthy.address()}}), 0);
+  EXPECT_EQ(Sum(m, "switchyard_router_endpoint_healthy", {{"endpoint", failing.address()}}), 1);
+  const std::string debug = Call("GET", "/debug/endpoints", "").body;
+  EXPECT_NE(debug.find(R"("outlier":{"ejected":true,)"), std::string::npos) << debug;
+  EXPECT_NE(debug.find(R"("ejections":1,)"), std::string::npos) << debug;
+}
+
+TEST_F(RouterServerTest, OutlierDetectionEjectsNoMoreThanItsShareOfAPool) {
+  Upstream a(500, 0);
+  Upstream b(500, 0);
+  Upstream c(500, 0);
+  // 40% of three is one endpoint; with 10% (the default) one is still allowed.
+  StartRouter({&a, &b, &c}, [](RouterConfig& config) {
+    config.outlier_detection.consecutive_5xx = 1;
+    config.outlier_detection.max_ejection_percent = 40;
+  });
+  WaitForScrapes(3);
+  for (int i = 0; i < 12; ++i)
+    EXPECT_EQ(Call("POST", "/v1/completions", kBody).status, 500);
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_endpoint_ejected", {}), 1);
+  EXPECT_EQ(Sum(m, "switchyard_router_endpoint_ejections_total", {}), 1);
+  EXPECT_EQ(Sum(m, "switchyard_router_pool_ready_endpoints", {{"pool", "default"}}), 2);
+}
+
+TEST_F(RouterServerTest, ClientErrorsNeverEject) {
+  Upstream refusing(400, 0);
+  StartRouter({&refusing}, [](RouterConfig& c) { c.outlier_detection.consecutive_5xx = 1; });
+  WaitForScrapes(1);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(Call("POST", "/v1/completions", kBody).status, 400);
+  EXPECT_EQ(refusing.ids().size(), 5u);
+  EXPECT_EQ(Sum(Metrics(), "switchyard_router_endpoint_ejections_total", {}), 0);
+}
+
+TEST_F(RouterServerTest, NoHealthyEndpointIs503WithRetryAfter) {
+  Upstream gone(200, 0);
+  gone.Close();
+  StartRouter({&gone}, [](RouterConfig& c) { c.scrape_timeout_ms = 100; });
+  // Three failed scrapes take the only endpoint out.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (Sum(Metrics(), "switchyard_router_pool_ready_endpoints", {{"pool", "default"}}) != 0 &&
+         std::chrono::steady_clock::now() < deadline) {
+  }
+  const net::HttpClient::Response r = Call("POST", "/v1/completions", kBody);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(Header(r, "retry-after"), "1");
+  EXPECT_NE(r.body.find(R"("type":"ServiceUnavailableError","param":null,"code":503}})"),
+            std::string::npos)
+      << r.body;
+  EXPECT_EQ(Sum(Metrics(), "switchyard_router_requests_total", {{"code", "503"}}), 1);
+}
+
+TEST_F(RouterServerTest, ABufferedRequestMayWaitPastTheFirstByteTimeout) {
+  // A non-streamed request queued in a healthy engine gets its head only with its whole
+  // completion: the first-byte timeout (a stream's liveness check) does not apply to it,
+  // the request timeout does.
+  Upstream busy(200, 0);
+  busy.SetDelay(std::chrono::milliseconds(1500));
+  StartRouter({&busy}, [](RouterConfig& c) {
+    c.first_byte_timeout_ms = 300;
+    c.request_timeout_ms = 10'000;
+  });
+  WaitForScrapes(1);
+  const net::HttpClient::Response r = Call("POST", "/v1/completions", kBody);
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(busy.ids().size(), 1u);  // not retried either
+  EXPECT_EQ(Sum(Metrics(), "switchyard_router_upstream_retries_total", {}), 0);
+}
+
+TEST_F(RouterServerTest, ABufferedRequestEndsAtTheRequestTimeout) {
+  Upstream stuck(200, 0);
+  stuck.SetDelay(std::chrono::milliseconds(1500));
+  StartRouter({&stuck}, [](RouterConfig& c) { c.request_timeout_ms = 300; });
+  WaitForScrapes(1);
+  const net::HttpClient::Response r = Call("POST", "/v1/completions", kBody);
+  EXPECT_EQ(r.status, 504) << r.body;
+  EXPECT_EQ(stuck.ids().size(), 1u);
 }
 
 }  // namespace
