@@ -1,15 +1,19 @@
 """KV events from a serving `switchyard engine` (--kv-events-config): subscribe with pyzmq,
 send completions, decode the three-frame messages with msgpack, check the BlockStored
 events of the prompt's full blocks (block hashes by vLLM's sha256_cbor rule, token ids,
-block size 16), the replay socket, and both event layouts (tagged map, vLLM's default, and
-the older array form)."""
+block size 16), the replay socket, and the three event layouts ("map", vLLM 0.32/0.33 and
+our default; "array", early vLLM and llm-d-kv-cache's decoder; "map_batch", vLLM main), each
+byte for byte against vLLM's msgspec structs (vllm_kv_structs.py)."""
 
+import msgspec
 import msgpack
 import pytest
+import requests
 import zmq
 
 from engine_server import EngineServer, kv_events_flags
 from kv_wire import END_SEQ, as_dict, vllm_block_hashes, wire_hash
+from vllm_kv_structs import LAYOUTS, STRUCTS
 
 TOPIC = b"kv-events"
 BLOCK_SIZE = 16
@@ -138,3 +142,40 @@ def test_data_parallel_rank_is_zero(context):
         got = sub.recv(5000)
         assert got is not None
         assert msgpack.unpackb(got[1])[2] == 0
+
+
+@pytest.mark.parametrize("hashes", ["int", "bytes"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_engine_bytes_are_vllm_msgspec_bytes(context, layout, hashes):
+    """Every batch the engine publishes in `layout` decodes with vLLM's own struct declarations
+    for that layout (msgspec, strict types) and re-encodes to the very same bytes; the other
+    layouts' declarations reject it. Stores, evictions (a 6-block cache) and a cache reset
+    give BlockStored, BlockRemoved and AllBlocksCleared events."""
+    config = {"event_layout": layout, "block_hash_format": hashes}
+    flags = [*kv_events_flags(TOPIC.decode(), **config), "--num-gpu-blocks-override", 6,
+             "--max-model-len", 64]
+    with EngineServer(*flags, kv_events=True,
+                      env={"PYTHONHASHSEED": SEED, "VLLM_SERVER_DEV_MODE": "1"}) as engine:
+        sub = Subscriber(context, engine)
+        sub.join()
+        for i in range(4):  # 2 full blocks each: the 6-block cache evicts
+            engine.complete(list(range(500 + 40 * i, 540 + 40 * i)))
+        r = requests.post(f"{engine.url}/reset_prefix_cache", timeout=30)
+        assert r.status_code == 200, r.text
+        payloads = [p for _, p in iter(lambda: sub.recv(500), None)]
+        engine.wait_idle()
+
+    structs = STRUCTS[layout]
+    kinds = set()
+    for payload in payloads:
+        batch = structs.decoder.decode(payload)
+        assert structs.encoder.encode(batch) == payload
+        kinds.update(type(e).__name__ for e in batch.events)
+        for e in batch.events:
+            for h in getattr(e, "block_hashes", []):
+                assert isinstance(h, int if hashes == "int" else bytes)
+        for other in LAYOUTS:
+            if other != layout and batch.events:  # [ts, [], rank] is both "array" and "map"
+                with pytest.raises(msgspec.ValidationError):
+                    STRUCTS[other].decoder.decode(payload)
+    assert kinds == {"BlockStored", "BlockRemoved", "AllBlocksCleared"}, kinds
