@@ -4,6 +4,8 @@
 #include "fmt/format.h"
 #include <pcre2.h>
 
+#include "text/internal/unicode.h"
+
 namespace switchyard::text::internal {
 namespace {
 
@@ -26,7 +28,7 @@ pcre2_jit_stack* ThreadJitStack(void*) {
 
 }  // namespace
 
-std::string RewriteWhitespaceClasses(std::string_view p) {
+std::string RewriteUnicodeClasses(std::string_view p) {
   std::string out;
   out.reserve(p.size() + 64);
   bool in_class = false;
@@ -34,6 +36,30 @@ std::string RewriteWhitespaceClasses(std::string_view p) {
     char c = p[i];
     if (c == '\\' && i + 1 < p.size()) {
       char n = p[i + 1];
+      if ((n == 'p' || n == 'P') && i + 2 < p.size()) {
+        // \pL or \p{Lu}; \p{^Lu} means \P{Lu}.
+        size_t end = i + 3;
+        std::string_view name = p.substr(i + 2, 1);
+        if (p[i + 2] == '{') {
+          end = p.find('}', i + 3);
+          // Unclosed: left as written for PCRE2 to report.
+          name = end == std::string_view::npos ? std::string_view() : p.substr(i + 3, end - i - 3);
+          end = end == std::string_view::npos ? p.size() : end + 1;
+        }
+        const bool caret = name.starts_with('^');
+        const bool negated = (n == 'P') != caret;
+        const std::string_view base = name.substr(caret ? 1 : 0);
+        const std::string added = ClassBodyAddedSince14(base);
+        if (added.empty() || (negated && in_class)) {
+          // PCRE2 cannot subtract inside a class: a negated class there keeps 14.0's data.
+          out.append(p.substr(i, end - i));
+        } else {
+          const std::string positive = fmt::format("\\p{{{}}}{}", base, added);
+          out.append(in_class ? positive : fmt::format("{}{}]", negated ? "[^" : "[", positive));
+        }
+        i = end - 1;
+        continue;
+      }
       if (n == 's') {
         if (in_class) {
           out.append(kWhiteSpaceBody);
@@ -78,7 +104,7 @@ absl::StatusOr<std::unique_ptr<Regex>> Regex::Compile(std::string_view pattern, 
     if (re->known_)
       return re;
   }
-  std::string rewritten = RewriteWhitespaceClasses(pattern);
+  std::string rewritten = RewriteUnicodeClasses(pattern);
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   re->code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(rewritten.data()), rewritten.size(),

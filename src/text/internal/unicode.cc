@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "fmt/format.h"
 
 #include "base/utf8.h"
 #include "text/internal/unicode_tables.h"
@@ -240,6 +241,21 @@ bool IsPunctuation(uint32_t cp) {
 
 bool IsAlphanumeric(uint32_t cp) {
   return (CategoryFlags(cp) & (kCatLetter | kCatNumber | kCatMark)) != 0;
+}
+
+std::string ClassBodyAddedSince14(std::string_view category) {
+  std::string body;
+  if (category.empty() || category.size() > 2)
+    return body;
+  for (size_t i = 0; i < kNumChangedSince14; ++i) {
+    const GeneralCategoryRun& run = kChangedSince14[i];
+    if (std::string_view(run.category).substr(0, category.size()) != category)
+      continue;
+    body += fmt::format("\\x{{{:X}}}", run.first);
+    if (run.last != run.first)
+      body += fmt::format("-\\x{{{:X}}}", run.last);
+  }
+  return body;
 }
 
 std::string NormalizeNfc(std::string_view s) {
