@@ -243,21 +243,26 @@ bool IsAlphanumeric(uint32_t cp) {
   return (CategoryFlags(cp) & (kCatLetter | kCatNumber | kCatMark)) != 0;
 }
 
-std::string ClassBodyAddedSince14(std::string_view category) {
-  std::string body;
-  if (category.empty() || category.size() > 2)
-    return body;
-  // Adjacent runs of one major class (Lo next to Lu) merge: fewer ranges for PCRE2 to test.
+std::string ClassBodyAddedSince14(std::span<const std::string_view> categories) {
+  auto wanted = [&](std::string_view category) {
+    for (std::string_view name : categories) {
+      if (!name.empty() && name.size() <= 2 && category.substr(0, name.size()) == name)
+        return true;
+    }
+    return false;
+  };
+  // Adjacent runs (Lo next to Lu for \p{L}) merge: fewer ranges for PCRE2 to test.
   std::vector<std::pair<uint32_t, uint32_t>> ranges;
   for (size_t i = 0; i < kNumChangedSince14; ++i) {
     const GeneralCategoryRun& run = kChangedSince14[i];
-    if (std::string_view(run.category).substr(0, category.size()) != category)
+    if (!wanted(run.category))
       continue;
     if (!ranges.empty() && ranges.back().second + 1 == run.first)
       ranges.back().second = run.last;
     else
       ranges.emplace_back(run.first, run.last);
   }
+  std::string body;
   for (const auto& [first, last] : ranges) {
     body += fmt::format("\\x{{{:X}}}", first);
     if (last != first)

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -26,10 +27,11 @@ bool IsPunctuation(uint32_t cp);
 // Approximates Rust's char::is_alphanumeric (Alphabetic || Numeric) by L*, M*, N*.
 bool IsAlphanumeric(uint32_t cp);
 
-// The code points whose general category falls in `category` (a major class such as "L" or
-// a subcategory such as "Lo") in Unicode 16.0 but not in 14.0, the data PCRE2 10.42 matches
-// \p{..} against, as a PCRE2 class body ("\x{1C89}-\x{1C8A}..."); empty for other names.
-std::string ClassBodyAddedSince14(std::string_view category);
+// The code points whose general category falls in one of `categories` (major classes such
+// as "L" or subcategories such as "Lo") in Unicode 16.0 but not in 14.0, the data PCRE2 10.42
+// matches \p{..} against, as a PCRE2 class body of ranges ("\x{1C89}-\x{1C8A}..."); empty
+// when none (names that are not categories add nothing).
+std::string ClassBodyAddedSince14(std::span<const std::string_view> categories);
 
 std::string NormalizeNfc(std::string_view s);
 std::string NormalizeNfkc(std::string_view s);
