@@ -53,8 +53,9 @@ class Regex {
 // PCRE2 matches as HF does. Exposed for tests.
 //  - \s and \S (outside and inside classes) become explicit White_Space classes, since
 //    PCRE2's UCP \s omits U+0085 and differs from Oniguruma elsewhere;
-//  - \p{X} (and \pX, \P{X} outside classes) for a general category or major class gain
-//    the code points Unicode 15.0-16.0 assigned to it (PCRE2 10.42 has 14.0's data, HF 16.0's).
+//  - \p{X}, \pX, \P{X} and classes holding them, for a general category or major class,
+//    gain the code points Unicode 15.0-16.0 assigned to it (PCRE2 10.42 has 14.0's data, HF
+//    16.0's); a class holding a \P keeps 14.0's, since PCRE2 cannot subtract inside one.
 std::string RewriteUnicodeClasses(std::string_view pattern);
 
 }  // namespace switchyard::text::internal
