@@ -1,33 +1,38 @@
 #!/usr/bin/env python3
-"""Writes tests/data/golden/kv_events.json: msgpack payloads of KV event batches laid out the
-way vLLM's publisher encodes them (vllm/distributed/kv_events.py, msgspec.msgpack.Encoder).
+"""Writes tests/data/golden/kv_events.json: msgpack payloads of KV event batches in the three
+layouts vLLM's publisher has encoded them with (vllm/distributed/kv_events.py,
+msgspec.msgpack.Encoder), for both block-hash forms.
 
-vLLM's structs, reproduced here as plain msgpack values:
-  EventBatch(array_like=True, omit_defaults=True): [ts: float, events: list, dp_rank: int|None]
-  KVCacheEvent(tag=True, ...): the tag is the class name.
-    array layout (array_like=True; msgspec keeps default-valued fields in arrays):
-      ["BlockStored", block_hashes, parent_block_hash, token_ids, block_size, lora_id,
-       medium, lora_name, extra_keys, group_idx, kv_cache_spec_kind,
-       kv_cache_spec_sliding_window]
-      ["BlockRemoved", block_hashes, medium, group_idx]
-      ["AllBlocksCleared"]
-    map layout (vLLM PR #42892; omit_defaults drops the fields that have a default when
-      they hold it): {"type": tag, field: value, ...} in declaration order.
+Each payload is encoded twice and must agree byte for byte:
+  1. through msgspec Structs declared as vLLM declares them, one set per layout
+     (tests/e2e/vllm_kv_structs.py: "array" = early vLLM and llm-d-kv-cache's decoder,
+     "map" = vLLM 0.32/0.33, "map_batch" = vLLM main);
+  2. by hand with msgpack, from the rules those declarations imply:
+       batch: [ts: float, events, dp_rank: int|None], or for "map_batch"
+              {"ts": .., "events": [..], "data_parallel_rank": ..} without a None rank;
+       events, tagged with the class name:
+         array: ["BlockStored", block_hashes, parent_block_hash, token_ids, block_size,
+                 lora_id, medium, lora_name, extra_keys, group_idx, kv_cache_spec_kind,
+                 kv_cache_spec_sliding_window], ["BlockRemoved", block_hashes, medium,
+                 group_idx], ["AllBlocksCleared"] (array_like keeps defaulted fields);
+         map:   {"type": tag, field: value, ...} in declaration order, defaulted fields
+                dropped while they hold their default (omit_defaults).
   Block hashes: int.from_bytes(digest, "big") & (2**64 - 1) by default, or the digest bytes.
 
-When msgspec is importable, the same batches are also encoded through msgspec Structs declared
-like vLLM's, and both encodings must agree byte for byte.
-
-Usage: .venv/bin/python tools/gen_kv_event_golden.py [--out PATH]
+Usage: .venv/bin/python tools/gen_kv_event_golden.py [--out PATH]  (needs msgspec)
 """
 
 import argparse
 import json
 import os
 
+import sys
+
 import msgpack
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "tests", "e2e"))
+from vllm_kv_structs import LAYOUTS, STRUCTS  # noqa: E402
 DEFAULT_OUT = os.path.join(REPO, "tests", "data", "golden", "kv_events.json")
 
 # (name, required-or-default) in vLLM's declaration order, after the tag.
@@ -103,93 +108,49 @@ def wire_event(event, layout, hash_form):
 
 
 def encode(events, ts, dp_rank, layout, hash_form):
-    batch = [float(ts), [wire_event(e, layout, hash_form) for e in events], dp_rank]
+    wire_events = [wire_event(e, layout, hash_form) for e in events]
+    if layout == "map_batch":
+        batch = {"ts": float(ts), "events": wire_events}
+        if dp_rank is not None:
+            batch["data_parallel_rank"] = dp_rank
+    else:
+        batch = [float(ts), wire_events, dp_rank]
     return msgpack.packb(batch, use_bin_type=True)
 
 
-def msgspec_encoder():
-    """vLLM's declarations (both layouts), or None without msgspec."""
-    try:
-        import msgspec
-    except ImportError:
-        return None
-    Hash = bytes | int
-
-    def declare(array_like):
-        class Event(msgspec.Struct, array_like=array_like, omit_defaults=True, gc=False,
-                    tag=True):
-            pass
-
-        class BlockStored(Event):
-            block_hashes: list[Hash]
-            parent_block_hash: Hash | None
-            token_ids: list[int]
-            block_size: int
-            lora_id: int | None
-            medium: str | None
-            lora_name: str | None
-            extra_keys: list[tuple | None] | None = None
-            group_idx: int | None = None
-            kv_cache_spec_kind: str | None = None
-            kv_cache_spec_sliding_window: int | None = None
-
-        class BlockRemoved(Event):
-            block_hashes: list[Hash]
-            medium: str | None
-            group_idx: int | None = None
-
-        class AllBlocksCleared(Event):
-            pass
-
-        return {"BlockStored": BlockStored, "BlockRemoved": BlockRemoved,
-                "AllBlocksCleared": AllBlocksCleared}
-
-    class EventBatch(msgspec.Struct, array_like=True, omit_defaults=True, gc=False):
-        ts: float
-        events: list
-        data_parallel_rank: int | None = None
-
-    classes = {"array": declare(True), "map": declare(False)}
-    encoder = msgspec.msgpack.Encoder()
-
-    def encode_msgspec(events, ts, dp_rank, layout, hash_form):
-        structs = []
-        for e in events:
-            cls = classes[layout][e["type"]]
-            kwargs = {n: wire_value(n, e.get(n), hash_form) for n, _ in FIELDS[e["type"]]}
-            structs.append(cls(**kwargs))
-        return encoder.encode(EventBatch(ts=float(ts), events=structs,
-                                         data_parallel_rank=dp_rank))
-
-    return encode_msgspec
+def encode_msgspec(events, ts, dp_rank, layout, hash_form):
+    """The batch built from vLLM's Structs for `layout` and encoded as vLLM's publisher does."""
+    structs = STRUCTS[layout]
+    built = []
+    for e in events:
+        cls = getattr(structs, e["type"])
+        built.append(cls(**{n: wire_value(n, e.get(n), hash_form) for n, _ in FIELDS[e["type"]]}))
+    return structs.encoder.encode(structs.KVEventBatch(ts=float(ts), events=built,
+                                                       data_parallel_rank=dp_rank))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=DEFAULT_OUT)
     args = parser.parse_args()
-    cross_check = msgspec_encoder()
     cases = []
     for name, (events, ts, dp_rank) in CASES.items():
-        for layout in ("array", "map"):
+        for layout in LAYOUTS:
             for hash_form in ("int", "bytes"):
-                payload = encode(events, ts, dp_rank, layout, hash_form)
-                if cross_check is not None:
-                    expected = cross_check(events, ts, dp_rank, layout, hash_form)
-                    assert payload == expected, (name, layout, hash_form, payload.hex(),
-                                                 expected.hex())
+                payload = encode_msgspec(events, ts, dp_rank, layout, hash_form)
+                by_hand = encode(events, ts, dp_rank, layout, hash_form)
+                assert payload == by_hand, (name, layout, hash_form, payload.hex(), by_hand.hex())
                 cases.append({"name": name, "layout": layout, "hashes": hash_form,
                               "hex": payload.hex()})
+    import msgspec
     doc = {"generator": "tools/gen_kv_event_golden.py",
-           "msgpack": msgpack.version and ".".join(map(str, msgpack.version)),
-           "checked_against_msgspec": cross_check is not None,
+           "msgspec": msgspec.__version__,
            "cases": cases}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
-    print(f"wrote {len(cases)} cases to {args.out}"
-          + (" (cross-checked with msgspec)" if cross_check else ""))
+    print(f"wrote {len(cases)} cases to {args.out} (msgspec and msgpack agree)")
 
 
 if __name__ == "__main__":

@@ -79,8 +79,12 @@ int Run(const DemoOptions& options) {
   pub_options.endpoint = options.endpoint;
   pub_options.replay_endpoint = options.replay_endpoint;
   pub_options.topic = options.topic;
-  pub_options.encoding.layout =
-      options.layout == "array" ? kvx::EventLayout::kArray : kvx::EventLayout::kMap;
+  auto layout = kvx::ParseEventLayout(options.layout);
+  if (!layout.ok()) {
+    fmt::print(stderr, "error: {}\n", layout.status().ToString());
+    return 2;
+  }
+  pub_options.encoding.layout = *layout;
   pub_options.encoding.hashes =
       options.hashes == "bytes" ? kvx::HashForm::kBytes : kvx::HashForm::kInt;
   auto publisher = kvx::KvEventPublisher::Start(pub_options);
@@ -127,7 +131,7 @@ void RegisterKvEventsDemoCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--layout", options->layout, "event encoding")
-      ->check(CLI::IsMember({"array", "map"}))
+      ->check(CLI::IsMember({"array", "map", "map_batch"}))
       ->capture_default_str();
   cmd->add_option("--hashes", options->hashes, "block hash form")
       ->check(CLI::IsMember({"int", "bytes"}))

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cstdint>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <utility>
 
@@ -35,23 +36,38 @@ class Encoder {
       : sink_{out}, packer_(sink_), encoding_(encoding) {}
 
   void Batch(const KvEventBatch& batch) {
-    packer_.pack_array(3);
+    // msgspec drops a defaulted field of a map struct when it holds the default, never one
+    // of an array_like struct.
+    const bool map_batch = encoding_.layout == EventLayout::kMapBatch;
+    if (map_batch)
+      packer_.pack_map(batch.data_parallel_rank.has_value() ? 3 : 2);
+    else
+      packer_.pack_array(3);
+    BatchKey(map_batch, "ts");
     Float64(batch.ts);
+    BatchKey(map_batch, "events");
     packer_.pack_array(static_cast<uint32_t>(batch.events.size()));
     for (const KvCacheEvent& event : batch.events)
       std::visit([this](const auto& e) { Event(e); }, event);
+    if (map_batch && !batch.data_parallel_rank.has_value())
+      return;
+    BatchKey(map_batch, "data_parallel_rank");
     Optional(batch.data_parallel_rank);
   }
 
  private:
-  // Writes `name` (map layout only) ahead of the field's value.
+  void BatchKey(bool map_batch, std::string_view name) {
+    if (map_batch)
+      Str(name);
+  }
+  // Writes `name` (map events only) ahead of the field's value.
   void Key(std::string_view name) {
-    if (encoding_.layout == EventLayout::kMap)
+    if (encoding_.layout != EventLayout::kArray)
       Str(name);
   }
   // Opens an event with `num_fields` fields after the tag.
   void Open(std::string_view tag, uint32_t num_fields) {
-    if (encoding_.layout == EventLayout::kMap) {
+    if (encoding_.layout != EventLayout::kArray) {
       packer_.pack_map(num_fields + 1);
       Str("type");
     } else {
@@ -59,7 +75,7 @@ class Encoder {
     }
     Str(tag);
   }
-  // A field with a vLLM default: in the map layout it is written only when set.
+  // A field with a vLLM default: in map events it is written only when set.
   template <typename T>
   uint32_t Count(const std::optional<T>& value) const {
     return encoding_.layout == EventLayout::kArray || value.has_value() ? 1 : 0;
@@ -423,15 +439,37 @@ absl::StatusOr<KvCacheEvent> DecodeEvent(const msgpack::object& o, uint32_t inde
       fmt::format("KV event batch: events[{}]: unknown event type \"{}\"", index, name));
 }
 
+constexpr std::string_view kBatchFields[] = {"ts", "events", "data_parallel_rank"};
+
 absl::StatusOr<KvEventBatch> DecodeBatch(const msgpack::object& o) {
-  if (o.type != msgpack::type::ARRAY)
-    return TypeError("batch", "an array [ts, events, dp_rank]", o);
-  if (o.via.array.size < 2)
+  if (o.type != msgpack::type::ARRAY && o.type != msgpack::type::MAP)
+    return TypeError("batch", "an array [ts, events, dp_rank] or a map", o);
+  if (o.type == msgpack::type::ARRAY && o.via.array.size < 2)
     return absl::InvalidArgumentError(
         fmt::format("KV event batch: batch: expected [ts, events, dp_rank], got {} elements",
                     o.via.array.size));
+  const msgpack::object* values[3] = {nullptr, nullptr, nullptr};
+  if (o.type == msgpack::type::ARRAY) {
+    for (uint32_t i = 0; i < 3 && i < o.via.array.size; ++i)
+      values[i] = &o.via.array.ptr[i];
+  } else {
+    for (uint32_t i = 0; i < o.via.map.size; ++i) {
+      const msgpack::object_kv& kv = o.via.map.ptr[i];
+      if (kv.key.type != msgpack::type::STR)
+        return TypeError(fmt::format("batch key {}", i), "str", kv.key);
+      for (size_t f = 0; f < std::size(kBatchFields); ++f) {
+        if (AsStr(kv.key) == kBatchFields[f])
+          values[f] = &kv.val;
+      }
+    }
+    for (size_t f = 0; f < 2; ++f) {
+      if (values[f] == nullptr)
+        return absl::InvalidArgumentError(
+            fmt::format("KV event batch: {}: missing", kBatchFields[f]));
+    }
+  }
   KvEventBatch batch;
-  const msgpack::object& ts = o.via.array.ptr[0];
+  const msgpack::object& ts = *values[0];
   switch (ts.type) {
     case msgpack::type::FLOAT32:
     case msgpack::type::FLOAT64:
@@ -446,7 +484,7 @@ absl::StatusOr<KvEventBatch> DecodeBatch(const msgpack::object& o) {
     default:
       return TypeError("ts", "a number", ts);
   }
-  const msgpack::object& events = o.via.array.ptr[1];
+  const msgpack::object& events = *values[1];
   if (events.type != msgpack::type::ARRAY)
     return TypeError("events", "an array", events);
   batch.events.reserve(events.via.array.size);
@@ -454,16 +492,37 @@ absl::StatusOr<KvEventBatch> DecodeBatch(const msgpack::object& o) {
     SY_ASSIGN_OR_RETURN(KvCacheEvent event, DecodeEvent(events.via.array.ptr[i], i));
     batch.events.push_back(std::move(event));
   }
-  if (o.via.array.size > 2) {
-    SY_ASSIGN_OR_RETURN(std::optional<int64_t> rank,
-                        OptInt(&o.via.array.ptr[2], "data_parallel_rank", 0, kInt32Max));
-    if (rank.has_value())
-      batch.data_parallel_rank = static_cast<int32_t>(*rank);
-  }
+  SY_ASSIGN_OR_RETURN(std::optional<int64_t> rank,
+                      OptInt(values[2], "data_parallel_rank", 0, kInt32Max));
+  if (rank.has_value())
+    batch.data_parallel_rank = static_cast<int32_t>(*rank);
   return batch;
 }
 
+constexpr std::pair<EventLayout, std::string_view> kLayoutNames[] = {
+    {EventLayout::kArray, "array"},
+    {EventLayout::kMap, "map"},
+    {EventLayout::kMapBatch, "map_batch"},
+};
+
 }  // namespace
+
+std::string_view EventLayoutName(EventLayout layout) {
+  for (const auto& [value, name] : kLayoutNames) {
+    if (value == layout)
+      return name;
+  }
+  return "unknown";
+}
+
+absl::StatusOr<EventLayout> ParseEventLayout(std::string_view name) {
+  for (const auto& [value, known] : kLayoutNames) {
+    if (known == name)
+      return value;
+  }
+  return absl::InvalidArgumentError(
+      fmt::format("event layout \"{}\" is not one of \"array\", \"map\", \"map_batch\"", name));
+}
 
 std::string EncodeKvEventBatch(const KvEventBatch& batch, const KvEventEncoding& encoding) {
   std::string out;

@@ -66,11 +66,12 @@ absl::StatusOr<std::optional<KvEventPublisherOptions>> ParseKvEventsConfig(std::
       if (options.max_queue_size == 0)
         return BadKey(key, "a positive integer");
     } else if (key == "event_layout") {
-      std::string layout;
-      SY_RETURN_IF_ERROR(get_string(&layout));
-      if (layout != "map" && layout != "array")
-        return BadKey(key, "\"map\" or \"array\"");
-      options.encoding.layout = layout == "map" ? EventLayout::kMap : EventLayout::kArray;
+      std::string name;
+      SY_RETURN_IF_ERROR(get_string(&name));
+      auto layout = ParseEventLayout(name);
+      if (!layout.ok())
+        return BadKey(key, "\"array\", \"map\" or \"map_batch\"");
+      options.encoding.layout = *layout;
     } else if (key == "block_hash_format") {
       std::string form;
       SY_RETURN_IF_ERROR(get_string(&form));

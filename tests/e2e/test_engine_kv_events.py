@@ -1,15 +1,24 @@
 """KV events from a serving `switchyard engine` (--kv-events-config): subscribe with pyzmq,
 send completions, decode the three-frame messages with msgpack, check the BlockStored
 events of the prompt's full blocks (block hashes by vLLM's sha256_cbor rule, token ids,
-block size 16), the replay socket, and both event layouts (tagged map, vLLM's default, and
-the older array form)."""
+block size 16), the replay socket, and the three event layouts ("map", vLLM 0.32/0.33 and
+our default; "array", early vLLM and llm-d-kv-cache's decoder; "map_batch", vLLM main), each
+byte for byte against vLLM's msgspec structs (vllm_kv_structs.py)."""
 
+import json
+import os
+import subprocess
+
+import msgspec
 import msgpack
 import pytest
+import requests
 import zmq
 
+from conftest import REPO
 from engine_server import EngineServer, kv_events_flags
 from kv_wire import END_SEQ, as_dict, vllm_block_hashes, wire_hash
+from vllm_kv_structs import LAYOUTS, STRUCTS
 
 TOPIC = b"kv-events"
 BLOCK_SIZE = 16
@@ -138,3 +147,78 @@ def test_data_parallel_rank_is_zero(context):
         got = sub.recv(5000)
         assert got is not None
         assert msgpack.unpackb(got[1])[2] == 0
+
+
+@pytest.mark.parametrize("hashes", ["int", "bytes"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_engine_bytes_are_vllm_msgspec_bytes(context, layout, hashes):
+    """Every batch the engine publishes in `layout` decodes with vLLM's own struct declarations
+    for that layout (msgspec, strict types) and re-encodes to the very same bytes; the other
+    layouts' declarations reject it. Stores, evictions (a 6-block cache) and a cache reset
+    give BlockStored, BlockRemoved and AllBlocksCleared events."""
+    config = {"event_layout": layout, "block_hash_format": hashes}
+    flags = [*kv_events_flags(TOPIC.decode(), **config), "--num-gpu-blocks-override", 6,
+             "--max-model-len", 64]
+    with EngineServer(*flags, kv_events=True,
+                      env={"PYTHONHASHSEED": SEED, "VLLM_SERVER_DEV_MODE": "1"}) as engine:
+        sub = Subscriber(context, engine)
+        sub.join()
+        for i in range(4):  # 2 full blocks each: the 6-block cache evicts
+            engine.complete(list(range(500 + 40 * i, 540 + 40 * i)))
+        r = requests.post(f"{engine.url}/reset_prefix_cache", timeout=30)
+        assert r.status_code == 200, r.text
+        payloads = [p for _, p in iter(lambda: sub.recv(500), None)]
+        engine.wait_idle()
+
+    structs = STRUCTS[layout]
+    kinds = set()
+    for payload in payloads:
+        batch = structs.decoder.decode(payload)
+        assert structs.encoder.encode(batch) == payload
+        kinds.update(type(e).__name__ for e in batch.events)
+        for e in batch.events:
+            for h in getattr(e, "block_hashes", []):
+                assert isinstance(h, int if hashes == "int" else bytes)
+        for other in LAYOUTS:
+            if other != layout and batch.events:  # [ts, [], rank] is both "array" and "map"
+                with pytest.raises(msgspec.ValidationError):
+                    STRUCTS[other].decoder.decode(payload)
+    assert kinds == {"BlockStored", "BlockRemoved", "AllBlocksCleared"}, kinds
+
+
+# Run in the installed vLLM's Python: which layout its own structs declare, and what they
+# make of our golden bytes of that layout (decoded, then re-encoded as its publisher does).
+_VLLM_ROUND_TRIP = """
+import json, sys
+import msgspec
+from vllm.distributed.kv_events import EventBatch, KVCacheEvent, KVEventBatch
+array_like = lambda cls: cls.__struct_config__.array_like
+if not array_like(EventBatch):
+    layout = "map_batch"
+else:
+    layout = "array" if array_like(KVCacheEvent) else "map"
+decoder, encoder = msgspec.msgpack.Decoder(KVEventBatch), msgspec.msgpack.Encoder()
+cases = [[c["name"], c["hashes"], encoder.encode(decoder.decode(bytes.fromhex(c["hex"]))).hex()]
+         for c in json.load(sys.stdin) if c["layout"] == layout]
+print(json.dumps({"layout": layout, "cases": cases}))
+"""
+
+
+@pytest.mark.skipif(not os.environ.get("SWITCHYARD_VLLM_PYTHON"),
+                    reason="SWITCHYARD_VLLM_PYTHON names no Python with vLLM (see the README)")
+def test_installed_vllm_reads_and_writes_our_bytes():
+    """vLLM's own structs, in the installed vLLM, decode our golden bytes of the layout they
+    declare and re-encode them to the same bytes (vLLM 0.32: "map"). vLLM 0.33's BlockStored
+    has 16 fields, so msgspec gives its maps a 3-byte header: those bytes must equal ours
+    once the headers are written in their shortest form."""
+    golden = json.loads((REPO / "tests/data/golden/kv_events.json").read_text())["cases"]
+    proc = subprocess.run([os.environ["SWITCHYARD_VLLM_PYTHON"], "-c", _VLLM_ROUND_TRIP],
+                          input=json.dumps(golden), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    want = {(c["name"], c["hashes"]): c["hex"] for c in golden if c["layout"] == got["layout"]}
+    assert len(got["cases"]) == len(want) == 12
+    for name, hashes, hexed in got["cases"]:
+        theirs = bytes.fromhex(hexed)
+        shortest = msgpack.packb(msgpack.unpackb(theirs), use_bin_type=True)
+        assert want[(name, hashes)] in (hexed, shortest.hex()), (got["layout"], name, hashes)

@@ -8,6 +8,7 @@ on the errors="replace"-decoded text, which is switchyard's documented policy.
 import base64
 import functools
 import json
+import pathlib
 import random
 
 import pytest
@@ -117,3 +118,34 @@ def test_gguf_encode_parity(switchyard, path):
     mismatches = [f"{text!r} add_special={add}: hf={want} ours={got}"
                   for (text, add, want), got in zip(expected, replies) if got.get("ids") != want]
     assert not mismatches, _report(mismatches, "GGUF encode")
+
+
+def _unicode16_probes():
+    """One text per code point whose general-category class changed between Unicode 14.0 and
+    16.0 (tools/gen_unicode_tables.py lists them), placed where pre-tokenizer regexes tell
+    letters, marks, digits, punctuation and symbols apart; then the issue's examples."""
+    doc = json.loads((pathlib.Path(__file__).parent / "unicode_category_changes.json").read_text())
+    assert (doc["from"], doc["to"]) == ("14.0.0", "16.0.0")
+    probes = []
+    for first, last, _, _ in doc["runs"]:
+        for cp in range(first, last + 1):
+            ch = chr(cp)
+            probes.append(f"a{ch}b {ch}1{ch}2 .{ch}! {ch}{ch}\n{ch}")
+    probes += ["a \U0001F8B5", "a \U0001FA89", "a \U00031350", "a \u1C89", "a \U0001CCF0",
+               "\U0001CCF0\U0001CCF1\U0001CCF2\U0001CCF3"]
+    return probes
+
+
+@pytest.mark.parametrize("path", _tokenizer_paths())
+def test_unicode16_category_probes(switchyard, path):
+    """Every character whose category changed in Unicode 15.0-16.0 splits as HF's does (HF's
+    regex classes are Unicode 16.0)."""
+    hf = Tokenizer.from_file(str(path))
+    probes = _unicode16_probes()
+    assert len(probes) > 10000
+    expected = [e.ids for e in hf.encode_batch(probes, add_special_tokens=False)]
+    replies = _run_jsonl(switchyard, path, [{"text": p, "add_special_tokens": False}
+                                            for p in probes])
+    mismatches = [f"U+{ord(p[1]):04X} {p!r}: hf={want} ours={got}"
+                  for p, want, got in zip(probes, expected, replies) if got.get("ids") != want]
+    assert not mismatches, _report(mismatches, "Unicode 16 probe")

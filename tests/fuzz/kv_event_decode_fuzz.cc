@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto batch = DecodeKvEventBatch(std::string_view(reinterpret_cast<const char*>(data), size));
   if (!batch.ok())
     return 0;
-  for (EventLayout layout : {EventLayout::kArray, EventLayout::kMap}) {
+  for (EventLayout layout : {EventLayout::kArray, EventLayout::kMap, EventLayout::kMapBatch}) {
     // kBytes keeps every hash in the form it was read in.
     auto again = DecodeKvEventBatch(EncodeKvEventBatch(*batch, {layout, HashForm::kBytes}));
     // NaN timestamps compare unequal to themselves.

@@ -49,8 +49,13 @@ class Regex {
   pcre2_real_match_context_8* match_context_ = nullptr;
 };
 
-// Rewrites \s and \S (outside and inside classes) into explicit White_Space classes, since
-// PCRE2's UCP \s omits U+0085 and differs from Oniguruma elsewhere. Exposed for tests.
-std::string RewriteWhitespaceClasses(std::string_view pattern);
+// Rewrites the classes whose PCRE2 data differs from HF `tokenizers`' regex engine, so that
+// PCRE2 matches as HF does. Exposed for tests.
+//  - \s and \S (outside and inside classes) become explicit White_Space classes, since
+//    PCRE2's UCP \s omits U+0085 and differs from Oniguruma elsewhere;
+//  - \p{X}, \pX, \P{X} and classes holding them, for a general category or major class,
+//    gain the code points Unicode 15.0-16.0 assigned to it (PCRE2 10.42 has 14.0's data, HF
+//    16.0's); a class holding a \P keeps 14.0's, since PCRE2 cannot subtract inside one.
+std::string RewriteUnicodeClasses(std::string_view pattern);
 
 }  // namespace switchyard::text::internal

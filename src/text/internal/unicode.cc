@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "fmt/format.h"
 
 #include "base/utf8.h"
 #include "text/internal/unicode_tables.h"
@@ -240,6 +241,34 @@ bool IsPunctuation(uint32_t cp) {
 
 bool IsAlphanumeric(uint32_t cp) {
   return (CategoryFlags(cp) & (kCatLetter | kCatNumber | kCatMark)) != 0;
+}
+
+std::string ClassBodyAddedSince14(std::span<const std::string_view> categories) {
+  auto wanted = [&](std::string_view category) {
+    for (std::string_view name : categories) {
+      if (!name.empty() && name.size() <= 2 && category.substr(0, name.size()) == name)
+        return true;
+    }
+    return false;
+  };
+  // Adjacent runs (Lo next to Lu for \p{L}) merge: fewer ranges for PCRE2 to test.
+  std::vector<std::pair<uint32_t, uint32_t>> ranges;
+  for (size_t i = 0; i < kNumChangedSince14; ++i) {
+    const GeneralCategoryRun& run = kChangedSince14[i];
+    if (!wanted(run.category))
+      continue;
+    if (!ranges.empty() && ranges.back().second + 1 == run.first)
+      ranges.back().second = run.last;
+    else
+      ranges.emplace_back(run.first, run.last);
+  }
+  std::string body;
+  for (const auto& [first, last] : ranges) {
+    body += fmt::format("\\x{{{:X}}}", first);
+    if (last != first)
+      body += fmt::format("-\\x{{{:X}}}", last);
+  }
+  return body;
 }
 
 std::string NormalizeNfc(std::string_view s) {

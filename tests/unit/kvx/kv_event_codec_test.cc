@@ -119,8 +119,9 @@ std::vector<Golden> LoadGolden() {
   for (simdjson::dom::element c : simdjson::dom::array((*doc)->root()["cases"])) {
     Golden g;
     g.name = std::string(std::string_view(c["name"]));
-    g.encoding.layout =
-        std::string_view(c["layout"]) == "map" ? EventLayout::kMap : EventLayout::kArray;
+    auto layout = ParseEventLayout(std::string_view(c["layout"]));
+    EXPECT_TRUE(layout.ok()) << layout.status();
+    g.encoding.layout = layout.value_or(EventLayout::kArray);
     g.encoding.hashes = std::string_view(c["hashes"]) == "int" ? HashForm::kInt : HashForm::kBytes;
     g.bytes = Unhex(std::string_view(c["hex"]));
     out.push_back(std::move(g));
@@ -129,15 +130,15 @@ std::vector<Golden> LoadGolden() {
 }
 
 std::string Label(const Golden& g) {
-  return g.name + (g.encoding.layout == EventLayout::kMap ? "/map" : "/array") +
+  return g.name + "/" + std::string(EventLayoutName(g.encoding.layout)) +
          (g.encoding.hashes == HashForm::kInt ? "/int" : "/bytes");
 }
 
-// Golden bytes come from tools/gen_kv_event_golden.py, cross-checked there against msgspec
-// Structs declared like vLLM's.
+// Golden bytes come from tools/gen_kv_event_golden.py: msgspec Structs declared like vLLM's
+// for each layout (tests/e2e/vllm_kv_structs.py), cross-checked there by hand with msgpack.
 TEST(KvEventCodecGoldenTest, EncodesLikeVllm) {
   const std::vector<Golden> golden = LoadGolden();
-  ASSERT_EQ(golden.size(), 24u);
+  ASSERT_EQ(golden.size(), 36u);  // 6 cases x 3 layouts x 2 hash forms
   for (const Golden& g : golden) {
     SCOPED_TRACE(Label(g));
     EXPECT_EQ(Hex(EncodeKvEventBatch(Case(g.name, HashForm::kBytes), g.encoding)), Hex(g.bytes));
@@ -152,6 +153,61 @@ TEST(KvEventCodecGoldenTest, DecodesAndReencodesVllmBytes) {
     EXPECT_EQ(*batch, Case(g.name, g.encoding.hashes));
     EXPECT_EQ(Hex(EncodeKvEventBatch(*batch, g.encoding)), Hex(g.bytes));
   }
+}
+
+// The first bytes tell the layouts apart: 0x93 = batch array, then float64 ts (0xcb), then
+// the events array, whose first event is an array (0x9_) or a map (0x8_).
+TEST(KvEventCodecGoldenTest, LayoutsDifferWhereVllmsDiffer) {
+  int seen = 0;
+  for (const Golden& g : LoadGolden()) {
+    if (g.name != "removed" || g.encoding.hashes != HashForm::kInt)
+      continue;
+    SCOPED_TRACE(Label(g));
+    ++seen;
+    const std::string hex = Hex(g.bytes);
+    switch (g.encoding.layout) {
+      case EventLayout::kArray:  // [1.5, [["BlockRemoved", ...
+        EXPECT_EQ(hex.substr(0, 26),
+                  "93cb3ff800000000000091"
+                  "94ac");
+        break;
+      case EventLayout::kMap:  // [1.5, [{"type": "BlockRemoved", ...
+        EXPECT_EQ(hex.substr(0, 30),
+                  "93cb3ff800000000000091"
+                  "83a47479");
+        break;
+      case EventLayout::kMapBatch:  // {"ts": 1.5, "events": [{"type": ...
+        EXPECT_EQ(hex.substr(0, 10), "83a27473cb");
+        break;
+    }
+  }
+  EXPECT_EQ(seen, 3);
+}
+
+TEST(KvEventCodecTest, LayoutNamesRoundTrip) {
+  for (EventLayout layout : {EventLayout::kArray, EventLayout::kMap, EventLayout::kMapBatch}) {
+    auto parsed = ParseEventLayout(EventLayoutName(layout));
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(*parsed, layout);
+  }
+  EXPECT_EQ(EventLayoutName(EventLayout::kMapBatch), "map_batch");
+  auto bad = ParseEventLayout("tagged");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(std::string(bad.status().message()).find("\"map_batch\""), std::string::npos);
+}
+
+// vLLM main's batch map drops a None data_parallel_rank (omit_defaults); the array batches
+// keep it as nil.
+TEST(KvEventCodecTest, MapBatchOmitsAnUnsetRank) {
+  KvEventBatch batch{2.0, {AllBlocksCleared{}}, std::nullopt};
+  // {"ts": 2.0, "events": [{"type": "AllBlocksCleared"}]}
+  EXPECT_EQ(Hex(EncodeKvEventBatch(batch, {EventLayout::kMapBatch, HashForm::kInt})),
+            "82a27473cb4000000000000000a66576656e74739181a474797065b0416c6c426c6f636b73436c"
+            "6561726564");
+  batch.data_parallel_rank = 2;
+  auto back = DecodeKvEventBatch(EncodeKvEventBatch(batch, {EventLayout::kMapBatch}));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->data_parallel_rank, 2);
 }
 
 TEST(KvEventCodecTest, DefaultsToVllmCurrentMapLayoutAndIntHashes) {
@@ -228,7 +284,14 @@ TEST(KvEventCodecTest, RejectsMalformedBatchesWithClearErrors) {
       "93000090"
       "00",
       "trailing bytes");
-  ExpectError("80", "batch: expected an array");
+  ExpectError("c0", "batch: expected an array [ts, events, dp_rank] or a map, got nil");
+  ExpectError("80", "ts: missing");
+  ExpectError("81a27473cb3ff0000000000000", "events: missing");  // {"ts": 1.0}
+  ExpectError("81a2747a0a", "ts: missing");                      // {"tz": 10}
+  ExpectError("820000a66576656e747390", "batch key 0: expected str, got int");
+  // {"ts": 0, "events": [], "data_parallel_rank": "x"}
+  ExpectError("83a2747300a66576656e747390b2646174615f706172616c6c656c5f72616e6ba178",
+              "data_parallel_rank: expected an int, got str");
   ExpectError("9100", "got 1 elements");
   ExpectError("93a1789000", "ts: expected a number, got str");
   ExpectError("930000c0", "events: expected an array, got int");

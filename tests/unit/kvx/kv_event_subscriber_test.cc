@@ -105,6 +105,32 @@ class RawPublisher {
   std::string endpoint_;
 };
 
+// One source may switch layouts (an engine restarted with another event_layout): the
+// subscriber reads each batch by its msgpack types, with no setting.
+TEST(KvEventSubscriberTest, DecodesEveryLayout) {
+  RawPublisher raw;
+  Received got;
+  auto sub = KvEventSubscriber::Start(got.Handler());
+  ASSERT_TRUE(sub.ok());
+  (*sub)->AddSource({"e", raw.endpoint(), "", "t"});
+  while ((*sub)->stats("e").batches == 0) {
+    raw.Send(0, EncodeKvEventBatch(Batch(0), {EventLayout::kArray}));
+    got.Wait(1, std::chrono::milliseconds(50));
+  }
+  raw.Send(1, EncodeKvEventBatch(Batch(1), {EventLayout::kMap}));
+  raw.Send(2, EncodeKvEventBatch(Batch(2), {EventLayout::kMapBatch}));
+  std::vector<KvEventBatch> b;
+  ASSERT_TRUE(got.Wait(3));
+  b = got.batches();
+  while (!b.empty() && b.front().ts == 0 && b.size() > 3)
+    b.erase(b.begin());
+  ASSERT_EQ(b.size(), 3u);
+  for (size_t i = 0; i < 3; ++i)
+    EXPECT_EQ(b[i], Batch(static_cast<double>(i))) << i;
+  EXPECT_EQ((*sub)->stats("e").decode_errors, 0);
+  (*sub)->Stop();
+}
+
 TEST(KvEventSubscriberTest, GapsRestartsAndGarbageWithoutReplay) {
   RawPublisher raw;
   Received got;

@@ -11,6 +11,7 @@
 #include "text/internal/pre_tokenizer.h"
 #include "text/internal/regex.h"
 #include "text/internal/unicode.h"
+#include "text/internal/unicode_tables.h"
 
 namespace switchyard::text::internal {
 namespace {
@@ -237,7 +238,48 @@ TEST(RegexTest, WhitespaceMatchesOniguruma) {
   ASSERT_TRUE((*re)->FindAll("a\xC2\x85\x1c", &m).ok());
   EXPECT_THAT(m, ElementsAre(std::pair<size_t, size_t>{0, 1}, std::pair<size_t, size_t>{1, 3},
                              std::pair<size_t, size_t>{3, 4}));
-  EXPECT_EQ(RewriteWhitespaceClasses("[]\\s]"), "[]" + RewriteWhitespaceClasses("\\s").substr(1));
+  EXPECT_EQ(RewriteUnicodeClasses("[]\\s]"), "[]" + RewriteUnicodeClasses("\\s").substr(1));
+}
+
+// Unicode 15.0-16.0 assignments, as HF `tokenizers` classifies them (issue 18): U+1C89
+// CYRILLIC CAPITAL LETTER TJE (Lu), U+31350 a CJK ideograph (Lo), U+1CCF0 OUTLINED DIGIT
+// ZERO (Nd), U+1F8B5 and U+1FA89 symbols (So).
+TEST(UnicodeTest, CategoriesAreUnicode16) {
+  EXPECT_TRUE(IsLetter(0x1C89));
+  EXPECT_TRUE(IsLetter(0x31350));
+  EXPECT_TRUE(IsNumber(0x1CCF0));
+  EXPECT_EQ(CategoryFlags(0x1CCF0), kCatNumber | kCatDecimal);
+  EXPECT_EQ(CategoryFlags(0x1F8B5), kCatSymbol);
+  EXPECT_EQ(CategoryFlags(0x1FA89), kCatSymbol);
+  EXPECT_EQ(CategoryFlags(0x1C8B), 0);  // still unassigned
+}
+
+// PCRE2 10.42 matches \p{..} against Unicode 14.0; the rewrite adds what 15.0-16.0 assigned.
+TEST(RegexTest, PropertyClassesAreUnicode16) {
+  const std::string tje = "\xE1\xB2\x89";            // U+1C89 (Lu)
+  const std::string outlined0 = "\xF0\x9C\xB3\xB0";  // U+1CCF0 (Nd)
+  auto spans = [](std::string_view pattern, std::string_view s) {
+    auto re = Regex::Compile(pattern, Regex::Engine::kPcre2);
+    EXPECT_TRUE(re.ok()) << re.status();
+    ByteRanges m;
+    if (re.ok())
+      EXPECT_TRUE((*re)->FindAll(s, &m).ok());
+    return m;
+  };
+  using Span = std::pair<size_t, size_t>;
+  EXPECT_THAT(spans("\\p{L}+", "a" + tje + "b"), ElementsAre(Span{0, 5}));
+  EXPECT_THAT(spans("\\pL+", "a" + tje), ElementsAre(Span{0, 4}));
+  EXPECT_THAT(spans("\\p{Lu}", tje), ElementsAre(Span{0, 3}));
+  EXPECT_THAT(spans("\\p{Ll}", tje), ElementsAre());
+  EXPECT_THAT(spans("\\P{L}", tje), ElementsAre());
+  EXPECT_THAT(spans("\\p{^L}", tje), ElementsAre());
+  EXPECT_THAT(spans("[^\\r\\n\\p{L}\\p{P}]+", tje + "."), ElementsAre());
+  EXPECT_THAT(spans("\\p{N}{1,3}", outlined0 + outlined0), ElementsAre(Span{0, 8}));
+  EXPECT_THAT(spans("[\\p{Nd}]", outlined0), ElementsAre(Span{0, 4}));
+  // Names without 15.0-16.0 additions and scripts stay as written.
+  EXPECT_EQ(RewriteUnicodeClasses("\\p{Han}\\p{Zs}"), "\\p{Han}\\p{Zs}");
+  EXPECT_EQ(RewriteUnicodeClasses("[\\P{L}]"), "[\\P{L}]");
+  EXPECT_EQ(RewriteUnicodeClasses("a\\p{Lu"), "a\\p{Lu");
 }
 
 TEST(RegexTest, EmptyMatchesAdvance) {
