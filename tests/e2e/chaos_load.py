@@ -19,6 +19,7 @@ Outcomes (Request.kind):
                wrong content: each says what it was in Request.detail
   hung         not done within the bound"""
 import asyncio
+import inspect
 import json
 import time
 import uuid
@@ -50,7 +51,14 @@ class Request:
         return (f"#{self.i} {self.rid} {'chat' if self.chat else 'cmpl'} "
                 f"{'stream' if self.stream else 'json'} endpoint={self.endpoint} "
                 f"status={self.status} chunks={self.chunks} finish={self.finish} "
-                f"tokens={self.tokens} -> {self.kind}: {self.detail}")
+                f"tokens={self.tokens} after {self.elapsed_s:.1f} s -> {self.kind}: "
+                f"{self.detail}")
+
+    @property
+    def elapsed_s(self):
+        if self.started is None:
+            return 0.0
+        return (self.ended or time.monotonic()) - self.started
 
     def _ids(self):
         return {f"cmpl-{self.rid}", f"chatcmpl-{self.rid}"}
@@ -82,7 +90,9 @@ async def _call(client, r):
     r.status = raw.status_code
     r.endpoint = raw.headers.get("x-switchyard-endpoint")
     echoed = raw.headers.get("x-request-id")
-    out = await raw.parse()
+    out = raw.parse()  # not a coroutine in openai 3.x's async client
+    if inspect.isawaitable(out):
+        out = await out
     if not r.stream:
         r.finish = out.choices[0].finish_reason
         r.tokens = out.usage.completion_tokens if out.usage else None

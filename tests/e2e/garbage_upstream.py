@@ -6,7 +6,8 @@ generation routes (POST /v1/...) fail in one MODE:
   garbage          answers bytes that are not HTTP, then closes
   http500          answers 500 with an OpenAI error body (as an engine whose step failed)
   cut-stream       a stream: its head, one whole SSE event, then half of the next event and
-                   the connection closes; not a stream: a JSON head with a Content-Length
+                   the connection closes (every other time chunked, cut before the last
+                   chunk, or delimited by the close, so whole as HTTP); not a stream: a JSON head with a Content-Length
                    larger than the body it sends before it closes
   json-for-stream  answers a stream request 200 application/json with a whole completion
   silence          sends a 200 head (SSE or JSON with a Content-Length) and then nothing,
@@ -141,15 +142,25 @@ class GarbageUpstream:
             writer.write(_response(500, "Internal Server Error", "application/json", ERROR_500))
         elif mode == "cut-stream" and stream:
             whole = _completion(request_id, chat)
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                         b"connection: close\r\n\r\n")
             event = json.loads(whole)
             event["object"] = "chat.completion.chunk" if chat else "text_completion"
             event["choices"][0]["finish_reason"] = None
+            del event["usage"]
             if chat:
                 event["choices"][0]["delta"] = event["choices"][0].pop("message")
-            writer.write(f"data: {json.dumps(event)}\n\n".encode())
-            writer.write(f"data: {json.dumps(event)[:25]}".encode())  # half an event
+            sent = [f"data: {json.dumps(event)}\n\n".encode(),
+                    f"data: {json.dumps(event)[:25]}".encode()]  # then half an event
+            if self.hits % 2:
+                # Chunked, as engines send streams: the connection closes before the last
+                # chunk, so the body is cut short.
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                             b"transfer-encoding: chunked\r\n\r\n")
+                for piece in sent:
+                    writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            else:
+                # Delimited by the close: the body ends whole as HTTP, mid-event as SSE.
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                             b"connection: close\r\n\r\n" + b"".join(sent))
         elif mode == "cut-stream":
             whole = _completion(request_id, chat).encode()
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "

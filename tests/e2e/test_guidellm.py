@@ -24,8 +24,8 @@ from test_up import Up
 
 GUIDELLM = pathlib.Path(os.environ.get("SWITCHYARD_GUIDELLM",
                                        REPO / ".venv-guidellm" / "bin" / "guidellm"))
-REQUESTS = 24
-OUTPUT_TOKENS = 16
+REQUESTS = 20
+OUTPUT_TOKENS = 8
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def run_guidellm(target, model, request_format, stream, out_json, timeout=240):
            "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
            "GUIDELLM__LOGGING__CONSOLE_LOG_LEVEL": "WARNING"}
     backend = (f"kind=openai_http,target={target},model={model},"
-               f"request_format={request_format},stream={str(stream).lower()},timeout=30")
+               f"request_format={request_format},stream={str(stream).lower()},timeout=10")
     args = [str(GUIDELLM), "run", "--backend", backend,
             "--profile", "kind=synchronous",
             "--constraint", f"kind=max_requests,count={REQUESTS}",
