@@ -9,7 +9,8 @@ generation routes (POST /v1/...) fail in one MODE:
                    the connection closes (every other time chunked, cut before the last
                    chunk, or delimited by the close, so whole as HTTP); not a stream: a JSON head with a Content-Length
                    larger than the body it sends before it closes
-  json-for-stream  answers a stream request 200 application/json with a whole completion
+  json-for-stream  answers a stream request 200 application/json: every other time a whole
+                   completion, else half of one before the connection closes
   silence          sends a 200 head (SSE or JSON with a Content-Length) and then nothing,
                    holding the connection until the peer closes it
 
@@ -165,9 +166,13 @@ class GarbageUpstream:
             whole = _completion(request_id, chat).encode()
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
                          + str(len(whole) + 100).encode() + b"\r\n\r\n" + whole[:40])
-        elif mode == "json-for-stream":
+        elif mode == "json-for-stream" and self.hits % 2:
             writer.write(_response(200, "OK", "application/json",
                                    _completion(request_id, chat), "connection: close\r\n"))
+        elif mode == "json-for-stream":
+            whole = _completion(request_id, chat).encode()  # dies in the middle of it
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                         + str(len(whole)).encode() + b"\r\n\r\n" + whole[:len(whole) // 2])
         elif mode == "silence":
             if stream:
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"

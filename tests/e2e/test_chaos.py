@@ -250,9 +250,14 @@ def two_engines():
 @pytest.mark.parametrize("mode", MODES)
 def test_bad_upstream_in_the_pool(two_engines, mode):
     """A member that scrapes as an idle vLLM but fails every generation request (`mode`).
-    Every request ends with a full answer or a clean error; after a few failures the router
-    stops sending it requests (outlier ejection), so it gets at most a third of them (without
-    ejection it looks the least loaded and gets nearly every first attempt)."""
+    Every request ends with a full answer or a clean error: what failed before a byte reached
+    the client is retried or answered with an OpenAI error; a stream cut mid-event ends with
+    an error event after the whole events only (never glued to half an event: the openai
+    client then raises JSONDecodeError), also when the upstream's body ended whole as HTTP but
+    without [DONE]; a 200 application/json answer to a stream request is not passed off as the
+    stream (no SSE written into a JSON body). After a few failures the router stops sending
+    the member requests (outlier ejection), so it gets at most a third of them: without
+    ejection it looks the least loaded and gets nearly every first attempt."""
     garbage = GarbageUpstream(mode)
     router = None
     try:
