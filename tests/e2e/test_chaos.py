@@ -34,7 +34,7 @@ from slowloris import Slowloris
 SIM = ("--backend", "sim", "--sim-latency", "zero,overhead_ms=25", "--max-num-seqs", "4")
 BOUND_S = 30         # no request may take longer, whatever the fault
 SHUTDOWN_S = 30      # --shutdown-timeout of an engine that is terminated: enough to drain
-FREEZE_S = 8         # SIGSTOP .. SIGCONT; the router marks a silent engine down within ~3.3 s
+FREEZE_S = 10        # SIGSTOP .. SIGCONT; the router marks a silent engine down within ~3.3 s
 SLOW_CONNECTIONS = 4300  # more than the servers' 4,096 connections before issue 18
 
 
@@ -61,19 +61,23 @@ def names_of(members):
     return {m: member_name(m) for m in members}
 
 
-async def victim_busy(router, victim, reqs, min_active=8, timeout=30):
-    """Waits until the router has at least `min_active` requests on `victim` (more than its 4
-    sequences: some run, some wait in its queue) and one of its streams has begun."""
-    name = member_name(victim)
+async def busy_engine(router, engines, reqs, min_active=8, timeout=30):
+    """Waits until the router has at least `min_active` requests on one of `engines` (more
+    than its 4 sequences: some run, some wait in its queue) and one of that engine's streams
+    has begun; returns that engine (the victim)."""
+    names = names_of(engines)
     deadline = time.monotonic() + timeout
     while True:
-        eps = await asyncio.to_thread(router.endpoints)
-        active = next(e["active_requests"] for e in eps if e["name"] == name)
-        streaming = any(r.endpoint == name and r.chunks >= 1 and r.kind is None for r in reqs)
-        if active >= min_active and streaming:
-            return
-        assert time.monotonic() < deadline, (f"{name} never held {min_active} requests with a "
-                                             f"stream begun (active {active})")
+        eps = {e["name"]: e for e in await asyncio.to_thread(router.endpoints)}
+        for engine in engines:
+            name = names[engine]
+            streaming = any(r.endpoint == name and r.chunks >= 1 and r.kind is None
+                            for r in reqs)
+            if eps[name]["active_requests"] >= min_active and streaming:
+                return engine
+        assert time.monotonic() < deadline, (
+            f"no engine held {min_active} requests with a stream begun: "
+            f"{ {n: e['active_requests'] for n, e in eps.items()} }")
         await asyncio.sleep(0.01)
 
 
@@ -104,7 +108,6 @@ def test_kill_9_under_load():
     router = Router(engines)
     try:
         names = names_of(engines)
-        victim, survivors = engines[0], engines[1:]
         assert_kv_back_to_baseline(engines, names)
         before = {names[e]: successes(e) for e in engines}
         reqs = mixed(60, "kill")
@@ -112,11 +115,13 @@ def test_kill_9_under_load():
         async def go():
             async with client_for(router.url) as client:
                 load = asyncio.create_task(run_all(client, reqs, BOUND_S))
-                await victim_busy(router, victim, reqs)
+                victim = await busy_engine(router, engines, reqs)
                 victim.kill()
                 await load
+                return victim
 
-        asyncio.run(go())
+        victim = asyncio.run(go())
+        survivors = [e for e in engines if e is not victim]
         print_outcomes(f"kill -9 {names[victim]}", reqs)
         assert_clean(reqs, "kill -9 of an engine")
         lost = [r.what for r in reqs if r.kind != "ok" and not (
@@ -134,15 +139,15 @@ def test_sigterm_drains_under_load():
     """SIGTERM of an engine with running and queued requests, with more requests arriving while
     it drains: it reports not-ready on /health, finishes what it holds (or refuses it so that
     the router retries), exits 0, and no request is lost or served twice."""
-    engines = start_engines(("--shutdown-timeout", SHUTDOWN_S), (), ())
+    engines = start_engines(*[("--shutdown-timeout", SHUTDOWN_S)] * 3)
     router = Router(engines)
     try:
         names = names_of(engines)
-        victim, survivors = engines[0], engines[1:]
         assert_kv_back_to_baseline(engines, names)
         before = {names[e]: successes(e) for e in engines}
         reqs, late = mixed(60, "term"), mixed(24, "term-late")
         health = []
+        victim = None
 
         def health_while_draining():
             """/health of the victim until it stops answering 200 (or answering at all)."""
@@ -158,9 +163,10 @@ def test_sigterm_drains_under_load():
                 time.sleep(0.02)
 
         async def go():
+            nonlocal victim
             async with client_for(router.url) as client:
                 load = asyncio.create_task(run_all(client, reqs, BOUND_S))
-                await victim_busy(router, victim, reqs)
+                victim = await busy_engine(router, engines, reqs)
                 victim.terminate()
                 probe = asyncio.create_task(asyncio.to_thread(health_while_draining))
                 await run_all(client, late, BOUND_S)
@@ -168,6 +174,7 @@ def test_sigterm_drains_under_load():
                 await probe
 
         asyncio.run(go())
+        survivors = [e for e in engines if e is not victim]
         print_outcomes(f"SIGTERM {names[victim]}", reqs + late)
         victim.stop(timeout=SHUTDOWN_S + 10)  # exit code 0 within the drain
         assert health and health[-1] != 200, (
@@ -189,16 +196,17 @@ def test_sigstop_then_sigcont_under_load():
     router = Router(engines)
     try:
         names = names_of(engines)
-        victim = engines[0]
         assert_kv_back_to_baseline(engines, names)
         before = {names[e]: successes(e) for e in engines}
         reqs, late = mixed(60, "stop"), mixed(20, "stop-late")
         times = {}
+        victim = None
 
         async def go():
+            nonlocal victim
             async with client_for(router.url) as client:
                 load = asyncio.create_task(run_all(client, reqs, BOUND_S))
-                await victim_busy(router, victim, reqs)
+                victim = await busy_engine(router, engines, reqs)
                 os.kill(victim.proc.pid, signal.SIGSTOP)
                 times["stop"] = time.monotonic()
                 more = asyncio.create_task(run_all(client, late, BOUND_S))
@@ -211,7 +219,7 @@ def test_sigstop_then_sigcont_under_load():
         try:
             asyncio.run(go())
         finally:
-            if victim.proc.poll() is None:
+            if victim is not None and victim.proc.poll() is None:
                 os.kill(victim.proc.pid, signal.SIGCONT)
         everything = reqs + late
         print_outcomes(f"SIGSTOP {names[victim]} for {FREEZE_S} s", everything)
