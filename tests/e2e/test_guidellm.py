@@ -6,7 +6,7 @@ and its own JSON report must count every request successful, none errored or inc
 guidellm first checks GET /health and then sends its requests on the same keep-alive
 connection (issue 18: a server that leaves that connection hanging after its bodiless answer
 never answers the first request; with the backend's timeout=10 used here that request errors
-after 10 s, with guidellm's own default it waits far longer and the run completes nothing).
+after 10 s; guidellm's default has no read timeout, so out of the box it waits forever).
 
 Offline: HF_HUB_OFFLINE=1 (no hub); its tokenizer is models/tiny-llama3, the local directory
 of the model `up` serves (--tokenizer kind=huggingface_auto,model=DIR: transformers'
