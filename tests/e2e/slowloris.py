@@ -7,9 +7,22 @@ clients on 127.0.0.1) and then sends each open socket its next byte every `inter
 close(). Connections the server refuses, answers (a 408, say) or closes are counted, not
 reopened: the load stays bounded in count and time."""
 import asyncio
+import resource
 
 HEAD = (b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
         b"X-Slow: " + b"s" * 4000 + b"\r\n\r\n")
+
+
+def raise_fd_limit(at_least):
+    """Raises this process's open-file limit to `at_least` (within the hard limit), so that
+    it and the servers it starts after this (they inherit it) can hold the attack's sockets;
+    returns the new soft limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = at_least if hard == resource.RLIM_INFINITY else min(at_least, hard)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        soft = want
+    return soft
 
 
 class Slowloris:

@@ -29,13 +29,20 @@ from chaos_load import (assert_all_ok, assert_clean, assert_kv_back_to_baseline,
 from engine_server import EngineServer
 from garbage_upstream import MODES, GarbageUpstream
 from router_server import Router, member_name
-from slowloris import Slowloris
+from slowloris import Slowloris, raise_fd_limit
 
 SIM = ("--backend", "sim", "--sim-latency", "zero,overhead_ms=25", "--max-num-seqs", "4")
 BOUND_S = 30         # no request may take longer, whatever the fault
 SHUTDOWN_S = 30      # --shutdown-timeout of an engine that is terminated: enough to drain
 FREEZE_S = 10        # SIGSTOP .. SIGCONT; the router marks a silent engine down within ~3.3 s
 SLOW_CONNECTIONS = 4300  # more than the servers' 4,096 connections before issue 18
+
+
+@pytest.fixture(autouse=True, scope="module")
+def enough_file_descriptors():
+    """Before any server starts (they inherit the limit): room for the slowloris sockets."""
+    got = raise_fd_limit(SLOW_CONNECTIONS + 4096)
+    assert got >= SLOW_CONNECTIONS + 1024, f"open-file limit {got}: too low for slowloris"
 
 
 def start_engines(*flag_sets):
