@@ -44,19 +44,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# guidellm for its e2e test (tests/e2e/test_guidellm.py), in a venv of its own: it needs
-# torch, which PyPI ships for Linux with the CUDA libraries (about 6 GB installed), and it pins
-# click and multidict below what .venv has. Its own stamp, so .venv is not reinstalled for it.
-guidellm_stamp=.venv-guidellm/.requirements.sha256
-want=$(sha256sum tools/requirements-guidellm.txt | cut -d' ' -f1)
-if [ ! -f "$guidellm_stamp" ] || [ "$(cat "$guidellm_stamp")" != "$want" ]; then
-  echo "setup: installing guidellm into .venv-guidellm (minutes: torch)"
-  [ -x .venv-guidellm/bin/python ] || "$PY" -m venv .venv-guidellm
-  .venv-guidellm/bin/python -m pip install -q --upgrade pip
-  .venv-guidellm/bin/python -m pip install -q -r tools/requirements-guidellm.txt
-  echo "$want" > "$guidellm_stamp"
-fi
-
 # llama.cpp for the mixed-fleet e2e test, twice, from llama-cpp-python's sdist (PyPI has
 # no wheel of it), downloaded once:
 #  - llama-cpp-python with its server: only the shared libraries the Python package loads
