@@ -61,8 +61,8 @@ void Drain(engine::EngineServer& server, const sigset_t& signals, double timeout
   server.BeginDrain();
   if (timeout_s <= 0)
     return;
-  // The watcher takes the second signal; once the drain is over we wake it with one of our
-  // own, aimed at it alone.
+  // The watcher takes the second signal; once the drain is over we wake it with one of the
+  // set (blocked everywhere, so it only ends the watcher's sigwait), aimed at it alone.
   std::atomic<bool> over{false};
   std::thread watcher([&server, &signals, &over] {
     pthread_setname_np(pthread_self(), "sy-signals");
@@ -80,7 +80,7 @@ void Drain(engine::EngineServer& server, const sigset_t& signals, double timeout
   else
     SY_LOG_INFO("engine: drain ended with requests in flight; ending them");
   over = true;
-  pthread_kill(watcher.native_handle(), SIGTERM);
+  pthread_kill(watcher.native_handle(), SIGINT);
   watcher.join();
 }
 

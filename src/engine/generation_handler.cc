@@ -141,7 +141,7 @@ absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
 // its prompt's n choices at once. A failed search cancels the others; a client that leaves
 // cancels them all.
 void SubmitBeamSearch(const ServingContext& ctx, Submission sub,
-                      std::shared_ptr<internal::GenerationStream> stream,
+                      const std::shared_ptr<internal::GenerationStream>& stream,
                       const std::string& base_id, std::shared_ptr<net::HttpResponder> responder) {
   // Weak: the runs are owned by their in-flight engine callbacks, never by the connection.
   auto group = std::make_shared<std::vector<std::weak_ptr<internal::BeamSearchRun>>>();
