@@ -152,14 +152,18 @@ def check_refuses_new_work(engine):
 def test_drain_finishes_running_and_queued_streams_then_exits():
     with EngineServer(*SIM, "--max-num-seqs", 2, "--shutdown-timeout", 20) as engine:
         streams = [Stream(engine, max_tokens=25) for _ in range(6)]
-        wait_for(lambda: running_and_waiting(engine) == (2, 4), what="2 running, 4 queued")
+        plain = Stream(engine, max_tokens=25, stream=False)
+        wait_for(lambda: running_and_waiting(engine) == (2, 5), what="2 running, 5 queued")
         engine.proc.send_signal(signal.SIGTERM)
         signalled = time.monotonic()
         check_refuses_new_work(engine)
         for s in streams:
             s.check_finished()
-        finished = max(s.lines[-1][0] for s in streams)
-        # 3 waves of 25 steps took their time; the engine then exits at once, not at 20 s.
+        plain.join(timeout=60)
+        assert plain.error is None and plain.status == 200, plain.lines
+        assert json.loads(plain.lines[0][1])["usage"]["completion_tokens"] == 25
+        finished = max(s.lines[-1][0] for s in streams + [plain])
+        # 4 waves of 25 steps took their time; the engine then exits at once, not at 20 s.
         assert finished - signalled > 0.5
         assert exit_code(engine, timeout=10) == 0
         assert time.monotonic() - signalled < 8
