@@ -3,7 +3,7 @@
 driven by concurrent openai clients (completions and chat, streamed and not, each with a
 unique prompt and x-request-id), while an engine is killed (SIGKILL), terminated (SIGTERM,
 with --shutdown-timeout), frozen (SIGSTOP, then SIGCONT), replaced by a bad upstream that
-scrapes healthy and fails every request one way (garbage_upstream.MODES), or held by thousands
+scrapes healthy and fails every request one way (BAD_MODES), or held by thousands
 of slowloris connections.
 
 What every scenario checks (chaos_load.py says how):
@@ -27,7 +27,7 @@ import requests
 from chaos_load import (assert_all_ok, assert_clean, assert_kv_back_to_baseline,
                         assert_served_once, client_for, mixed, run_all, successes, summary)
 from engine_server import EngineServer
-from garbage_upstream import MODES, GarbageUpstream
+from fault_upstream import FaultUpstream
 from router_server import Router, member_name
 from slowloris import Slowloris, raise_fd_limit
 
@@ -249,6 +249,8 @@ def test_sigstop_then_sigcont_under_load():
 
 GARBAGE_REQUESTS = 48
 GARBAGE_CONCURRENCY = 8
+# The fault_upstream modes put in the pool: each fails every generation request.
+BAD_MODES = ("reset", "garbage", "http500", "cut-stream", "json-for-stream", "silence")
 # Bounded waits for an upstream that sends a head and then nothing.
 PROXY_TIMEOUTS = "proxy: {firstByteTimeoutMs: 3000, idleTimeoutMs: 3000}\n"
 
@@ -262,7 +264,7 @@ def two_engines():
         stop_all(None, engines)
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", BAD_MODES)
 def test_bad_upstream_in_the_pool(two_engines, mode):
     """A member that scrapes as an idle vLLM but fails every generation request (`mode`).
     Every request ends with a full answer or a clean error: what failed before a byte reached
@@ -273,7 +275,7 @@ def test_bad_upstream_in_the_pool(two_engines, mode):
     stream (no SSE written into a JSON body). After a few failures the router stops sending
     the member requests (outlier ejection), so it gets at most a third of them: without
     ejection it looks the least loaded and gets nearly every first attempt."""
-    garbage = GarbageUpstream(mode)
+    garbage = FaultUpstream(mode).start()
     router = None
     try:
         router = Router([*two_engines, garbage], scheduling=PROXY_TIMEOUTS)

@@ -36,7 +36,7 @@ def engine():
 
 
 def test_an_engine_dying_mid_event_gives_an_api_error():
-    with FaultUpstream("mid_event") as dying:
+    with FaultUpstream("cut-stream") as dying:
         router = Router([dying])
         try:
             with pytest.raises(openai.APIError) as raised:
@@ -52,7 +52,7 @@ def test_an_engine_dying_mid_event_gives_an_api_error():
 
 
 def test_a_stream_without_done_is_a_failure():
-    with FaultUpstream("no_done") as cut:
+    with FaultUpstream("no-done") as cut:
         router = Router([cut])
         try:
             with pytest.raises(openai.APIError):
@@ -67,7 +67,7 @@ def test_a_stream_without_done_is_a_failure():
 
 
 def test_a_json_answer_to_a_stream_that_dies_is_a_json_error():
-    with FaultUpstream("json_stream") as dying:
+    with FaultUpstream("json-for-stream") as dying:
         router = Router([dying])
         try:
             r = requests.post(f"{router.url}/v1/completions", timeout=30,
@@ -101,7 +101,7 @@ def test_no_healthy_endpoint_is_503_with_retry_after_not_429():
         router.stop()
 
 
-@pytest.mark.parametrize("mode", ["garbage", "reset", "status_500"])
+@pytest.mark.parametrize("mode", ["garbage", "reset", "http500"])
 def test_an_upstream_failing_every_request_is_ejected(engine, mode):
     """It scrapes fine and looks idle, so without outlier detection it would take (about)
     every first attempt; after five failures in a row it is out for 30 s."""
@@ -115,9 +115,9 @@ def test_an_upstream_failing_every_request_is_ejected(engine, mode):
                     client.completions.create(model=MODEL_NAME, prompt=f"p{i}", max_tokens=2)
                     served += 1
                 except openai.InternalServerError:
-                    assert mode == "status_500"  # a 500 is not retried: the client sees it
-            assert bad.completions == 5
-            assert served == 40 - (5 if mode == "status_500" else 0)
+                    assert mode == "http500"  # a 500 is not retried: the client sees it
+            assert bad.hits == 5
+            assert served == 40 - (5 if mode == "http500" else 0)
             text = router.metrics()
             name = member_name(bad)
             assert metric_sum(text, "switchyard_router_endpoint_ejections_total",
@@ -142,7 +142,7 @@ def test_a_request_queued_past_the_first_byte_timeout_is_served():
             out = client_of(router).completions.create(model=MODEL_NAME, prompt="hi",
                                                        max_tokens=2)
             assert out.choices[0].text == "late"
-            assert busy.completions == 1
+            assert busy.hits == 1
             assert metric_sum(router.metrics(), "switchyard_router_upstream_retries_total") == 0
         finally:
             router.stop()
@@ -151,7 +151,7 @@ def test_a_request_queued_past_the_first_byte_timeout_is_served():
 def test_keepalive_comments_keep_a_queued_stream_alive_and_stay_in_the_router():
     """A stream queued for 3 s behind a 1 s idle timeout: the keep-alive comments reset it
     (the engine is alive), and the client sees only the events."""
-    with FaultUpstream("queued_stream", delay=3.0) as queued:
+    with FaultUpstream("keepalive-then-stream", delay=3.0) as queued:
         router = Router([queued], extra="proxy: {idleTimeoutMs: 1000}\n")
         try:
             r = requests.post(f"{router.url}/v1/completions", timeout=30, stream=True,
@@ -160,7 +160,7 @@ def test_keepalive_comments_keep_a_queued_stream_alive_and_stay_in_the_router():
             body = r.content.decode()
             assert "keep-alive" not in body
             assert body.endswith("data: [DONE]\n\n") and '"queued"' in body
-            assert queued.completions == 1
+            assert queued.hits == 1
             assert metric_sum(router.metrics(), "switchyard_router_upstream_retries_total") == 0
         finally:
             router.stop()
@@ -169,7 +169,7 @@ def test_keepalive_comments_keep_a_queued_stream_alive_and_stay_in_the_router():
 def test_a_queued_stream_whose_engine_dies_after_keepalives_is_retried(engine):
     """Keep-alive comments before the first event are not passed on: the client has nothing
     yet, so the router retries on the engine."""
-    with FaultUpstream("keepalive_die") as dying:
+    with FaultUpstream("keepalive-then-close") as dying:
         # Both look idle: ties go either way, so the dying one is picked for some of them.
         router = Router([dying, engine])
         try:
@@ -178,9 +178,9 @@ def test_a_queued_stream_whose_engine_dies_after_keepalives_is_retried(engine):
                 chunks = list(client.completions.create(model=MODEL_NAME, prompt=f"q{i}",
                                                         max_tokens=3, stream=True))
                 assert chunks[-1].choices[0].finish_reason == "length"
-            assert dying.completions >= 1
+            assert dying.hits >= 1
             assert metric_sum(router.metrics(), "switchyard_router_upstream_retries_total",
-                              endpoint=member_name(dying)) == dying.completions
+                              endpoint=member_name(dying)) == dying.hits
         finally:
             router.stop()
 
