@@ -261,6 +261,13 @@ void ProxyCall::OnDone(const absl::Status& upstream_status) {
   }
   if (status.ok() && sse_)
     status = EndStream();
+  if (status.ok() && request_.stream && !sse_ && head_status_ >= 200 && head_status_ < 300) {
+    // A success that is not an event stream (a whole JSON completion) is not the answer a
+    // stream client can read: the openai client would see an empty stream. The endpoint is
+    // broken; the request, buffered so far, goes to another. (Error answers pass as JSON.)
+    status = absl::InternalError(
+        fmt::format("{} answered a stream request with {}", current_->name, head_content_type_));
+  }
   if (!absl::IsCancelled(status))  // the router stopping is no failure of the endpoint's
     routing_->AttemptEnded(*current_, !status.ok() || head_status_ >= 500);
   // Nothing reached the client yet: a failed attempt (Unavailable before the upstream's

@@ -479,6 +479,23 @@ TEST_F(ProxyCallTest, AJsonAnswerToAStreamRequestStaysJsonWhenItFails) {
   ExpectIdle();
 }
 
+TEST_F(ProxyCallTest, AWholeJsonSuccessToAStreamRequestIsRetriedElsewhere) {
+  // A 200 JSON completion to a stream request reads as an empty stream to an SSE client: the
+  // endpoint failed, and the next one serves the stream.
+  ScriptedUpstream wrong(fmt::format(
+      "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{}",
+      sizeof(kJsonBody) - 1, kJsonBody));
+  ScriptedUpstream right(
+      fmt::format("{}{}{}0\r\n\r\n", kSseHead, Chunk(kChunk), Chunk(std::string(api::kSseDone))));
+  Start({wrong.address(), right.address()});
+  const Reply r = Post(/*stream=*/true);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("content-type"), "text/event-stream");
+  EXPECT_EQ(r.body, std::string(kChunk) + std::string(api::kSseDone));
+  ExpectIdle();
+}
+
 TEST_F(ProxyCallTest, AJsonAnswerToAStreamRequestPassesAsJson) {
   const std::string json = R"({"error":{"message":"no streams here","code":400}})";
   ScriptedUpstream upstream(
