@@ -40,6 +40,8 @@ void EndpointTable::ReportMetrics(const std::string& name, const EndpointMetrics
   it->second.metrics_at = at;
   it->second.healthy = true;
   it->second.consecutive_failures = 0;
+  it->second.scrape_error.clear();
+  it->second.scrape_unauthorized = false;
   Changed();
 }
 
@@ -52,17 +54,42 @@ void EndpointTable::ReportReachable(const std::string& name) {
     Changed();
   it->second.healthy = true;
   it->second.consecutive_failures = 0;
+  it->second.scrape_error.clear();
+  it->second.scrape_unauthorized = false;
 }
 
-void EndpointTable::ReportScrapeFailure(const std::string& name) {
+bool EndpointTable::ReportScrapeFailure(const std::string& name, std::string_view error,
+                                        int http_status) {
   base::MutexLock lock(&mu_);
   auto it = endpoints_.find(name);
   if (it == endpoints_.end())
-    return;
-  if (++it->second.consecutive_failures >= kUnhealthyAfterFailures && it->second.healthy) {
-    it->second.healthy = false;
+    return false;
+  State& s = it->second;
+  if (++s.consecutive_failures >= kUnhealthyAfterFailures && s.healthy) {
+    s.healthy = false;
     Changed();
   }
+  s.scrape_unauthorized = http_status == 401 || http_status == 403;
+  if (s.scrape_error == error)
+    return false;
+  s.scrape_error = std::string(error);
+  return true;
+}
+
+void EndpointTable::ReportRefusing(const std::string& name, Clock::time_point until) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it == endpoints_.end() || until <= it->second.refusing_until)
+    return;
+  it->second.refusing_until = until;
+  Changed();
+}
+
+void EndpointTable::ReportKvEvents(const std::string& name, const kvx::KvEventSourceStats& stats) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it != endpoints_.end())
+    it->second.kv_events = stats;
 }
 
 Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const {
@@ -71,6 +98,7 @@ Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const 
   e.address = s.spec.address;
   e.pool = s.spec.pool;
   e.labels = s.spec.labels;
+  e.authorization = s.spec.authorization;
   e.metrics = s.metrics;
   e.metrics.fresh = s.has_metrics && now - s.metrics_at <= staleness_;
   e.load = s.load;
@@ -89,6 +117,11 @@ std::shared_ptr<const std::vector<Endpoint>> EndpointTable::Snapshot(Clock::time
   for (const auto& [name, s] : endpoints_) {
     if (!s.healthy)
       continue;
+    if (now < s.refusing_until) {
+      // Back in the snapshots when its Retry-After ends.
+      fresh_until_ = std::min(fresh_until_, s.refusing_until);
+      continue;
+    }
     out->push_back(ToEndpoint(s, now));
     if (out->back().metrics.fresh)
       fresh_until_ = std::min(fresh_until_, s.metrics_at + staleness_);
@@ -113,10 +146,44 @@ std::vector<EndpointStatus> EndpointTable::Statuses(Clock::time_point now) const
   for (const auto& [name, s] : endpoints_) {
     out.push_back({ToEndpoint(s, now), s.healthy,
                    s.has_metrics ? std::chrono::duration<double>(now - s.metrics_at).count() : -1.0,
-                   s.spec.engine});
+                   s.spec.engine, s.spec.credentials, s.scrape_error,
+                   std::max(0.0, std::chrono::duration<double>(s.refusing_until - now).count()),
+                   s.scrape_unauthorized, s.kv_events});
   }
   return out;
 }
+
+namespace {
+
+// The credentials' source (never the key), the last scrape error, the KV event stream.
+void AppendDiagnostics(const EndpointStatus& status, std::string* out) {
+  out->append(",\"credentials\":");
+  if (status.credentials.empty())
+    out->append("null");
+  else
+    base::AppendJsonString(status.credentials, false, out);
+  out->append(",\"scrape_error\":");
+  if (status.scrape_error.empty())
+    out->append("null");
+  else
+    base::AppendJsonString(status.scrape_error, false, out);
+  out->append(fmt::format(",\"scrape_unauthorized\":{},\"refusing_s\":{:.3f}",
+                          status.scrape_unauthorized, status.refusing_s));
+  if (!status.kv_events.has_value())
+    return;
+  const kvx::KvEventSourceStats& k = *status.kv_events;
+  out->append(fmt::format(",\"kv_events\":{{\"stale\":{},\"stale_reason\":", k.stale));
+  if (k.stale)
+    base::AppendJsonString(k.stale_reason, false, out);
+  else
+    out->append("null");
+  out->append(fmt::format(
+      ",\"last_seq\":{},\"batches\":{},\"replayed\":{},\"gaps\":{},\"losses\":{},"
+      "\"restarts\":{},\"decode_errors\":{}}}",
+      k.last_seq, k.batches, k.replayed, k.gaps, k.losses, k.restarts, k.decode_errors));
+}
+
+}  // namespace
 
 std::string EndpointTable::DebugJson(Clock::time_point now) const {
   std::string out = "{\"endpoints\":[";
@@ -145,10 +212,12 @@ std::string EndpointTable::DebugJson(Clock::time_point now) const {
     out.append(fmt::format(
         "}},\"healthy\":{},\"metrics\":{{\"fresh\":{},\"age_s\":{:.3f},\"waiting_requests\":{},"
         "\"running_requests\":{},\"kv_cache_usage\":{:.4f},\"block_size\":{},"
-        "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"inflight_prompt_tokens\":{}}}",
+        "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"inflight_prompt_tokens\":{}",
         status.healthy, e.metrics.fresh, status.metrics_age_s, e.metrics.waiting_requests,
         e.metrics.running_requests, e.metrics.kv_cache_usage, e.metrics.block_size,
         e.metrics.num_gpu_blocks, e.active_requests(), e.inflight_prompt_tokens()));
+    AppendDiagnostics(status, &out);
+    out.push_back('}');
   }
   out.append("]}");
   return out;
