@@ -107,11 +107,12 @@ LLAMA_SERVER = pathlib.Path(sys.executable).parent / "llama-server"
 class LlamaServer(PeerServer):
     engine_kind = "llamacpp"
 
-    def __init__(self, gguf, name, n_ctx=2048, parallel=2, threads=1):
+    def __init__(self, gguf, name, n_ctx=2048, parallel=2, threads=1, extra=()):
+        """extra: more flags (--api-key KEY)."""
         super().__init__(
             [str(LLAMA_SERVER), "--model", str(gguf), "--alias", name, "--ctx-size", str(n_ctx),
              "--parallel", str(parallel), "--threads", str(threads), "--metrics",
-             "--no-webui"],
+             "--no-webui", *extra],
             {}, start_timeout=120)
 
 

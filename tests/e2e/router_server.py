@@ -8,7 +8,9 @@ starts the binary with `listen: {host: 127.0.0.1, port: 0}`, waits for the ready
 peer_servers server; a member with a `kv_endpoint` (an EngineServer started with
 kv_events=True) is listed with `kvEvents:` (its PUB and replay sockets, every topic), which
 feed the router's index when the scheduling config has a precise prefix-cache-scorer.
-stop() sends SIGTERM and requires exit code 0."""
+`args` adds flags to the command line (--shutdown-timeout), `env` variables to its
+environment (credentials' apiKeyEnv). stop() sends SIGTERM and requires exit code 0."""
+import os
 import re
 import signal
 import subprocess
@@ -47,7 +49,8 @@ def metric_sum(text, name, **labels):
 
 class Router:
     def __init__(self, members, scheduling=None, pools=None, wait_fresh=None,
-                 model=MODEL_NAME, tokenizer=MODELS_DIR / "tiny-llama3", start_timeout=60):
+                 model=MODEL_NAME, tokenizer=MODELS_DIR / "tiny-llama3", start_timeout=60,
+                 args=(), env=None):
         endpoints = "\n".join(member_line(m) for m in members)
         pools = pools or f"pools:\n- name: default\n  endpoints:\n{endpoints}\n"
         self.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
@@ -59,7 +62,8 @@ class Router:
         self.out = tempfile.TemporaryFile("w+")
         self.err = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen([str(switchyard_bin()), "router", "--config",
-                                      self.config.name], stdout=self.out, stderr=self.err)
+                                      self.config.name, *map(str, args)], stdout=self.out,
+                                     stderr=self.err, env={**os.environ, **(env or {})})
         deadline = time.monotonic() + start_timeout
         while True:
             self.out.seek(0)
@@ -85,6 +89,10 @@ class Router:
     def metrics(self):
         """GET /metrics: the router's Prometheus text (read it with metric_sum)."""
         return requests.get(f"{self.url}/metrics", timeout=5).text
+
+    def stderr(self):
+        self.err.seek(0)
+        return self.err.read()
 
     def _tail(self):
         self.err.seek(0)
