@@ -19,7 +19,8 @@
 namespace switchyard::cli {
 namespace {
 
-absl::Status RunRouter(const std::string& config_path, int port_override, int shutdown_timeout_s) {
+absl::Status RunRouter(const std::string& config_path, int port_override,
+                       double shutdown_timeout_s) {
   if (shutdown_timeout_s < 0)
     return absl::InvalidArgumentError("--shutdown-timeout must be >= 0");
   SY_ASSIGN_OR_RETURN(router::RouterConfig config, router::LoadRouterConfig(config_path));
@@ -35,7 +36,7 @@ absl::Status RunRouter(const std::string& config_path, int port_override, int sh
   std::printf("switchyard router: serving %s on http://%s:%d\n", config.model.c_str(),
               config.host.c_str(), server->port());
   std::fflush(stdout);
-  DrainRouterOnSignal(signals, std::chrono::seconds(shutdown_timeout_s), server.get(),
+  DrainRouterOnSignal(signals, std::chrono::duration<double>(shutdown_timeout_s), server.get(),
                       "switchyard router");
   server->Stop();
   return absl::OkStatus();
@@ -46,7 +47,7 @@ absl::Status RunRouter(const std::string& config_path, int port_override, int sh
 void RegisterRouterCommand(CLI::App& app, int* exit_code) {
   auto config = std::make_shared<std::string>();
   auto port = std::make_shared<int>(-1);
-  auto shutdown_timeout = std::make_shared<int>(kDefaultShutdownTimeoutS);
+  auto shutdown_timeout = std::make_shared<double>(kDefaultShutdownTimeoutS);
   CLI::App* cmd = app.add_subcommand("router", "Route OpenAI requests across a fleet of engines");
   cmd->add_option("--config", *config, "router.yaml")->required();
   cmd->add_option("--port", *port, "overrides listen.port (0 picks a free port)");

@@ -7,12 +7,12 @@
 
 namespace switchyard::cli {
 
-void DrainRouterOnSignal(const sigset_t& signals, std::chrono::seconds shutdown_timeout,
+void DrainRouterOnSignal(const sigset_t& signals, std::chrono::duration<double> shutdown_timeout,
                          router::RouterServer* router, const char* who) {
   int signal = 0;
   sigwait(&signals, &signal);
-  std::printf("%s: draining for up to %llds (signal again to stop now)\n", who,
-              static_cast<long long>(shutdown_timeout.count()));
+  std::printf("%s: draining for up to %gs (signal again to stop now)\n", who,
+              shutdown_timeout.count());
   std::fflush(stdout);
   router->StartDrain();
   // A second signal cuts the wait short. This thread takes it; once the drain is over
@@ -23,7 +23,9 @@ void DrainRouterOnSignal(const sigset_t& signals, std::chrono::seconds shutdown_
     sigwait(&signals, &again);
     router->InterruptDrain();
   });
-  const auto deadline = std::chrono::steady_clock::now() + shutdown_timeout;
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(shutdown_timeout);
   if (!router->WaitDrained(deadline)) {
     std::printf("%s: ending the requests still in flight\n", who);
     std::fflush(stdout);

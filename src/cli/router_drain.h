@@ -14,12 +14,13 @@
 
 namespace switchyard::cli {
 
-// --shutdown-timeout's default, in seconds.
-inline constexpr int kDefaultShutdownTimeoutS = 30;
+// --shutdown-timeout's default, in seconds (the engine's flag, in the same unit, defaults to
+// vLLM's 0; a router holds many clients' long streams, and Kubernetes gives a pod 30 s).
+inline constexpr double kDefaultShutdownTimeoutS = 30;
 
 // REQUIRES: `signals` (SIGINT and SIGTERM) blocked in every thread (blocked before any
 // thread started), so that only this function takes them.
-void DrainRouterOnSignal(const sigset_t& signals, std::chrono::seconds shutdown_timeout,
+void DrainRouterOnSignal(const sigset_t& signals, std::chrono::duration<double> shutdown_timeout,
                          router::RouterServer* router, const char* who);
 
 }  // namespace switchyard::cli

@@ -38,7 +38,7 @@ struct UpFlags {
   std::string host = "127.0.0.1";
   int port = 8080;
   size_t threads = 0;
-  int shutdown_timeout_s = kDefaultShutdownTimeoutS;
+  double shutdown_timeout_s = kDefaultShutdownTimeoutS;
 };
 
 absl::Status RunUp(const UpFlags& f) {
@@ -117,7 +117,7 @@ absl::Status RunUp(const UpFlags& f) {
       "Ctrl-C stops everything.\n",
       name.c_str(), f.host.c_str(), router->port(), f.host.c_str(), router->port(), name.c_str());
   std::fflush(stdout);
-  DrainRouterOnSignal(signals, std::chrono::seconds(f.shutdown_timeout_s), router.get(),
+  DrainRouterOnSignal(signals, std::chrono::duration<double>(f.shutdown_timeout_s), router.get(),
                       "switchyard up");
   router->Stop();
   for (auto& e : engines)

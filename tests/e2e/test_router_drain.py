@@ -6,6 +6,7 @@ at once, and the process exits 0. SIGTERM to one of two engines under a stream o
 the router retries what the draining engine refuses (503 + Retry-After) elsewhere, sends it
 no more, and every request completes once. Real processes, the openai client."""
 import concurrent.futures
+import contextlib
 import json
 import signal
 import time
@@ -31,6 +32,18 @@ def engines():
     yield engines
     for e in engines:
         e.stop()
+
+
+@contextlib.contextmanager
+def router_for(engines, shutdown_timeout):
+    """A router the test signals itself; killed should the test fail before it exited."""
+    router = Router(engines, args=["--shutdown-timeout", shutdown_timeout])
+    try:
+        yield router
+    finally:
+        if router.proc.poll() is None:
+            router.proc.kill()
+            router.proc.wait()
 
 
 def open_stream(router, max_tokens):
@@ -68,7 +81,11 @@ def check_refusing(router):
 
 
 def test_sigterm_lets_streams_in_flight_finish(engines):
-    router = Router(engines, args=["--shutdown-timeout", "30"])
+    with router_for(engines, 30) as router:
+        sigterm_lets_streams_in_flight_finish(router)
+
+
+def sigterm_lets_streams_in_flight_finish(router):
     client = openai.OpenAI(base_url=f"{router.url}/v1", api_key="x", timeout=60, max_retries=0)
     tokens = 40
     started = []
@@ -100,7 +117,11 @@ def test_sigterm_lets_streams_in_flight_finish(engines):
 
 
 def test_shutdown_timeout_ends_what_is_left_with_clean_errors(engines):
-    router = Router(engines, args=["--shutdown-timeout", "1"])
+    with router_for(engines, 1) as router:
+        shutdown_timeout_ends_what_is_left(router)
+
+
+def shutdown_timeout_ends_what_is_left(router):
     streams = [open_stream(router, 2000) for _ in range(2)]
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         buffered = pool.submit(
@@ -124,7 +145,11 @@ def test_shutdown_timeout_ends_what_is_left_with_clean_errors(engines):
 
 
 def test_a_second_signal_ends_the_drain_at_once(engines):
-    router = Router(engines, args=["--shutdown-timeout", "120"])
+    with router_for(engines, 120) as router:
+        a_second_signal_ends_the_drain(router)
+
+
+def a_second_signal_ends_the_drain(router):
     r, lines = open_stream(router, 2000)
     router.proc.send_signal(signal.SIGTERM)
     time.sleep(0.3)
