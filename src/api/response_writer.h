@@ -124,9 +124,9 @@ std::string SseError(const absl::Status& status);
 struct ModelCard {
   std::string id;
   int64_t created = 0;
-  std::string owned_by = "switchyard";
   std::string root;  // Where the weights came from; defaults to id when empty.
   int64_t max_model_len = 0;
+  std::string owned_by = "switchyard";
 };
 std::string ModelList(const std::vector<ModelCard>& models);
 
