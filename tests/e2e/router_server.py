@@ -90,9 +90,11 @@ class Router:
         """GET /metrics: the router's Prometheus text (read it with metric_sum)."""
         return requests.get(f"{self.url}/metrics", timeout=5).text
 
-    def stderr(self):
+    def output(self):
+        """Everything it printed: stdout (its log lines) and stderr."""
+        self.out.seek(0)
         self.err.seek(0)
-        return self.err.read()
+        return self.out.read() + self.err.read()
 
     def _tail(self):
         self.err.seek(0)

@@ -56,7 +56,7 @@ def test_our_keyed_engine_with_credentials_from_the_environment():
             assert KEY not in debug and KEY not in router.metrics()
         finally:
             router.stop()
-        assert KEY not in router.stderr()
+        assert KEY not in router.output()
 
 
 def test_inline_keys_and_missing_variables_are_refused(switchyard, tmp_path):
@@ -107,7 +107,7 @@ def test_llama_server_without_credentials_is_a_visible_scrape_failure(keyed_llam
         time.sleep(0.5)  # many more scrapes, each refused
     finally:
         router.stop()
-    log = router.stderr()
+    log = router.output()
     assert log.count("HTTP 401 on /metrics") == 1, log  # said once, not at every scrape
 
 
@@ -127,4 +127,4 @@ def test_llama_server_with_credentials_from_a_file(keyed_llama_server, tmp_path)
         assert KEY not in requests.get(f"{router.url}/debug/endpoints", timeout=5).text
     finally:
         router.stop()
-    assert KEY not in router.stderr()
+    assert KEY not in router.output()

@@ -113,7 +113,7 @@ def sigterm_lets_streams_in_flight_finish(router):
         results = [f.result() for f in futures]
     for n, finish in results:
         assert finish == "length" and n >= tokens
-    assert router.proc.wait(timeout=30) == 0, router.stderr()
+    assert router.proc.wait(timeout=30) == 0, router.output()
 
 
 def test_shutdown_timeout_ends_what_is_left_with_clean_errors(engines):
@@ -140,7 +140,7 @@ def shutdown_timeout_ends_what_is_left(router):
         r = buffered.result()
         assert r.status_code == 503 and int(r.headers["retry-after"]) >= 1, r.text
         assert "shutting down" in r.json()["error"]["message"]
-    assert router.proc.wait(timeout=30) == 0, router.stderr()
+    assert router.proc.wait(timeout=30) == 0, router.output()
     assert 0.8 < time.monotonic() - sent < 10
 
 
@@ -158,7 +158,7 @@ def a_second_signal_ends_the_drain(router):
     sent = time.monotonic()
     events = drained_events(lines)
     assert events[-1] == "[DONE]" and "error" in events[-2], events[-3:]
-    assert router.proc.wait(timeout=30) == 0, router.stderr()
+    assert router.proc.wait(timeout=30) == 0, router.output()
     assert time.monotonic() - sent < 10
 
 
