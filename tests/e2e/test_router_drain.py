@@ -165,8 +165,7 @@ def a_second_signal_ends_the_drain(router):
 def test_sigterm_to_an_engine_under_load_loses_no_request():
     """One of two engines drains (SIGTERM) while requests keep coming: what it refuses is
     retried on the other, it gets no new request for its Retry-After, and every request
-    completes, each once (a request the router retried was refused before it ran: the only
-    retries are http_503 ones)."""
+    completes, each once (a request the router retried was refused before it ran)."""
     engines = [EngineServer(*SLOW, "--shutdown-timeout", "30") for _ in range(2)]
     for e in engines:
         e.spawn()
@@ -200,9 +199,21 @@ def test_sigterm_to_an_engine_under_load_loses_no_request():
         victim._stopped = True
         text = router.metrics()
         assert metric_sum(text, "switchyard_router_requests_total", code="200") == total
-        for reason in ("connect", "timeout", "http_502"):
+        # The draining engine was retried away from only when it refused (503) or, once it
+        # had exited, could not be reached: never after it had started on a request.
+        assert metric_sum(text, "switchyard_router_upstream_retries_total",
+                          endpoint=name, reason="http_503") >= 1, text
+        for reason in ("timeout", "http_502"):
             assert metric_sum(text, "switchyard_router_upstream_retries_total",
                               reason=reason) == 0, text
+        # The other engine ran each request it answered once.
+        survivor = engines[1]
+        served = metric_sum(text, "switchyard_router_requests_total", code="200",
+                            endpoint=member_name(survivor))
+        ran = sum(float(line.rsplit(" ", 1)[1])
+                  for line in requests.get(f"{survivor.url}/metrics", timeout=5).text.splitlines()
+                  if line.startswith("vllm:request_success_total"))
+        assert ran == served
     finally:
         router.stop()
         for e in engines:
