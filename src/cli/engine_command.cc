@@ -3,14 +3,21 @@
 // forward pass by the simulated runner (sim/), keeping everything else.
 //
 // SIGINT and SIGTERM are blocked before any thread starts and taken by sigwait on the main
-// thread, which then stops the server in order (HTTP, engine loop, publisher).
+// thread, which then shuts down as vLLM does with --shutdown-timeout: with 0 (vLLM's
+// default) what is in flight ends at once with clean errors; with N seconds the engine
+// drains first (new generation requests and /health get 503, accepted ones go on for up to
+// N seconds, and the engine exits as soon as they are done). A second signal during the
+// drain ends it at once. Either way the process exits 0.
+#include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -44,7 +51,38 @@ struct EngineFlags {
   int64_t max_request_body_bytes = 4 << 20;
   int max_logprobs = 20;
   std::string generation_config = "auto";
+  double shutdown_timeout_s = 0;  // vLLM's default: no drain
+  double sse_keepalive_interval_s = 5;
 };
+
+// After the first signal: the drain, for up to `timeout_s`, which a second signal ends.
+// `signals` are blocked in every thread.
+void Drain(engine::EngineServer& server, const sigset_t& signals, double timeout_s) {
+  server.BeginDrain();
+  if (timeout_s <= 0)
+    return;
+  // The watcher takes the second signal; once the drain is over we wake it with one of our
+  // own, aimed at it alone.
+  std::atomic<bool> over{false};
+  std::thread watcher([&server, &signals, &over] {
+    pthread_setname_np(pthread_self(), "sy-signals");
+    int signal = 0;
+    sigwait(&signals, &signal);
+    if (!over.load()) {
+      SY_LOG_INFO("engine: signal {} during the drain, ending it now", signal);
+      server.InterruptDrain();
+    }
+  });
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
+  if (server.AwaitDrained(deadline))
+    SY_LOG_INFO("engine: drained");
+  else
+    SY_LOG_INFO("engine: drain ended with requests in flight; ending them");
+  over = true;
+  pthread_kill(watcher.native_handle(), SIGTERM);
+  watcher.join();
+}
 
 absl::Status RunEngine(const EngineFlags& f) {
   engine::EngineServerOptions o;
@@ -90,6 +128,10 @@ absl::Status RunEngine(const EngineFlags& f) {
     return absl::InvalidArgumentError("--generation-config must be auto or vllm");
   o.use_generation_config = f.generation_config == "auto";
   o.version = SWITCHYARD_VERSION;
+  if (f.shutdown_timeout_s < 0 || f.sse_keepalive_interval_s < 0)
+    return absl::InvalidArgumentError(
+        "--shutdown-timeout and --sse-keepalive-interval must be >= 0");
+  o.sse_keep_alive_interval = ms(f.sse_keepalive_interval_s);
   SY_ASSIGN_OR_RETURN(o.make_runner, MakeRunnerFactory(f.runner));
 
   sigset_t signals;
@@ -111,7 +153,9 @@ absl::Status RunEngine(const EngineFlags& f) {
   std::fflush(stdout);
   int signal = 0;
   sigwait(&signals, &signal);
-  SY_LOG_INFO("engine: signal {}, stopping", signal);
+  SY_LOG_INFO("engine: signal {}, shutting down (--shutdown-timeout {} s)", signal,
+              f.shutdown_timeout_s);
+  Drain(*server, signals, f.shutdown_timeout_s);
   server->Stop();
   return absl::OkStatus();
 }
@@ -165,6 +209,15 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-logprobs", f->max_logprobs)->capture_default_str();
   cmd->add_option("--generation-config", f->generation_config,
                   "auto: sampling defaults from generation_config.json; vllm: vLLM's")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s,
+                  "seconds that requests in flight may take to finish after SIGTERM/SIGINT "
+                  "(new ones get 503, /health 503); what is left then ends with an error. "
+                  "0 ends everything at once (vLLM's flag and default)")
+      ->capture_default_str();
+  cmd->add_option("--sse-keepalive-interval", f->sse_keepalive_interval_s,
+                  "seconds of silence after which a stream gets an SSE comment "
+                  "(': keep-alive'), e.g. while queued; 0 = never")
       ->capture_default_str();
   cmd->add_option("--backend", f->runner.backend, "cpu, or sim for the simulated forward pass")
       ->capture_default_str();

@@ -122,8 +122,13 @@ void HandleDetokenize(const ServingContext& ctx, const net::HttpRequest& request
   Answer(*responder, Detokenize(ctx, request.body));
 }
 
-void HandleHealth(const ServingContext&, const net::HttpRequest&,
+void HandleHealth(const ServingContext& ctx, const net::HttpRequest&,
                   std::shared_ptr<net::HttpResponder> responder) {
+  // Draining: not ready, so that routers and load balancers stop sending.
+  if (ctx.drain != nullptr && ctx.drain->draining()) {
+    responder->Send(503, kJson, "", {{"retry-after", "1"}, {"connection", "close"}});
+    return;
+  }
   responder->Send(200, kJson, "");
 }
 

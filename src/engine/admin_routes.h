@@ -17,6 +17,8 @@ void HandleTokenize(const ServingContext& ctx, const net::HttpRequest& request,
                     std::shared_ptr<net::HttpResponder> responder);
 void HandleDetokenize(const ServingContext& ctx, const net::HttpRequest& request,
                       std::shared_ptr<net::HttpResponder> responder);
+// GET /health and /ping: 200 with an empty body; 503 (Retry-After) once the shutdown drain
+// began, so that routers stop sending.
 void HandleHealth(const ServingContext& ctx, const net::HttpRequest& request,
                   std::shared_ptr<net::HttpResponder> responder);
 void HandleVersion(const ServingContext& ctx, const net::HttpRequest& request,

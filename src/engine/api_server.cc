@@ -58,6 +58,13 @@ absl::StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(const ApiServerOptio
   return server;
 }
 
+bool ApiServer::Guarded(const net::HttpRequest& request) {
+  // vLLM guards the path prefixes of its model APIs ("/v1", "/v2", "/inference", "/cohere";
+  // we serve /v1 only) and lets OPTIONS (CORS preflight) through. A plain prefix test, as
+  // vLLM's: "/v10" is guarded too.
+  return request.method != "OPTIONS" && request.path.starts_with("/v1");
+}
+
 bool ApiServer::Authorized(const net::HttpRequest& request) const {
   if (options_.api_key.empty())
     return true;
@@ -72,6 +79,11 @@ bool ApiServer::Authorized(const net::HttpRequest& request) const {
 }
 
 void ApiServer::Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder) {
+  // vLLM's AuthenticationMiddleware: before routing, so an unknown /v1 path is 401 too.
+  if (Guarded(request) && !Authorized(request)) {
+    SendError(*responder, absl::UnauthenticatedError("Unauthorized"));
+    return;
+  }
   const Route* path_match = nullptr;
   for (const Route& route : kRoutes) {
     if (route.path != request.path || (route.dev_only && !options_.dev_mode))
@@ -79,10 +91,6 @@ void ApiServer::Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResp
     path_match = &route;
     if (route.method != request.method)
       continue;
-    if (route.fn != &HandleHealth && !Authorized(request)) {
-      SendError(*responder, absl::UnauthenticatedError("Unauthorized"));
-      return;
-    }
     route.fn(*ctx_, request, std::move(responder));
     return;
   }

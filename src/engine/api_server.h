@@ -7,8 +7,11 @@
 //   GET  /health, /version, /metrics             liveness, build, Prometheus text
 //   POST /reset_prefix_cache                     development mode only, as in vLLM
 //
-// With an API key, every route but /health wants `Authorization: Bearer <key>` (compared
-// in constant time) and answers 401 otherwise. Unknown paths get 404 and known paths with
+// With an API key, what vLLM's --api-key protects wants `Authorization: Bearer <key>`
+// (compared in constant time) and answers 401 otherwise: every path under /v1 (the model
+// API), whether or not it is a route. /health, /ping, /version, /metrics, /tokenize,
+// /detokenize and the development routes stay open, as in vLLM, so that routers and
+// Prometheus scrape a keyed engine without the key. Unknown paths get 404 and known paths with
 // another method 405, all with OpenAI-shaped error bodies, as are the transport errors the
 // HTTP server decides (400, 408, 413, 431).
 //
@@ -44,6 +47,8 @@ class ApiServer {
   ApiServer(const ApiServerOptions& options, const ServingContext* ctx)
       : options_(options), ctx_(ctx) {}
   void Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder);
+  // The request's path is one the API key protects.
+  static bool Guarded(const net::HttpRequest& request);
   bool Authorized(const net::HttpRequest& request) const;
 
   const ApiServerOptions options_;

@@ -42,6 +42,7 @@ struct EngineCore::RequestState {
   std::optional<Clock::time_point> first_scheduled;
   std::optional<Clock::time_point> first_token;
   Clock::time_point last_token;
+  Clock::time_point last_update;  // reported, or admitted (keep-alive beats)
   // The update being built for the next Report; `touched` while it holds news.
   RequestUpdate pending;
   bool touched = false;
@@ -304,8 +305,9 @@ void EngineCore::Run() {
       for (const auto& [id, state] : requests_)
         ids.push_back(id);
       for (const std::string& id : ids)
-        AbortRequest(id, FinishReason::kAbort, absl::OkStatus());
+        AbortRequest(id, FinishReason::kAbort, StoppingError());
       Report();
+      UpdateGauges();
       PublishEvents();
       return;
     }
@@ -324,6 +326,29 @@ void EngineCore::Run() {
     UpdateGauges();
     PublishEvents();
     Report();
+    SendKeepAlives();
+  }
+}
+
+void EngineCore::SendKeepAlives() {
+  const Clock::duration interval = options_.keep_alive_interval;
+  if (interval.count() <= 0)
+    return;
+  const Clock::time_point now = Clock::now();
+  if (now < next_keep_alive_sweep_)
+    return;
+  // A few sweeps per interval: a beat comes at most a quarter interval late.
+  next_keep_alive_sweep_ = now + interval / 4;
+  for (const auto& [id, state] : requests_) {
+    RequestState* req = state.get();
+    if (req->num_unfinished == 0 || now - req->last_update < interval)
+      continue;
+    req->last_update = now;
+    RequestUpdate beat;
+    beat.num_prompt_tokens = req->pending.num_prompt_tokens;
+    beat.num_cached_tokens = req->num_cached_tokens;
+    beat.keep_alive = true;
+    req->callback(std::move(beat));
   }
 }
 
@@ -332,6 +357,7 @@ void EngineCore::Admit(Intake in) {
   RequestState* req = state.get();
   req->request = std::move(in.request);
   req->callback = std::move(in.callback);
+  req->last_update = Clock::now();
   req->pending.num_prompt_tokens = static_cast<int64_t>(req->request.prompt_tokens.size());
   const int32_t n = req->request.n;
   req->pending_slot.assign(static_cast<size_t>(n), -1);
@@ -597,6 +623,7 @@ structured::TokenMasker& EngineCore::Masker() {
 
 void EngineCore::Report() {
   std::vector<std::string> done;
+  const Clock::time_point now = Clock::now();
   for (RequestState* req : touched_) {
     RequestUpdate update = std::move(req->pending);
     req->pending = RequestUpdate{};
@@ -605,6 +632,7 @@ void EngineCore::Report() {
     req->touched = false;
     update.num_cached_tokens = req->num_cached_tokens;
     update.finished = req->num_unfinished == 0;
+    req->last_update = now;
     if (update.finished) {
       done.push_back(req->request.request_id);
       // The id is free again once its client has the last update.
@@ -614,7 +642,6 @@ void EngineCore::Report() {
     req->callback(std::move(update));
   }
   touched_.clear();
-  const Clock::time_point now = Clock::now();
   for (const std::string& id : done) {
     auto it = requests_.find(id);
     RequestState* req = it->second.get();

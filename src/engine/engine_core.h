@@ -15,6 +15,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -53,6 +54,10 @@ struct EngineCoreOptions {
   // The tokenizer's EOS and the model's other EOS ids (generation_config / config.json).
   std::optional<int32_t> eos_token_id;
   std::vector<int32_t> extra_eos_ids;
+  // A request with no update for this long gets a keep-alive beat (RequestUpdate::
+  // keep_alive), so that its answer can show it is alive while it waits or prefills; swept
+  // between steps. 0: none.
+  std::chrono::steady_clock::duration keep_alive_interval{0};
   // Borrowed, optional; must outlive the core.
   EngineMetrics* metrics = nullptr;
   kvx::KvEventPublisher* kv_events = nullptr;
@@ -105,7 +110,8 @@ class EngineCore {
   using ResetCallback = std::function<void(absl::Status status)>;
   void ResetPrefixCache(bool preempt_running, ResetCallback done);
 
-  // Aborts everything in flight (callbacks run) and joins the loop. Idempotent.
+  // Ends everything in flight with an Unavailable error (callbacks run; KV blocks are freed)
+  // and joins the loop; later Submits get Unavailable. Idempotent.
   void Stop();
 
   EngineSnapshot snapshot() const;
@@ -141,6 +147,8 @@ class EngineCore {
   // The structured-output token masker, built on first use.
   structured::TokenMasker& Masker();
   void Report();
+  // Beats for the requests that had no update for keep_alive_interval.
+  void SendKeepAlives();
   void PublishEvents();
   void UpdateGauges();
 
@@ -175,6 +183,7 @@ class EngineCore {
   // Requests with news since the last Report, in first-touched order.
   std::vector<RequestState*> touched_;
   PrefixCacheStats reported_prefix_stats_;
+  std::chrono::steady_clock::time_point next_keep_alive_sweep_;
 
   mutable base::Mutex mu_;
   base::CondVar cv_;

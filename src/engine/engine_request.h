@@ -92,6 +92,9 @@ struct RequestUpdate {
   bool finished = false;
   // Set when the engine failed the request (then finished is true).
   absl::Status error;
+  // A liveness beat (EngineCoreOptions::keep_alive_interval): the request is in flight and
+  // had no other update for the interval. Carries nothing else; never finished.
+  bool keep_alive = false;
 };
 
 }  // namespace switchyard::engine

@@ -10,6 +10,13 @@
 #include "model/model_text.h"
 
 namespace switchyard::engine {
+namespace {
+
+// How long Stop lets the last answers (the clean errors) reach their sockets before it
+// closes the connections: enough for any client that reads.
+constexpr std::chrono::seconds kFinalWriteTimeout{2};
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOptions o) {
   if (!o.make_runner)
@@ -66,6 +73,7 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   core.eos_token_id = s->tokenizer_->eos_id();
   for (int64_t id : config.eos_token_ids)
     core.extra_eos_ids.push_back(static_cast<int32_t>(id));
+  core.keep_alive_interval = o.sse_keep_alive_interval;
   core.metrics = s->metrics_.get();
   core.kv_events = s->publisher_.get();
   SY_ASSIGN_OR_RETURN(s->core_, EngineCore::Start(core, std::move(runner), s->tokenizer_.get()));
@@ -86,6 +94,7 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   ctx.priority_scheduling = o.budget.policy == SchedulingPolicy::kPriority;
   ctx.grammars = &s->grammars_;
   ctx.version = o.version;
+  ctx.drain = &s->drain_;
   SY_ASSIGN_OR_RETURN(s->api_, ApiServer::Start(o.api, &s->ctx_));
   SY_LOG_INFO("engine: serving {} on port {} ({} backend, {} KV blocks of {} tokens)", name,
               s->api_->port(), backend, limits.num_kv_blocks, limits.block_size);
@@ -96,11 +105,28 @@ EngineServer::~EngineServer() {
   Stop();
 }
 
+void EngineServer::BeginDrain() {
+  drain_.BeginDrain();
+}
+
+bool EngineServer::AwaitDrained(std::chrono::steady_clock::time_point deadline) {
+  return drain_.AwaitIdle(deadline, true);
+}
+
+void EngineServer::InterruptDrain() {
+  drain_.Interrupt();
+}
+
 void EngineServer::Stop() {
-  if (api_ != nullptr)
-    api_->Stop();
+  drain_.BeginDrain();
+  // The engine first, with the HTTP front still up: what is in flight ends with clean errors,
+  // and requests arriving meanwhile are refused, not cut.
   if (core_ != nullptr)
     core_->Stop();
+  if (!drain_.AwaitIdle(std::chrono::steady_clock::now() + kFinalWriteTimeout, false))
+    SY_LOG_WARN("engine: {} answers not fully written at shutdown", drain_.num_in_flight());
+  if (api_ != nullptr)
+    api_->Stop();
   if (publisher_ != nullptr)
     publisher_->Stop();
 }

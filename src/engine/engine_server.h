@@ -3,11 +3,18 @@
 // publisher, the engine loop and the HTTP front. `switchyard engine` is a thin flag parser
 // over it; tests start it in-process.
 //
-// Threads: Start and Stop from one controlling thread. Owns everything it starts; Stop
-// stops the HTTP front first (no new requests), then the engine loop (aborting what is in
-// flight), then the publisher.
+// Shutdown, as vLLM's --shutdown-timeout and Envoy's drain: BeginDrain makes new generation
+// requests 503 (with Retry-After) and /health 503 while the listener stays open and what was
+// accepted (running and queued) goes on; AwaitDrained waits for it to be answered. Stop ends
+// whatever is left with a clean error (an SSE error event and [DONE] on a stream whose head
+// went out, else a 503 with Retry-After; KV blocks freed), lets those last bytes reach the
+// sockets (for at most a couple of seconds), then closes the HTTP front and the publisher.
+//
+// Threads: Start, the drain calls and Stop from one controlling thread, but InterruptDrain
+// from any. Owns everything it starts.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -16,6 +23,7 @@
 #include "absl/status/statusor.h"
 
 #include "engine/api_server.h"
+#include "engine/drain_gate.h"
 #include "engine/engine_core.h"
 #include "engine/metrics.h"
 #include "engine/model_runner.h"
@@ -47,6 +55,9 @@ struct EngineServerOptions {
   RunnerFactory make_runner;
   // vllm:cache_config_info's cache_dtype label.
   std::string cache_dtype = "auto";
+  // SSE comments sent on a stream that has had nothing to send for this long (queued, long
+  // prefill), so that clients and routers see a live engine. 0: none.
+  std::chrono::milliseconds sse_keep_alive_interval{5000};
 };
 
 class EngineServer {
@@ -61,11 +72,21 @@ class EngineServer {
   EngineCore& core() { return *core_; }
   const ServingContext& context() const { return ctx_; }
 
+  // Refuses new generation requests and reports not ready from now on. Idempotent.
+  void BeginDrain();
+  // Waits until every accepted generation request was answered (true), `deadline`, or
+  // InterruptDrain (false).
+  bool AwaitDrained(std::chrono::steady_clock::time_point deadline);
+  // Ends AwaitDrained at once (a second signal); any thread.
+  void InterruptDrain();
+  // Idempotent.
   void Stop();
 
  private:
   EngineServer() = default;
 
+  // First, so that it goes last: answers in flight hold tickets on it until they are gone.
+  DrainGate drain_;
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<text::ChatTemplate> chat_template_;
   std::unique_ptr<EngineMetrics> metrics_;

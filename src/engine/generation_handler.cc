@@ -45,6 +45,8 @@ struct Submission {
   // use_beam_search: each request's n is its beam width.
   bool beam_search = false;
   double length_penalty = 1.0;
+  // The drain's hold on this request (null without a gate).
+  DrainGate::Ticket ticket;
 };
 
 // The unsupported request features, refused rather than ignored.
@@ -204,8 +206,10 @@ void SubmitAll(const ServingContext& ctx, Submission sub, const net::HttpRequest
   const std::string base_id = fmt::format("{}-{:016x}", sub.stream.header.id, hi ^ lo);
   auto stream =
       std::make_shared<internal::GenerationStream>(std::move(sub.stream), ctx.tokenizer, responder);
+  stream->HoldUntilAnswered(std::move(sub.ticket));
   if (sub.beam_search) {
-    SubmitBeamSearch(ctx, std::move(sub), std::move(stream), base_id, std::move(responder));
+    SubmitBeamSearch(ctx, std::move(sub), stream, base_id, std::move(responder));
+    stream->Accept();
     return;
   }
   std::vector<std::string> ids;
@@ -229,6 +233,7 @@ void SubmitAll(const ServingContext& ctx, Submission sub, const net::HttpRequest
       return;
     }
   }
+  stream->Accept();
   // The client may have left before the requests were in; OnClose's aborts missed them.
   if (responder->closed()) {
     for (const std::string& id : ids)
@@ -325,6 +330,39 @@ absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::Htt
   return sub;
 }
 
+// Takes the drain's ticket for a new generation request, or answers the refusal: 503 with
+// Retry-After (a router retries elsewhere), closing the connection so that the client's next
+// request opens one to a server that is staying.
+std::optional<DrainGate::Ticket> Admit(const ServingContext& ctx, net::HttpResponder& responder) {
+  if (ctx.drain == nullptr)
+    return DrainGate::Ticket();
+  DrainGate::Ticket ticket = ctx.drain->Admit();
+  if (ticket == nullptr) {
+    const absl::Status status =
+        absl::UnavailableError("The server is shutting down; retry on another server.");
+    responder.Send(503, "application/json", api::ErrorBody(status),
+                   {{"retry-after", "1"}, {"connection", "close"}});
+    return std::nullopt;
+  }
+  return ticket;
+}
+
+using PrepareFn = absl::StatusOr<Submission> (*)(const ServingContext&, const net::HttpRequest&);
+
+void HandleGeneration(const ServingContext& ctx, const net::HttpRequest& request,
+                      std::shared_ptr<net::HttpResponder> responder, PrepareFn prepare) {
+  std::optional<DrainGate::Ticket> ticket = Admit(ctx, *responder);
+  if (!ticket.has_value())
+    return;
+  absl::StatusOr<Submission> sub = prepare(ctx, request);
+  if (!sub.ok()) {
+    SendError(*responder, sub.status());
+    return;
+  }
+  sub->ticket = *std::move(ticket);
+  SubmitAll(ctx, *std::move(sub), request, std::move(responder));
+}
+
 }  // namespace
 
 void SendError(net::HttpResponder& responder, const absl::Status& status) {
@@ -333,22 +371,12 @@ void SendError(net::HttpResponder& responder, const absl::Status& status) {
 
 void HandleCompletion(const ServingContext& ctx, const net::HttpRequest& request,
                       std::shared_ptr<net::HttpResponder> responder) {
-  absl::StatusOr<Submission> sub = PrepareCompletion(ctx, request);
-  if (!sub.ok()) {
-    SendError(*responder, sub.status());
-    return;
-  }
-  SubmitAll(ctx, *std::move(sub), request, std::move(responder));
+  HandleGeneration(ctx, request, std::move(responder), &PrepareCompletion);
 }
 
 void HandleChatCompletion(const ServingContext& ctx, const net::HttpRequest& request,
                           std::shared_ptr<net::HttpResponder> responder) {
-  absl::StatusOr<Submission> sub = PrepareChat(ctx, request);
-  if (!sub.ok()) {
-    SendError(*responder, sub.status());
-    return;
-  }
-  SubmitAll(ctx, *std::move(sub), request, std::move(responder));
+  HandleGeneration(ctx, request, std::move(responder), &PrepareChat);
 }
 
 }  // namespace switchyard::engine

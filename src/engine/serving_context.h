@@ -4,8 +4,8 @@
 // the model's default sampling settings (generation_config.json, as vLLM's
 // --generation-config auto applies them).
 //
-// Immutable after construction; shared read-only by every HTTP loop thread. Borrows
-// everything it points to.
+// Immutable after construction (the drain gate it points to is thread-safe); shared by every
+// HTTP loop thread. Borrows everything it points to.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 
 #include "api/sampling_request.h"
+#include "engine/drain_gate.h"
 #include "engine/engine_core.h"
 #include "engine/metrics.h"
 #include "engine/structured/grammar_cache.h"
@@ -54,6 +55,9 @@ struct ServingContext {
   // Compiled structured-output grammars, shared by the HTTP threads; null compiles each time.
   structured::GrammarCache* grammars = nullptr;
   std::string version;  // GET /version
+  // The shutdown drain: refuses new generation requests and fails /health once it began.
+  // Null: no drain (requests are always admitted).
+  DrainGate* drain = nullptr;
 };
 
 // NotFound (vLLM's message) unless `model` is empty or the served model's name.

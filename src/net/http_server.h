@@ -67,7 +67,8 @@ class HttpResponder {
  public:
   virtual ~HttpResponder() = default;
 
-  // A complete response with Content-Length.
+  // A complete response with Content-Length. An extra header "connection: close" closes the
+  // connection once it is written (it goes out as the Connection header).
   virtual void Send(int status, std::string_view content_type, std::string body,
                     HeaderList extra_headers = {}) = 0;
 

@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 
 #include "api/error.h"
+#include "api/internal/number_fault.h"
 #include "base/status_macros.h"
 
 namespace switchyard::api::internal {
@@ -91,6 +92,14 @@ absl::Status ParseRequestFields(RequestBody request_body, size_t max_body_bytes,
   }
   if (error == simdjson::EMPTY) {
     return absl::InvalidArgumentError("Request body is empty; expected a JSON object.");
+  }
+  if (error == simdjson::NUMBER_ERROR) {
+    // Valid JSON whose number does not fit: name its field, as vLLM's validation does.
+    // Valid but for its numbers when the body parses with them zeroed.
+    std::string zeroed;
+    const std::optional<NumberFault> fault = FindNumberFault(body, &zeroed);
+    if (fault.has_value() && parser->parse(zeroed).get(root) == simdjson::SUCCESS)
+      return NumberFaultError(*fault);
   }
   if (error) {
     return absl::InvalidArgumentError(

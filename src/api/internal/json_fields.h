@@ -45,8 +45,9 @@ class FieldReader;
 
 // Parses a request `body` into `parser`, in place when the body has the spare room, and lists
 // the root object's fields in `fields`: a body over `max_body_bytes` is 413 (PayloadTooLarge);
-// malformed JSON, nesting over `max_depth`, numbers outside double range (1e999), a non-object
-// root and duplicate keys are InvalidArgument. Every request parser starts here.
+// malformed JSON, nesting over `max_depth`, a non-object root and duplicate keys are
+// InvalidArgument; so are numbers beyond what the parser holds (1e999, integers past 64 bits),
+// naming their field (number_fault.h). Every request parser starts here.
 // REQUIRES: `fields` is default-constructed and unused.
 absl::Status ParseRequestFields(RequestBody body, size_t max_body_bytes, size_t max_depth,
                                 simdjson::dom::parser* parser, FieldReader* fields);

@@ -83,6 +83,12 @@ std::optional<RequestUpdate> BeamSearchRun::SubmitStep() {
 }
 
 void BeamSearchRun::OnStepUpdate(int64_t step, size_t beam, RequestUpdate update) {
+  // A queued step's beat shows the whole search alive; one beam's is enough.
+  if (update.keep_alive) {
+    if (beam == 0)
+      done_(std::move(update));
+    return;
+  }
   std::optional<RequestUpdate> report;
   {
     base::MutexLock lock(&mu_);

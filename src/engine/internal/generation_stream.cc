@@ -12,6 +12,10 @@ namespace switchyard::engine::internal {
 namespace {
 
 constexpr std::string_view kJson = "application/json";
+// An SSE comment line: clients skip it; proxies and routers see bytes flowing.
+constexpr std::string_view kSseKeepAlive = ": keep-alive\n\n";
+// 503s ask the client to retry (elsewhere: a router picks another engine).
+constexpr std::string_view kRetryAfterSeconds = "1";
 
 std::string StopReasonText(const StopReason& reason) {
   if (const auto* s = std::get_if<std::string>(&reason))
@@ -152,10 +156,35 @@ std::vector<api::TokenLogprob> GenerationStream::EchoLogprobs(size_t prompt) con
                                    prompt_logprobs_[prompt], options_.echo_top_logprobs);
 }
 
+void GenerationStream::HoldUntilAnswered(std::shared_ptr<void> ticket) {
+  base::MutexLock lock(&mu_);
+  ticket_ = std::move(ticket);
+}
+
+void GenerationStream::Accept() {
+  base::MutexLock lock(&mu_);
+  if (options_.stream && prompts_finished_ <= options_.prompt_tokens.size())
+    BeginStream();
+}
+
+void GenerationStream::ReleaseWhenWritten() {
+  if (ticket_ == nullptr)
+    return;
+  // Run (or dropped) once the bytes are written or the connection closed: either way the
+  // capture, and with it the ticket, goes.
+  responder_->OnDrained(0, [ticket = std::move(ticket_)] {});
+  ticket_ = nullptr;
+}
+
 void GenerationStream::OnUpdate(size_t prompt, RequestUpdate update) {
   base::MutexLock lock(&mu_);
   if (prompts_finished_ > options_.prompt_tokens.size())
     return;  // failed before
+  if (update.keep_alive) {
+    if (options_.stream && answered_)
+      responder_->Write(std::string(kSseKeepAlive));
+    return;
+  }
   if (!update.error.ok()) {
     FailLocked(update.error);
     return;
@@ -278,6 +307,7 @@ void GenerationStream::Finish() {
     }
     responder_->Write(std::string(api::kSseDone));
     responder_->End();
+    ReleaseWhenWritten();
     return;
   }
   answered_ = true;
@@ -336,6 +366,7 @@ void GenerationStream::Finish() {
     body = api::CompletionResponse(options_.header, out, usage);
   }
   responder_->Send(200, kJson, std::move(body), options_.extra_headers);
+  ReleaseWhenWritten();
 }
 
 void GenerationStream::Fail(const absl::Status& status) {
@@ -349,11 +380,15 @@ void GenerationStream::FailLocked(const absl::Status& status) {
     responder_->Write(std::string(api::kSseDone));
     responder_->End();
   } else if (!answered_) {
-    responder_->Send(api::HttpErrorFor(status).http_status, kJson, api::ErrorBody(status),
-                     options_.extra_headers);
+    const int http_status = api::HttpErrorFor(status).http_status;
+    net::HeaderList headers = options_.extra_headers;
+    if (http_status == 503)
+      headers.emplace_back("retry-after", std::string(kRetryAfterSeconds));
+    responder_->Send(http_status, kJson, api::ErrorBody(status), std::move(headers));
   }
   answered_ = true;
   prompts_finished_ = options_.prompt_tokens.size() + 1;
+  ReleaseWhenWritten();
 }
 
 }  // namespace switchyard::engine::internal

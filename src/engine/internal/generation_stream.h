@@ -13,11 +13,16 @@
 // echo once they are all in, and holds its choices' updates until then (a sibling sequence
 // may finish its own prefill before the first one has computed the prompt's logprobs).
 //
-// Threads: OnUpdate runs on the engine loop thread; Fail on either. A mutex orders them.
-// A streaming response's head goes out with its first chunk, from the engine thread, so
-// that every piece of the response is posted from one thread: HttpResponder keeps call
-// order only per calling thread (a head posted from the HTTP loop inside the handler can
-// reach the connection after chunks posted meanwhile by the engine thread).
+// A stream's head (200, text/event-stream) goes out when its requests are accepted (Accept,
+// as vLLM does), so that a request queued behind others shows a live engine; while it waits
+// (queued, long prefill) the engine's keep-alive beats become SSE comments
+// (": keep-alive"), which OpenAI clients skip. Without Accept the head goes with the first
+// chunk. Once the head is out a failure ends the stream with an SSE error event and
+// [DONE]; before, it is a plain error response (503 ones with Retry-After).
+//
+// Threads: OnUpdate runs on the engine loop thread; Accept and Fail on either. A mutex
+// orders them, and HttpResponder keeps the order of calls made in turn from different
+// threads.
 #pragma once
 
 #include <cstdint>
@@ -68,6 +73,11 @@ class GenerationStream {
   GenerationStream(GenerationStreamOptions options, const text::Tokenizer* tokenizer,
                    std::shared_ptr<net::HttpResponder> responder);
 
+  // Holds `ticket` (DrainGate) until the answer is fully handed to the socket or the
+  // connection closes.
+  void HoldUntilAnswered(std::shared_ptr<void> ticket);
+  // Every request of the response is in the engine: a stream's head goes out now.
+  void Accept();
   // An engine update for prompt `prompt`.
   void OnUpdate(size_t prompt, RequestUpdate update);
   // Answers with an error unless the response has begun (then an SSE error event ends it).
@@ -106,6 +116,9 @@ class GenerationStream {
   void StreamChoice(size_t index, const SequenceUpdate& update, std::vector<api::TokenLogprob> lps)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After the last byte of the answer was handed to the responder: the ticket goes once the
+  // responder has written it.
+  void ReleaseWhenWritten() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   api::Usage TotalUsage() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const GenerationStreamOptions options_;
@@ -119,6 +132,7 @@ class GenerationStream {
   std::vector<bool> echoed_ ABSL_GUARDED_BY(mu_);  // streaming, per prompt: echo sent
   size_t prompts_finished_ ABSL_GUARDED_BY(mu_) = 0;
   bool answered_ ABSL_GUARDED_BY(mu_) = false;
+  std::shared_ptr<void> ticket_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::engine::internal

@@ -1,6 +1,9 @@
 // HttpConnection's response side: the responder's operations and the write queue.
+#include <algorithm>
 #include <span>
 #include <utility>
+
+#include "absl/strings/match.h"
 
 #include "base/logging.h"
 #include "net/internal/connection.h"
@@ -10,6 +13,14 @@ namespace {
 
 // Most queued pieces gathered into one write.
 constexpr size_t kMaxWriteBuffers = 16;
+
+// The handler's extra headers ask to close the connection after the response.
+bool AsksToClose(const HeaderList& headers) {
+  return std::any_of(headers.begin(), headers.end(), [](const auto& header) {
+    return absl::EqualsIgnoreCase(header.first, "connection") &&
+           absl::EqualsIgnoreCase(header.second, "close");
+  });
+}
 
 }  // namespace
 
@@ -25,7 +36,7 @@ void HttpConnection::Send(uint64_t seq, int status, std::string_view content_typ
   if (closed_ || seq != seq_ || response_ != Response::kAwaiting)
     return;
   response_ = Response::kEnded;
-  close_after_ = !keep_alive_;
+  close_after_ = !keep_alive_ || AsksToClose(extra_headers);
   // A 204 has neither a body nor a Content-Length.
   const bool no_content = status == 204;
   ResponseHead head;

@@ -54,7 +54,7 @@ std::vector<Case> Cases() {
       {"empty_body", E::kChat, "", 400, bad, ""},
       {"bom", E::kCompletion, "\xEF\xBB\xBF{\"prompt\":\"x\"}", 400, bad, ""},
       {"root_is_array", E::kCompletion, R"(["prompt"])", 400, bad, ""},
-      {"overflowing_float", E::kChat, Chat(R"("temperature":1e999)"), 400, bad, ""},
+      {"overflowing_float", E::kChat, Chat(R"("temperature":1e999)"), 400, bad, "temperature"},
       // B2 nesting.
       {"deep_nesting", E::kCompletion,
        R"({"prompt":"x","x":)" + std::string(200, '[') + std::string(200, ']') + "}", 400, bad, ""},
@@ -84,7 +84,7 @@ std::vector<Case> Cases() {
       {"max_tokens_negative", E::kChat, Chat(R"("max_tokens":-1)"), 400, bad, "max_tokens"},
       {"max_tokens_2_63", E::kCompletion, Cmpl(R"("max_tokens":9223372036854775808)"), 400, bad,
        "max_tokens"},
-      {"max_tokens_1e309", E::kCompletion, Cmpl(R"("max_tokens":1e309)"), 400, bad, ""},
+      {"max_tokens_1e309", E::kCompletion, Cmpl(R"("max_tokens":1e309)"), 400, bad, "max_tokens"},
       {"max_tokens_huge", E::kCompletion, Cmpl(R"("max_tokens":100000000000)"), 400, bad,
        "max_tokens"},
       {"max_completion_tokens_zero", E::kChat, Chat(R"("max_completion_tokens":0)"), 400, bad,
@@ -208,6 +208,112 @@ TEST_P(BadInputTest, MapsToStatusTypeAndParam) {
   EXPECT_EQ(int64_t(error["code"]), c.http_status);
   EXPECT_EQ(std::string_view(error["type"]), c.type);
   EXPECT_LT(body.size(), 1024u) << "error bodies must not echo the request";
+}
+
+// Numbers that are valid JSON but beyond what the parser holds (an integer past 64 bits, a
+// decimal past double's range) are 400s that name the field holding them, at the top or
+// nested, for every numeric field of completion and chat requests (issue 18, defect 10).
+std::vector<Case> NumberFaultCases() {
+  using E = Endpoint;
+  const std::string bad = "BadRequestError";
+  const std::vector<std::string> big = {"1e309", "-1e309", "18446744073709551616",
+                                        "-9223372036854775809", "1234567890123456789012345678901"};
+  std::vector<Case> cases;
+  const std::vector<std::string> shared = {"max_tokens",
+                                           "n",
+                                           "temperature",
+                                           "top_p",
+                                           "top_k",
+                                           "min_p",
+                                           "presence_penalty",
+                                           "frequency_penalty",
+                                           "repetition_penalty",
+                                           "seed",
+                                           "min_tokens",
+                                           "prompt_logprobs",
+                                           "truncate_prompt_tokens",
+                                           "priority",
+                                           "length_penalty",
+                                           "best_of"};
+  for (size_t v = 0; v < big.size(); ++v) {
+    const std::string& number = big[v];
+    const std::string tag = std::to_string(v);
+    for (const std::string& field : shared) {
+      const std::string value = "\"" + field + "\":" + number;
+      cases.push_back({"cmpl_" + field + "_" + tag, E::kCompletion, Cmpl(value), 400, bad, field});
+      cases.push_back({"chat_" + field + "_" + tag, E::kChat, Chat(value), 400, bad, field});
+    }
+    cases.push_back({"cmpl_logprobs_" + tag, E::kCompletion, Cmpl("\"logprobs\":" + number), 400,
+                     bad, "logprobs"});
+    cases.push_back({"chat_max_completion_tokens_" + tag, E::kChat,
+                     Chat("\"max_completion_tokens\":" + number), 400, bad,
+                     "max_completion_tokens"});
+    cases.push_back({"chat_top_logprobs_" + tag, E::kChat,
+                     Chat("\"logprobs\":true,\"top_logprobs\":" + number), 400, bad,
+                     "top_logprobs"});
+    // Nested: inside an object or an array of the field.
+    cases.push_back({"chat_logit_bias_" + tag, E::kChat,
+                     Chat("\"logit_bias\":{\"5\":" + number + "}"), 400, bad, "logit_bias"});
+    cases.push_back({"cmpl_prompt_tokens_" + tag, E::kCompletion,
+                     "{\"prompt\":[[1,2],[3," + number + "]]}", 400, bad, "prompt"});
+    cases.push_back({"cmpl_allowed_token_ids_" + tag, E::kCompletion,
+                     Cmpl("\"allowed_token_ids\":[1," + number + "]"), 400, bad,
+                     "allowed_token_ids"});
+    cases.push_back({"chat_stop_token_ids_" + tag, E::kChat,
+                     Chat("\"stop_token_ids\":[" + number + "]"), 400, bad, "stop_token_ids"});
+    cases.push_back(
+        {"chat_response_format_" + tag, E::kChat,
+         Chat(
+             R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"integer","maximum":)" +
+             number + "}}}"),
+         400, bad, "response_format"});
+    cases.push_back(
+        {"chat_message_" + tag, E::kChat,
+         "{\"messages\":[{\"role\":\"user\",\"content\":\"a\",\"x\":[" + number + "]}]}", 400, bad,
+         "messages"});
+    cases.push_back({"detokenize_tokens_" + tag, E::kDetokenize, "{\"tokens\":[1," + number + "]}",
+                     400, bad, "tokens"});
+    // A field the request does not read is not echoed (param null), and a number inside a
+    // string or a key is no number.
+    cases.push_back({"unknown_field_" + tag, E::kChat,
+                     Chat("\"1e309\":\"1e309\",\"vendor_x\":{\"k\":" + number + "}"), 400, bad,
+                     ""});
+  }
+  return cases;
+}
+
+class NumberFaultTest : public BadInputTest {};
+
+TEST_P(NumberFaultTest, NamesTheField) {
+  const Case& c = GetParam();
+  const absl::Status status = ParseFor(c);
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(HttpErrorFor(status).http_status, 400) << status;
+  EXPECT_EQ(ErrorParam(status).value_or(""), c.param) << status;
+  EXPECT_EQ(status.message().find("not valid JSON"), std::string_view::npos) << status;
+  EXPECT_EQ(status.message().find("vendor_x"), std::string_view::npos) << status;
+  if (!c.param.empty()) {
+    EXPECT_EQ(status.message().substr(0, c.param.size()), c.param) << status;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Reliability, NumberFaultTest, ::testing::ValuesIn(NumberFaultCases()),
+                         [](const ::testing::TestParamInfo<Case>& param_info) {
+                           return param_info.param.name;
+                         });
+
+TEST(NumberFaultTest, ExactMessages) {
+  const RequestLimits limits;
+  absl::Status status =
+      ParseCompletionRequest(R"({"prompt":"x","max_tokens":1e309})", limits).status();
+  EXPECT_EQ(status.message(), "max_tokens must be a finite number.");
+  status = ParseChatRequest(Chat(R"("seed":18446744073709551616)"), limits).status();
+  EXPECT_EQ(status.message(), "seed must be at most 9223372036854775807.");
+  // Broken JSON stays a plain parse error, even next to a big number.
+  status = ParseChatRequest(Chat(R"("seed":1e309,)"), limits).status();
+  EXPECT_FALSE(ErrorParam(status).has_value()) << status;
+  status = ParseChatRequest(Chat(R"("seed":01)"), limits).status();
+  EXPECT_FALSE(ErrorParam(status).has_value()) << status;
 }
 
 INSTANTIATE_TEST_SUITE_P(Reliability, BadInputTest, ::testing::ValuesIn(Cases()),

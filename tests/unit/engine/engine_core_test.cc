@@ -7,6 +7,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -85,6 +86,15 @@ class Collector {
   EngineCore::UpdateCallback Callback() {
     return [this](RequestUpdate u) {
       base::MutexLock lock(&mu_);
+      if (u.keep_alive) {
+        EXPECT_TRUE(u.sequences.empty() && !u.finished && u.error.ok());
+        if (texts_.empty())
+          ++beats_before_output_;
+        ++beats_;
+        return;
+      }
+      if (!u.error.ok())
+        error_ = u.error;
       for (SequenceUpdate& s : u.sequences) {
         if (texts_.size() <= static_cast<size_t>(s.index)) {
           texts_.resize(static_cast<size_t>(s.index) + 1);
@@ -137,6 +147,18 @@ class Collector {
     base::MutexLock lock(&mu_);
     return prompt_updates_;
   }
+  absl::Status error() {
+    base::MutexLock lock(&mu_);
+    return error_;
+  }
+  int beats() {
+    base::MutexLock lock(&mu_);
+    return beats_;
+  }
+  int beats_before_output() {
+    base::MutexLock lock(&mu_);
+    return beats_before_output_;
+  }
 
  private:
   base::Mutex mu_;
@@ -148,12 +170,16 @@ class Collector {
   int prompt_updates_ ABSL_GUARDED_BY(mu_) = 0;
   int updates_ ABSL_GUARDED_BY(mu_) = 0;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);
+  int beats_ ABSL_GUARDED_BY(mu_) = 0;
+  int beats_before_output_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 class EngineCoreTest : public ::testing::Test {
  protected:
   void StartCore(int32_t num_blocks = 64, int32_t block_size = 4, int32_t max_num_seqs = 8,
-                 int32_t prompt_rows = 0) {
+                 int32_t prompt_rows = 0,
+                 std::chrono::steady_clock::duration keep_alive_interval = {}) {
     auto runner = std::make_unique<FakeRunner>(num_blocks, block_size, prompt_rows);
     tokens_computed_ = runner->tokens_computed_;
     gate_ = runner->gate_;
@@ -162,6 +188,7 @@ class EngineCoreTest : public ::testing::Test {
     options.budget.max_num_batched_tokens = 64;
     options.max_model_len = std::min(64, num_blocks * block_size);
     options.eos_token_id = kEos;
+    options.keep_alive_interval = keep_alive_interval;
     auto core = EngineCore::Start(options, std::move(runner), tokenizer_.get());
     ASSERT_TRUE(core.ok()) << core.status();
     core_ = *std::move(core);
@@ -357,6 +384,85 @@ TEST_F(EngineCoreTest, StopAbortsWhatIsInFlight) {
   ASSERT_TRUE(c.WaitDone());
   EXPECT_EQ(core_->Submit(Request("t", {0}, 1), c.Callback()).code(),
             absl::StatusCode::kUnavailable);
+}
+
+// Stop ends running and queued requests alike with an Unavailable error (a clean error for
+// the client, issue 18 defect 2), and frees their blocks.
+TEST_F(EngineCoreTest, StopEndsRunningAndQueuedRequestsWithAnError) {
+  StartCore(/*num_blocks=*/64, /*block_size=*/4, /*max_num_seqs=*/1);
+  {
+    base::MutexLock lock(&gate_->mu);
+    gate_->open = false;
+    gate_->steps_allowed = 1;
+  }
+  Collector running;
+  Collector queued;
+  ASSERT_TRUE(core_->Submit(Request("run", {0, 1, 2, 3, 4}, 50), running.Callback()).ok());
+  ASSERT_TRUE(running.WaitUpdates(1));
+  ASSERT_TRUE(core_->Submit(Request("wait", {1, 2}, 50), queued.Callback()).ok());
+  // The loop waits inside its second step. Stop from another thread, and let the step end
+  // only once the core refuses new requests (it is stopping): no step may run after it.
+  std::thread stopper([this] { core_->Stop(); });
+  for (int i = 0;; ++i) {
+    const absl::Status probe =
+        core_->Submit(Request("probe-" + std::to_string(i), {0}, 1), [](RequestUpdate) {});
+    if (absl::IsUnavailable(probe))
+      break;
+    ASSERT_TRUE(probe.ok()) << probe;
+  }
+  {
+    base::MutexLock lock(&gate_->mu);
+    gate_->open = true;
+  }
+  gate_->cv.NotifyAll();
+  stopper.join();
+  ASSERT_TRUE(running.WaitDone());
+  ASSERT_TRUE(queued.WaitDone());
+  for (Collector* c : {&running, &queued}) {
+    EXPECT_EQ(c->error().code(), absl::StatusCode::kUnavailable) << c->error();
+    EXPECT_EQ(c->reasons().back(), FinishReason::kAbort);
+  }
+  EXPECT_EQ(core_->snapshot().num_free_blocks, 64);
+  EXPECT_EQ(core_->snapshot().num_requests, 0);
+}
+
+// A queued request gets keep-alive beats before its first token (issue 18 defect 3: a queued
+// stream must not look like a dead engine), and they change nothing in its output. With a
+// 1 ns interval every sweep beats every request in flight.
+TEST_F(EngineCoreTest, QueuedRequestsGetKeepAliveBeats) {
+  StartCore(/*num_blocks=*/64, /*block_size=*/4, /*max_num_seqs=*/1, /*prompt_rows=*/0,
+            std::chrono::nanoseconds(1));
+  Collector running;
+  Collector queued;
+  {
+    base::MutexLock lock(&gate_->mu);
+    gate_->open = false;
+    gate_->steps_allowed = 1;
+  }
+  ASSERT_TRUE(core_->Submit(Request("run", {0}, 20), running.Callback()).ok());
+  ASSERT_TRUE(running.WaitUpdates(1));
+  ASSERT_TRUE(core_->Submit(Request("wait", {1}, 3), queued.Callback()).ok());
+  {
+    base::MutexLock lock(&gate_->mu);
+    gate_->open = true;
+  }
+  gate_->cv.NotifyAll();
+  ASSERT_TRUE(running.WaitDone());
+  ASSERT_TRUE(queued.WaitDone());
+  EXPECT_GT(queued.beats_before_output(), 0);
+  EXPECT_EQ(running.texts()[0].size(), 20u);
+  EXPECT_EQ(queued.texts()[0].size(), 3u);
+}
+
+TEST_F(EngineCoreTest, NoKeepAliveBeatsWithoutAnInterval) {
+  StartCore(/*num_blocks=*/64, /*block_size=*/4, /*max_num_seqs=*/1);
+  Collector running;
+  Collector queued;
+  ASSERT_TRUE(core_->Submit(Request("run", {0}, 20), running.Callback()).ok());
+  ASSERT_TRUE(core_->Submit(Request("wait", {1}, 3), queued.Callback()).ok());
+  ASSERT_TRUE(running.WaitDone());
+  ASSERT_TRUE(queued.WaitDone());
+  EXPECT_EQ(running.beats() + queued.beats(), 0);
 }
 
 // What FakeRunner's logits give prompt token `next` after `token`: logit 10 for

@@ -14,8 +14,9 @@ namespace {
 // Records what the stream asks of the connection, in call order.
 class RecordingResponder : public net::HttpResponder {
  public:
-  void Send(int status, std::string_view, std::string body, net::HeaderList) override {
+  void Send(int status, std::string_view, std::string body, net::HeaderList headers) override {
     calls.push_back("send " + std::to_string(status) + " " + body);
+    send_headers = std::move(headers);
   }
   void StartStream(int status, std::string_view content_type, net::HeaderList) override {
     calls.push_back("start " + std::to_string(status) + " " + std::string(content_type));
@@ -28,9 +29,11 @@ class RecordingResponder : public net::HttpResponder {
   void OnClose(std::function<void()>) override {}
   bool closed() const override { return false; }
   size_t pending_write_bytes() const override { return 0; }
-  void OnDrained(size_t, std::function<void()>) override {}
+  void OnDrained(size_t, std::function<void()> callback) override { drained = std::move(callback); }
 
   std::vector<std::string> calls;
+  net::HeaderList send_headers;
+  std::function<void()> drained;  // as a connection keeps it until the bytes are written
 };
 
 // Byte-level vocabulary: 0 is "a"; 1 and 2 are the two bytes of "é" (C3 A9).
@@ -70,9 +73,8 @@ bool StartsWith(const std::string& s, std::string_view prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
 }
 
-// The head goes out with the first chunk, on the thread that delivers updates: HttpResponder
-// orders calls per thread only, so a head sent earlier from the HTTP thread could arrive
-// after chunks sent meanwhile from the engine thread.
+// Without Accept (the handler calls it once every request is in the engine), the head goes
+// out with the first chunk.
 TEST(GenerationStreamTest, StreamHeadGoesOutWithTheFirstChunk) {
   auto tokenizer = MakeTokenizer();
   auto responder = std::make_shared<RecordingResponder>();
@@ -88,6 +90,88 @@ TEST(GenerationStreamTest, StreamHeadGoesOutWithTheFirstChunk) {
   EXPECT_NE(responder->calls[2].find(R"("finish_reason":"length")"), std::string::npos);
   EXPECT_EQ(responder->calls[3], "write data: [DONE]\n\n");
   EXPECT_EQ(responder->calls[4], "end");
+}
+
+// Accepted: the head goes out before any token (issue 18 defect 3), keep-alive beats become
+// SSE comments, and the first chunk follows without a second head.
+TEST(GenerationStreamTest, AcceptedStreamSendsItsHeadAndKeepAlives) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStream stream(StreamingCompletion(), tokenizer.get(), responder);
+  stream.Accept();
+  ASSERT_EQ(responder->calls.size(), 1u);
+  EXPECT_EQ(responder->calls[0], "start 200 text/event-stream");
+  RequestUpdate beat;
+  beat.keep_alive = true;
+  stream.OnUpdate(0, beat);
+  stream.OnUpdate(0, beat);
+  ASSERT_EQ(responder->calls.size(), 3u);
+  EXPECT_EQ(responder->calls[1], "write : keep-alive\n\n");
+  EXPECT_EQ(responder->calls[2], "write : keep-alive\n\n");
+  stream.OnUpdate(0, Update("a", {0}, true));
+  ASSERT_EQ(responder->calls.size(), 6u);
+  EXPECT_TRUE(StartsWith(responder->calls[3], "write data: {")) << responder->calls[3];
+  EXPECT_EQ(responder->calls[4], "write data: [DONE]\n\n");
+  EXPECT_EQ(responder->calls[5], "end");
+}
+
+// A failure after the head (the engine stopping at the end of a drain) is an SSE error event
+// and [DONE], never a cut.
+TEST(GenerationStreamTest, AcceptedStreamFailsWithAnErrorEvent) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStream stream(StreamingCompletion(), tokenizer.get(), responder);
+  stream.Accept();
+  RequestUpdate stopped;
+  stopped.error = absl::UnavailableError("the engine is stopping");
+  stopped.finished = true;
+  stream.OnUpdate(0, std::move(stopped));
+  ASSERT_EQ(responder->calls.size(), 4u);
+  EXPECT_TRUE(StartsWith(responder->calls[1], "write data: {\"error\":")) << responder->calls[1];
+  EXPECT_NE(responder->calls[1].find("503"), std::string::npos) << responder->calls[1];
+  EXPECT_EQ(responder->calls[2], "write data: [DONE]\n\n");
+  EXPECT_EQ(responder->calls[3], "end");
+}
+
+// Non-streamed requests keep vLLM's shape: no head before the whole body, beats ignored, and
+// a 503 says when to retry.
+TEST(GenerationStreamTest, UnstreamedStopIsA503WithRetryAfter) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  GenerationStreamOptions o = StreamingCompletion();
+  o.stream = false;
+  GenerationStream stream(std::move(o), tokenizer.get(), responder);
+  stream.Accept();
+  RequestUpdate beat;
+  beat.keep_alive = true;
+  stream.OnUpdate(0, beat);
+  EXPECT_TRUE(responder->calls.empty());
+  stream.Fail(absl::UnavailableError("the engine is stopping"));
+  ASSERT_EQ(responder->calls.size(), 1u);
+  EXPECT_TRUE(StartsWith(responder->calls[0], "send 503 ")) << responder->calls[0];
+  bool retry_after = false;
+  for (const auto& [name, value] : responder->send_headers)
+    retry_after = retry_after || (name == "retry-after" && value == "1");
+  EXPECT_TRUE(retry_after);
+}
+
+// The drain ticket is held until the responder has written the last byte (here: until it
+// lets go of the drained callback), not merely until the answer was handed over.
+TEST(GenerationStreamTest, TicketIsHeldUntilTheAnswerIsWritten) {
+  auto tokenizer = MakeTokenizer();
+  auto responder = std::make_shared<RecordingResponder>();
+  auto stream =
+      std::make_shared<GenerationStream>(StreamingCompletion(), tokenizer.get(), responder);
+  auto ticket = std::make_shared<int>(1);
+  std::weak_ptr<int> watch = ticket;
+  stream->HoldUntilAnswered(std::move(ticket));
+  stream->Accept();
+  stream->OnUpdate(0, Update("a", {0}, true));
+  stream.reset();
+  EXPECT_FALSE(watch.expired());
+  ASSERT_NE(responder->drained, nullptr);
+  responder->drained = nullptr;  // written (or the connection closed): the callback goes
+  EXPECT_TRUE(watch.expired());
 }
 
 TEST(GenerationStreamTest, EchoFollowsTheHead) {

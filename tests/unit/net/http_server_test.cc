@@ -144,6 +144,30 @@ TEST_F(HttpServerTest, ConnectionCloseIsHonoured) {
   EXPECT_TRUE(client.WaitForClose());
 }
 
+// A handler that answers with "connection: close" (a draining engine's 503) gets the
+// connection closed after the response, the header sent once.
+TEST(HttpServerHandlerCloseTest, HandlerConnectionCloseClosesAfterTheResponse) {
+  absl::StatusOr<std::unique_ptr<HttpServer>> server = HttpServer::Start({}, [](HttpRequest,
+                                                                                std::shared_ptr<
+                                                                                    HttpResponder>
+                                                                                    responder) {
+    responder->Send(503, "application/json", "{}", {{"retry-after", "1"}, {"connection", "close"}});
+  });
+  ASSERT_TRUE(server.ok()) << server.status();
+  TestClient client((*server)->port());
+  ASSERT_TRUE(client.Send(Get("/")));
+  std::optional<TestResponse> response = client.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->status, 503);
+  EXPECT_EQ(response->Header("connection"), "close");
+  EXPECT_EQ(response->Header("retry-after"), "1");
+  int connection_headers = 0;
+  for (const auto& [name, value] : response->headers)
+    connection_headers += name == "connection" ? 1 : 0;
+  EXPECT_EQ(connection_headers, 1);
+  EXPECT_TRUE(client.WaitForClose());
+}
+
 TEST_F(HttpServerTest, Http10ClosesUnlessKeepAliveAsked) {
   StartServer();
   {
