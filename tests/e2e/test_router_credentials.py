@@ -77,7 +77,7 @@ def keyed_llama_server():
     if not LLAMA_SERVER.exists():
         pytest.fail(f"{LLAMA_SERVER} is missing: run scripts/setup.sh")
     server = LlamaServer(MODELS_DIR / "tiny-llama3" / "model.gguf", MODEL_NAME,
-                         extra=("--api-key", KEY))
+                         api_key=KEY)
     server.spawn()
     try:
         server.wait_ready()
