@@ -113,7 +113,30 @@ CASES = [
     ("infinity_literal", C, b'{"prompt": "x", "top_p": Infinity}', 400, None),
     ("minus_infinity_literal", CH,
      b'{"messages": [{"role": "user", "content": "x"}], "temperature": -Infinity}', 400, None),
-    ("number_overflow", C, b'{"prompt": "x", "temperature": 1e400}', 400, None),
+    ("number_overflow", C, b'{"prompt": "x", "temperature": 1e400}', 400, "temperature"),
+    # Valid JSON numbers beyond 64-bit integers or doubles name their field (issue 18, defect
+    # 10), top-level or nested, for completions and chat.
+    *[(f"number_fault_{kind}_{field}_{i}", path,
+       (b'{"prompt": "x", ' if path == C else
+        b'{"messages": [{"role": "user", "content": "x"}], ') + f'"{field}": {number}}}'.encode(),
+       400, field)
+      for i, number in enumerate(["1e309", "-1e309", "18446744073709551616",
+                                  "-9223372036854775809"])
+      for kind, path in (("cmpl", C), ("chat", CH))
+      for field in ("max_tokens", "seed", "temperature", "top_p", "top_k", "min_p", "n",
+                    "presence_penalty", "frequency_penalty", "repetition_penalty",
+                    "min_tokens", "priority", "truncate_prompt_tokens", "best_of",
+                    "length_penalty", "prompt_logprobs",
+                    "logprobs" if path == C else "max_completion_tokens")],
+    ("number_fault_logit_bias", CH,
+     b'{"messages": [{"role": "user", "content": "x"}], "logit_bias": {"7": 1e309}}', 400,
+     "logit_bias"),
+    ("number_fault_prompt_ids", C, b'{"prompt": [1, 2, 18446744073709551616]}', 400, "prompt"),
+    ("number_fault_top_logprobs", CH,
+     b'{"messages": [{"role": "user", "content": "x"}], "logprobs": true, '
+     b'"top_logprobs": 1e309}', 400, "top_logprobs"),
+    ("number_fault_stop_token_ids", C, b'{"prompt": "x", "stop_token_ids": [1e309]}', 400,
+     "stop_token_ids"),
     # Wrong types for the main fields.
     ("prompt_number", C, cmpl(prompt=42), 400, "prompt"),
     ("prompt_object", C, cmpl(prompt={"text": "x"}), 400, "prompt"),
@@ -280,6 +303,22 @@ def test_bad_request(engine, path, body, status, param):
     got_status, got_body = post_bytes(engine.port, path, raw)
     check_error(got_status, got_body, status, param)
     assert_serves(engine)
+
+
+def test_number_fault_messages(engine):
+    """The issue's two bodies: 400s that name the field, with vLLM-like messages, and a
+    number in a field the engine does not read is not echoed."""
+    status, body = post_bytes(engine.port, C, b'{"prompt": "x", "max_tokens": 1e309}')
+    err = check_error(status, body, 400, "max_tokens")
+    assert err["message"] == "max_tokens must be a finite number."
+    status, body = post_bytes(engine.port, CH, b'{"messages": [{"role": "user", "content": '
+                                               b'"x"}], "seed": 18446744073709551616}')
+    err = check_error(status, body, 400, "seed")
+    assert err["message"] == "seed must be at most 9223372036854775807."
+    status, body = post_bytes(engine.port, C, b'{"prompt": "x", "vendor_x": [1e309]}')
+    err = check_error(status, body, 400)
+    assert err["param"] is None and "vendor_x" not in err["message"]
+    assert "not valid JSON" not in err["message"]
 
 
 def test_wrong_method(engine):

@@ -707,7 +707,11 @@ def test_models_version_health(engine, client):
     assert [m.id for m in models.data] == [MODEL_NAME]
     assert models.data[0].object == "model"
     raw = requests.get(f"{engine.url}/v1/models", timeout=10).json()
+    # vLLM's ModelCard: the real context length and the Unix time the server started (the
+    # router passes both through; issue 18, defect 14).
     assert raw["data"][0]["max_model_len"] == 2048
+    assert 0 < time.time() - raw["data"][0]["created"] < 24 * 3600
+    assert models.data[0].created == raw["data"][0]["created"]
     version = requests.get(f"{engine.url}/version", timeout=10)
     assert version.status_code == 200 and isinstance(version.json()["version"], str)
     assert requests.get(f"{engine.url}/health", timeout=10).status_code == 200
@@ -859,16 +863,29 @@ def keyed_engine():
 
 
 def test_api_key(keyed_engine):
+    """--api-key protects what vLLM's protects: every path under /v1 (its middleware checks
+    the prefix before routing, so an unknown /v1 path is 401 too). /metrics, /health, /ping,
+    /version and /tokenize stay open, so that a router scrapes a keyed engine (issue 18,
+    defect 7)."""
     url = keyed_engine.url
-    for path in ("/v1/models", "/version", "/metrics"):
-        r = requests.get(url + path, timeout=10)
+    for method, path in (("GET", "/v1/models"), ("POST", "/v1/completions"),
+                         ("POST", "/v1/chat/completions"), ("GET", "/v1/nothing-here")):
+        r = requests.request(method, url + path, json={}, timeout=10)
         assert r.status_code == 401, path
         assert r.json()["error"]["code"] == 401
-        for header, status in (("Bearer wrong", 401), ("sekret", 401), ("Bearer sekret", 200)):
-            r = requests.get(url + path, headers={"Authorization": header}, timeout=10)
-            assert r.status_code == status, (path, header)
-    assert requests.get(url + "/health", timeout=10).status_code == 200
-    assert requests.post(url + "/tokenize", json={"prompt": "x"}, timeout=10).status_code == 401
+        assert r.json()["error"]["type"] == "AuthenticationError"
+        for header in ("Bearer wrong", "sekret", "Basic sekret", "Bearer sekret2"):
+            r = requests.request(method, url + path, json={}, headers={"Authorization": header},
+                                 timeout=10)
+            assert r.status_code == 401, (path, header)
+    good = {"Authorization": "Bearer sekret"}
+    assert requests.get(url + "/v1/models", headers=good, timeout=10).status_code == 200
+    assert requests.get(url + "/v1/nothing-here", headers=good, timeout=10).status_code == 404
+    for path in ("/metrics", "/health", "/ping", "/version"):
+        assert requests.get(url + path, timeout=10).status_code == 200, path
+    assert "vllm:num_requests_running" in requests.get(url + "/metrics", timeout=10).text
+    r = requests.post(url + "/tokenize", json={"prompt": "x"}, timeout=10)
+    assert r.status_code == 200 and r.json()["count"] >= 1
     with openai.OpenAI(base_url=keyed_engine.base_url, api_key="wrong", max_retries=0,
                        timeout=30) as bad:
         with pytest.raises(openai.AuthenticationError):
