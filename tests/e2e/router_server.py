@@ -64,6 +64,14 @@ class Router:
         self.proc = subprocess.Popen([str(switchyard_bin()), "router", "--config",
                                       self.config.name, *map(str, args)], stdout=self.out,
                                      stderr=self.err, env={**os.environ, **(env or {})})
+        try:
+            self._wait_ready(members if wait_fresh is None else wait_fresh, start_timeout)
+        except BaseException:
+            self.proc.kill()  # a router that never got ready is not left running
+            self.proc.wait()
+            raise
+
+    def _wait_ready(self, wait_fresh, start_timeout):
         deadline = time.monotonic() + start_timeout
         while True:
             self.out.seek(0)
@@ -74,7 +82,7 @@ class Router:
             assert time.monotonic() < deadline, self._tail()
             time.sleep(0.02)
         self.url = f"http://127.0.0.1:{m.group(3)}"
-        names = {member_name(m) for m in (members if wait_fresh is None else wait_fresh)}
+        names = {member_name(m) for m in wait_fresh}
         while True:
             fresh = {e["name"] for e in self.endpoints() if e["metrics"]["fresh"]}
             if names <= fresh:
