@@ -369,8 +369,9 @@ std::string ModelList(const std::vector<ModelCard>& models) {
     out.append(i ? ",{\"id\":" : "{\"id\":");
     Str(model.id, &out);
     fmt::format_to(std::back_inserter(out),
-                   ",\"object\":\"model\",\"created\":{},\"owned_by\":\"switchyard\",\"root\":",
-                   model.created);
+                   ",\"object\":\"model\",\"created\":{},\"owned_by\":", model.created);
+    Str(model.owned_by, &out);
+    out.append(",\"root\":");
     Str(model.root.empty() ? model.id : model.root, &out);
     fmt::format_to(std::back_inserter(out), ",\"parent\":null,\"max_model_len\":{}}}",
                    model.max_model_len);

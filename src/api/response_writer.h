@@ -126,6 +126,7 @@ struct ModelCard {
   int64_t created = 0;
   std::string root;  // Where the weights came from; defaults to id when empty.
   int64_t max_model_len = 0;
+  std::string owned_by = "switchyard";
 };
 std::string ModelList(const std::vector<ModelCard>& models);
 

@@ -2,8 +2,10 @@
 // --model) and a router in front of them on loopback, with KV events feeding the router's
 // precise prefix index; no external services. --sim N runs N simulated engines instead
 // (the same engine with the forward pass replaced by the latency model). Prints the
-// endpoint and a ready-to-paste curl; Ctrl-C (or SIGTERM) stops the router, then the
-// engines.
+// endpoint and a ready-to-paste curl. Ctrl-C (or SIGTERM) drains the router as `switchyard
+// router` does (router_drain.h: requests in flight finish on the engines, up to
+// --shutdown-timeout seconds; a second Ctrl-C ends them at once with clean errors), then
+// stops the router and the engines, which have nothing of the router's left in flight.
 #include <signal.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/router_drain.h"
 #include "cli/runner_factory.h"
 #include "fmt/format.h"
 
@@ -35,6 +38,7 @@ struct UpFlags {
   std::string host = "127.0.0.1";
   int port = 8080;
   size_t threads = 0;
+  double shutdown_timeout_s = kDefaultShutdownTimeoutS;
 };
 
 absl::Status RunUp(const UpFlags& f) {
@@ -42,6 +46,8 @@ absl::Status RunUp(const UpFlags& f) {
   const int n = sim ? f.sim : f.engines;
   if (n < 1 || n > 64)
     return absl::InvalidArgumentError("--engines / --sim must be in [1, 64]");
+  if (f.shutdown_timeout_s < 0)
+    return absl::InvalidArgumentError("--shutdown-timeout must be >= 0");
   const std::string name =
       f.name.empty() ? std::filesystem::path(f.model).filename().string() : f.name;
   RunnerFlags runner;
@@ -111,8 +117,8 @@ absl::Status RunUp(const UpFlags& f) {
       "Ctrl-C stops everything.\n",
       name.c_str(), f.host.c_str(), router->port(), f.host.c_str(), router->port(), name.c_str());
   std::fflush(stdout);
-  int signal = 0;
-  sigwait(&signals, &signal);
+  DrainRouterOnSignal(signals, std::chrono::duration<double>(f.shutdown_timeout_s), router.get(),
+                      "switchyard up");
   router->Stop();
   for (auto& e : engines)
     e->Stop();
@@ -132,6 +138,9 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--host", f->host)->capture_default_str();
   cmd->add_option("--port", f->port, "router port (0 picks a free one)")->capture_default_str();
   cmd->add_option("--threads", f->threads, "compute threads per engine; 0 = cores / engines");
+  cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s,
+                  "seconds requests in flight may take to finish after SIGTERM/Ctrl-C")
+      ->capture_default_str();
   cmd->callback([f, exit_code] {
     absl::Status status = RunUp(*f);
     if (!status.ok()) {

@@ -32,6 +32,8 @@ std::vector<EndpointSpec> MembersOf(const std::string& pool, const DnsMembersCon
     spec.labels = config.labels;
     spec.engine = config.engine;
     spec.pool = pool;
+    spec.authorization = config.authorization;
+    spec.credentials = config.credentials;
     members.push_back(std::move(spec));
   }
   return members;

@@ -77,6 +77,7 @@ struct Endpoint {
   std::string address;  // host:port to connect to
   std::string pool;     // the config pool it belongs to
   std::map<std::string, std::string> labels;
+  std::string authorization;  // EndpointSpec::authorization
   EndpointMetrics metrics;
   std::shared_ptr<EndpointLoad> load;  // null: no router requests known
 

@@ -40,6 +40,8 @@ void EndpointTable::ReportMetrics(const std::string& name, const EndpointMetrics
   it->second.metrics_at = at;
   it->second.healthy = true;
   it->second.consecutive_failures = 0;
+  it->second.scrape_error.clear();
+  it->second.scrape_unauthorized = false;
   Changed();
 }
 
@@ -52,18 +54,43 @@ void EndpointTable::ReportReachable(const std::string& name) {
     Changed();
   it->second.healthy = true;
   it->second.consecutive_failures = 0;
+  it->second.scrape_error.clear();
+  it->second.scrape_unauthorized = false;
 }
 
-void EndpointTable::ReportScrapeFailure(const std::string& name) {
+bool EndpointTable::ReportScrapeFailure(const std::string& name, std::string_view error,
+                                        int http_status) {
   base::MutexLock lock(&mu_);
   auto it = endpoints_.find(name);
   if (it == endpoints_.end())
-    return;
-  if (++it->second.consecutive_failures >= kUnhealthyAfterFailures && it->second.healthy) {
-    it->second.healthy = false;
+    return false;
+  State& s = it->second;
+  if (++s.consecutive_failures >= kUnhealthyAfterFailures && s.healthy) {
+    s.healthy = false;
     Changed();
     WakeWaiters(it->second);
   }
+  s.scrape_unauthorized = http_status == 401 || http_status == 403;
+  if (s.scrape_error == error)
+    return false;
+  s.scrape_error = std::string(error);
+  return true;
+}
+
+void EndpointTable::ReportRefusing(const std::string& name, Clock::time_point until) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it == endpoints_.end() || until <= it->second.refusing_until)
+    return;
+  it->second.refusing_until = until;
+  Changed();
+}
+
+void EndpointTable::ReportKvEvents(const std::string& name, const kvx::KvEventSourceStats& stats) {
+  base::MutexLock lock(&mu_);
+  auto it = endpoints_.find(name);
+  if (it != endpoints_.end())
+    it->second.kv_events = stats;
 }
 
 void EndpointTable::WakeWaiters(State& s) {
@@ -114,6 +141,7 @@ Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const 
   e.address = s.spec.address;
   e.pool = s.spec.pool;
   e.labels = s.spec.labels;
+  e.authorization = s.spec.authorization;
   e.metrics = s.metrics;
   e.metrics.fresh = s.has_metrics && now - s.metrics_at <= staleness_;
   e.load = s.load;
@@ -123,8 +151,8 @@ Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const 
 std::shared_ptr<const std::vector<Endpoint>> EndpointTable::Snapshot(Clock::time_point now) const {
   base::MutexLock lock(&mu_);
   // Still right when nothing changed since and no endpoint fresh in it went stale
-  // (nor is `now` before it, when a stale one might have been fresh), and no ejection in it
-  // ended.
+  // (nor is `now` before it, when a stale one might have been fresh), and no ejection or
+  // refusal in it ended.
   if (snapshot_ != nullptr && now >= snapshot_at_ && now < valid_until_)
     return snapshot_;
   auto out = std::make_shared<std::vector<Endpoint>>();
@@ -140,6 +168,11 @@ std::shared_ptr<const std::vector<Endpoint>> EndpointTable::Snapshot(Clock::time
     if (s.waiters_down) {
       s.waiters_down = false;
       s.load->waiters.Up();
+    }
+    if (now < s.refusing_until) {
+      // Back in the snapshots when its Retry-After ends.
+      valid_until_ = std::min(valid_until_, s.refusing_until);
+      continue;
     }
     out->push_back(ToEndpoint(s, now));
     if (out->back().metrics.fresh)  // while now - metrics_at <= staleness_
@@ -174,9 +207,47 @@ std::vector<EndpointStatus> EndpointTable::Statuses(Clock::time_point now) const
         status.ejected ? std::chrono::duration<double>(s.outlier.ejected_until() - now).count() : 0;
     status.ejections = s.outlier.ejections();
     status.consecutive_failures = s.load->consecutive_failures.load(std::memory_order_relaxed);
+    status.credentials = s.spec.credentials;
+    status.scrape_error = s.scrape_error;
+    status.refusing_s =
+        std::max(0.0, std::chrono::duration<double>(s.refusing_until - now).count());
+    status.scrape_unauthorized = s.scrape_unauthorized;
+    status.kv_events = s.kv_events;
   }
   return out;
 }
+
+namespace {
+
+// The credentials' source (never the key), the last scrape error, the KV event stream.
+void AppendDiagnostics(const EndpointStatus& status, std::string* out) {
+  out->append(",\"credentials\":");
+  if (status.credentials.empty())
+    out->append("null");
+  else
+    base::AppendJsonString(status.credentials, false, out);
+  out->append(",\"scrape_error\":");
+  if (status.scrape_error.empty())
+    out->append("null");
+  else
+    base::AppendJsonString(status.scrape_error, false, out);
+  out->append(fmt::format(",\"scrape_unauthorized\":{},\"refusing_s\":{:.3f}",
+                          status.scrape_unauthorized, status.refusing_s));
+  if (!status.kv_events.has_value())
+    return;
+  const kvx::KvEventSourceStats& k = *status.kv_events;
+  out->append(fmt::format(",\"kv_events\":{{\"stale\":{},\"stale_reason\":", k.stale));
+  if (k.stale)
+    base::AppendJsonString(k.stale_reason, false, out);
+  else
+    out->append("null");
+  out->append(fmt::format(
+      ",\"last_seq\":{},\"batches\":{},\"replayed\":{},\"gaps\":{},\"losses\":{},"
+      "\"restarts\":{},\"decode_errors\":{}}}",
+      k.last_seq, k.batches, k.replayed, k.gaps, k.losses, k.restarts, k.decode_errors));
+}
+
+}  // namespace
 
 std::string EndpointTable::DebugJson(Clock::time_point now) const {
   std::string out = "{\"endpoints\":[";
@@ -207,11 +278,13 @@ std::string EndpointTable::DebugJson(Clock::time_point now) const {
         "\"running_requests\":{},\"kv_cache_usage\":{:.4f},\"block_size\":{},"
         "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"inflight_prompt_tokens\":{},"
         "\"outlier\":{{\"ejected\":{},\"ejected_for_s\":{:.3f},\"ejections\":{},"
-        "\"consecutive_failures\":{}}}}}",
+        "\"consecutive_failures\":{}}}",
         status.healthy, e.metrics.fresh, status.metrics_age_s, e.metrics.waiting_requests,
         e.metrics.running_requests, e.metrics.kv_cache_usage, e.metrics.block_size,
         e.metrics.num_gpu_blocks, e.active_requests(), e.inflight_prompt_tokens(), status.ejected,
         status.ejected_for_s, status.ejections, status.consecutive_failures));
+    AppendDiagnostics(status, &out);
+    out.push_back('}');
   }
   out.append("]}");
   return out;

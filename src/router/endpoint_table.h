@@ -20,11 +20,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/mutex.h"
+#include "kvx/kv_event_subscriber.h"
 #include "router/endpoint.h"
 #include "router/engine_metrics.h"
 #include "router/outlier_detection.h"
@@ -37,6 +39,11 @@ struct EndpointSpec {
   std::map<std::string, std::string> labels;
   EngineKind engine = EngineKind::kVllm;
   std::string pool;
+  // Credentials for this upstream (router_config.h): the Authorization header value sent
+  // with forwarded requests and scrapes ("Bearer <key>"; empty: none), and where the key
+  // came from ("env NAME", "file PATH") for /debug/endpoints. The key is never printed.
+  std::string authorization;
+  std::string credentials;
 };
 
 // What the router believes about one member, healthy or not.
@@ -49,9 +56,15 @@ struct EndpointStatus {
   double ejected_for_s = 0;
   uint64_t ejections = 0;  // since it joined
   int consecutive_failures = 0;
+  std::string credentials;           // EndpointSpec::credentials
+  std::string scrape_error;          // why the last scrape failed; empty when it did not
+  double refusing_s = 0;             // left of a Retry-After it answered (ReportRefusing)
+  bool scrape_unauthorized = false;  // it failed with 401 or 403
+  // The endpoint's KV event stream, when it has one (stale: see kv_event_subscriber.h).
+  std::optional<kvx::KvEventSourceStats> kv_events;
 
   // In the routing set (what scheduling sees).
-  bool routable() const { return healthy && !ejected; }
+  bool routable() const { return healthy && !ejected && refusing_s <= 0; }
 };
 
 class EndpointTable {
@@ -66,11 +79,15 @@ class EndpointTable {
   // otherwise, metrics unknown), missing ones removed, survivors keep their state.
   void SetPoolMembers(const std::string& pool, const std::vector<EndpointSpec>& specs);
   void ReportMetrics(const std::string& name, const EndpointMetrics& metrics, Clock::time_point at);
-  // A failed scrape (refused, timed out, not 200, unreadable). The endpoint leaves the
-  // snapshots after kUnhealthyAfterFailures in a row, not at the first: one slow scrape on a
-  // busy router or engine is no reason to stop routing there. A good scrape (ReportMetrics)
-  // brings it back and resets the count.
-  void ReportScrapeFailure(const std::string& name);
+  // A failed scrape (refused, timed out, not 200, unreadable), and why. The endpoint leaves
+  // the snapshots after kUnhealthyAfterFailures in a row, not at the first: one slow scrape
+  // on a busy router or engine is no reason to stop routing there. A good scrape
+  // (ReportMetrics) brings it back and resets the count. `http_status` 401 or 403 marks the
+  // failure as one of credentials (the engine wants a key the router lacks or has wrong),
+  // shown apart in /debug/endpoints and the metrics. Returns whether `error` differs from
+  // the last failure's (the caller logs each new reason once, not every scrape).
+  bool ReportScrapeFailure(const std::string& name, std::string_view error = "",
+                           int http_status = 0);
   static constexpr int kUnhealthyAfterFailures = 3;
   // The endpoint answered but exposes no metrics (an engine without a /metrics route):
   // healthy, failure count reset, metrics left as they were (unknown: never fresh).
@@ -87,7 +104,14 @@ class EndpointTable {
       load->consecutive_failures.store(0, std::memory_order_relaxed);
   }
 
-  // Healthy endpoints not ejected, in name order.
+  // The endpoint refused a request with 503 and Retry-After (it is draining for shutdown):
+  // it leaves the snapshots until `until`, then comes back on its own.
+  void ReportRefusing(const std::string& name, Clock::time_point until);
+
+  // The endpoint's KV event stream as its subscriber reports it now.
+  void ReportKvEvents(const std::string& name, const kvx::KvEventSourceStats& stats);
+
+  // Healthy endpoints neither ejected nor refusing, in name order.
   std::shared_ptr<const std::vector<Endpoint>> Snapshot(Clock::time_point now) const;
   std::vector<EndpointSpec> Members() const;
   // Every member, healthy or not, in name order (GET /debug/endpoints, router metrics).
@@ -107,6 +131,10 @@ class EndpointTable {
     EndpointMetrics metrics;
     bool has_metrics = false;
     Clock::time_point metrics_at;
+    std::string scrape_error;
+    bool scrape_unauthorized = false;
+    Clock::time_point refusing_until;  // ReportRefusing
+    std::optional<kvx::KvEventSourceStats> kv_events;
     // Shared with the snapshots' Endpoints, through which requests update it.
     std::shared_ptr<EndpointLoad> load = std::make_shared<EndpointLoad>();
   };

@@ -1,6 +1,8 @@
 #include "router/router_config.h"
 
+#include <cctype>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 
 #include "fmt/format.h"
@@ -39,6 +41,52 @@ absl::StatusOr<EngineKind> ReadEngine(const YAML::Node& node, const std::string&
   if (!kind.ok())
     return Bad(where, std::string(kind.status().message()));
   return kind;
+}
+
+// `credentials: {apiKeyEnv: NAME}` or `{apiKeyFile: PATH}` under `node`, into the
+// Authorization value and a description of its source; both empty when absent.
+absl::Status ReadCredentials(const YAML::Node& node, const std::string& where,
+                             const std::string& base_dir, std::string* authorization,
+                             std::string* source) {
+  const YAML::Node c = node["credentials"];
+  if (!c)
+    return absl::OkStatus();
+  const std::string cw = where + ".credentials";
+  if (!c.IsMap())
+    return Bad(cw, "must be a map with apiKeyEnv or apiKeyFile");
+  if (c["apiKey"])
+    return Bad(cw, "keys are never inline: give apiKeyEnv (a variable) or apiKeyFile (a file)");
+  SY_ASSIGN_OR_RETURN(std::string env, base::YamlField<std::string>(c, "apiKeyEnv", ""));
+  SY_ASSIGN_OR_RETURN(std::string file, base::YamlField<std::string>(c, "apiKeyFile", ""));
+  if (env.empty() == file.empty())
+    return Bad(cw, "give one of apiKeyEnv or apiKeyFile");
+  std::string key;
+  if (!env.empty()) {
+    const char* value = std::getenv(env.c_str());
+    if (value == nullptr || *value == '\0')
+      return Bad(cw, fmt::format("the environment variable {} is not set", env));
+    key = value;
+    *source = "env " + env;
+  } else {
+    std::filesystem::path path(file);
+    if (path.is_relative())
+      path = std::filesystem::path(base_dir) / path;
+    absl::StatusOr<std::string> text = base::ReadFile(path.string());
+    if (!text.ok())
+      return Bad(cw, fmt::format("cannot read apiKeyFile {}", path.string()));
+    key = *std::move(text);
+    while (!key.empty() && std::isspace(static_cast<unsigned char>(key.back())))
+      key.pop_back();
+    if (key.empty())
+      return Bad(cw, fmt::format("apiKeyFile {} is empty", path.string()));
+    *source = "file " + path.string();
+  }
+  for (char ch : key) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      return Bad(cw, fmt::format("the key from {} has a control character", *source));
+  }
+  *authorization = "Bearer " + key;
+  return absl::OkStatus();
 }
 
 absl::Status ReadPositive(const YAML::Node& node, const std::string& key, const std::string& where,
@@ -111,6 +159,8 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
     const std::string where = fmt::format("{}: pools[{}]", source, i);
     PoolConfig pool;
     SY_ASSIGN_OR_RETURN(pool.name, base::YamlField<std::string>(pools[i], "name", "default"));
+    SY_RETURN_IF_ERROR(
+        ReadCredentials(pools[i], where, base_dir, &pool.authorization, &pool.credentials));
     const YAML::Node eps = pools[i]["endpoints"];
     for (size_t j = 0; eps && j < eps.size(); ++j) {
       const std::string ew = fmt::format("{}.endpoints[{}]", where, j);
@@ -123,6 +173,12 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
       SY_ASSIGN_OR_RETURN(e.spec.engine, ReadEngine(eps[j], ew));
       SY_ASSIGN_OR_RETURN(e.spec.labels, ReadLabels(eps[j], ew));
       e.spec.pool = pool.name;
+      SY_RETURN_IF_ERROR(
+          ReadCredentials(eps[j], ew, base_dir, &e.spec.authorization, &e.spec.credentials));
+      if (e.spec.authorization.empty()) {
+        e.spec.authorization = pool.authorization;
+        e.spec.credentials = pool.credentials;
+      }
       if (const YAML::Node kv = eps[j]["kvEvents"]) {
         KvEventsSourceConfig k;
         SY_ASSIGN_OR_RETURN(k.endpoint, base::YamlField<std::string>(kv, "endpoint", ""));
@@ -146,6 +202,8 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
       SY_RETURN_IF_ERROR(ReadPositive(dns[j], "refreshSeconds", dw, &d.refresh_seconds));
       SY_ASSIGN_OR_RETURN(d.engine, ReadEngine(dns[j], dw));
       SY_ASSIGN_OR_RETURN(d.labels, ReadLabels(dns[j], dw));
+      d.authorization = pool.authorization;
+      d.credentials = pool.credentials;
       pool.dns.push_back(std::move(d));
     }
     if (pool.endpoints.empty() && pool.dns.empty())

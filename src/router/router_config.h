@@ -11,11 +11,13 @@
 //                                # is in model/, which router/ may not use (it links runtime/)
 //   pools:
 //   - name: default
+//     credentials: {apiKeyEnv: ENGINE_API_KEY}   # or {apiKeyFile: /run/secrets/engine-key}
 //     endpoints:                 # static members
 //     - address: 127.0.0.1:8001
 //       engine: switchyard       # vllm | switchyard | sglang | llamacpp
 //       labels: {llm-d.ai/role: decode}
 //       kvEvents: {endpoint: tcp://127.0.0.1:5557, replayEndpoint: ..., topic: kv-events}
+//       credentials: {apiKeyFile: ...}          # overrides the pool's for this endpoint
 //     dns:                       # members from DNS A/AAAA records, re-resolved
 //     - {name: engines.svc, port: 8000, engine: vllm, labels: {}, refreshSeconds: 10}
 //   scraping: {intervalMs: 50, stalenessMs: 2000, timeoutMs: 1000}
@@ -31,6 +33,15 @@
 //                                # passive health, as Envoy's (outlier_detection.h);
 //                                # consecutive5xx: 0 turns it off
 //   sessionTokenSecretEnv: SWITCHYARD_SESSION_SECRET
+//
+// Credentials: the API key of engines started with --api-key (vLLM's, llama-server's, ours),
+// read when the config loads from the environment variable or the file named (the file's
+// trailing whitespace dropped); never inline, so that the key stays out of the config file,
+// and never printed (errors, logs and /debug/endpoints name only the variable or the file).
+// The router sends `Authorization: Bearer <key>` with every request it forwards to such an
+// endpoint, in place of the client's own Authorization header (the client's key is for the
+// router's front door, not the engines), and with its /metrics and /v1/models scrapes. An
+// endpoint without credentials gets the client's Authorization header as before.
 //
 // Plain values; errors name the offending key.
 #pragma once
@@ -67,10 +78,17 @@ struct DnsMembersConfig {
   EngineKind engine = EngineKind::kVllm;
   std::map<std::string, std::string> labels;
   int refresh_seconds = 10;
+  // The pool's credentials, for every member found (EndpointSpec).
+  std::string authorization;
+  std::string credentials;
 };
 
 struct PoolConfig {
   std::string name;
+  // The pool's credentials (EndpointSpec::authorization and ::credentials), given to its
+  // members that have none of their own, static and DNS ones alike.
+  std::string authorization;
+  std::string credentials;
   std::vector<StaticEndpointConfig> endpoints;
   std::vector<DnsMembersConfig> dns;
 };

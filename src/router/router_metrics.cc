@@ -13,6 +13,7 @@
 #include "absl/hash/hash.h"
 #include "absl/strings/string_view.h"
 #include "prometheus/client_metric.h"
+#include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/metric_family.h"
@@ -166,7 +167,7 @@ struct RouterMetrics::Impl {
 
   // The gauges, set from the endpoint table at each scrape of the router.
   prometheus::Registry registry;
-  std::array<Family<Gauge>*, 7> endpoint_gauges = {
+  std::array<Family<Gauge>*, 9> endpoint_gauges = {
       &AddGauge(registry, "switchyard_router_endpoint_inflight_requests",
                 "The router's requests in flight to each endpoint."),
       &AddGauge(registry, "switchyard_router_endpoint_queue_size",
@@ -181,7 +182,17 @@ struct RouterMetrics::Impl {
                 "1 while outlier detection has the endpoint ejected."),
       &AddGauge(registry, "switchyard_router_endpoint_metrics_age_seconds",
                 "Seconds since the endpoint's last successful scrape (-1: never)."),
+      &AddGauge(registry, "switchyard_router_endpoint_scrape_unauthorized",
+                "1 when the endpoint's last scrape was refused with 401 or 403."),
+      &AddGauge(registry, "switchyard_router_endpoint_kv_events_stale",
+                "1 while the endpoint's KV event stream is stale (its prefix index untrusted)."),
   };
+  prometheus::Family<prometheus::Counter>& subscriber_restarts =
+      prometheus::BuildCounter()
+          .Name("switchyard_router_kv_event_subscriber_restarts_total")
+          .Help("Times the KV event subscriber's loop failed and was restarted.")
+          .Register(registry);
+  prometheus::Counter& subscriber_restarts_total = subscriber_restarts.Add({});
   Family<Gauge>& pool_size =
       AddGauge(registry, "switchyard_router_pool_size", "Members of each pool.");
   Family<Gauge>& pool_ready =
@@ -190,7 +201,7 @@ struct RouterMetrics::Impl {
   // The table-fed gauges of one endpoint.
   struct EndpointGauges {
     std::string pool;
-    std::array<Gauge*, 7> gauges = {};  // in the order of endpoint_gauges
+    std::array<Gauge*, 9> gauges = {};  // in the order of endpoint_gauges
   };
 
   mutable base::Mutex mu;
@@ -353,6 +364,8 @@ void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses)
     g.gauges[4]->Set(status.healthy ? 1 : 0);
     g.gauges[5]->Set(status.ejected ? 1 : 0);
     g.gauges[6]->Set(status.metrics_age_s);
+    g.gauges[7]->Set(status.scrape_unauthorized ? 1 : 0);
+    g.gauges[8]->Set(status.kv_events.has_value() && status.kv_events->stale ? 1 : 0);
   }
   for (auto it = m.gauges.begin(); it != m.gauges.end();) {
     if (seen.contains(it->first)) {
@@ -368,6 +381,13 @@ void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses)
     m.pool_size.Add({{"pool", pool}}).Set(counts.first);
     m.pool_ready.Add({{"pool", pool}}).Set(counts.second);
   }
+}
+
+void RouterMetrics::SetKvEventSubscriberRestarts(int64_t restarts) {
+  prometheus::Counter& counter = impl_->subscriber_restarts_total;
+  const double more = static_cast<double>(restarts) - counter.Value();
+  if (more > 0)
+    counter.Increment(more);
 }
 
 std::string RouterMetrics::Serialize() const {

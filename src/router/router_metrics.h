@@ -47,6 +47,13 @@
 //   switchyard_router_endpoint_ejected{endpoint,pool}                gauge (0/1)
 //       Envoy's outlier_detection.ejections_active, per endpoint.
 //   switchyard_router_endpoint_metrics_age_seconds{endpoint,pool}    gauge (-1: never)
+//   switchyard_router_endpoint_scrape_unauthorized{endpoint,pool}    gauge (0/1)
+//       the last scrape was refused with 401/403 (credentials missing or wrong).
+//   switchyard_router_endpoint_kv_events_stale{endpoint,pool}        gauge (0/1)
+//       the endpoint's KV event stream lost events (kv_event_subscriber.h): its precise
+//       prefix index was cleared and gives no credit until the stream is back in order.
+//   switchyard_router_kv_event_subscriber_restarts_total            counter
+//       the KV event subscriber's loop failed and was restarted.
 //   switchyard_router_pool_size{pool}                                gauge (members)
 //   switchyard_router_pool_ready_endpoints{pool}                     gauge
 //       inference_pool_ready_pods: healthy and not ejected.
@@ -141,6 +148,8 @@ class RouterMetrics {
   void ObserveSchedule(double seconds);
   // Sets the endpoint and pool gauges to what the endpoint table believes now.
   void UpdateEndpoints(const std::vector<EndpointStatus>& statuses);
+  // The KV event subscriber's restarts() so far.
+  void SetKvEventSubscriberRestarts(int64_t restarts);
 
   // Prometheus text exposition format 0.0.4.
   std::string Serialize() const;

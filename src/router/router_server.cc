@@ -25,6 +25,8 @@
 #include "net/http_server.h"
 #include "router/dns_pool_resolver.h"
 #include "router/endpoint_table.h"
+#include "router/engine_models.h"
+#include "router/internal/drain.h"
 #include "router/internal/proxy_call.h"
 #include "router/prefix/block_keys.h"
 #include "router/prefix/kv_event_indexer.h"
@@ -40,14 +42,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::string_view kJson = "application/json";
+// The longest an endpoint's 503 Retry-After keeps it out of the snapshots.
+constexpr std::chrono::seconds kMaxRefusal{30};
 
 // Request headers forwarded upstream; the rest (hop-by-hop, routing hints a client must
 // not set) stay here. x-request-id goes up once, as the router settled it.
 // A client's routing headers (llm-d's x-gateway-destination-endpoint) are never honoured:
 // the scheduler picks; x-session-token counts only once a session plugin verified its HMAC.
+// Authorization goes up apart (ProxyRequest::client_authorization): an endpoint with
+// credentials gets its own instead.
 bool ForwardRequestHeader(std::string_view name) {
-  return name == "content-type" || name == "authorization" || name == "accept" ||
-         name.starts_with("openai-");
+  return name == "content-type" || name == "accept" || name.starts_with("openai-");
 }
 
 std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
@@ -63,20 +68,24 @@ class RequestRouting final : public internal::ProxyRouting {
  public:
   // `ready`: when the request was ready to schedule (a clock read just made), the first
   // pick's start.
+  // `ticket`: the request counts as in flight for the drain until this routing (and the
+  // call that owns it) is gone.
   RequestRouting(const SchedulingProfile* profile, EndpointTable* table, RouterMetrics* metrics,
                  const PluginSet* plugins, std::vector<int32_t> prompt_tokens,
-                 Clock::time_point ready)
+                 Clock::time_point ready, std::unique_ptr<internal::Drain::Ticket> ticket)
       : profile_(profile),
         table_(table),
         metrics_(metrics),
         plugins_(plugins),
         prompt_tokens_(std::move(prompt_tokens)),
-        first_start_(ready) {
+        first_start_(ready),
+        ticket_(std::move(ticket)) {
     request_.prompt_tokens = prompt_tokens_;
   }
 
   // What the plugins see; its prompt_tokens view this object's tokens.
   SchedulingRequest& request() { return request_; }
+  internal::Drain::Ticket& ticket() { return *ticket_; }
 
   std::optional<internal::ProxyTarget> NextTarget(absl::Span<const std::string> tried) override {
     thread_local std::mt19937_64 rng(std::random_device{}());
@@ -114,8 +123,8 @@ class RequestRouting final : public internal::ProxyRouting {
       recorder->PrefixPrediction(request_.prefix_match->prompt_tokens,
                                  request_.prefix_match->CachedTokens(picked.name));
     }
-    return internal::ProxyTarget{picked.name, picked.address, picked.pool, recorder,
-                                 picked.load.get()};
+    return internal::ProxyTarget{picked.name,          picked.address, picked.pool,
+                                 picked.authorization, recorder,       picked.load.get()};
   }
 
   void Picked(const internal::ProxyTarget& target) override {
@@ -138,6 +147,12 @@ class RequestRouting final : public internal::ProxyRouting {
     }
   }
 
+  void Refused(const internal::ProxyTarget& target, std::chrono::seconds retry_after) override {
+    // Bounded: a Retry-After far off must not keep a restarted engine at this address out.
+    table_->ReportRefusing(std::string(target.name),
+                           Clock::now() + std::min(retry_after, kMaxRefusal));
+  }
+
  private:
   const SchedulingProfile* const profile_;
   EndpointTable* const table_;
@@ -149,6 +164,7 @@ class RequestRouting final : public internal::ProxyRouting {
   std::shared_ptr<const std::vector<Endpoint>> snapshot_;
   const Endpoint* last_pick_ = nullptr;
   std::optional<Clock::time_point> first_start_;  // until the first pick
+  const std::unique_ptr<internal::Drain::Ticket> ticket_;
 };
 
 class RouterServerImpl final : public RouterServer {
@@ -161,6 +177,10 @@ class RouterServerImpl final : public RouterServer {
 
   absl::Status Init();
   int port() const override { return server_->port(); }
+  void StartDrain() override;
+  bool WaitDrained(Clock::time_point deadline) override { return drain_.WaitIdle(deadline); }
+  void InterruptDrain() override { drain_.Interrupt(); }
+  void AbortInFlight() override { drain_.AbortAll(); }
   void Stop() override;
 
  private:
@@ -176,10 +196,20 @@ class RouterServerImpl final : public RouterServer {
   void ScrapeLoop();
   void ScrapeOnce();
   void ScrapeDone(const std::string& name);
+  // Fetches `spec`'s /v1/models into engine_models_ when it is due.
+  void FetchModels(const EndpointSpec& spec);
+  // The KV event streams' state into the table (and the index's view of them).
+  void ReportKvEvents();
+  // GET /v1/models: the configured model with what the healthy engines report of it.
+  std::string ModelListJson();
 
   const RouterConfig config_;
   EndpointTable table_;
   RouterMetrics metrics_;
+  // Before the loops and clients: calls in flight (whose tickets it counts) and scrape
+  // callbacks end before it does.
+  internal::Drain drain_;
+  EngineModels engine_models_;
   std::unique_ptr<DnsPoolResolver> dns_;
   std::unique_ptr<PluginSet> plugins_;
   const SchedulingProfile* profile_ = nullptr;
@@ -289,6 +319,11 @@ absl::Status RouterServerImpl::Init() {
   return absl::OkStatus();
 }
 
+void RouterServerImpl::StartDrain() {
+  drain_.Start();
+  SY_LOG_INFO("router: draining: /health answers 503, new requests get 503 with Retry-After");
+}
+
 void RouterServerImpl::Stop() {
   {
     base::MutexLock lock(&mu_);
@@ -319,7 +354,12 @@ void RouterServerImpl::ScrapeDone(const std::string& name) {
 }
 
 void RouterServerImpl::ScrapeOnce() {
-  for (const EndpointSpec& spec : table_.Members()) {
+  const std::vector<EndpointSpec> members = table_.Members();
+  std::vector<std::string> names;
+  for (const EndpointSpec& spec : members)
+    names.push_back(spec.name);
+  engine_models_.Retain(names);
+  for (const EndpointSpec& spec : members) {
     {
       // One scrape per endpoint at a time: a slow endpoint is not asked again (and again)
       // before it answered, so scrapes cannot pile up behind it.
@@ -327,38 +367,105 @@ void RouterServerImpl::ScrapeOnce() {
       if (!scraping_.insert(spec.name).second)
         continue;
     }
+    FetchModels(spec);
     net::HttpClientRequest request;
     request.upstream = spec.address;
     request.target = "/metrics";
+    if (!spec.authorization.empty())
+      request.headers.emplace_back("authorization", spec.authorization);
     const std::string name = spec.name;
     const EngineKind kind = spec.engine;
-    scrape_client_->Fetch(
-        request, [this, name, kind](absl::StatusOr<net::HttpClient::Response> response) {
-          ScrapeDone(name);
-          if (response.ok() && ServesNoMetrics(kind, response->status)) {
-            table_.ReportReachable(name);
-            return;
-          }
-          if (!response.ok() || response->status != 200) {
-            table_.ReportScrapeFailure(name);
-            return;
-          }
-          absl::StatusOr<EndpointMetrics> metrics = ParseEndpointMetrics(kind, response->body);
-          if (!metrics.ok()) {
-            SY_LOG_WARN("router: metrics of {}: {}", name, std::string(metrics.status().message()));
-            table_.ReportScrapeFailure(name);
-            return;
-          }
-          // Before the table has the metrics: whoever sees them sees the index sized too.
-          plugins_->SetEndpointKvCache(name, metrics->num_gpu_blocks, metrics->block_size);
-          table_.ReportMetrics(name, *metrics, Clock::now());
-        });
+    const bool has_credentials = !spec.authorization.empty();
+    scrape_client_->Fetch(request, [this, name, kind, has_credentials](
+                                       absl::StatusOr<net::HttpClient::Response> response) {
+      ScrapeDone(name);
+      if (response.ok() && ServesNoMetrics(kind, response->status)) {
+        table_.ReportReachable(name);
+        return;
+      }
+      if (!response.ok()) {
+        table_.ReportScrapeFailure(name, std::string(response.status().message()));
+        return;
+      }
+      if (response->status == 401 || response->status == 403) {
+        // Not "unhealthy" without a word: the engine wants a key the router lacks or has
+        // wrong. Logged once per endpoint (and again should the reason change).
+        const std::string error = fmt::format(
+            "HTTP {} on /metrics: {}", response->status,
+            has_credentials ? "the endpoint refused the configured API key"
+                            : "the endpoint wants an API key; give its pool (or it) credentials "
+                              "(apiKeyEnv or apiKeyFile)");
+        if (table_.ReportScrapeFailure(name, error, response->status))
+          SY_LOG_ERROR("router: endpoint {}: {}", name, error);
+        return;
+      }
+      if (response->status != 200) {
+        table_.ReportScrapeFailure(name, fmt::format("HTTP {} on /metrics", response->status),
+                                   response->status);
+        return;
+      }
+      absl::StatusOr<EndpointMetrics> metrics = ParseEndpointMetrics(kind, response->body);
+      if (!metrics.ok()) {
+        const std::string error(metrics.status().message());
+        if (table_.ReportScrapeFailure(name, error))
+          SY_LOG_WARN("router: metrics of {}: {}", name, error);
+        return;
+      }
+      // Before the table has the metrics: whoever sees them sees the index sized too.
+      plugins_->SetEndpointKvCache(name, metrics->num_gpu_blocks, metrics->block_size);
+      table_.ReportMetrics(name, *metrics, Clock::now());
+    });
   }
+}
+
+void RouterServerImpl::FetchModels(const EndpointSpec& spec) {
+  const Clock::time_point now = Clock::now();
+  if (!engine_models_.Due(spec.name, now))
+    return;
+  // Marked as asked now, so that the next scrapes do not ask again while this one runs.
+  engine_models_.Report(spec.name, std::nullopt, now);
+  net::HttpClientRequest request;
+  request.upstream = spec.address;
+  request.target = "/v1/models";
+  if (!spec.authorization.empty())
+    request.headers.emplace_back("authorization", spec.authorization);
+  scrape_client_->Fetch(
+      request, [this, name = spec.name](absl::StatusOr<net::HttpClient::Response> response) {
+        std::optional<api::ModelCard> card;
+        if (response.ok() && response->status == 200) {
+          absl::StatusOr<api::ModelCard> parsed = ParseModelCard(response->body, config_.model);
+          if (parsed.ok())
+            card = *std::move(parsed);
+        }
+        engine_models_.Report(name, std::move(card), Clock::now());
+      });
+}
+
+void RouterServerImpl::ReportKvEvents() {
+  if (subscriber_ == nullptr)
+    return;
+  for (const PoolConfig& pool : config_.pools) {
+    for (const StaticEndpointConfig& e : pool.endpoints) {
+      if (e.kv_events.has_value())
+        table_.ReportKvEvents(e.spec.name, subscriber_->stats(e.spec.name));
+    }
+  }
+  metrics_.SetKvEventSubscriberRestarts(subscriber_->restarts());
+}
+
+std::string RouterServerImpl::ModelListJson() {
+  std::vector<std::string> healthy;
+  for (const EndpointStatus& status : table_.Statuses(Clock::now())) {
+    if (status.healthy)
+      healthy.push_back(status.endpoint.name);
+  }
+  return api::ModelList({engine_models_.Card(config_.model, healthy)});
 }
 
 void RouterServerImpl::ScrapeLoop() {
   for (;;) {
     ScrapeOnce();
+    ReportKvEvents();
     base::MutexLock lock(&mu_);
     // A timed wait, not a sleep: Stop wakes it at once.
     cv_.WaitUntil(&mu_, Clock::now() + std::chrono::milliseconds(config_.scrape_interval_ms),
@@ -406,6 +513,18 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
                                 std::shared_ptr<net::HttpResponder> responder, bool chat) {
   const Clock::time_point arrival = Clock::now();
   std::string request_id = RequestIdOf(request);
+  if (drain_.draining()) {
+    // Envoy's drain: refused at once, and the connection closed, so that the client (or the
+    // load balancer in front) goes to another router.
+    metrics_.Unrouted().RequestFinished(503, SecondsSince(arrival));
+    responder->Send(
+        503, kJson,
+        api::ErrorBody(absl::UnavailableError("The router is shutting down; retry the request.")),
+        {{"retry-after", std::to_string(internal::kRetryAfterSeconds)},
+         {"connection", "close"},
+         {"x-request-id", std::move(request_id)}});
+    return;
+  }
   bool stream = false;
   std::string cache_salt;
   absl::StatusOr<std::vector<int32_t>> tokens = PromptTokens(request, chat, &stream, &cache_salt);
@@ -419,7 +538,7 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
     return;
   }
   auto routing = std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
-                                                  *std::move(tokens), tokenized);
+                                                  *std::move(tokens), tokenized, drain_.Admit());
   SchedulingRequest& sched = routing->request();
   sched.model = config_.model;
   sched.cache_salt = std::move(cache_salt);
@@ -434,7 +553,9 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   // The client's header list, cut to what goes upstream: no list of its own (it has room for
   // x-request-id unless every header is forwarded).
   proxy.http.headers = std::move(request.headers);
-  std::erase_if(proxy.http.headers, [](const net::HeaderList::value_type& header) {
+  std::erase_if(proxy.http.headers, [&proxy](net::HeaderList::value_type& header) {
+    if (header.first == "authorization" && proxy.client_authorization.empty())
+      proxy.client_authorization = std::move(header.second);
     return !ForwardRequestHeader(header.first);
   });
   proxy.request_id_header = proxy.http.headers.size();
@@ -448,9 +569,11 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   // dead or frozen engine is found by health checks (which wake the request to retry it).
   if (!stream)
     proxy.http.first_byte_timeout = std::chrono::milliseconds(config_.request_timeout_ms);
+  internal::Drain::Ticket& ticket = routing->ticket();
   auto call = std::allocate_shared<internal::ProxyCall>(
       base::RecyclingAllocator<internal::ProxyCall>(), std::move(proxy), std::move(responder),
       client_.get(), &metrics_, config_.max_retries, std::move(routing));
+  ticket.Attach(call);
   call->Start();
 }
 
@@ -464,13 +587,18 @@ void RouterServerImpl::Dispatch(net::HttpRequest& request,
   } else if (path == "/v1/chat/completions" && post) {
     Generate(request, std::move(responder), true);
   } else if (path == "/health" && get) {
-    responder->Send(200, kJson, "");
+    // Not ready while draining: whoever routes here stops at once.
+    if (drain_.draining()) {
+      responder->Send(503, kJson,
+                      api::ErrorBody(absl::UnavailableError("The router is shutting down.")),
+                      {{"retry-after", std::to_string(internal::kRetryAfterSeconds)}});
+    } else {
+      responder->Send(200, kJson, "");
+    }
   } else if (path == "/debug/endpoints" && get) {
     responder->Send(200, kJson, table_.DebugJson(Clock::now()));
   } else if (path == "/v1/models" && get) {
-    api::ModelCard card;
-    card.id = config_.model;
-    responder->Send(200, kJson, api::ModelList({card}));
+    responder->Send(200, kJson, ModelListJson());
   } else if (path == "/metrics" && get) {
     metrics_.UpdateEndpoints(table_.Statuses(Clock::now()));
     responder->Send(200, "text/plain; version=0.0.4", metrics_.Serialize());

@@ -12,8 +12,23 @@
 // (outlierDetection, outlier_detection.h). A client that disconnects cancels the upstream
 // request, which the engine sees as a disconnect.
 //
-// Also: GET /health, GET /v1/models (the configured model), GET /debug/endpoints (the
-// endpoint table as JSON), GET /metrics (RouterMetrics). Every proxied response carries
+// Also: GET /health, GET /v1/models (the configured model, with the `created`,
+// `owned_by`, `root` and smallest `max_model_len` the healthy engines report on their own
+// /v1/models, fetched beside the scrapes: engine_models.h), GET /debug/endpoints (the
+// endpoint table as JSON: health, last scrape error, credentials' source, KV event stream
+// state), GET /metrics (RouterMetrics).
+//
+// Endpoints with credentials (router_config.h) get their key with forwarded requests and
+// scrapes; a 401/403 scrape is logged once and shown in /debug/endpoints and the metrics.
+// An endpoint that answers 503 with Retry-After (an engine draining for shutdown) is
+// retried elsewhere and gets no new request for that long (at most 30 s).
+//
+// Graceful drain (the CLI's SIGTERM/SIGINT, Envoy's drain sequence): StartDrain makes
+// /health answer 503 and new generation requests 503 with Retry-After, an OpenAI error body
+// and Connection: close, while requests in flight go on; WaitDrained waits for them up to
+// the shutdown timeout (InterruptDrain, a second signal, cuts that short); AbortInFlight ends
+// what is left with a clean error (a stream: an SSE error event, then `data: [DONE]`; a
+// buffered request: 503 with Retry-After); then Stop. Every proxied response carries
 // x-switchyard-endpoint and a signed x-session-token, and every generation response its
 // x-request-id (request_id.h). Pools named by DNS are kept by a DnsPoolResolver.
 //
@@ -27,6 +42,7 @@
 // re-resolves them. Start/Stop from one controlling thread.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -40,6 +56,14 @@ class RouterServer {
   static absl::StatusOr<std::unique_ptr<RouterServer>> Start(const RouterConfig& config);
   virtual ~RouterServer() = default;
   virtual int port() const = 0;
+  // Idempotent. Any thread.
+  virtual void StartDrain() = 0;
+  // True once no proxied request is in flight; false at `deadline` or after InterruptDrain.
+  virtual bool WaitDrained(std::chrono::steady_clock::time_point deadline) = 0;
+  // Ends a WaitDrained (from another thread) now.
+  virtual void InterruptDrain() = 0;
+  // Ends the requests still in flight with a clean error.
+  virtual void AbortInFlight() = 0;
   virtual void Stop() = 0;
 };
 

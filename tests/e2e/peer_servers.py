@@ -35,6 +35,7 @@ def free_port():
 class PeerServer:
     engine_kind = "vllm"
     has_metrics = True  # serves GET /metrics
+    ready_headers = {}  # sent with the readiness check (a server's API key)
 
     def __init__(self, argv, env, start_timeout):
         self.argv = argv
@@ -60,7 +61,8 @@ class PeerServer:
                 raise AssertionError(f"{self.what} exited {self.proc.returncode} before it was "
                                      f"ready: {self.log_tail()}")
             try:
-                if requests.get(f"{self.url}/v1/models", timeout=2).status_code == 200:
+                if requests.get(f"{self.url}/v1/models", headers=self.ready_headers,
+                                timeout=2).status_code == 200:
                     return self
             except requests.ConnectionError:
                 pass
@@ -107,12 +109,15 @@ LLAMA_SERVER = pathlib.Path(sys.executable).parent / "llama-server"
 class LlamaServer(PeerServer):
     engine_kind = "llamacpp"
 
-    def __init__(self, gguf, name, n_ctx=2048, parallel=2, threads=1):
+    def __init__(self, gguf, name, n_ctx=2048, parallel=2, threads=1, api_key=None):
+        """api_key: started with --api-key (it then guards /v1 and /metrics)."""
         super().__init__(
             [str(LLAMA_SERVER), "--model", str(gguf), "--alias", name, "--ctx-size", str(n_ctx),
              "--parallel", str(parallel), "--threads", str(threads), "--metrics",
-             "--no-webui"],
+             "--no-webui", *(["--api-key", api_key] if api_key else [])],
             {}, start_timeout=120)
+        if api_key:
+            self.ready_headers = {"Authorization": f"Bearer {api_key}"}
 
 
 class VllmServer(PeerServer):

@@ -8,7 +8,9 @@ members named by `wait_fresh` (default: every member) have been scraped once. A 
 peer_servers server; a member with a `kv_endpoint` (an EngineServer started with
 kv_events=True) is listed with `kvEvents:` (its PUB and replay sockets, every topic), which
 feed the router's index when the scheduling config has a precise prefix-cache-scorer.
-stop() sends SIGTERM and requires exit code 0."""
+`args` adds flags to the command line (--shutdown-timeout), `env` variables to its
+environment (credentials' apiKeyEnv). stop() sends SIGTERM and requires exit code 0."""
+import os
 import re
 import signal
 import subprocess
@@ -48,9 +50,9 @@ def metric_sum(text, name, **labels):
 class Router:
     def __init__(self, members, scheduling=None, pools=None, wait_fresh=None,
                  model=MODEL_NAME, tokenizer=MODELS_DIR / "tiny-llama3", start_timeout=60,
-                 listen_extra="", extra=""):
+                 listen_extra="", extra="", args=(), env=None):
         """listen_extra: more keys of `listen:`; extra: more top-level YAML for the config
-        (proxy:, outlierDetection: ...)."""
+        (proxy:, outlierDetection: ...); args, env: more command-line flags, environment."""
         endpoints = "\n".join(member_line(m) for m in members)
         pools = pools or f"pools:\n- name: default\n  endpoints:\n{endpoints}\n"
         self.config = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
@@ -63,7 +65,16 @@ class Router:
         self.out = tempfile.TemporaryFile("w+")
         self.err = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen([str(switchyard_bin()), "router", "--config",
-                                      self.config.name], stdout=self.out, stderr=self.err)
+                                      self.config.name, *map(str, args)], stdout=self.out,
+                                     stderr=self.err, env={**os.environ, **(env or {})})
+        try:
+            self._wait_ready(members if wait_fresh is None else wait_fresh, start_timeout)
+        except BaseException:
+            self.proc.kill()  # a router that never got ready is not left running
+            self.proc.wait()
+            raise
+
+    def _wait_ready(self, wait_fresh, start_timeout):
         deadline = time.monotonic() + start_timeout
         while True:
             self.out.seek(0)
@@ -74,7 +85,7 @@ class Router:
             assert time.monotonic() < deadline, self._tail()
             time.sleep(0.02)
         self.url = f"http://127.0.0.1:{m.group(3)}"
-        names = {member_name(m) for m in (members if wait_fresh is None else wait_fresh)}
+        names = {member_name(m) for m in wait_fresh}
         while True:
             fresh = {e["name"] for e in self.endpoints() if e["metrics"]["fresh"]}
             if names <= fresh:
@@ -89,6 +100,12 @@ class Router:
     def metrics(self):
         """GET /metrics: the router's Prometheus text (read it with metric_sum)."""
         return requests.get(f"{self.url}/metrics", timeout=5).text
+
+    def output(self):
+        """Everything it printed: stdout (its log lines) and stderr."""
+        self.out.seek(0)
+        self.err.seek(0)
+        return self.out.read() + self.err.read()
 
     def _tail(self):
         self.err.seek(0)

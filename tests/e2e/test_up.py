@@ -114,3 +114,24 @@ def test_up_cpu_engines_serve_and_stop_on_ctrl_c():
     # Nothing of the fleet is left serving: the engines' and the router's ports are closed.
     for url in [u for _, u in up.engines] + [up.url]:
         assert refuses_connections(url), url
+
+
+def test_up_drains_its_router_on_sigterm():
+    """SIGTERM to `up` with a stream in flight: the router drains (its /health answers 503,
+    new requests 503) while the stream runs to its end on the engines; then it all exits 0."""
+    up = Up("--sim", 2, "--shutdown-timeout", 30)
+    stream = up.client.completions.create(model=up.name, prompt="Hello", max_tokens=150,
+                                          stream=True)
+    first = next(iter(stream))
+    assert first.choices[0].finish_reason is None
+    up.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: "draining" in up.text(), "the draining line")
+    assert requests.get(f"{up.url}/health", timeout=5).status_code == 503
+    refused = requests.post(f"{up.url}/v1/completions", timeout=5,
+                            json={"model": up.name, "prompt": "x", "max_tokens": 1})
+    assert refused.status_code == 503 and "retry-after" in refused.headers
+    chunks = list(stream)
+    assert chunks[-1].choices[0].finish_reason == "length"
+    assert sum(len(c.choices) for c in chunks) + 1 >= 150
+    assert up.proc.wait(timeout=30) == 0, up.text()
+    assert "switchyard up: stopped" in up.text()

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "fmt/format.h"
 
 #include "api/error.h"
@@ -55,7 +56,8 @@ void ProxyCall::Start() {
       handle->Cancel();  // the engine sees the disconnect and frees the request
   });
   base::MutexLock lock(&mu_);
-  TryNext();
+  if (!done_)  // not aborted already
+    TryNext();
 }
 
 void ProxyCall::TryNext() {
@@ -86,6 +88,15 @@ void ProxyCall::TryNext() {
   current_->load->Started(request_.prompt_tokens);
   routing_->Picked(*current_);
   request_.http.upstream = current_->address;
+  // Each attempt's own Authorization: its endpoint's credentials, else the client's.
+  if (authorization_set_)
+    request_.http.headers.pop_back();
+  const std::string_view authorization = current_->authorization.empty()
+                                             ? std::string_view(request_.client_authorization)
+                                             : current_->authorization;
+  authorization_set_ = !authorization.empty();
+  if (authorization_set_)
+    request_.http.headers.emplace_back("authorization", authorization);
   handle_ = client_->Send(request_.http, shared_from_this());
   waiting_ = true;
   woken_ = false;
@@ -104,6 +115,14 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
   if (client_gone_ || done_)
     return;
   head_status_ = status;
+  if (status == 503) {
+    // A draining engine refuses new requests with 503 and Retry-After: send it no more
+    // for that long, whether or not this request is retried.
+    int seconds = 0;
+    const std::string_view after = HeaderValue(headers, "retry-after");
+    if (absl::SimpleAtoi(absl::string_view(after.data(), after.size()), &seconds) && seconds > 0)
+      routing_->Refused(*current_, std::chrono::seconds(seconds));
+  }
   if ((status == 502 || status == 503) && static_cast<int>(tried_.size()) <= max_retries_) {
     retry_this_attempt_ = true;  // skip its body; try the next endpoint when it ends
     retry_reason_ = status == 502 ? RetryReason::kHttp502 : RetryReason::kHttp503;
@@ -226,15 +245,38 @@ void ProxyCall::Finished(int code, std::chrono::steady_clock::time_point now) {
   recorder.RequestFinished(code, SecondsBetween(request_.arrival, now));
 }
 
-void ProxyCall::SendError(const absl::Status& error) {
+void ProxyCall::SendError(const absl::Status& error, net::HeaderList extra) {
   const int http_status = api::HttpErrorFor(error).http_status;
   Finished(http_status, std::chrono::steady_clock::now());
-  net::HeaderList headers = {{"x-request-id", TakeRequestId()}};
+  extra.emplace_back("x-request-id", TakeRequestId());
   // A client that retries (the openai client does, on 429 and 5xx) waits this long first:
   // an endpoint comes back with a good scrape or when its ejection ends.
   if (http_status == 503 || http_status == 429)
-    headers.emplace_back("retry-after", kRetryAfterSeconds);
-  responder_->Send(http_status, kJson, api::ErrorBody(error), std::move(headers));
+    extra.emplace_back("retry-after", std::to_string(kRetryAfterSeconds));
+  responder_->Send(http_status, kJson, api::ErrorBody(error), std::move(extra));
+}
+
+void ProxyCall::Abort(const absl::Status& error) {
+  std::shared_ptr<net::HttpRequestHandle> handle;
+  {
+    base::MutexLock lock(&mu_);
+    if (done_)
+      return;
+    done_ = true;
+    handle = std::move(handle_);
+    if (handle != nullptr)  // an attempt is running
+      current_->load->Ended(request_.prompt_tokens, prefill_pending_);
+    if (request_.stream && first_byte_sent_) {
+      Finished(kStreamErrorCode, std::chrono::steady_clock::now());
+      responder_->Write(api::SseError(error));
+      responder_->Write(std::string(api::kSseDone));
+      responder_->End();
+    } else {
+      SendError(error);
+    }
+  }
+  if (handle != nullptr)
+    handle->Cancel();  // its OnDone finds the call done
 }
 
 void ProxyCall::OnDone(const absl::Status& upstream_status) {

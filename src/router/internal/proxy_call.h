@@ -72,6 +72,7 @@ struct ProxyTarget {
   std::string_view name;
   std::string_view address;
   std::string_view pool;
+  std::string_view authorization;       // the endpoint's credentials; empty: none
   EndpointRecorder* metrics = nullptr;  // the endpoint's request series
   EndpointLoad* load = nullptr;         // the endpoint's in-flight accounting
 };
@@ -83,6 +84,9 @@ struct ProxyRequest {
   // Where the request's x-request-id is in `http.headers`: sent upstream, then echoed to the
   // client (the response takes the string over once nothing more goes upstream).
   size_t request_id_header = 0;
+  // The client's Authorization header (not in `http.headers`): sent to endpoints without
+  // credentials of their own; an endpoint's credentials replace it (router_config.h).
+  std::string client_authorization;
   std::chrono::steady_clock::time_point arrival;
   int64_t prompt_tokens = 0;
   // The client asked for SSE: an event-stream answer streams through, and a failure after
@@ -107,7 +111,13 @@ class ProxyRouting {
   // The attempt on `target` (NextTarget's last) ended, `failed` or not, by outlier
   // detection's rules (the header comment above).
   virtual void AttemptEnded(const ProxyTarget& target, bool failed) = 0;
+  // `target` refused the request with 503 and Retry-After (an engine draining for
+  // shutdown): it takes no new request for `retry_after`.
+  virtual void Refused(const ProxyTarget& target, std::chrono::seconds retry_after) = 0;
 };
+
+// The Retry-After of the router's own 503s (draining, shutting down): soon, elsewhere.
+inline constexpr int kRetryAfterSeconds = 1;
 
 class ProxyCall final : public net::HttpResponseHandler,
                         public std::enable_shared_from_this<ProxyCall> {
@@ -122,6 +132,10 @@ class ProxyCall final : public net::HttpResponseHandler,
 
   // Tries the first target.
   void Start();
+  // Ends the call now with `error` (the router is shutting down): a stream that has begun
+  // gets an SSE error event and `data: [DONE]`; otherwise the client gets 503 with
+  // Retry-After. The upstream request is cancelled. Harmless once the call ended.
+  void Abort(const absl::Status& error);
 
   // The upstream attempt's response (net::HttpResponseHandler).
   void OnHead(int status, const net::HeaderList& headers) override;
@@ -129,8 +143,6 @@ class ProxyCall final : public net::HttpResponseHandler,
   void OnDone(const absl::Status& status) override;
 
  private:
-  static constexpr char kRetryAfterSeconds[] = "1";
-
   void TryNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a retry for `reason` on the current endpoint and tries the next.
   void Retry(RetryReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -152,8 +164,9 @@ class ProxyCall final : public net::HttpResponseHandler,
   // The request's x-request-id, moved out of the upstream request's headers. REQUIRES: no
   // attempt follows (the response to the client starts now); called once.
   std::string TakeRequestId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // An error response from the router itself.
-  void SendError(const absl::Status& error) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // An error response from the router itself (`extra`: headers besides x-request-id).
+  void SendError(const absl::Status& error, net::HeaderList extra = {})
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::shared_ptr<net::HttpResponder> responder_;
   net::HttpClient* const client_;
@@ -194,6 +207,7 @@ class ProxyCall final : public net::HttpResponseHandler,
   bool retry_this_attempt_ ABSL_GUARDED_BY(mu_) = false;  // a 502/503 head to skip
   RetryReason retry_reason_ ABSL_GUARDED_BY(mu_) = RetryReason::kConnect;
   bool prefill_pending_ ABSL_GUARDED_BY(mu_) = false;
+  bool authorization_set_ ABSL_GUARDED_BY(mu_) = false;  // the last header is Authorization
   bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);

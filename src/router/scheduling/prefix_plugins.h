@@ -19,6 +19,12 @@
 // Keys come from the request's prompt tokens at the plugin's block size (approximate mode
 // includes the trailing partial block, as llm-d's approx producer does; precise mode full
 // blocks only, as engines publish). Thread-safe (the index and the LRU lock).
+//
+// Precise mode and stale streams: when an engine's KV event stream goes stale (events lost
+// for good, or the subscriber restarting: kv_event_subscriber.h), its entries are dropped
+// from the index at once, so these plugins see it as holding nothing cached (no prefix
+// credit, a cold endpoint to the no-hit LRU) until its stream is back in order and the
+// index has been rebuilt from the engine's replay; /debug/endpoints shows kv_events.stale.
 #pragma once
 
 #include <cstdint>

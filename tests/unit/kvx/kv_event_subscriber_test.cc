@@ -1,7 +1,9 @@
 #include "kvx/kv_event_subscriber.h"
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -131,6 +133,10 @@ TEST(KvEventSubscriberTest, DecodesEveryLayout) {
   (*sub)->Stop();
 }
 
+bool IsCleared(const KvEventBatch& b) {
+  return b.events.size() == 1 && std::holds_alternative<AllBlocksCleared>(b.events[0]);
+}
+
 TEST(KvEventSubscriberTest, GapsRestartsAndGarbageWithoutReplay) {
   RawPublisher raw;
   Received got;
@@ -143,24 +149,166 @@ TEST(KvEventSubscriberTest, GapsRestartsAndGarbageWithoutReplay) {
     raw.Send(0, EncodeKvEventBatch(Batch(0), enc));
     got.Wait(1, std::chrono::milliseconds(50));
   }
-  raw.Send(1, "not msgpack");                        // decode error
-  raw.Send(3, EncodeKvEventBatch(Batch(3), enc));    // gap (no replay: applied anyway)
+  raw.Send(1, "not msgpack");  // its events are lost: stale, what came before is cleared
+  ASSERT_TRUE(got.Wait(2));
+  // Nothing in order since: still stale.
+  EXPECT_TRUE((*sub)->stats("e").stale);
+  EXPECT_NE((*sub)->stats("e").stale_reason.find("undecodable"), std::string::npos);
+  raw.Send(3, EncodeKvEventBatch(Batch(3), enc));    // gap, no replay: cleared, then applied
   raw.Send(3, EncodeKvEventBatch(Batch(3), enc));    // duplicate: dropped
   raw.Send(0, EncodeKvEventBatch(Batch(100), enc));  // restart
-  ASSERT_TRUE(got.Wait(4));
+  ASSERT_TRUE(got.Wait(5));
   std::vector<KvEventBatch> b = got.batches();
   size_t i = 0;
-  while (i < b.size() && b[i].ts == 0)
+  while (i < b.size() && b[i].ts == 0 && !IsCleared(b[i]))
     ++i;
-  ASSERT_EQ(b.size(), i + 3);
-  EXPECT_EQ(b[i].ts, 3);
-  EXPECT_TRUE(std::holds_alternative<AllBlocksCleared>(b[i + 1].events.at(0)));
-  EXPECT_EQ(b[i + 2].ts, 100);
+  ASSERT_EQ(b.size(), i + 4);
+  EXPECT_TRUE(IsCleared(b[i]));  // the undecodable batch
+  // The gap found the source stale already: no second clear, the batch starts it afresh.
+  EXPECT_EQ(b[i + 1].ts, 3);
+  EXPECT_TRUE(IsCleared(b[i + 2]));  // the restart
+  EXPECT_EQ(b[i + 3].ts, 100);
   KvEventSourceStats s = (*sub)->stats("e");
   EXPECT_EQ(s.decode_errors, 1);
   EXPECT_EQ(s.gaps, 1);
   EXPECT_EQ(s.restarts, 1);
+  EXPECT_EQ(s.losses, 1);
+  EXPECT_FALSE(s.stale);
   (*sub)->RemoveSource("e");
+  (*sub)->Stop();
+}
+
+TEST(KvEventSubscriberTest, GapWithoutReplayGoesStaleAndClears) {
+  RawPublisher raw;
+  Received got;
+  auto sub = KvEventSubscriber::Start(got.Handler());
+  ASSERT_TRUE(sub.ok());
+  (*sub)->AddSource({"e", raw.endpoint(), "", "t"});
+  const KvEventEncoding enc;
+  while ((*sub)->stats("e").batches == 0) {
+    raw.Send(0, EncodeKvEventBatch(Batch(0), enc));
+    got.Wait(1, std::chrono::milliseconds(50));
+  }
+  const size_t before = got.batches().size();
+  raw.Send(5, EncodeKvEventBatch(Batch(5), enc));  // 1..4 lost for good
+  ASSERT_TRUE(got.Wait(before + 2));
+  std::vector<KvEventBatch> b = got.batches();
+  EXPECT_TRUE(IsCleared(b[before]));  // nothing from before the gap is trusted
+  EXPECT_EQ(b[before + 1].ts, 5);
+  KvEventSourceStats s = (*sub)->stats("e");
+  EXPECT_EQ(s.losses, 1);
+  EXPECT_FALSE(s.stale);  // back in order from a clean start
+  (*sub)->Stop();
+}
+
+// A handler that throws ends the loop's life; the subscriber restarts it (the thread used
+// to die silently, and no batch came after), clears what it handed out, marks the source
+// stale, and resynchronises from the replay buffer.
+TEST(KvEventSubscriberTest, LoopFailureRestartsAndResynchronises) {
+  KvEventPublisherOptions po;
+  po.endpoint = "tcp://127.0.0.1:*";
+  po.replay_endpoint = "tcp://127.0.0.1:*";
+  auto pub = KvEventPublisher::Start(po);
+  ASSERT_TRUE(pub.ok()) << pub.status();
+  base::Mutex mu;
+  base::CondVar cv;
+  std::vector<KvEventBatch> batches;
+  bool thrown = false;
+  auto sub = KvEventSubscriber::Start([&](const std::string&, const KvEventBatch& b) {
+    base::MutexLock lock(&mu);
+    if (!thrown && b.ts == 3) {
+      thrown = true;
+      throw std::runtime_error("handler failed");
+    }
+    batches.push_back(b);
+    cv.NotifyAll();
+  });
+  ASSERT_TRUE(sub.ok());
+  (*sub)->AddSource({"e1", (*pub)->endpoint(), (*pub)->replay_endpoint(), ""});
+  auto wait_for = [&](auto pred, std::chrono::milliseconds timeout = std::chrono::seconds(20)) {
+    base::MutexLock lock(&mu);
+    return cv.WaitUntil(&mu, std::chrono::steady_clock::now() + timeout,
+                        [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return pred(); });
+  };
+  // Publish until the stream is seen (slow joiner), then past the failing batch.
+  int published = 0;
+  while (published < 200 && (*sub)->stats("e1").batches == 0) {
+    ASSERT_TRUE((*pub)->Publish(Batch(published++)));
+    wait_for([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return !batches.empty() || thrown; },
+             std::chrono::milliseconds(50));
+  }
+  while (published < 6)
+    ASSERT_TRUE((*pub)->Publish(Batch(published++)));
+  const double last = published - 1;
+  ASSERT_TRUE(wait_for([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return thrown; }));
+  // The restart clears, then the replay from seq 0 brings everything back without another
+  // batch published.
+  ASSERT_TRUE(wait_for([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return !batches.empty() && batches.back().ts == last;
+  }));
+  EXPECT_EQ((*sub)->restarts(), 1);
+  std::vector<KvEventBatch> b;
+  {
+    base::MutexLock lock(&mu);
+    b = batches;
+  }
+  size_t cleared = 0;
+  while (cleared < b.size() && !IsCleared(b[cleared]))
+    ++cleared;
+  ASSERT_LT(cleared, b.size());
+  for (size_t i = cleared + 1; i < b.size(); ++i)
+    EXPECT_EQ(b[i].ts, static_cast<double>(i - cleared - 1)) << i;  // rebuilt from seq 0
+  // Fresh once the replay's end marker is in (just after its last batch).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while ((*sub)->stats("e1").stale && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  KvEventSourceStats s = (*sub)->stats("e1");
+  EXPECT_FALSE(s.stale);
+  EXPECT_EQ(s.losses, 1);
+  // And live batches flow again.
+  ASSERT_TRUE((*pub)->Publish(Batch(published)));
+  ASSERT_TRUE(
+      wait_for([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) { return batches.back().ts == published; }));
+  (*sub)->Stop();
+  (*pub)->Stop();
+}
+
+// More sources than a ZeroMQ context has sockets (1023): the sockets past the limit cannot
+// be made. That used to throw out of the loop and end the thread, silently, for every
+// source; now those sources alone are stale (and retried), the others flow on.
+TEST(KvEventSubscriberTest, SourcesPastTheSocketLimitAreStaleAlone) {
+  RawPublisher raw;
+  Received got;
+  auto sub = KvEventSubscriber::Start(got.Handler());
+  ASSERT_TRUE(sub.ok());
+  (*sub)->AddSource({"first", raw.endpoint(), "", "t"});
+  const KvEventEncoding enc;
+  uint64_t seq = 0;
+  while ((*sub)->stats("first").batches == 0 && seq < 400) {
+    raw.Send(seq++, EncodeKvEventBatch(Batch(0), enc));
+    got.Wait(1, std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ((*sub)->stats("first").batches, 1);
+  constexpr int kMore = 1100;
+  for (int i = 0; i < kMore; ++i)
+    (*sub)->AddSource({"extra" + std::to_string(i), raw.endpoint(), "", "nothing"});
+  // Still flowing once every extra source was tried.
+  const KvEventSourceStats last_extra = [&] {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    KvEventSourceStats s;
+    while (!s.stale && std::chrono::steady_clock::now() < deadline)
+      s = (*sub)->stats("extra" + std::to_string(kMore - 1));
+    return s;
+  }();
+  EXPECT_TRUE(last_extra.stale);
+  EXPECT_NE(last_extra.stale_reason.find("cannot subscribe"), std::string::npos)
+      << last_extra.stale_reason;
+  EXPECT_FALSE((*sub)->stats("extra0").stale);
+  const size_t before = got.batches().size();
+  raw.Send(seq, EncodeKvEventBatch(Batch(1), enc));
+  ASSERT_TRUE(got.Wait(before + 1));
+  EXPECT_EQ(got.batches().back().ts, 1);
+  EXPECT_FALSE((*sub)->stats("first").stale);
   (*sub)->Stop();
 }
 

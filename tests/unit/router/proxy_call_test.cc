@@ -177,8 +177,9 @@ class InOrder final : public ProxyRouting {
         continue;
       for (const Endpoint& e : *snapshot_) {
         if (e.name == u)
-          return ProxyTarget{e.name, e.address, e.pool, &metrics_->Endpoint(u, "default"),
-                             e.load.get()};
+          return ProxyTarget{
+              e.name,      e.address, e.pool, e.authorization, &metrics_->Endpoint(u, "default"),
+              e.load.get()};
       }
     }
     return std::nullopt;
@@ -191,6 +192,11 @@ class InOrder final : public ProxyRouting {
     else if (table_->ReportRequestFailure(target.name, target.load,
                                           std::chrono::steady_clock::now()))
       target.metrics->Ejected();
+  }
+  // As the router does.
+  void Refused(const ProxyTarget& target, std::chrono::seconds retry_after) override {
+    table_->ReportRefusing(std::string(target.name),
+                           std::chrono::steady_clock::now() + retry_after);
   }
 
  private:
@@ -223,13 +229,14 @@ class ProxyCallTest : public ::testing::Test {
           proxy.http.body = std::move(request.body);
           proxy.arrival = std::chrono::steady_clock::now();
           proxy.prompt_tokens = 3;
+          auto call = std::make_shared<ProxyCall>(
+              std::move(proxy), r, upstream_client_.get(), &metrics_,
+              /*max_retries=*/2, std::make_unique<InOrder>(upstreams, &table_, &metrics_));
           {
             std::lock_guard<std::mutex> lock(front_mu_);
-            front_responder_ = r;
+            front_responder_ = std::move(r);
+            front_call_ = call;
           }
-          auto call = std::make_shared<ProxyCall>(
-              std::move(proxy), std::move(r), upstream_client_.get(), &metrics_,
-              /*max_retries=*/2, std::make_unique<InOrder>(upstreams, &table_, &metrics_));
           call->Start();
         });
     ASSERT_TRUE(front.ok()) << front.status();
@@ -336,8 +343,15 @@ class ProxyCallTest : public ::testing::Test {
     return front_responder_;
   }
 
+  // The front's call of the last request.
+  std::shared_ptr<ProxyCall> FrontCall() {
+    std::lock_guard<std::mutex> lock(front_mu_);
+    return front_call_;
+  }
+
   std::mutex front_mu_;
   std::shared_ptr<net::HttpResponder> front_responder_;
+  std::shared_ptr<ProxyCall> front_call_;
   EndpointTable table_{std::chrono::milliseconds(2000)};
   RouterMetrics metrics_{"m", {"default"}};
   std::unique_ptr<net::HttpClient> upstream_client_;
@@ -684,6 +698,49 @@ TEST_F(ProxyCallTest, ASlowClientPausesTheUpstreamAndLosesNothing) {
   }
   EXPECT_TRUE(body->ends_with(api::kSseDone));
   EXPECT_EQ(Codes(upstream.address(), 1), (std::map<std::string, double>{{"200", 1}}));
+  ExpectIdle();
+}
+
+// A draining engine refuses with 503 and Retry-After: the request goes to the next endpoint,
+// and the refusing one leaves the snapshots for that long (no new request reaches it).
+TEST_F(ProxyCallTest, ARefusalWithRetryAfterIsRetriedAndKeepsTheEndpointOut) {
+  ScriptedUpstream refusing(
+      "HTTP/1.1 503 Service Unavailable\r\nretry-after: 30\r\ncontent-type: "
+      "application/json\r\ncontent-length: 2\r\n\r\n{}");
+  HealthyUpstream healthy;
+  Start({refusing.address(), healthy.address()});
+  for (int i = 0; i < 3; ++i) {
+    Reply r = Post(false);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.Header("x-switchyard-endpoint"), healthy.address());
+  }
+  EXPECT_EQ(refusing.connections(), 1);
+  std::shared_ptr<const std::vector<Endpoint>> snapshot =
+      table_.Snapshot(std::chrono::steady_clock::now());
+  ASSERT_EQ(snapshot->size(), 1u);
+  EXPECT_EQ((*snapshot)[0].name, healthy.address());
+  // Back once its Retry-After has passed.
+  EXPECT_EQ(table_.Snapshot(std::chrono::steady_clock::now() + std::chrono::seconds(31))->size(),
+            2u);
+  ExpectIdle();
+}
+
+// The router shuts down with a buffered request in flight: the client gets 503 with
+// Retry-After, and the upstream request is cancelled.
+TEST_F(ProxyCallTest, AbortBeforeTheFirstByteAnswers503WithRetryAfter) {
+  ScriptedUpstream held("", /*hold_open=*/true);
+  Start({held.address()});
+  std::future<Reply> reply = std::async(std::launch::async, [this] { return Post(false); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (held.connections() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  ASSERT_EQ(held.connections(), 1);
+  FrontCall()->Abort(absl::UnavailableError("shutting down"));
+  Reply r = reply.get();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.Header("retry-after"), "1");
+  EXPECT_NE(r.body.find("shutting down"), std::string::npos) << r.body;
+  FrontCall()->Abort(absl::UnavailableError("again"));  // harmless once ended
   ExpectIdle();
 }
 

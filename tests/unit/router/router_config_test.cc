@@ -1,6 +1,7 @@
 #include "router/router_config.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -125,6 +126,53 @@ TEST(RouterConfigTest, ErrorsNameTheKey) {
   expect_error("model: m\npools:\n- endpoints: [{address: 'h:1', labels: [a]}]\n", "labels");
   expect_error("model: m\nlisten: {port: 70000}\npools:\n- endpoints: [{address: 'h:1'}]\n",
                "port");
+}
+
+// Keys come from a variable or a file, the endpoint's overriding the pool's; DNS members get
+// the pool's; errors name the source, never the key.
+TEST(RouterConfigTest, CredentialsFromEnvironmentOrFile) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "sy_credentials";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "engine.key") << "sk-from-file\n";
+  ASSERT_EQ(setenv("SY_TEST_POOL_KEY", "sk-from-env", 1), 0);
+  absl::StatusOr<RouterConfig> c = ParseRouterConfig(R"(
+model: m
+pools:
+- name: p
+  credentials: {apiKeyEnv: SY_TEST_POOL_KEY}
+  endpoints:
+  - {address: 'h:1'}
+  - {address: 'h:2', credentials: {apiKeyFile: engine.key}}
+  dns:
+  - {name: engines.svc}
+- name: open
+  endpoints:
+  - {address: 'h:3'}
+)",
+                                                     "r", dir.string());
+  ASSERT_TRUE(c.ok()) << c.status();
+  const PoolConfig& p = c->pools[0];
+  EXPECT_EQ(p.endpoints[0].spec.authorization, "Bearer sk-from-env");
+  EXPECT_EQ(p.endpoints[0].spec.credentials, "env SY_TEST_POOL_KEY");
+  EXPECT_EQ(p.endpoints[1].spec.authorization, "Bearer sk-from-file");
+  EXPECT_EQ(p.endpoints[1].spec.credentials, "file " + (dir / "engine.key").string());
+  EXPECT_EQ(p.dns[0].authorization, "Bearer sk-from-env");
+  EXPECT_TRUE(c->pools[1].endpoints[0].spec.authorization.empty());
+
+  auto expect_error = [&](std::string credentials, std::string needle) {
+    absl::StatusOr<RouterConfig> bad = ParseRouterConfig(
+        "model: m\npools:\n- credentials: " + credentials + "\n  endpoints: [{address: 'h:1'}]\n",
+        "r", dir.string());
+    ASSERT_FALSE(bad.ok()) << credentials;
+    const std::string message(bad.status().message());
+    EXPECT_NE(message.find(needle), std::string::npos) << message;
+    EXPECT_EQ(message.find("sk-"), std::string::npos) << message;
+  };
+  expect_error("{apiKey: sk-inline}", "never inline");
+  expect_error("{apiKeyEnv: SY_TEST_UNSET_KEY}", "SY_TEST_UNSET_KEY is not set");
+  expect_error("{apiKeyFile: nothing.key}", "nothing.key");
+  expect_error("{apiKeyEnv: SY_TEST_POOL_KEY, apiKeyFile: engine.key}", "one of");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

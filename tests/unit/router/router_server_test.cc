@@ -78,9 +78,24 @@ class Upstream {
     }
     return out;
   }
+  // The Authorization headers of the router's scrapes (/metrics and /v1/models).
+  std::set<std::string> scrape_authorizations() {
+    base::MutexLock lock(&mu_);
+    return scrape_authorizations_;
+  }
 
  private:
   void Handle(const net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder) {
+    if (request.method == "GET") {
+      base::MutexLock lock(&mu_);
+      scrape_authorizations_.insert(std::string(request.Header("authorization").value_or("")));
+    }
+    if (request.path == "/v1/models") {
+      responder->Send(200, "application/json",
+                      R"({"object":"list","data":[{"id":"m","object":"model","created":1700000000,)"
+                      R"("owned_by":"vllm","root":"/models/m","max_model_len":1234}]})");
+      return;
+    }
     if (request.path == "/metrics") {
       responder->Send(200, "text/plain",
                       fmt::format("vllm:num_requests_waiting {}\nvllm:num_requests_running 0\n"
@@ -119,6 +134,7 @@ class Upstream {
   std::vector<net::HeaderList> requests_ ABSL_GUARDED_BY(mu_);
   std::chrono::milliseconds delay_ ABSL_GUARDED_BY(mu_){0};
   std::vector<std::thread> delayed_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> scrape_authorizations_ ABSL_GUARDED_BY(mu_);
 };
 
 class RouterServerTest : public ::testing::Test {
@@ -554,6 +570,71 @@ TEST_F(RouterServerTest, ABufferedRequestEndsAtTheRequestTimeout) {
   const net::HttpClient::Response r = Call("POST", "/v1/completions", kBody);
   EXPECT_EQ(r.status, 504) << r.body;
   EXPECT_EQ(stuck.ids().size(), 1u);
+}
+
+// The router's /v1/models carries the engine's card (not created 0, max_model_len 0).
+TEST_F(RouterServerTest, ModelsCarryTheEnginesCard) {
+  Upstream upstream(200, 0);
+  StartRouter({&upstream});
+  std::string body;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (std::chrono::steady_clock::now() < deadline) {
+    body = Call("GET", "/v1/models", "").body;
+    if (body.find("1700000000") != std::string::npos)
+      break;
+  }
+  EXPECT_EQ(body, R"({"object":"list","data":[{"id":"m","object":"model","created":1700000000,)"
+                  R"("owned_by":"vllm","root":"/models/m","parent":null,"max_model_len":1234}]})");
+}
+
+// An endpoint's credentials go with its scrapes and, in place of the client's own, with the
+// requests forwarded to it; an endpoint without any gets the client's header. The first
+// attempt here fails (502) on the keyed endpoint and is retried on the other.
+TEST_F(RouterServerTest, CredentialsGoUpstreamInPlaceOfTheClients) {
+  Upstream keyed(502, 0);
+  Upstream open(200, 5);
+  StartRouter({&keyed, &open}, [&](RouterConfig& c) {
+    c.pools[0].endpoints[0].spec.authorization = "Bearer engine-key";
+    c.pools[0].endpoints[0].spec.credentials = "env ENGINE_KEY";
+  });
+  WaitForScrapes(2);
+  const net::HttpClient::Response r =
+      Call("POST", "/v1/completions", kBody, {{"authorization", "Bearer client-key"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(Header(r, "x-switchyard-endpoint"), open.address());
+  auto authorizations = [](Upstream& u) {
+    std::vector<std::string> out;
+    for (const net::HeaderList& headers : u.requests()) {
+      for (const auto& [name, value] : headers) {
+        if (name == "authorization")
+          out.push_back(value);
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(authorizations(keyed), std::vector<std::string>{"Bearer engine-key"});
+  EXPECT_EQ(authorizations(open), std::vector<std::string>{"Bearer client-key"});
+  EXPECT_EQ(keyed.scrape_authorizations(), std::set<std::string>{"Bearer engine-key"});
+  EXPECT_EQ(open.scrape_authorizations(), std::set<std::string>{""});
+  const std::string debug = Call("GET", "/debug/endpoints", "").body;
+  EXPECT_NE(debug.find(R"("credentials":"env ENGINE_KEY")"), std::string::npos) << debug;
+  EXPECT_EQ(debug.find("engine-key"), std::string::npos) << debug;
+}
+
+// Draining: /health says not ready, new requests are refused with 503, Retry-After and
+// Connection: close; with nothing in flight the drain is over at once.
+TEST_F(RouterServerTest, DrainingRefusesNewRequests) {
+  Upstream upstream(200, 0);
+  StartRouter({&upstream});
+  router_->StartDrain();
+  EXPECT_EQ(Call("GET", "/health", "").status, 503);
+  const net::HttpClient::Response r = Call("POST", "/v1/completions", kBody);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(Header(r, "retry-after"), "1");
+  EXPECT_EQ(Header(r, "connection"), "close");
+  EXPECT_NE(r.body.find("shutting down"), std::string::npos) << r.body;
+  EXPECT_TRUE(upstream.requests().empty());
+  EXPECT_TRUE(router_->WaitDrained(std::chrono::steady_clock::now()));
 }
 
 }  // namespace
