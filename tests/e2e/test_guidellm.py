@@ -11,7 +11,7 @@ after 10 s; guidellm's default has no read timeout, so out of the box it waits f
 Offline: HF_HUB_OFFLINE=1 (no hub); its tokenizer is models/tiny-llama3, the local directory
 of the model `up` serves (--tokenizer kind=huggingface_auto,model=DIR: transformers'
 AutoTokenizer reads its tokenizer.json); its synthetic_text data needs no download. guidellm
-lives in .venv-guidellm (scripts/setup.sh, tools/requirements-guidellm.txt: torch is
+lives in .venv-guidellm (scripts/test.sh, tools/requirements-guidellm.txt: torch is
 heavy), or where SWITCHYARD_GUIDELLM points."""
 import json
 import os
@@ -40,7 +40,7 @@ def up():
 
 def run_guidellm(target, model, request_format, stream, out_json, timeout=240):
     if not GUIDELLM.exists():
-        pytest.fail(f"guidellm not found at {GUIDELLM}: run scripts/setup.sh "
+        pytest.fail(f"guidellm not found at {GUIDELLM}: run scripts/test.sh "
                     f"(tools/requirements-guidellm.txt) or set SWITCHYARD_GUIDELLM")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "HF_DATASETS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
