@@ -212,8 +212,13 @@ class ProxyCallTest : public ::testing::Test {
   void Start(const std::vector<std::string>& upstreams) {
     std::vector<EndpointSpec> specs;
     for (const std::string& u : upstreams)
-      specs.push_back(
-          {.name = u, .address = u, .labels = {}, .engine = EngineKind::kVllm, .pool = "default"});
+      specs.push_back({.name = u,
+                       .address = u,
+                       .labels = {},
+                       .engine = EngineKind::kVllm,
+                       .pool = "default",
+                       .authorization = "",
+                       .credentials = ""});
     table_.SetPoolMembers("default", specs);
     absl::StatusOr<std::unique_ptr<net::HttpClient>> client = net::HttpClient::Start({});
     ASSERT_TRUE(client.ok()) << client.status();

@@ -262,8 +262,9 @@ TEST(RegexTest, PropertyClassesAreUnicode16) {
     auto re = Regex::Compile(pattern, Regex::Engine::kPcre2);
     EXPECT_TRUE(re.ok()) << re.status();
     ByteRanges m;
-    if (re.ok())
+    if (re.ok()) {
       EXPECT_TRUE((*re)->FindAll(s, &m).ok());
+    }
     return m;
   };
   using Span = std::pair<size_t, size_t>;
