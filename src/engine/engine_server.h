@@ -22,8 +22,8 @@
 
 #include "absl/status/statusor.h"
 
+#include "base/drain_gate.h"
 #include "engine/api_server.h"
-#include "engine/drain_gate.h"
 #include "engine/engine_core.h"
 #include "engine/metrics.h"
 #include "engine/model_runner.h"
@@ -86,7 +86,7 @@ class EngineServer {
   EngineServer() = default;
 
   // First, so that it goes last: answers in flight hold tickets on it until they are gone.
-  DrainGate drain_;
+  base::DrainGate drain_;
   std::unique_ptr<text::Tokenizer> tokenizer_;
   std::unique_ptr<text::ChatTemplate> chat_template_;
   std::unique_ptr<EngineMetrics> metrics_;

@@ -46,7 +46,7 @@ struct Submission {
   bool beam_search = false;
   double length_penalty = 1.0;
   // The drain's hold on this request (null without a gate).
-  DrainGate::Ticket ticket;
+  base::DrainGate::Ticket ticket;
 };
 
 // The unsupported request features, refused rather than ignored.
@@ -333,10 +333,11 @@ absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::Htt
 // Takes the drain's ticket for a new generation request, or answers the refusal: 503 with
 // Retry-After (a router retries elsewhere), closing the connection so that the client's next
 // request opens one to a server that is staying.
-std::optional<DrainGate::Ticket> Admit(const ServingContext& ctx, net::HttpResponder& responder) {
+std::optional<base::DrainGate::Ticket> Admit(const ServingContext& ctx,
+                                             net::HttpResponder& responder) {
   if (ctx.drain == nullptr)
-    return DrainGate::Ticket();
-  DrainGate::Ticket ticket = ctx.drain->Admit();
+    return base::DrainGate::Ticket();
+  base::DrainGate::Ticket ticket = ctx.drain->Admit();
   if (ticket == nullptr) {
     const absl::Status status =
         absl::UnavailableError("The server is shutting down; retry on another server.");
@@ -351,7 +352,7 @@ using PrepareFn = absl::StatusOr<Submission> (*)(const ServingContext&, const ne
 
 void HandleGeneration(const ServingContext& ctx, const net::HttpRequest& request,
                       std::shared_ptr<net::HttpResponder> responder, PrepareFn prepare) {
-  std::optional<DrainGate::Ticket> ticket = Admit(ctx, *responder);
+  std::optional<base::DrainGate::Ticket> ticket = Admit(ctx, *responder);
   if (!ticket.has_value())
     return;
   absl::StatusOr<Submission> sub = prepare(ctx, request);

@@ -16,7 +16,7 @@
 #include "absl/status/statusor.h"
 
 #include "api/sampling_request.h"
-#include "engine/drain_gate.h"
+#include "base/drain_gate.h"
 #include "engine/engine_core.h"
 #include "engine/metrics.h"
 #include "engine/structured/grammar_cache.h"
@@ -57,7 +57,7 @@ struct ServingContext {
   std::string version;  // GET /version
   // The shutdown drain: refuses new generation requests and fails /health once it began.
   // Null: no drain (requests are always admitted).
-  DrainGate* drain = nullptr;
+  base::DrainGate* drain = nullptr;
 };
 
 // NotFound (vLLM's message) unless `model` is empty or the served model's name.

@@ -178,8 +178,10 @@ class RouterServerImpl final : public RouterServer {
   absl::Status Init();
   int port() const override { return server_->port(); }
   void StartDrain() override;
-  bool WaitDrained(Clock::time_point deadline) override { return drain_.WaitIdle(deadline); }
-  void InterruptDrain() override { drain_.Interrupt(); }
+  bool WaitDrained(Clock::time_point deadline) override {
+    return drain_.gate().AwaitIdle(deadline, true);
+  }
+  void InterruptDrain() override { drain_.gate().Interrupt(); }
   void AbortInFlight() override { drain_.AbortAll(); }
   void Stop() override;
 
@@ -320,7 +322,7 @@ absl::Status RouterServerImpl::Init() {
 }
 
 void RouterServerImpl::StartDrain() {
-  drain_.Start();
+  drain_.gate().BeginDrain();
   SY_LOG_INFO("router: draining: /health answers 503, new requests get 503 with Retry-After");
 }
 
@@ -513,7 +515,9 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
                                 std::shared_ptr<net::HttpResponder> responder, bool chat) {
   const Clock::time_point arrival = Clock::now();
   std::string request_id = RequestIdOf(request);
-  if (drain_.draining()) {
+  // Counted in flight from here, so that the drain also waits for it while it is tokenized.
+  std::unique_ptr<internal::Drain::Ticket> admitted = drain_.Admit();
+  if (admitted == nullptr) {
     // Envoy's drain: refused at once, and the connection closed, so that the client (or the
     // load balancer in front) goes to another router.
     metrics_.Unrouted().RequestFinished(503, SecondsSince(arrival));
@@ -537,8 +541,9 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
                     {{"x-request-id", std::move(request_id)}});
     return;
   }
-  auto routing = std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
-                                                  *std::move(tokens), tokenized, drain_.Admit());
+  auto routing =
+      std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
+                                       *std::move(tokens), tokenized, std::move(admitted));
   SchedulingRequest& sched = routing->request();
   sched.model = config_.model;
   sched.cache_salt = std::move(cache_salt);
@@ -588,7 +593,7 @@ void RouterServerImpl::Dispatch(net::HttpRequest& request,
     Generate(request, std::move(responder), true);
   } else if (path == "/health" && get) {
     // Not ready while draining: whoever routes here stops at once.
-    if (drain_.draining()) {
+    if (drain_.gate().draining()) {
       responder->Send(503, kJson,
                       api::ErrorBody(absl::UnavailableError("The router is shutting down.")),
                       {{"retry-after", std::to_string(internal::kRetryAfterSeconds)}});

@@ -73,7 +73,7 @@ class GenerationStream {
   GenerationStream(GenerationStreamOptions options, const text::Tokenizer* tokenizer,
                    std::shared_ptr<net::HttpResponder> responder);
 
-  // Holds `ticket` (DrainGate) until the answer is fully handed to the socket or the
+  // Holds `ticket` (base::DrainGate) until the answer is fully handed to the socket or the
   // connection closes.
   void HoldUntilAnswered(std::shared_ptr<void> ticket);
   // Every request of the response is in the engine: a stream's head goes out now.

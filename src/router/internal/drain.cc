@@ -1,5 +1,6 @@
 #include "router/internal/drain.h"
 
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -9,8 +10,6 @@ namespace switchyard::router::internal {
 Drain::Ticket::~Ticket() {
   base::MutexLock lock(&drain_->mu_);
   drain_->calls_.erase(it_);
-  if (drain_->calls_.empty())
-    drain_->cv_.NotifyAll();
 }
 
 void Drain::Ticket::Attach(const std::shared_ptr<ProxyCall>& call) {
@@ -19,33 +18,12 @@ void Drain::Ticket::Attach(const std::shared_ptr<ProxyCall>& call) {
 }
 
 std::unique_ptr<Drain::Ticket> Drain::Admit() {
+  base::DrainGate::Ticket admitted = gate_.Admit();
+  if (admitted == nullptr)
+    return nullptr;
   base::MutexLock lock(&mu_);
   calls_.emplace_back();
-  return std::unique_ptr<Ticket>(new Ticket(this, std::prev(calls_.end())));
-}
-
-void Drain::Start() {
-  base::MutexLock lock(&mu_);
-  draining_ = true;
-}
-
-bool Drain::draining() const {
-  base::MutexLock lock(&mu_);
-  return draining_;
-}
-
-bool Drain::WaitIdle(std::chrono::steady_clock::time_point deadline) {
-  base::MutexLock lock(&mu_);
-  cv_.WaitUntil(&mu_, deadline, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return calls_.empty() || interrupted_;
-  });
-  return calls_.empty();
-}
-
-void Drain::Interrupt() {
-  base::MutexLock lock(&mu_);
-  interrupted_ = true;
-  cv_.NotifyAll();
+  return std::unique_ptr<Ticket>(new Ticket(this, std::prev(calls_.end()), std::move(admitted)));
 }
 
 void Drain::AbortAll() {

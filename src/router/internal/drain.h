@@ -1,16 +1,17 @@
-// Drain: the router's graceful shutdown state, as Envoy drains a listener. It counts the
-// proxied requests in flight (each holds a Ticket for its whole life), says whether the
-// router is draining (/health then answers 503 and new requests are refused with 503 and
-// Retry-After), waits for the requests in flight to end, and ends the ones left at the
-// deadline with a clean error (ProxyCall::Abort).
+// Drain: the router's graceful shutdown state, as Envoy drains a listener. The base::DrainGate
+// does the admission (refused once the drain began: /health then answers 503 and new
+// requests 503 with Retry-After), counts the proxied requests in flight and waits for them;
+// what is the router's own is the list of their ProxyCalls, so that the ones left at the
+// deadline end with a clean error (AbortAll).
 //
-// Thread-safe: one mutex; tickets end on any thread.
+// Threads: any thread may call any method; tickets end on any thread.
+// Ownership: owned by the RouterServer; it must outlive every ticket.
 #pragma once
 
-#include <chrono>
 #include <list>
 #include <memory>
 
+#include "base/drain_gate.h"
 #include "base/mutex.h"
 #include "router/internal/proxy_call.h"
 
@@ -30,30 +31,24 @@ class Drain {
    private:
     friend class Drain;
     using Calls = std::list<std::weak_ptr<ProxyCall>>;
-    Ticket(Drain* drain, Calls::iterator it) : drain_(drain), it_(it) {}
+    Ticket(Drain* drain, Calls::iterator it, base::DrainGate::Ticket admitted)
+        : drain_(drain), it_(it), admitted_(std::move(admitted)) {}
     Drain* const drain_;
     const Calls::iterator it_;
+    // Released after the call left the list (members go after the destructor's body).
+    const base::DrainGate::Ticket admitted_;
   };
 
-  // A ticket for a new request. REQUIRES: the Drain outlives it.
+  // A ticket for a new request, or nullptr once the drain began.
   std::unique_ptr<Ticket> Admit();
-
-  // From now on draining() is true. Idempotent.
-  void Start();
-  bool draining() const;
-  // Blocks until no request is in flight (true), or `deadline` passes or Interrupt is
-  // called (false).
-  bool WaitIdle(std::chrono::steady_clock::time_point deadline);
-  // Ends a WaitIdle now (a second signal).
-  void Interrupt();
+  // Begin the drain, check it, wait for the requests in flight, interrupt that wait.
+  base::DrainGate& gate() { return gate_; }
   // Ends every request still in flight with a clean error (ProxyCall::Abort).
   void AbortAll();
 
  private:
-  mutable base::Mutex mu_;
-  base::CondVar cv_;
-  bool draining_ ABSL_GUARDED_BY(mu_) = false;
-  bool interrupted_ ABSL_GUARDED_BY(mu_) = false;
+  base::DrainGate gate_;
+  base::Mutex mu_;
   Ticket::Calls calls_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,10 +1,10 @@
-#include "engine/drain_gate.h"
+#include "base/drain_gate.h"
 
-namespace switchyard::engine {
+namespace switchyard::base {
 
 DrainGate::Ticket DrainGate::Admit() {
   {
-    base::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (draining_)
       return nullptr;
     ++in_flight_;
@@ -17,7 +17,7 @@ DrainGate::Ticket DrainGate::Admit() {
 void DrainGate::Release() {
   bool idle = false;
   {
-    base::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     idle = --in_flight_ == 0;
   }
   if (idle)
@@ -25,22 +25,22 @@ void DrainGate::Release() {
 }
 
 void DrainGate::BeginDrain() {
-  base::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   draining_ = true;
 }
 
 bool DrainGate::draining() const {
-  base::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return draining_;
 }
 
 int64_t DrainGate::num_in_flight() const {
-  base::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return in_flight_;
 }
 
 bool DrainGate::AwaitIdle(Clock::time_point deadline, bool interruptible) {
-  base::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   cv_.WaitUntil(&mu_, deadline, [this, interruptible]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return in_flight_ == 0 || (interruptible && interrupted_);
   });
@@ -49,10 +49,10 @@ bool DrainGate::AwaitIdle(Clock::time_point deadline, bool interruptible) {
 
 void DrainGate::Interrupt() {
   {
-    base::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     interrupted_ = true;
   }
   cv_.NotifyAll();
 }
 
-}  // namespace switchyard::engine
+}  // namespace switchyard::base

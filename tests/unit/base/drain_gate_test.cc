@@ -1,11 +1,11 @@
-#include "engine/drain_gate.h"
+#include "base/drain_gate.h"
 
 #include <chrono>
 #include <thread>
 
 #include "gtest/gtest.h"
 
-namespace switchyard::engine {
+namespace switchyard::base {
 namespace {
 
 using Clock = DrainGate::Clock;
@@ -52,4 +52,4 @@ TEST(DrainGateTest, DeadlineAndInterrupt) {
 }
 
 }  // namespace
-}  // namespace switchyard::engine
+}  // namespace switchyard::base
