@@ -10,7 +10,7 @@ Servers (same model file, same compute threads T):
     --max-num-seqs C_MAX --max-model-len L` (prefix caching on, its default).
   - llama.cpp: `python -m llama_cpp.server --model GGUF --n_threads T --n_threads_batch T
     --n_ctx L --interrupt_requests False` under the llama.cpp venv (.venv-ref), with
-    OMP_WAIT_POLICY=passive by default (see docs/benchmarks.md: on this shared machine
+    OMP_WAIT_POLICY=passive by default (see docs/benchmarks-history.md: on this shared machine
     llama.cpp's default spinning OpenMP workers are 2-10x slower). llama-cpp-python's server
     has no parallel slots and no continuous batching: one global lock serves one request at
     a time on one context, reusing the longest common prefix with the previous request. Its
@@ -255,7 +255,7 @@ class _NullCtx:
 def new_session(concurrency):
     # One connection per request (Connection: close) on every server, so each TTFT includes
     # the same connect and no server's keep-alive handling is measured. sock_read bounds a
-    # stream that goes silent (ours sometimes loses a response's body: docs/benchmarks.md).
+    # stream that goes silent (ours sometimes loses a response's body: docs/benchmarks-history.md).
     timeout = aiohttp.ClientTimeout(total=None, sock_read=REQUEST_TIMEOUT_S)
     conn = aiohttp.TCPConnector(limit=concurrency, force_close=True)
     return aiohttp.ClientSession(timeout=timeout, connector=conn)
