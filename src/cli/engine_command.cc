@@ -8,21 +8,19 @@
 // drains first (new generation requests and /health get 503, accepted ones go on for up to
 // N seconds, and the engine exits as soon as they are done). A second signal during the
 // drain ends it at once. Either way the process exits 0.
-#include <pthread.h>
 #include <signal.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "cli/runner_factory.h"
+#include "cli/second_signal.h"
 #include "fmt/format.h"
 
 #include "base/logging.h"
@@ -61,27 +59,19 @@ void Drain(engine::EngineServer& server, const sigset_t& signals, double timeout
   server.BeginDrain();
   if (timeout_s <= 0)
     return;
-  // The watcher takes the second signal; once the drain is over we wake it with one of the
-  // set (blocked everywhere, so it only ends the watcher's sigwait), aimed at it alone.
-  std::atomic<bool> over{false};
-  std::thread watcher([&server, &signals, &over] {
-    pthread_setname_np(pthread_self(), "sy-signals");
-    int signal = 0;
-    sigwait(&signals, &signal);
-    if (!over.load()) {
-      SY_LOG_INFO("engine: signal {} during the drain, ending it now", signal);
-      server.InterruptDrain();
-    }
-  });
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::microseconds(static_cast<int64_t>(timeout_s * 1e6));
-  if (server.AwaitDrained(deadline))
+  const bool drained = AwaitUnlessSignalled(
+      signals, deadline,
+      [&server](std::chrono::steady_clock::time_point until) { return server.AwaitDrained(until); },
+      [&server](int signal) {
+        SY_LOG_INFO("engine: signal {} during the drain, ending it now", signal);
+        server.InterruptDrain();
+      });
+  if (drained)
     SY_LOG_INFO("engine: drained");
   else
     SY_LOG_INFO("engine: drain ended with requests in flight; ending them");
-  over = true;
-  pthread_kill(watcher.native_handle(), SIGINT);
-  watcher.join();
 }
 
 absl::Status RunEngine(const EngineFlags& f) {

@@ -1,9 +1,8 @@
 #include "cli/router_drain.h"
 
-#include <pthread.h>
-
 #include <cstdio>
-#include <thread>
+
+#include "cli/second_signal.h"
 
 namespace switchyard::cli {
 
@@ -15,18 +14,14 @@ void DrainRouterOnSignal(const sigset_t& signals, std::chrono::duration<double> 
               shutdown_timeout.count());
   std::fflush(stdout);
   router->StartDrain();
-  // A second signal cuts the wait short. This thread takes it; once the drain is over
-  // without one, a signal sent to the thread itself ends its wait.
-  std::thread second([&signals, router] {
-    pthread_setname_np(pthread_self(), "sy-signals");
-    int again = 0;
-    sigwait(&signals, &again);
-    router->InterruptDrain();
-  });
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(shutdown_timeout);
-  if (!router->WaitDrained(deadline)) {
+  const auto await = [router](std::chrono::steady_clock::time_point until) {
+    return router->WaitDrained(until);
+  };
+  if (!AwaitUnlessSignalled(signals, deadline, await,
+                            [router](int /*signal*/) { router->InterruptDrain(); })) {
     std::printf("%s: ending the requests still in flight\n", who);
     std::fflush(stdout);
     router->AbortInFlight();
@@ -34,8 +29,6 @@ void DrainRouterOnSignal(const sigset_t& signals, std::chrono::duration<double> 
     // requests are cancelled, a moment later.
     router->WaitDrained(std::chrono::steady_clock::now() + std::chrono::seconds(1));
   }
-  pthread_kill(second.native_handle(), SIGTERM);
-  second.join();
 }
 
 }  // namespace switchyard::cli

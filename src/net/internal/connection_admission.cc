@@ -38,8 +38,6 @@ ConnectionSlot ConnectionAdmission::Take(std::string client, Refusal* refusal) {
   }
   size_t& from_client = per_client_[client];
   if (max_per_client_ > 0 && from_client >= max_per_client_) {
-    if (from_client == 0)
-      per_client_.erase(client);
     *refusal = Refusal::kClientLimit;
     return {};
   }
