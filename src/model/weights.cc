@@ -13,7 +13,8 @@ namespace switchyard::model {
 namespace {
 
 // Alignment a tensor's data needs before it can be wrapped in place (Buffer::View's rule):
-// 4 bytes for F32, 2 for the 16-bit types and Q8_0 (whose blocks start with an fp16 scale).
+// 4 bytes for F32, 2 for the 16-bit and block types (read through memcpy or unaligned
+// loads; most blocks start with an fp16 scale).
 uintptr_t WrapAlignment(runtime::DType dtype) {
   return dtype == runtime::DType::kF32 ? 4 : 2;
 }
@@ -33,6 +34,20 @@ std::optional<runtime::DType> RuntimeDType(DType dtype) {
       return runtime::DType::kBF16;
     case DType::kQ8_0:
       return runtime::DType::kQ8_0;
+    case DType::kQ4_0:
+      return runtime::DType::kQ4_0;
+    case DType::kQ4_1:
+      return runtime::DType::kQ4_1;
+    case DType::kQ5_0:
+      return runtime::DType::kQ5_0;
+    case DType::kQ5_1:
+      return runtime::DType::kQ5_1;
+    case DType::kQ4_K:
+      return runtime::DType::kQ4_K;
+    case DType::kQ5_K:
+      return runtime::DType::kQ5_K;
+    case DType::kQ6_K:
+      return runtime::DType::kQ6_K;
     default:
       return std::nullopt;
   }
@@ -87,7 +102,8 @@ class Loader {
     std::optional<runtime::DType> stored = RuntimeDType(view.dtype);
     if (!stored.has_value()) {
       return absl::UnimplementedError(
-          fmt::format("{}: tensor '{}': dtype {} is not supported (F32, F16, BF16, Q8_0 are)",
+          fmt::format("{}: tensor '{}': dtype {} is not supported (F32, F16, BF16, Q8_0, Q4_0, "
+                      "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K are)",
                       files_.path(), view.name, DTypeName(view.dtype)));
     }
     runtime::DType target = *stored;

@@ -2,9 +2,9 @@
 // backend's memory, loaded from a ModelFiles (HF safetensors or GGUF names), with the
 // rotary parameters the weights imply.
 //
-// Matrices keep their stored dtype (F32, F16, BF16, Q8_0) unless the options ask for a
-// conversion; on a backend whose device memory is host memory they are wrapped from the
-// memory map without copying when aligned, so the ModelFiles must outlive the weights.
+// Matrices keep their stored dtype (F32, F16, BF16, Q8_0 and GGML's Q4/Q5/K types) unless the
+// options ask for a conversion; on a backend whose device memory is host memory they are wrapped
+// from the memory map without copying when aligned, so the ModelFiles must outlive the weights.
 // Norm weights and biases are F32. GGUF "llama" Q/K rows are in llama.cpp's interleaved
 // rotary layout, so `rope.style` is kInterleaved for them (attention scores are invariant
 // to that row permutation when q and k share it); HF weights and GGUF "qwen2" use kNeox.

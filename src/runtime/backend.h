@@ -15,7 +15,8 @@
 // - Shapes are outermost first, contiguous row-major. "[n, d]" means rank 2 with those
 //   dims; a rank-3 [n, h, hd] tensor is also accepted where [n, h*hd] is, and vice versa,
 //   when the element counts match (kernels look at rows()/cols() unless stated).
-// - Activations are F32. Weights may be F32, F16, BF16 or Q8_0 where stated.
+// - Activations are F32. Weights may be F32, F16, BF16 or block-quantized (Q8_0, Q4_0,
+//   Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) where stated.
 // - An output may alias an input only where the contract says so.
 // - Shape or dtype mismatches return InvalidArgument naming the kernel and operand and
 //   leave outputs unspecified; they never crash.
@@ -99,7 +100,7 @@ class Backend {
   // ---- Kernels ---------------------------------------------------------------------
 
   // out[i, :] = table[ids[i], :] converted to F32.
-  // table: [vocab, d] F32/F16/BF16/Q8_0. ids: I32 [n], each in [0, vocab) (an id out of
+  // table: [vocab, d], any weight dtype. ids: I32 [n], each in [0, vocab) (an id out of
   // range is OutOfRange). out: F32 [n, d]. With an F32 table this is also a row gather
   // (e.g. picking the last hidden row of each sequence before the lm_head).
   virtual absl::Status Embedding(const Tensor& table, const Tensor& ids, const Tensor& out) = 0;
@@ -120,11 +121,11 @@ class Backend {
   virtual absl::Status Rope(const RopeTable& table, const Tensor& x, const Tensor& positions) = 0;
 
   // out = x * w^T (+ bias): out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]).
-  // x: F32 [n, k]. w: [m, k] F32/F16/BF16/Q8_0 (k % 32 == 0 for Q8_0). bias: nullptr or
-  // F32 [m]. out: F32 [n, m]; must not alias x. Accumulates in f32, so results match an
-  // f32 reference of the (decoded) weights up to summation order, except that a backend
-  // may quantize activations for Q8_0 weights to int8 blocks of 32 as llama.cpp does
-  // (see its options, e.g. CpuBackendOptions::quantize_q8_0_activations).
+  // x: F32 [n, k]. w: [m, k], any weight dtype (k a multiple of its block). bias: nullptr
+  // or F32 [m]. out: F32 [n, m]; must not alias x. Accumulates in f32, so results match
+  // an f32 reference of the (decoded) weights up to summation order, except that a backend
+  // may quantize activations for block-quantized weights to int8 blocks of 32 as llama.cpp
+  // does (see its options, e.g. CpuBackendOptions::quantize_q8_0_activations).
   virtual absl::Status MatMul(const Tensor& x, const Tensor& w, const Tensor* bias,
                               const Tensor& out) = 0;
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/ggml_blocks.h"
+
 namespace switchyard::runtime {
 
 float F16ToF32(uint16_t h) {
@@ -93,6 +95,15 @@ void DequantizeRow(DType dtype, const void* src, int64_t n, float* out) {
       }
       return;
     }
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+      DequantizeGgmlRow(dtype, src, n, out);
+      return;
     case DType::kI32:
       return;
   }

@@ -84,13 +84,14 @@ class CpuRopeTable final : public RopeTable {
 
 class CpuBackend final : public Backend {
  public:
-  // q8: the int8 Q8_0 kernels and their name in name() ("vnni", "int8"), null for none.
-  CpuBackend(size_t num_threads, CpuIsa isa, const cpu::Q8Kernels* q8, std::string_view q8_name,
-             bool bf16_dot)
+  // q8, quant: the int8 kernels for Q8_0 and for the other block types, and their name in
+  // name() ("vnni", "int8"); both null for none.
+  CpuBackend(size_t num_threads, CpuIsa isa, const cpu::Q8Kernels* q8,
+             const cpu::QuantKernels* quant, std::string_view q8_name, bool bf16_dot)
       // The driving thread is one of the num_threads compute threads.
       : pool_(num_threads > 1 ? std::make_unique<base::ThreadPool>(num_threads - 1, "sy-cpu")
                               : nullptr),
-        ctx_{pool_.get(), &cpu::KernelsFor(isa), q8,
+        ctx_{pool_.get(), &cpu::KernelsFor(isa), q8, quant,
              bf16_dot ? &cpu::Avx512Bf16Kernels() : nullptr},
         name_(fmt::format("cpu({}{}{}{}, {} threads)", CpuIsaName(isa), q8 != nullptr ? "+" : "",
                           q8 != nullptr ? q8_name : "", bf16_dot ? "+bf16" : "", num_threads)) {}
@@ -163,7 +164,7 @@ class CpuBackend final : public Backend {
     constexpr std::string_view kName = "RmsNorm";
     SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
     SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
-    if (weight.dtype() == DType::kQ8_0 || weight.dtype() == DType::kI32 ||
+    if (DTypeBlockElems(weight.dtype()) != 1 || weight.dtype() == DType::kI32 ||
         weight.num_elements() != x.cols() || weight.rows() != 1) {
       return Invalid(kName, fmt::format("weight {} must be F32/F16/BF16 [{}]", weight.DebugString(),
                                         x.cols()));
@@ -430,18 +431,21 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const CpuBackendOption
   if (num_threads == 0)
     num_threads = std::max(1u, std::thread::hardware_concurrency());
   const cpu::Q8Kernels* q8 = nullptr;
+  const cpu::QuantKernels* quant = nullptr;
   std::string_view q8_name;
   if (options.quantize_q8_0_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Vnni()) {
     q8 = &cpu::Avx512Q8Kernels();
+    quant = &cpu::Avx512QuantKernels();
     q8_name = "vnni";
   } else if (options.quantize_q8_0_activations && isa != CpuIsa::kPortable) {
     // AVX-512 machines without VNNI run AVX2 too.
     q8 = &cpu::Avx2Q8Kernels();
+    quant = &cpu::Avx2QuantKernels();
     q8_name = "int8";
   }
   const bool bf16_dot =
       options.round_bf16_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Bf16();
-  return std::make_unique<CpuBackend>(num_threads, isa, q8, q8_name, bf16_dot);
+  return std::make_unique<CpuBackend>(num_threads, isa, q8, quant, q8_name, bf16_dot);
 }
 
 }  // namespace switchyard::runtime

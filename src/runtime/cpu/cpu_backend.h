@@ -38,11 +38,12 @@ struct CpuBackendOptions {
   // Kernel level. Unset means the environment variable SY_CPU_ISA
   // (portable|avx2|avx512) if set, else BestCpuIsa().
   std::optional<CpuIsa> isa = std::nullopt;
-  // Q8_0 MatMul on int8 dot products, as llama.cpp does: activation rows are quantized to
-  // blocks of 32 (scale max|x|/127, f32), which adds up to half a quantization step per
-  // activation to the result's error. Used where the kernels have such a path (avx512
-  // with AVX-512 VNNI: every MatMul; avx2: up to 16 activation rows, decode); false keeps
-  // f32 activations against dequantized weights (exact up to f32 summation order).
+  // MatMul by block-quantized weights (Q8_0 and GGML's Q4/Q5/K types) on int8 dot
+  // products, as llama.cpp does: activation rows are quantized to blocks of 32 (scale
+  // max|x|/127, f32), which adds up to half a quantization step per activation to the
+  // result's error. Used where the kernels have such a path (avx512 with AVX-512 VNNI:
+  // every MatMul; avx2: up to 48 activation rows, decode); false keeps f32 activations
+  // against dequantized weights (exact up to f32 summation order).
   bool quantize_q8_0_activations = true;
   // BF16 MatMul on bf16 dot products, as llama.cpp does: activation rows are rounded to
   // bf16 (nearest even), which moves each product by up to 2^-9 of itself (plus f32

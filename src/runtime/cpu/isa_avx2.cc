@@ -196,6 +196,15 @@ void DotRows(DType w_dtype, const float* x, int64_t n, int64_t k, const uint8_t*
       return DotRowsLoader<Avx2LoadF16>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kQ8_0:
       return DotRowsLoader<LoadQ8_0>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+      // Exact path (activations kept in f32): dequantized in chunks.
+      return PortableKernels().dot_rows(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kI32:
       return;
   }
@@ -319,6 +328,13 @@ void ToF32(DType dtype, const void* src, int64_t n, float* out) {
         _mm256_storeu_ps(out + t, LoadQ8_0::Load(bytes, t));
       break;
     case DType::kF32:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
     case DType::kI32:
       break;
   }
@@ -383,6 +399,14 @@ void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows
       return PackPanelLoader<Avx2LoadF16>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
     case DType::kQ8_0:
       return PackPanelLoader<LoadQ8_0>(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+      return PortableKernels().pack_panel(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
     case DType::kI32:
       return;
   }

@@ -43,8 +43,9 @@ void Quantize(const float* x, int64_t k, uint8_t* q, float* scales) {
       v[i] = _mm256_loadu_ps(x + b * kBlock + 8 * i);
       amax = _mm256_max_ps(amax, _mm256_and_ps(v[i], abs_mask));
     }
-    const float scale = Avx2ReduceMax(amax) / 127.0f;
-    const __m256 inv = _mm256_set1_ps(scale != 0.0f ? 1.0f / scale : 0.0f);
+    const ActivationBlockScale block_scale = ActivationScaleFor(Avx2ReduceMax(amax));
+    const float scale = block_scale.scale;
+    const __m256 inv = _mm256_set1_ps(block_scale.inv);
     __m256i i32[4];
     for (int i = 0; i < 4; ++i)
       i32[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv));

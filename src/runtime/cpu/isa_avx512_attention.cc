@@ -236,6 +236,13 @@ void KvScores(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim, c
     case DType::kBF16:
       return KvScoresT<LoadBf16>(q, num_q, head_dim, rows, scale, scores, lds);
     case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
     case DType::kI32:
       return;
   }
@@ -251,6 +258,13 @@ void KvAccumulate(DType kv_dtype, const float* probs, int64_t lds, int64_t num_q
     case DType::kBF16:
       return KvAccumulateT<LoadBf16>(probs, lds, num_q, head_dim, rows, acc);
     case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
     case DType::kI32:
       return;
   }

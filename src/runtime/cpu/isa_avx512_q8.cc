@@ -43,8 +43,9 @@ void Quantize(const float* x, int64_t k, uint8_t* q, float* scales) {
     const __m512 v0 = _mm512_loadu_ps(x + b * kBlock);
     const __m512 v1 = _mm512_loadu_ps(x + b * kBlock + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    const float scale = amax / 127.0f;
-    const __m512 inv = _mm512_set1_ps(scale != 0.0f ? 1.0f / scale : 0.0f);
+    const ActivationBlockScale block_scale = ActivationScaleFor(amax);
+    const float scale = block_scale.scale;
+    const __m512 inv = _mm512_set1_ps(block_scale.inv);
     const __m512i q0 = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, inv)), offset);
     const __m512i q1 = _mm512_add_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, inv)), offset);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * kBlock), _mm512_cvtepi32_epi8(q0));

@@ -123,6 +123,13 @@ void FromF32(DType dtype, const float* src, int64_t n, void* dst) {
         h[t] = F32ToBf16(src[t]);
       return;
     case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
     case DType::kI32:
       return;
   }

@@ -7,12 +7,16 @@
 // Q8_0 weights with ctx.q8 set take the int8 route instead: activation rows are quantized
 // to Q8_0-like blocks once per call, then the same two shapes run on int8 dot products
 // (the panel shape only where ctx.q8 has one; else many rows take the f32 panels).
+// GGML's Q4/Q5/K weights with ctx.quant set likewise, on their own int8 kernels (weights
+// decoded to unsigned bytes with a scale and a min per 16 elements; see quant_decode.h).
 // Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once, then
 // both shapes run on bf16 pair dot products.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "runtime/cpu/internal/kernels.h"
+#include "runtime/cpu/internal/quant_decode.h"
 
 namespace switchyard::runtime::cpu {
 namespace {
@@ -25,6 +29,8 @@ constexpr int64_t kQ8KBlocks = 16;
 // Columns of k per packed bf16 panel: 32 rows x 512 bf16 = 32 KiB, as for f32.
 constexpr int64_t kBf16KBlock = 512;
 static_assert(kBf16KBlock <= kMaxPackColumns && kBf16KBlock % 2 == 0);
+// Groups of 256 elements per packed GGML-quant panel: 32 rows x 512 bytes (+ scales).
+constexpr int64_t kQuantKGroups = 2;
 // Activation rows per pass over a panel, so the activation block stays in L2.
 constexpr int64_t kRowBlock = 256;
 
@@ -101,6 +107,91 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
   });
 }
 
+// Rows of x in QuantActivations form (see isa_kernels.h), into per-thread buffers that
+// grow once.
+QuantActivations QuantizeActivations(const KernelContext& ctx, const float* xd, int64_t n,
+                                     int64_t k) {
+  const int64_t ldq = (k + kGroupElems - 1) / kGroupElems * kGroupElems;
+  thread_local std::vector<int8_t> q_storage;
+  thread_local std::vector<float> s_storage;
+  thread_local std::vector<float> m_storage;
+  int8_t* q = Grow(q_storage, static_cast<size_t>(n * ldq));
+  float* s = Grow(s_storage, static_cast<size_t>(n * ldq / 4));
+  float* m = Grow(m_storage, static_cast<size_t>(n * ldq / 16));
+  ctx.ParallelFor(n, n * k * 4, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      int8_t* qi = q + i * ldq;
+      float* si = s + i * ldq / 4;
+      float* mi = m + i * ldq / 16;
+      for (int64_t c = 0; c < ldq / kChunkElems; ++c) {
+        const float* xc = xd + i * k + c * kChunkElems;
+        float amax = 0.0f;
+        for (int64_t t = 0; c * kChunkElems < k && t < kChunkElems; ++t)
+          amax = std::max(amax, std::fabs(xc[t]));
+        const ActivationBlockScale block_scale = ActivationScaleFor(amax);
+        int32_t sums[2] = {0, 0};
+        for (int64_t t = 0; t < kChunkElems; ++t) {
+          const int8_t v = c * kChunkElems < k
+                               ? static_cast<int8_t>(std::nearbyint(xc[t] * block_scale.inv))
+                               : int8_t{0};
+          qi[c * kChunkElems + t] = v;
+          sums[t / 16] += v;
+        }
+        std::fill(si + 8 * c, si + 8 * c + 8, block_scale.scale);
+        mi[2 * c] = block_scale.scale * static_cast<float>(sums[0]);
+        mi[2 * c + 1] = block_scale.scale * static_cast<float>(sums[1]);
+      }
+    }
+  });
+  return {q, s, m, ldq};
+}
+
+void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
+                     const Tensor& w, const float* bd, int64_t m, float* od) {
+  const QuantKernels& quant = *ctx.quant;
+  const QuantActivations x = QuantizeActivations(ctx, xd, n, k);
+  const auto* wd = static_cast<const uint8_t*>(w.data());
+  const size_t w_row_bytes = w.row_bytes();
+  const DType dtype = w.dtype();
+
+  if (n <= quant.max_streaming_rows) {
+    ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
+      quant.dot_rows(dtype, x, n, k, wd, w_row_bytes, begin, end, od, m);
+      AddBias(bd, n, m, begin, end, od);
+    });
+    return;
+  }
+
+  const int64_t chunks = k / kChunkElems;
+  const int64_t groups = (chunks + kGroupChunks - 1) / kGroupChunks;
+  const bool split_halves = dtype == DType::kQ6_K;
+  constexpr int64_t kPanelChunks = kQuantKGroups * kGroupChunks;
+  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
+  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
+    alignas(64) thread_local uint8_t q[kPanelChunks * kQ8PanelBlockBytes];
+    alignas(64) thread_local float scales[kPanelChunks * 2 * kPanelRows];
+    alignas(64) thread_local float mins[kPanelChunks * 2 * kPanelRows];
+    QuantPanel panel{q, scales, mins};
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      const int64_t j0 = p * kPanelRows;
+      const int64_t cols = std::min(kPanelRows, m - j0);
+      for (int64_t g0 = 0; g0 < groups; g0 += kQuantKGroups) {
+        const int64_t ng = std::min(kQuantKGroups, groups - g0);
+        const int64_t nc = std::min(kPanelChunks, chunks - g0 * kGroupChunks);
+        quant.pack_panel(dtype, wd, w_row_bytes, j0, cols, g0, ng, nc, &panel);
+        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
+          const int64_t rows = std::min(kRowBlock, n - i0);
+          const QuantActivations xi{x.q + i0 * x.ldq, x.s + i0 * x.ldq / 4, x.m + i0 * x.ldq / 16,
+                                    x.ldq};
+          quant.gemm_panel(xi, g0 * kGroupChunks, rows, panel, nc, split_halves, od + i0 * m + j0,
+                           m, cols, g0 != 0);
+        }
+      }
+      AddBias(bd, n, m, j0, j0 + cols, od);
+    }
+  });
+}
+
 void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k, const Tensor& w,
                 const float* bd, int64_t m, float* od) {
   const Bf16Kernels& bf16 = *ctx.bf16;
@@ -161,6 +252,11 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
   if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && k > 0 &&
       (n <= ctx.q8->max_streaming_rows || ctx.q8->gemm_panel != nullptr)) {
     QuantizedMatMul(ctx, xd, n, k, w, bd, m, od);
+    return;
+  }
+  if (IsGgmlQuantDType(w.dtype()) && ctx.quant != nullptr && k > 0 &&
+      (n <= ctx.quant->max_streaming_rows || ctx.quant->gemm_panel != nullptr)) {
+    GgmlQuantMatMul(ctx, xd, n, k, w, bd, m, od);
     return;
   }
   if (w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k > 0) {

@@ -79,6 +79,7 @@ inline std::vector<uint8_t> EncodeWeights(DType dtype, const std::vector<float>&
         QuantizeRowQ8_0(src, cols, dst);
         break;
       case DType::kI32:
+      default:  // GGML's Q4/Q5/K types: ggml_reference.h makes their rows.
         break;
     }
   }

@@ -8,6 +8,7 @@
 
 #include "runtime/cpu/cpu_backend.h"
 #include "runtime/dtype.h"
+#include "runtime/float16.h"
 
 namespace switchyard::runtime::cpu {
 
@@ -48,6 +49,19 @@ struct KvRows {
     return count - b * block_rows < block_rows ? count - b * block_rows : block_rows;
   }
 };
+
+// The scale of one block of 32 activations quantized to int8 whose largest magnitude is
+// amax, and the factor that quantizes them (q = round(x * inv)), as llama.cpp's x86 code
+// computes them for its Q8_0/Q8_1 activation blocks: the scale is amax / 127 rounded to
+// fp16 (the blocks store it so), inv is 127 / amax unrounded. Matching it keeps greedy
+// decoding on the same side of near ties as llama.cpp on the same weights.
+struct ActivationBlockScale {
+  float scale;
+  float inv;
+};
+inline ActivationBlockScale ActivationScaleFor(float amax) {
+  return {F16ToF32(F32ToF16(amax / 127.0f)), amax != 0.0f ? 127.0f / amax : 0.0f};
+}
 
 struct IsaKernels {
   // For weight rows j in [m_begin, m_end) and activation rows i in [0, n):
@@ -131,6 +145,51 @@ struct Q8Kernels {
   int64_t max_streaming_rows;
 };
 
+// Activation rows quantized for QuantKernels (see quant_decode.h for the weights' side),
+// per 32-element chunk c of row i: int8 values q[i * ldq + 32 c + t] = round(x / s_c) with
+// s_c = max|x over c| / 127; lane scales s[i * ldq / 4 + 8 c + l] = s_c (l < 8); and
+// m[i * ldq / 16 + 2 c + h] = s_c * (sum of the chunk's 16 values of half h). ldq is k
+// rounded up to a whole group (256); everything past k is zero.
+struct QuantActivations {
+  const int8_t* q;
+  const float* s;
+  const float* m;
+  int64_t ldq;
+};
+
+// One packed panel of kPanelRows weight rows of a GGML quantized type over some chunks
+// (quant_decode.h's form): for chunk cc, q[cc * kQ8PanelBlockBytes + (quad * kPanelRows +
+// row) * 4 + e] is the row's unsigned value of element 4 * quad + e of the chunk;
+// scales[(cc * 2 + h) * kPanelRows + row] and mins[...] its half h's scale and min. All
+// 64-byte aligned; rows past the panel's are zero.
+struct QuantPanel {
+  uint8_t* q;
+  float* scales;
+  float* mins;
+};
+
+// MatMul by GGML quantized weights (IsGgmlQuantDType) on int8 dot products with
+// quantized activations, as llama.cpp does: AVX-512 VNNI (isa_avx512_quant.cc, both
+// shapes) and AVX2 (isa_avx2_quant.cc, few rows only).
+struct QuantKernels {
+  // Like IsaKernels::dot_rows for n quantized activation rows.
+  void (*dot_rows)(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k, const uint8_t* w,
+                   size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo);
+  // The panel shape; both null where the f32 panels serve many rows (AVX2).
+  // Packs weight rows [j0, j0 + rows) (rows <= kPanelRows) over groups [g0, g0 +
+  // num_groups) of 256 elements, `chunks` chunks in all (the last group may be short).
+  void (*pack_panel)(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t j0, int64_t rows,
+                     int64_t g0, int64_t num_groups, int64_t chunks, QuantPanel* panel);
+  // out[i * ldo + c] (+)= sum over the panel's chunks (starting at chunk c0 of the
+  // activations) of activation row i with panel column c, for i < n, c < cols.
+  void (*gemm_panel)(const QuantActivations& x, int64_t c0, int64_t n, const QuantPanel& panel,
+                     int64_t chunks, bool split_halves, float* out, int64_t ldo, int64_t cols,
+                     bool accumulate);
+  // Activation rows up to which MatMul takes dot_rows; more take the panels (this table's,
+  // or the f32 ones where it has none).
+  int64_t max_streaming_rows;
+};
+
 // MatMul by BF16 weights with activations rounded to bf16, on AVX512_BF16 dot products
 // (vdpbf16ps: pairs of bf16 products summed into f32 lanes; see isa_avx512_bf16.cc).
 // Activation rows are stored as bf16 with an even stride, padded with a zero.
@@ -185,6 +244,10 @@ const Q8Kernels& Avx512Q8Kernels();
 // REQUIRES: CpuSupportsIsa(kAvx2).
 const Q8Kernels& Avx2Q8Kernels();
 bool CpuSupportsAvx512Vnni();
+// REQUIRES: CpuSupportsAvx512Vnni().
+const QuantKernels& Avx512QuantKernels();
+// REQUIRES: CpuSupportsIsa(kAvx2).
+const QuantKernels& Avx2QuantKernels();
 // REQUIRES: CpuSupportsAvx512Bf16().
 const Bf16Kernels& Avx512Bf16Kernels();
 bool CpuSupportsAvx512Bf16();

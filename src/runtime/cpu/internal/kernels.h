@@ -22,6 +22,9 @@ struct KernelContext {
   // Int8 kernels for Q8_0 weights with quantized activations; null for the exact path
   // (Q8_0 weights dequantized, f32 activations).
   const Q8Kernels* q8;
+  // Int8 kernels for GGML's Q4/Q5/K weights with quantized activations; null for the exact
+  // path (weights dequantized, f32 activations). Set together with q8.
+  const QuantKernels* quant;
   // bf16 dot-product kernels for BF16 weights with activations rounded to bf16; null for
   // the exact path (BF16 weights widened to f32, f32 activations).
   const Bf16Kernels* bf16;

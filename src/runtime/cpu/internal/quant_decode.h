@@ -1,0 +1,244 @@
+// Decoding of GGML's block-quantized weight rows (runtime/ggml_blocks.h) into one common
+// form that the int8 kernels of every ISA multiply (isa_avx2_quant.cc,
+// isa_avx512_quant.cc): for a group of up to eight 32-element chunks of a row,
+//
+//   element 32 c + t = ws[8 c + lane(t)] * q[32 c + t] - wm[2 c + t / 16]
+//
+// with q unsigned bytes below 64 and lane(t) = t / 4 (the int32 lane that a 4-byte dot
+// product of the chunk's bytes lands in; lanes 0-3 cover the chunk's first 16 elements,
+// 4-7 its last 16). So one scale per 16 elements (Q6_K's sub-blocks) fits as well as one
+// per 32, and a kernel multiplies q by int8 activations, scales each int32 lane, and
+// takes the mins off with the activations' 16-element sums. A group is a K type's
+// super-block, or eight consecutive Q4/Q5 blocks; chunks past `chunks` are zero.
+//
+// Compiled for AVX2 by their own attributes (the AVX-512 kernels run on CPUs that have
+// it); call them only from code that already runs on it.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "runtime/float16.h"
+#include "runtime/ggml_blocks.h"
+
+#define SY_QUANT_DECODE __attribute__((target("avx2,fma,f16c"), always_inline))
+
+namespace switchyard::runtime::cpu {
+
+inline constexpr int64_t kGroupChunks = 8;
+inline constexpr int64_t kChunkElems = 32;
+inline constexpr int64_t kGroupElems = kGroupChunks * kChunkElems;
+
+struct DecodedGroup {
+  alignas(64) uint8_t q[kGroupElems];
+  alignas(64) float ws[kGroupChunks * 8];
+  alignas(64) float wm[kGroupChunks * 2];
+};
+
+namespace quant_decode {
+
+SY_QUANT_DECODE inline float Half(const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return _cvtsh_ss(bits);
+}
+
+// Chunk c's 8 lane scales: `lo` for lanes 0-3, `hi` for lanes 4-7; its mins likewise.
+SY_QUANT_DECODE inline void SetScales(DecodedGroup* g, int64_t c, float lo, float hi, float m_lo,
+                                      float m_hi) {
+  _mm256_store_ps(g->ws + 8 * c, _mm256_setr_m128(_mm_set1_ps(lo), _mm_set1_ps(hi)));
+  g->wm[2 * c] = m_lo;
+  g->wm[2 * c + 1] = m_hi;
+}
+
+SY_QUANT_DECODE inline void ZeroTail(DecodedGroup* g, int64_t chunks) {
+  for (int64_t c = chunks; c < kGroupChunks; ++c) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), _mm256_setzero_si256());
+    SetScales(g, c, 0.0f, 0.0f, 0.0f, 0.0f);
+  }
+}
+
+// 16 bytes of nibbles as 32 bytes: the low nibbles, then the high ones.
+SY_QUANT_DECODE inline __m256i SplitNibbles(const uint8_t* p) {
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m128i mask = _mm_set1_epi8(0x0F);
+  return _mm256_setr_m128i(_mm_and_si128(v, mask), _mm_and_si128(_mm_srli_epi16(v, 4), mask));
+}
+
+// 0x10 in byte j where bit j of the little-endian 32-bit `bits` is set.
+SY_QUANT_DECODE inline __m256i BitsToBytes(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(bits)),
+      _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303));
+  const __m256i select = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, select), select);
+  return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
+}
+
+// Q4_0, Q4_1, Q5_0, Q5_1: `chunks` blocks from block b0 of the row.
+template <DType kType>
+SY_QUANT_DECODE inline void DecodeSmallBlocks(const uint8_t* row, int64_t b0, int64_t chunks,
+                                              DecodedGroup* g) {
+  constexpr int64_t kBytes = static_cast<int64_t>(kType == DType::kQ4_0   ? sizeof(BlockQ4_0)
+                                                  : kType == DType::kQ4_1 ? sizeof(BlockQ4_1)
+                                                  : kType == DType::kQ5_0 ? sizeof(BlockQ5_0)
+                                                                          : sizeof(BlockQ5_1));
+  for (int64_t c = 0; c < chunks; ++c) {
+    const uint8_t* block = row + (b0 + c) * kBytes;
+    const float d = Half(block);
+    __m256i q;
+    float m;
+    if constexpr (kType == DType::kQ4_0) {
+      q = SplitNibbles(block + offsetof(BlockQ4_0, qs));
+      m = 8.0f * d;
+    } else if constexpr (kType == DType::kQ4_1) {
+      q = SplitNibbles(block + offsetof(BlockQ4_1, qs));
+      m = -Half(block + offsetof(BlockQ4_1, m));
+    } else {
+      constexpr size_t kQh =
+          kType == DType::kQ5_0 ? offsetof(BlockQ5_0, qh) : offsetof(BlockQ5_1, qh);
+      uint32_t qh;
+      std::memcpy(&qh, block + kQh, sizeof(qh));
+      q = _mm256_or_si256(SplitNibbles(block + kQh + 4), BitsToBytes(qh));
+      m = kType == DType::kQ5_0 ? 16.0f * d : -Half(block + offsetof(BlockQ5_1, m));
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), q);
+    SetScales(g, c, d, d, m, m);
+  }
+  ZeroTail(g, chunks);
+}
+
+// Q4_K and Q5_K: super-block sb of the row.
+template <DType kType>
+SY_QUANT_DECODE inline void DecodeK45(const uint8_t* row, int64_t sb, DecodedGroup* g) {
+  constexpr bool kFive = kType == DType::kQ5_K;
+  constexpr size_t kBytes = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  constexpr size_t kScales = kFive ? offsetof(BlockQ5_K, scales) : offsetof(BlockQ4_K, scales);
+  constexpr size_t kQs = kFive ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
+  const uint8_t* block = row + static_cast<size_t>(sb) * kBytes;
+  const float d = Half(block);
+  const float dmin = Half(block + 2);
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  __m256i qh = _mm256_setzero_si256();
+  if constexpr (kFive)
+    qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ5_K, qh)));
+  for (int i = 0; i < 4; ++i) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQs + 32 * i));
+    __m256i lo = _mm256_and_si256(v, mask);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
+    if constexpr (kFive) {
+      const __m256i b_lo = _mm256_set1_epi8(static_cast<char>(1 << (2 * i)));
+      const __m256i b_hi = _mm256_set1_epi8(static_cast<char>(1 << (2 * i + 1)));
+      const __m256i sixteen = _mm256_set1_epi8(16);
+      lo = _mm256_or_si256(
+          lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b_lo), b_lo), sixteen));
+      hi = _mm256_or_si256(
+          hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b_hi), b_hi), sixteen));
+    }
+    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 64 * i), lo);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 64 * i + 32), hi);
+    for (int h = 0; h < 2; ++h) {
+      uint8_t sc, m;
+      GetScaleMinK4(2 * i + h, block + kScales, &sc, &m);
+      const float s = d * sc, mm = dmin * m;
+      SetScales(g, 2 * i + h, s, s, mm, mm);
+    }
+  }
+}
+
+// Q6_K: super-block sb of the row. Chunk 4 n + j (n: which 128-element half) holds bits
+// from ql[64 n + (j & 1) * 32 + l] (low nibble for j < 2, high for j >= 2) and bits 2 j,
+// 2 j + 1 of qh[32 n + l].
+SY_QUANT_DECODE inline void DecodeQ6K(const uint8_t* row, int64_t sb, DecodedGroup* g) {
+  const uint8_t* block = row + static_cast<size_t>(sb) * sizeof(BlockQ6_K);
+  const float d = Half(block + offsetof(BlockQ6_K, d));
+  const auto* scales = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ6_K, scales));
+  const __m256i mask4 = _mm256_set1_epi8(0x0F);
+  const __m256i mask2 = _mm256_set1_epi8(0x30);
+  for (int n = 0; n < 2; ++n) {
+    const uint8_t* ql = block + offsetof(BlockQ6_K, ql) + 64 * n;
+    const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
+    const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
+    const __m256i h = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(block + offsetof(BlockQ6_K, qh) + 32 * n));
+    const __m256i q[4] = {
+        _mm256_or_si256(_mm256_and_si256(l0, mask4),
+                        _mm256_and_si256(_mm256_slli_epi16(h, 4), mask2)),
+        _mm256_or_si256(_mm256_and_si256(l1, mask4),
+                        _mm256_and_si256(_mm256_slli_epi16(h, 2), mask2)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), mask4),
+                        _mm256_and_si256(h, mask2)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), mask4),
+                        _mm256_and_si256(_mm256_srli_epi16(h, 2), mask2)),
+    };
+    for (int j = 0; j < 4; ++j) {
+      const int64_t c = 4 * n + j;
+      _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), q[j]);
+      const float lo = d * scales[8 * n + 2 * j];
+      const float hi = d * scales[8 * n + 2 * j + 1];
+      SetScales(g, c, lo, hi, 32.0f * lo, 32.0f * hi);
+    }
+  }
+}
+
+}  // namespace quant_decode
+
+// Decodes group `group` (chunks [8 group, 8 group + chunks)) of a row of `dtype`.
+// REQUIRES: IsGgmlQuantDType(dtype); chunks == 8 for the K types.
+SY_QUANT_DECODE inline void DecodeGroup(DType dtype, const uint8_t* row, int64_t group,
+                                        int64_t chunks, DecodedGroup* g) {
+  using namespace quant_decode;
+  switch (dtype) {
+    case DType::kQ4_0:
+      return DecodeSmallBlocks<DType::kQ4_0>(row, group * kGroupChunks, chunks, g);
+    case DType::kQ4_1:
+      return DecodeSmallBlocks<DType::kQ4_1>(row, group * kGroupChunks, chunks, g);
+    case DType::kQ5_0:
+      return DecodeSmallBlocks<DType::kQ5_0>(row, group * kGroupChunks, chunks, g);
+    case DType::kQ5_1:
+      return DecodeSmallBlocks<DType::kQ5_1>(row, group * kGroupChunks, chunks, g);
+    case DType::kQ4_K:
+      return DecodeK45<DType::kQ4_K>(row, group, g);
+    case DType::kQ5_K:
+      return DecodeK45<DType::kQ5_K>(row, group, g);
+    case DType::kQ6_K:
+      return DecodeQ6K(row, group, g);
+    default:
+      return;
+  }
+}
+
+// The GEMV shape over decoded rows, shared by the ISAs: each weight row j in [m_begin,
+// m_end) is decoded once into a per-thread copy (a few KiB, in L1/L2) while the next row
+// is prefetched, then dot(row, chunks, i, rows, out + i * ldo + j) runs for activation rows
+// [i, i + rows), rows <= 4, until all n are done.
+template <typename Dot>
+SY_QUANT_DECODE inline void DotRowsDecoded(DType w_dtype, int64_t n, int64_t k, const uint8_t* w,
+                                           size_t w_row_bytes, int64_t m_begin, int64_t m_end,
+                                           float* out, int64_t ldo, const Dot& dot) {
+  const int64_t chunks = k / kChunkElems;
+  const int64_t groups = (chunks + kGroupChunks - 1) / kGroupChunks;
+  thread_local std::vector<DecodedGroup> row_storage;
+  if (static_cast<int64_t>(row_storage.size()) < groups)
+    row_storage.resize(static_cast<size_t>(groups));
+  DecodedGroup* row = row_storage.data();
+  for (int64_t j = m_begin; j < m_end; ++j) {
+    const uint8_t* wr = w + static_cast<size_t>(j) * w_row_bytes;
+    if (j + 1 < m_end) {
+      for (size_t off = 0; off < w_row_bytes; off += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(wr + w_row_bytes + off), _MM_HINT_T0);
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t in_group = chunks - g * kGroupChunks;
+      DecodeGroup(w_dtype, wr, g, in_group < kGroupChunks ? in_group : kGroupChunks, &row[g]);
+    }
+    for (int64_t i = 0; i < n; i += 4)
+      dot(row, chunks, i, n - i < 4 ? n - i : 4, out + i * ldo + j);
+  }
+}
+
+}  // namespace switchyard::runtime::cpu
