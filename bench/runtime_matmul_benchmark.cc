@@ -44,6 +44,32 @@ Backend& SharedBackend(bool exact_activations) {
   return exact_activations ? *exact : *backend;
 }
 
+// Random bytes for a row of GGML blocks, with every fp16 scale field set to a small
+// normal value (random bits could be subnormal, which some CPUs multiply slowly).
+void RandomGgmlRow(DType dtype, std::mt19937& rng, uint8_t* dst, size_t row_bytes) {
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (size_t i = 0; i < row_bytes; ++i)
+    dst[i] = static_cast<uint8_t>(byte(rng));
+  const uint16_t scale = F32ToF16(0.01f);
+  const auto block_bytes = static_cast<size_t>(DTypeBlockBytes(dtype));
+  for (size_t b = 0; b < row_bytes; b += block_bytes) {
+    switch (dtype) {
+      case DType::kQ6_K:  // d last
+        std::memcpy(dst + b + block_bytes - 2, &scale, 2);
+        break;
+      case DType::kQ4_1:  // d, m
+      case DType::kQ5_1:
+      case DType::kQ4_K:  // d, dmin
+      case DType::kQ5_K:
+        std::memcpy(dst + b + 2, &scale, 2);
+        [[fallthrough]];
+      default:  // d first
+        std::memcpy(dst + b, &scale, 2);
+        break;
+    }
+  }
+}
+
 std::vector<uint8_t> RandomWeights(DType dtype, int64_t m, int64_t k) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -56,6 +82,8 @@ std::vector<uint8_t> RandomWeights(DType dtype, int64_t m, int64_t k) {
     uint8_t* dst = bytes.data() + static_cast<size_t>(r) * row_bytes;
     if (dtype == DType::kQ8_0) {
       QuantizeRowQ8_0(row.data(), k, dst);
+    } else if (IsGgmlQuantDType(dtype)) {
+      RandomGgmlRow(dtype, rng, dst, row_bytes);
     } else {
       for (int64_t t = 0; t < k; ++t) {
         if (dtype == DType::kF32) {
@@ -226,7 +254,23 @@ void BM_Gemv_Q8_0(benchmark::State& s) {
 void BM_Gemv_BF16_F32Act(benchmark::State& s) {
   RunMatMul(s, DType::kBF16, 1, /*exact_activations=*/true);
 }
+void BM_Gemv_Q4_0(benchmark::State& s) {
+  RunMatMul(s, DType::kQ4_0, 1);
+}
+void BM_Gemv_Q4_1(benchmark::State& s) {
+  RunMatMul(s, DType::kQ4_1, 1);
+}
+void BM_Gemv_Q4_K(benchmark::State& s) {
+  RunMatMul(s, DType::kQ4_K, 1);
+}
+void BM_Gemv_Q6_K(benchmark::State& s) {
+  RunMatMul(s, DType::kQ6_K, 1);
+}
 BENCHMARK(BM_Gemv_F32)->Apply(GemvShapes);
+BENCHMARK(BM_Gemv_Q4_0)->Apply(GemvShapes);
+BENCHMARK(BM_Gemv_Q4_1)->Apply(GemvShapes);
+BENCHMARK(BM_Gemv_Q4_K)->Apply(GemvShapes);
+BENCHMARK(BM_Gemv_Q6_K)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_BF16)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_BF16_F32Act)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_F16)->Apply(GemvShapes);
@@ -244,7 +288,19 @@ void BM_Gemm512_BF16_F32Act(benchmark::State& s) {
 void BM_Gemm512_Q8_0(benchmark::State& s) {
   RunMatMul(s, DType::kQ8_0, 512);
 }
+void BM_Gemm512_Q4_1(benchmark::State& s) {
+  RunMatMul(s, DType::kQ4_1, 512);
+}
+void BM_Gemm512_Q4_K(benchmark::State& s) {
+  RunMatMul(s, DType::kQ4_K, 512);
+}
+void BM_Gemm512_Q6_K(benchmark::State& s) {
+  RunMatMul(s, DType::kQ6_K, 512);
+}
 BENCHMARK(BM_Gemm512_F32)->Apply(ModelShapes);
+BENCHMARK(BM_Gemm512_Q4_1)->Apply(ModelShapes);
+BENCHMARK(BM_Gemm512_Q4_K)->Apply(ModelShapes);
+BENCHMARK(BM_Gemm512_Q6_K)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_BF16)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_BF16_F32Act)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_Q8_0)->Apply(ModelShapes);

@@ -1,11 +1,11 @@
-// Paged attention. Work items are (kv head, tile of up to a few consecutive query rows of
-// one sequence), kv-head major so that the causal triangle's cost spreads over threads. An
-// item treats its rows times the query heads sharing its kv head (GQA) as one set of query
-// vectors, so each K/V row is read once per item and, in prefill, the ISA loops see enough
-// query vectors to work like a small GEMM. Softmax is online, one KV block at a time:
-// scores of the block, then per query vector a running max and rescaled accumulators, in
-// f32, over a few KV blocks at a time. Rows of a tile see different numbers of positions
-// (causal); a vector's scores past its last visible position become zero probabilities.
+// Paged attention (queries rounded to a 16-bit KV dtype first, as llama.cpp does). Work items are
+// (kv head, tile of up to a few consecutive query rows of one sequence), kv-head major so that the
+// causal triangle's cost spreads over threads. An item treats its rows times the query heads
+// sharing its kv head (GQA) as one set of query vectors, so each K/V row is read once per item and,
+// in prefill, the ISA loops see enough query vectors to work like a small GEMM. Softmax is online,
+// one KV block at a time: scores of the block, then per query vector a running max and rescaled
+// accumulators, in f32, over a few KV blocks at a time. Rows of a tile see different numbers of
+// positions (causal); a vector's scores past its last visible position become zero probabilities.
 // With a sliding window an item starts at the block holding its first row's first visible
 // position, so blocks before the window are never read (decode over a long context reads
 // only the window's blocks); in that first block, and for later rows of a prefill tile
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/cpu/internal/kernels.h"
+#include "runtime/float16.h"
 
 namespace switchyard::runtime::cpu {
 namespace {
@@ -40,6 +41,20 @@ void PrefetchRows(const KvRows& rows, size_t bytes) {
         __builtin_prefetch(row + offset);
       __builtin_prefetch(row + bytes - 1);
     }
+  }
+}
+
+// Rounds query values to a 16-bit KV dtype, as llama.cpp's attention does (its K x Q
+// product runs in the dtype of K): on the same weights, greedy decoding then falls on the
+// same side of near ties as llama.cpp more often (SmolLM2-135M Q4_1, teacher-forced on
+// llama.cpp's greedy tokens: 501 of 512 top-1s agree, against 496 with f32 queries).
+void RoundToKvDType(DType kv_dtype, float* q, int64_t n) {
+  if (kv_dtype == DType::kF16) {
+    for (int64_t t = 0; t < n; ++t)
+      q[t] = F16ToF32(F32ToF16(q[t]));
+  } else if (kv_dtype == DType::kBF16) {
+    for (int64_t t = 0; t < n; ++t)
+      q[t] = Bf16ToF32(F32ToBf16(q[t]));
   }
 }
 
@@ -112,6 +127,7 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
         std::memcpy(q_tile + i * group * head_dim, qd + (q_row * heads + g * group) * head_dim,
                     static_cast<size_t>(group * head_dim) * sizeof(float));
       }
+      RoundToKvDType(kv_dtype, q_tile, num_q * head_dim);
       // Row i of the tile sees positions [WindowStart(first_row + i), first_visible + i):
       // one more at the end than the row before, and with a window one fewer at the start.
       const int64_t first_visible = seq.context_len - seq.q_len + tile.first_row + 1;

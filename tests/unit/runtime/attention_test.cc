@@ -145,8 +145,9 @@ void RunCase(Backend& backend, const AttentionCase& c, uint32_t seed) {
         for (int64_t p = first; p < visible; ++p) {
           double dot = 0;
           for (int64_t t = 0; t < c.head_dim; ++t) {
+            // Queries are rounded to the pool's dtype too, as the kernel does (llama.cpp's rule).
             dot +=
-                static_cast<double>(qv[t]) *
+                static_cast<double>(RoundTo(c.pool_dtype, qv[t])) *
                 RoundTo(c.pool_dtype, keys[s][static_cast<size_t>(p * row + g * c.head_dim + t)]);
           }
           logits[static_cast<size_t>(p)] = dot * scale;
