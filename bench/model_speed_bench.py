@@ -3,8 +3,10 @@
 
 For each bench model (models/bench/bench-135m, bench-1b; make them with
 `.venv/bin/python tools/gen_models.py --out models --only bench-135m|bench-1b`) and each
-weight format (bf16: model.gguf and the HF directory; q8_0: model-q8_0.gguf) it runs, in
-one invocation and alternating run by run:
+weight format (bf16: model.gguf and the HF directory; q8_0 and the other quantized types:
+model-<format>.gguf), and each standalone GGUF named by --gguf-files (a real model, e.g. the
+SmolLM2-135M-Instruct Q4_1 that scripts fetch into .cache/models/: its prompt comes from its
+own vocabulary), it runs, in one invocation and alternating run by run:
   - llama.cpp: llama_cpp.Llama(model_path=gguf, n_threads=T, n_threads_batch=T, n_batch=512,
     n_ubatch=512, n_ctx=2048), in a fresh worker process under the llama.cpp venv
     (.venv-ref). Prefill: one eval() of the prompt ids; decode: N-1 single-token eval()s,
@@ -141,6 +143,31 @@ def weight_bytes(gguf_path):
     return total
 
 
+def gguf_prompt_and_shape(path):
+    """For a standalone GGUF (a real model, no HF directory): a prompt of exactly
+    PROMPT_TOKENS tokens in its own vocabulary (llama-cpp-python's tokenizer, vocab only),
+    its ids, KV elements per context token, and its file type's name (e.g. Q4_1)."""
+    import llama_cpp
+    from gguf import GGUFReader, LlamaFileType
+    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    words = [WORDS[(i * 7) % len(WORDS)] for i in range(2 * PROMPT_TOKENS)]
+    ids = llm.tokenize(("Once upon a time " + " ".join(words)).encode(), add_bos=False,
+                       special=False)[:PROMPT_TOKENS]
+    text = llm.detokenize(ids).decode("utf-8")
+    if llm.tokenize(text.encode(), add_bos=False, special=False) != ids:
+        sys.exit(f"{path}: the prompt does not round-trip through its tokenizer")
+    fields = GGUFReader(str(path)).fields
+    def value(key):
+        f = fields[key]
+        return f.parts[f.data[0]][0]
+    arch = bytes(fields["general.architecture"].parts[-1]).decode()
+    heads = int(value(f"{arch}.attention.head_count"))
+    head_dim = int(value(f"{arch}.embedding_length")) // heads
+    kv_tok = int(value(f"{arch}.block_count")) * 2 * int(value(f"{arch}.attention.head_count_kv")) * head_dim
+    fmt = LlamaFileType(int(value("general.file_type"))).name.removeprefix("MOSTLY_")
+    return text, ids, kv_tok, fmt
+
+
 def kv_bytes_per_context_token(config):
     heads = config["num_attention_heads"]
     head_dim = config.get("head_dim") or config["hidden_size"] // heads
@@ -235,7 +262,10 @@ def main():
     ap.add_argument("--llamacpp-python", type=pathlib.Path, default=REPO / ".venv-ref/bin/python")
     ap.add_argument("--models-dir", type=pathlib.Path, default=REPO / "models/bench")
     ap.add_argument("--models", default="bench-135m,bench-1b")
-    ap.add_argument("--formats", default="bf16,q8_0")
+    ap.add_argument("--formats", default="bf16,q8_0",
+                    help="bench model files: bf16 (model.gguf) or model-<format>.gguf, e.g. q4_k")
+    ap.add_argument("--gguf-files", default="",
+                    help="standalone GGUFs to run too, e.g. .cache/models/SmolLM2-135M-Instruct.Q4_1.gguf")
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("-n", type=int, default=64, help="tokens generated per run")
@@ -263,16 +293,24 @@ def main():
     results = {"threads": args.threads, "runs": args.runs, "n": args.n, "rows": [],
                "batch": [], "load_start": load_avg()}
     ids_file = pathlib.Path("/tmp") / f"sy_speed_bench_ids_{os.getpid()}.json"
-    for name in args.models.split(","):
+    jobs = []  # (model name, [(format, gguf, HF dir or None)], prompt text, ids, KV bytes/token)
+    for name in [m for m in args.models.split(",") if m]:
         mdir = args.models_dir / name
         config = json.loads((mdir / "config.json").read_text())
         text, ids = make_prompt(mdir / "tokenizer.json")
+        forms = [(fmt, mdir / ("model.gguf" if fmt == "bf16" else f"model-{fmt}.gguf"),
+                  mdir if fmt == "bf16" and not args.no_hf else None)
+                 for fmt in args.formats.split(",")]
+        jobs.append((name, forms, text, ids, kv_bytes_per_context_token(config)))
+    for path in [pathlib.Path(p) for p in args.gguf_files.split(",") if p]:
+        text, ids, kv_tok, fmt = gguf_prompt_and_shape(path)
+        jobs.append((path.stem, [(fmt, path, None)], text, ids, kv_tok))
+    for name, forms, text, ids, kv_per_token in jobs:
         ids_file.write_text(json.dumps(ids))
-        for fmt in args.formats.split(","):
-            gguf = mdir / ("model.gguf" if fmt == "bf16" else f"model-{fmt}.gguf")
+        for fmt, gguf, hf_dir in forms:
             ours_forms = [("gguf", gguf)]
-            if fmt == "bf16" and not args.no_hf:
-                ours_forms.append(("hf", mdir))
+            if hf_dir is not None:
+                ours_forms.append(("hf", hf_dir))
             policies = [] if args.skip_llamacpp else args.omp_wait_policies.split(",")
             lc_runs = {p: [] for p in policies}
             our_runs = {form: [] for form, _ in ours_forms}
@@ -292,7 +330,7 @@ def main():
                               f"{our_runs[form][-1]['load']:.1f})", flush=True)
             wbytes = weight_bytes(gguf)
             mean_ctx = PROMPT_TOKENS + (args.n - 1) / 2
-            kv_tok = kv_bytes_per_context_token(config) * mean_ctx
+            kv_tok = kv_per_token * mean_ctx
             row = {"model": name, "format": fmt, "gguf": str(gguf),
                    "weight_bytes_per_token": wbytes,
                    "our_bytes_per_token": wbytes + kv_tok * OUR_KV_BYTES,
@@ -305,8 +343,7 @@ def main():
                 row["llamacpp_own_tokenization_matches"] = first["own_tokenization_matches"]
             results["rows"].append(row)
         for b in [int(x) for x in args.batch_sizes.split(",") if x]:
-            for fmt in args.formats.split(","):
-                gguf = mdir / ("model.gguf" if fmt == "bf16" else f"model-{fmt}.gguf")
+            for fmt, gguf, _ in forms:
                 runs = [run_ours(args, gguf, text, batch=b) for _ in range(args.runs)]
                 results["batch"].append({"model": name, "format": fmt, "batch": b,
                                          "decode_tps_per_seq": median(runs, "decode_tps"),

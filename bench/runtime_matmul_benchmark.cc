@@ -55,6 +55,11 @@ void RandomGgmlRow(DType dtype, std::mt19937& rng, uint8_t* dst, size_t row_byte
   for (size_t b = 0; b < row_bytes; b += block_bytes) {
     switch (dtype) {
       case DType::kQ6_K:  // d last
+      case DType::kQ3_K:
+        std::memcpy(dst + b + block_bytes - 2, &scale, 2);
+        break;
+      case DType::kQ2_K:  // d, dmin last
+        std::memcpy(dst + b + block_bytes - 4, &scale, 2);
         std::memcpy(dst + b + block_bytes - 2, &scale, 2);
         break;
       case DType::kQ4_1:  // d, m

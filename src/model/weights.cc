@@ -48,6 +48,10 @@ std::optional<runtime::DType> RuntimeDType(DType dtype) {
       return runtime::DType::kQ5_K;
     case DType::kQ6_K:
       return runtime::DType::kQ6_K;
+    case DType::kQ2_K:
+      return runtime::DType::kQ2_K;
+    case DType::kQ3_K:
+      return runtime::DType::kQ3_K;
     default:
       return std::nullopt;
   }
@@ -103,7 +107,7 @@ class Loader {
     if (!stored.has_value()) {
       return absl::UnimplementedError(
           fmt::format("{}: tensor '{}': dtype {} is not supported (F32, F16, BF16, Q8_0, Q4_0, "
-                      "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K are)",
+                      "Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, Q2_K, Q3_K are)",
                       files_.path(), view.name, DTypeName(view.dtype)));
     }
     runtime::DType target = *stored;

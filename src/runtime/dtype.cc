@@ -30,6 +30,10 @@ std::string_view DTypeName(DType dtype) {
       return "Q5_K";
     case DType::kQ6_K:
       return "Q6_K";
+    case DType::kQ2_K:
+      return "Q2_K";
+    case DType::kQ3_K:
+      return "Q3_K";
   }
   return "?";
 }
@@ -45,6 +49,8 @@ int64_t DTypeBlockElems(DType dtype) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
       return kSuperBlockElems;
     case DType::kF32:
     case DType::kF16:
@@ -79,6 +85,10 @@ int64_t DTypeBlockBytes(DType dtype) {
       return sizeof(BlockQ5_K);
     case DType::kQ6_K:
       return sizeof(BlockQ6_K);
+    case DType::kQ2_K:
+      return sizeof(BlockQ2_K);
+    case DType::kQ3_K:
+      return sizeof(BlockQ3_K);
   }
   return 0;
 }
@@ -96,6 +106,8 @@ bool IsGgmlQuantDType(DType dtype) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
       return true;
     case DType::kF32:
     case DType::kF16:

@@ -27,6 +27,8 @@ enum class DType : uint8_t {
   kQ4_K,
   kQ5_K,
   kQ6_K,
+  kQ2_K,
+  kQ3_K,
 };
 
 inline constexpr int64_t kQ8_0BlockElems = 32;
@@ -48,8 +50,8 @@ int64_t DTypeBlockElems(DType dtype);
 // element size otherwise.
 int64_t DTypeBlockBytes(DType dtype);
 
-// True for the block-quantized types other than Q8_0 (Q4_0 ... Q6_K): those whose MatMul
-// may take the generic int8 kernels of runtime/cpu/ (see QuantKernels).
+// True for the block-quantized types other than Q8_0 (Q4_0 ... Q6_K, Q2_K, Q3_K): those whose
+// MatMul may take the generic int8 kernels of runtime/cpu/ (see QuantKernels).
 bool IsGgmlQuantDType(DType dtype);
 
 // Bytes that `n` consecutive elements occupy.

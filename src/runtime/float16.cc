@@ -102,6 +102,8 @@ void DequantizeRow(DType dtype, const void* src, int64_t n, float* out) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
       DequantizeGgmlRow(dtype, src, n, out);
       return;
     case DType::kI32:

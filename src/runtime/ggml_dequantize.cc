@@ -141,6 +141,44 @@ void DequantizeQ6_K(const uint8_t* src, int64_t blocks, float* y) {
   }
 }
 
+// Chunk 4 n + j of a Q2_K/Q3_K super-block: its 2-bit values (bits 2 j of qs[32 n + l]).
+inline int Low2(const uint8_t* qs, int c, int l) {
+  return (qs[32 * (c / 4) + l] >> (2 * (c % 4))) & 3;
+}
+
+void DequantizeQ2_K(const uint8_t* src, int64_t blocks, float* y) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto block = ReadBlock<BlockQ2_K>(src, b);
+    const float d = F16ToF32(block.d);
+    const float min = F16ToF32(block.dmin);
+    for (int c = 0; c < 8; ++c) {
+      for (int h = 0; h < 2; ++h) {
+        const uint8_t sc = block.scales[2 * c + h];
+        const float dl = d * static_cast<float>(sc & 0xF);
+        const float ml = min * static_cast<float>(sc >> 4);
+        for (int l = 16 * h; l < 16 * h + 16; ++l)
+          *y++ = dl * static_cast<float>(Low2(block.qs, c, l)) - ml;
+      }
+    }
+  }
+}
+
+void DequantizeQ3_K(const uint8_t* src, int64_t blocks, float* y) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const auto block = ReadBlock<BlockQ3_K>(src, b);
+    const float d = F16ToF32(block.d);
+    for (int c = 0; c < 8; ++c) {
+      for (int h = 0; h < 2; ++h) {
+        const float dl = d * static_cast<float>(Q3KScale(block.scales, 2 * c + h) - 32);
+        for (int l = 16 * h; l < 16 * h + 16; ++l) {
+          const int high = (block.hmask[l] >> c) & 1;
+          *y++ = dl * static_cast<float>(Low2(block.qs, c, l) - (high ? 0 : 4));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void DequantizeGgmlRow(DType dtype, const void* src, int64_t n, float* out) {
@@ -161,6 +199,10 @@ void DequantizeGgmlRow(DType dtype, const void* src, int64_t n, float* out) {
       return DequantizeQ5_K(bytes, blocks, out);
     case DType::kQ6_K:
       return DequantizeQ6_K(bytes, blocks, out);
+    case DType::kQ2_K:
+      return DequantizeQ2_K(bytes, blocks, out);
+    case DType::kQ3_K:
+      return DequantizeQ3_K(bytes, blocks, out);
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:

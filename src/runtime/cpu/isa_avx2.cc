@@ -203,6 +203,8 @@ void DotRows(DType w_dtype, const float* x, int64_t n, int64_t k, const uint8_t*
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
       // Exact path (activations kept in f32): dequantized in chunks.
       return PortableKernels().dot_rows(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kI32:
@@ -335,6 +337,8 @@ void ToF32(DType dtype, const void* src, int64_t n, float* out) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kI32:
       break;
   }
@@ -406,6 +410,8 @@ void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t rows
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
       return PortableKernels().pack_panel(w_dtype, w, w_row_bytes, rows, t0, kc, panel);
     case DType::kI32:
       return;

@@ -243,6 +243,8 @@ void KvScores(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim, c
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kI32:
       return;
   }
@@ -265,6 +267,8 @@ void KvAccumulate(DType kv_dtype, const float* probs, int64_t lds, int64_t num_q
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kI32:
       return;
   }

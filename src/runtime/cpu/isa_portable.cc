@@ -130,6 +130,8 @@ void FromF32(DType dtype, const float* src, int64_t n, void* dst) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
     case DType::kI32:
       return;
   }

@@ -164,7 +164,7 @@ void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
 
   const int64_t chunks = k / kChunkElems;
   const int64_t groups = (chunks + kGroupChunks - 1) / kGroupChunks;
-  const bool split_halves = dtype == DType::kQ6_K;
+  const bool split_halves = dtype == DType::kQ6_K || dtype == DType::kQ2_K || dtype == DType::kQ3_K;
   constexpr int64_t kPanelChunks = kQuantKGroups * kGroupChunks;
   const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
   ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {

@@ -1,4 +1,4 @@
-// GGML's quantized weight types (Q4_0 ... Q6_K): dequantisation and Embedding against a
+// GGML's quantized weight types (Q4_0 ... Q6_K, Q2_K, Q3_K): dequantisation and Embedding against a
 // double-precision reference decoded independently (ggml_reference.h), and MatMul on every
 // ISA, on the exact path (f32 activations) and the int8 path (activations quantized per
 // block of 32), against sum_t x_t * w_t in double. Tolerances as in matmul_test.cc:
@@ -33,6 +33,8 @@ TEST(GgmlQuantTest, BlockGeometryIsGgmls) {
   EXPECT_EQ(RowBytes(DType::kQ4_K, 512), 288u);
   EXPECT_EQ(RowBytes(DType::kQ5_K, 512), 352u);
   EXPECT_EQ(RowBytes(DType::kQ6_K, 512), 420u);
+  EXPECT_EQ(RowBytes(DType::kQ2_K, 512), 168u);
+  EXPECT_EQ(RowBytes(DType::kQ3_K, 512), 220u);
   for (DType t : testing::kGgmlQuantTypes) {
     EXPECT_TRUE(IsGgmlQuantDType(t)) << DTypeName(t);
     EXPECT_TRUE(IsWeightDType(t));
@@ -154,6 +156,40 @@ TEST_P(GgmlQuantKernelTest, MatMulInt8PathMatchesReferenceWithinActivationRoundi
   uint32_t seed = 100;
   for (const Shape& s : ShapesFor(dtype))
     CheckMatMul(*backend, dtype, s, /*quantized_x=*/true, seed++);
+}
+
+// A row's result must not depend on how many rows share its MatMul (decode, a prefill chunk
+// of 16, one of 512): the streaming and panel shapes see the same quantized activations, so
+// they may differ only by f32 summation order (~1e-5 here; a wrong scale or min would
+// be off by ~0.1).
+TEST_P(GgmlQuantKernelTest, ShapesAgreeOnTheSameRow) {
+  const auto [isa, dtype] = GetParam();
+  auto backend = MakeBackend(isa, 2, /*quantize_q8_0=*/true);
+  std::mt19937 rng(21);
+  const int64_t k = 1536, m = 64, rows = 40;
+  const std::vector<float> x = RandomFloats(rng, rows * k);
+  std::vector<uint8_t> w = RandomGgmlRows(dtype, m, k, rng);
+  std::vector<std::vector<float>> outs;
+  for (int64_t n : {int64_t{1}, int64_t{16}, int64_t{17}, int64_t{40}}) {
+    std::vector<float> out(static_cast<size_t>(n * m));
+    ASSERT_TRUE(backend
+                    ->MatMul(HostTensor(DType::kF32, {n, k}, const_cast<float*>(x.data())),
+                             HostTensor(dtype, {m, k}, w.data()), nullptr,
+                             HostTensor(DType::kF32, {n, m}, out.data()))
+                    .ok());
+    outs.push_back(out);
+  }
+  for (size_t v = 1; v < outs.size(); ++v) {
+    for (int64_t j = 0; j < m; ++j)
+      ASSERT_NEAR(outs[v][j], outs[0][j], 1e-4 + 1e-5 * std::fabs(outs[0][j]))
+          << DTypeName(dtype) << " variant " << v << " col " << j;
+  }
+  for (int64_t i = 0; i < 16; ++i) {
+    for (int64_t j = 0; j < m; ++j)
+      ASSERT_NEAR(outs[2][i * m + j], outs[1][i * m + j],
+                  1e-4 + 1e-5 * std::fabs(outs[1][i * m + j]))
+          << DTypeName(dtype) << " row " << i << " col " << j;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, GgmlQuantKernelTest,

@@ -89,6 +89,28 @@ inline std::vector<double> RefDequantize(DType dtype, const uint8_t* p, int64_t 
         }
         break;
       }
+      case DType::kQ2_K:
+      case DType::kQ3_K: {
+        // Element e: half n = e / 128, j = (e % 128) / 32, l = e % 32; its 2 low bits are
+        // bits 2 j of qs[32 n + l]; sub-block e / 16.
+        const bool three = dtype == DType::kQ3_K;
+        const uint8_t* qs = blk + (three ? 32 : 16);
+        for (int e = 0; e < 256; ++e) {
+          const int half = e / 128, j = (e % 128) / 32, l = e % 32, sub = e / 16;
+          const int low = (qs[32 * half + l] >> (2 * j)) & 3;
+          if (three) {
+            const uint8_t* sc = blk + 96;
+            const int low4 = sub < 8 ? (sc[sub] & 0xF) : (sc[sub - 8] >> 4);
+            const int scale = low4 | (((sc[8 + sub % 4] >> (2 * (sub / 4))) & 3) << 4);
+            const int high = (blk[l] >> (4 * half + j)) & 1;
+            y[e] = RefHalf(blk + 108) * (scale - 32) * (low + 4 * high - 4);
+          } else {
+            const uint8_t sc = blk[sub];
+            y[e] = RefHalf(blk + 80) * (sc & 0xF) * low - RefHalf(blk + 82) * (sc >> 4);
+          }
+        }
+        break;
+      }
       default:
         break;
     }
@@ -128,6 +150,13 @@ inline std::vector<uint8_t> RandomGgmlRows(DType dtype, int64_t rows, int64_t co
       case DType::kQ6_K:
         set_half(blk + 208, scale(rng) / 32);
         break;
+      case DType::kQ2_K:
+        set_half(blk + 80, scale(rng));
+        set_half(blk + 82, scale(rng));
+        break;
+      case DType::kQ3_K:
+        set_half(blk + 108, scale(rng) / 8);
+        break;
       default:
         set_half(blk, scale(rng));
         break;
@@ -136,7 +165,8 @@ inline std::vector<uint8_t> RandomGgmlRows(DType dtype, int64_t rows, int64_t co
   return bytes;
 }
 
-inline constexpr DType kGgmlQuantTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
-                                            DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+inline constexpr DType kGgmlQuantTypes[] = {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                                            DType::kQ5_1, DType::kQ4_K, DType::kQ5_K,
+                                            DType::kQ6_K, DType::kQ2_K, DType::kQ3_K};
 
 }  // namespace switchyard::runtime::testing

@@ -185,6 +185,53 @@ SY_QUANT_DECODE inline void DecodeQ6K(const uint8_t* row, int64_t sb, DecodedGro
   }
 }
 
+// Q2_K and Q3_K: super-block sb of the row. Chunk 4 n + j holds bits 2 j, 2 j + 1 of
+// qs[32 n + l] (and for Q3_K, bit 4 n + j of hmask[l] as the third bit, offset by 4).
+template <DType kType>
+SY_QUANT_DECODE inline void DecodeK23(const uint8_t* row, int64_t sb, DecodedGroup* g) {
+  constexpr bool kThree = kType == DType::kQ3_K;
+  constexpr size_t kBytes = kThree ? sizeof(BlockQ3_K) : sizeof(BlockQ2_K);
+  constexpr size_t kQs = kThree ? offsetof(BlockQ3_K, qs) : offsetof(BlockQ2_K, qs);
+  const uint8_t* block = row + static_cast<size_t>(sb) * kBytes;
+  const __m256i three = _mm256_set1_epi8(3);
+  __m256i hmask = _mm256_setzero_si256();
+  if constexpr (kThree)
+    hmask =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ3_K, hmask)));
+  for (int n = 0; n < 2; ++n) {
+    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQs + 32 * n));
+    for (int j = 0; j < 4; ++j) {
+      const int64_t c = 4 * n + j;
+      __m256i q = _mm256_and_si256(_mm256_srli_epi16(v, 2 * j), three);
+      if constexpr (kThree) {
+        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << c));
+        q = _mm256_or_si256(q,
+                            _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hmask, bit), bit),
+                                             _mm256_set1_epi8(4)));
+      }
+      _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), q);
+    }
+  }
+  if constexpr (kThree) {
+    const float d = Half(block + offsetof(BlockQ3_K, d));
+    for (int64_t c = 0; c < kGroupChunks; ++c) {
+      const float lo =
+          d * static_cast<float>(Q3KScale(block + offsetof(BlockQ3_K, scales), 2 * c) - 32);
+      const float hi =
+          d * static_cast<float>(Q3KScale(block + offsetof(BlockQ3_K, scales), 2 * c + 1) - 32);
+      SetScales(g, c, lo, hi, 4.0f * lo, 4.0f * hi);
+    }
+  } else {
+    const float d = Half(block + offsetof(BlockQ2_K, d));
+    const float dmin = Half(block + offsetof(BlockQ2_K, dmin));
+    for (int64_t c = 0; c < kGroupChunks; ++c) {
+      const uint8_t s0 = block[2 * c], s1 = block[2 * c + 1];
+      SetScales(g, c, d * static_cast<float>(s0 & 0xF), d * static_cast<float>(s1 & 0xF),
+                dmin * static_cast<float>(s0 >> 4), dmin * static_cast<float>(s1 >> 4));
+    }
+  }
+}
+
 }  // namespace quant_decode
 
 // Decodes group `group` (chunks [8 group, 8 group + chunks)) of a row of `dtype`.
@@ -207,6 +254,10 @@ SY_QUANT_DECODE inline void DecodeGroup(DType dtype, const uint8_t* row, int64_t
       return DecodeK45<DType::kQ5_K>(row, group, g);
     case DType::kQ6_K:
       return DecodeQ6K(row, group, g);
+    case DType::kQ2_K:
+      return DecodeK23<DType::kQ2_K>(row, group, g);
+    case DType::kQ3_K:
+      return DecodeK23<DType::kQ3_K>(row, group, g);
     default:
       return;
   }
