@@ -1,6 +1,8 @@
-// switchyard model inspect PATH [--json] [--tensors]: what a Hugging Face model directory
-// or a .gguf file holds (format, architecture, parameter count, dtypes, tokenizer, chat
-// template), after full validation of the files.
+// switchyard model inspect PATH [--json] [--tensors] [--max-model-len N]: what a Hugging Face
+// model directory or a .gguf file holds (format, architecture, parameter count, dtypes and
+// the dtypes of each tensor group, tokenizer, chat template), after full validation of the
+// files, and the memory the engine needs for it at a context length: the weights plus one
+// sequence's KV cache, sized as the engine sizes its pool, at its defaults.
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -10,11 +12,18 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/runner_factory.h"
+#include "cli/tensor_groups.h"
 #include "fmt/format.h"
 #include "simdjson.h"
 
 #include "base/json.h"
+#include "engine/kv_cache_manager.h"
+#include "engine/model_runner.h"
+#include "model/kv_cache_storage.h"
+#include "model/llama_model.h"
 #include "model/model_files.h"
+#include "runtime/dtype.h"
 
 namespace switchyard::cli {
 namespace {
@@ -23,7 +32,54 @@ struct InspectOptions {
   std::string path;
   bool json = false;
   bool list_tensors = false;
+  int64_t max_model_len = 0;
+  int32_t block_size = RunnerFlags{}.block_size;
 };
+
+// What the engine holds for one sequence of max_model_len tokens with its defaults: --dtype
+// auto (weights as stored, mapped from the file), its KV dtype, and as many KV blocks as the
+// engine requires its cache to hold for one sequence (MaxBlocksPerSequence).
+struct MemoryEstimate {
+  int64_t max_model_len = 0;
+  int32_t block_size = 0;
+  int32_t sliding_window = 0;  // under a window a sequence holds fewer blocks
+  runtime::DType kv_dtype = runtime::DType::kF32;
+  int64_t kv_blocks = 0;
+  size_t kv_block_bytes = 0;
+  size_t kv_cache_bytes = 0;
+  uint64_t weights_bytes = 0;  // every tensor's bytes as stored
+  uint64_t total_bytes() const { return weights_bytes + kv_cache_bytes; }
+};
+
+absl::StatusOr<MemoryEstimate> EstimateMemory(const model::ModelFiles& files,
+                                              const InspectOptions& opts) {
+  const model::ModelConfig& c = files.config();
+  MemoryEstimate m;
+  m.max_model_len = opts.max_model_len > 0 ? opts.max_model_len : c.max_position_embeddings;
+  m.block_size = opts.block_size;
+  if (opts.max_model_len < 0 || m.block_size <= 0 || m.max_model_len > c.max_position_embeddings) {
+    return absl::InvalidArgumentError(fmt::format(
+        "--max-model-len ({}) must be in [0, {}] (the model's context) and --block-size ({}) "
+        "positive",
+        opts.max_model_len, c.max_position_embeddings, opts.block_size));
+  }
+  // The engine picks the KV dtype by layer 0's Q projection as loaded (LlamaModel::KvShape).
+  bool f32_layers = true;
+  for (const model::TensorView& t : files.tensors()) {
+    const TensorGroupOf g = ClassifyTensor(t.name);
+    if (g.group == "attention q" && g.layer == 0)
+      f32_layers = t.dtype == model::DType::kF32;
+    m.weights_bytes += t.byte_size;
+  }
+  m.kv_dtype = model::DefaultKvDType(f32_layers);
+  m.sliding_window = engine::SlidingWindowOf(c);
+  m.kv_blocks = engine::MaxBlocksPerSequence(m.max_model_len, RunnerFlags{}.max_num_batched_tokens,
+                                             m.sliding_window, m.block_size);
+  m.kv_block_bytes = model::KvCacheBytes(model::KvShapeOf(c, 1, m.block_size, m.kv_dtype));
+  m.kv_cache_bytes =
+      model::KvCacheBytes(model::KvShapeOf(c, m.kv_blocks, m.block_size, m.kv_dtype));
+  return m;
+}
 
 struct TokenizerInfo {
   std::string kind;    // "BPE", "gpt2", "llama", ... or empty if none
@@ -170,8 +226,37 @@ std::string RopeName(model::RopeScaling::Type type) {
   return "unknown";
 }
 
+std::string GroupsJson(const std::vector<TensorGroup>& groups) {
+  std::string out = "[";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const TensorGroup& g = groups[i];
+    out += fmt::format(
+        "{}{{\"group\": {}, \"tensors\": {}, \"parameters\": {}, \"bytes\": {}, \"dtypes\": {{",
+        i ? ", " : "", base::JsonString(g.group), g.tensors, g.parameters, g.bytes);
+    bool first = true;
+    for (const auto& [name, d] : g.dtypes) {
+      out += fmt::format("{}{}: {{\"tensors\": {}, \"bytes\": {}}}", first ? "" : ", ",
+                         base::JsonString(name), d.tensors, d.bytes);
+      first = false;
+    }
+    out += "}}";
+  }
+  return out + "]";
+}
+
+std::string MemoryJson(const MemoryEstimate& m) {
+  return fmt::format(
+      "{{\"max_model_len\": {}, \"block_size\": {}, \"sliding_window\": {}, \"kv_dtype\": {}, "
+      "\"kv_blocks\": {}, \"kv_block_bytes\": {}, \"kv_cache_bytes\": {}, "
+      "\"weights_bytes\": {}, \"total_bytes\": {}}}",
+      m.max_model_len, m.block_size, m.sliding_window,
+      base::JsonString(runtime::DTypeName(m.kv_dtype)), m.kv_blocks, m.kv_block_bytes,
+      m.kv_cache_bytes, m.weights_bytes, m.total_bytes());
+}
+
 void PrintJson(const model::ModelFiles& files, const TokenizerInfo& tok,
-               const std::map<std::string, std::pair<int64_t, uint64_t>>& dtypes) {
+               const std::map<std::string, std::pair<int64_t, uint64_t>>& dtypes,
+               const std::vector<TensorGroup>& groups, const MemoryEstimate& memory) {
   const model::ModelConfig& c = files.config();
   std::string out = "{";
   out += fmt::format("\"path\": {}, \"format\": {}", base::JsonString(files.path()),
@@ -205,7 +290,9 @@ void PrintJson(const model::ModelFiles& files, const TokenizerInfo& tok,
                        base::JsonString(name), stats.first, stats.second);
     first = false;
   }
-  out += "}, \"tokenizer\": ";
+  out += "}, \"tensor_groups\": " + GroupsJson(groups);
+  out += ", \"memory\": " + MemoryJson(memory);
+  out += ", \"tokenizer\": ";
   if (tok.kind.empty() && tok.vocab_size < 0) {
     out += "null";
   } else {
@@ -237,8 +324,39 @@ void PrintJson(const model::ModelFiles& files, const TokenizerInfo& tok,
   std::fputs(out.c_str(), stdout);
 }
 
+std::string GroupsText(const std::vector<TensorGroup>& groups) {
+  std::string out = "tensor groups:\n";
+  for (const TensorGroup& g : groups) {
+    out += fmt::format("  {:<17} {:>10}", g.group, HumanBytes(g.bytes));
+    for (const auto& [name, d] : g.dtypes)
+      out += fmt::format("  {} x{}", name, d.tensors);
+    if (g.dtypes.size() > 1) {
+      out += " (";
+      bool first = true;
+      for (const auto& [name, d] : g.dtypes) {
+        out += fmt::format("{}{} {}", first ? "" : ", ", name, HumanBytes(d.bytes));
+        first = false;
+      }
+      out += ")";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string MemoryText(const MemoryEstimate& m) {
+  return fmt::format(
+      "memory:        {} at --max-model-len {} = weights {} + KV cache {}\n"
+      "               (KV {}: {} blocks of {} tokens{}, {} each)\n",
+      HumanBytes(m.total_bytes()), m.max_model_len, HumanBytes(m.weights_bytes),
+      HumanBytes(m.kv_cache_bytes), runtime::DTypeName(m.kv_dtype), m.kv_blocks, m.block_size,
+      m.sliding_window > 0 ? fmt::format(" under a {}-token sliding window", m.sliding_window) : "",
+      HumanBytes(m.kv_block_bytes));
+}
+
 void PrintText(const model::ModelFiles& files, const TokenizerInfo& tok,
                const std::map<std::string, std::pair<int64_t, uint64_t>>& dtypes,
+               const std::vector<TensorGroup>& groups, const MemoryEstimate& memory,
                bool list_tensors) {
   const model::ModelConfig& c = files.config();
   std::string format(model::WeightFormatName(files.format()));
@@ -265,6 +383,8 @@ void PrintText(const model::ModelFiles& files, const TokenizerInfo& tok,
     out += fmt::format(" {} x{} ({})", name, stats.first, HumanBytes(stats.second));
   }
   out += "\n";
+  out += GroupsText(groups);
+  out += MemoryText(memory);
   if (tok.kind.empty() && tok.vocab_size < 0) {
     out += "tokenizer:     none\n";
   } else {
@@ -307,10 +427,16 @@ int RunInspect(const InspectOptions& opts) {
     ++stats.first;
     stats.second += t.byte_size;
   }
+  auto memory = EstimateMemory(**files, opts);
+  if (!memory.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(memory.status().message()).c_str());
+    return 2;
+  }
+  const std::vector<TensorGroup> groups = GroupTensors((*files)->tensors());
   if (opts.json) {
-    PrintJson(**files, tok, dtypes);
+    PrintJson(**files, tok, dtypes, groups, *memory);
   } else {
-    PrintText(**files, tok, dtypes, opts.list_tensors);
+    PrintText(**files, tok, dtypes, groups, *memory, opts.list_tensors);
   }
   return 0;
 }
@@ -326,6 +452,12 @@ void RegisterModelCommand(CLI::App& app, int* exit_code) {
   inspect->add_option("PATH", opts->path, "Hugging Face model directory or .gguf file")->required();
   inspect->add_flag("--json", opts->json, "Print one JSON object (includes every tensor)");
   inspect->add_flag("--tensors", opts->list_tensors, "List every tensor");
+  inspect
+      ->add_option("--max-model-len", opts->max_model_len,
+                   "context length of the memory estimate; 0 = the model's")
+      ->capture_default_str();
+  inspect->add_option("--block-size", opts->block_size, "KV cache block size, as the engine's")
+      ->capture_default_str();
   inspect->callback([opts, exit_code] { *exit_code = RunInspect(*opts); });
 }
 
