@@ -12,16 +12,12 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
-#include "cli/runner_factory.h"
+#include "cli/memory_estimate.h"
 #include "cli/tensor_groups.h"
 #include "fmt/format.h"
 #include "simdjson.h"
 
 #include "base/json.h"
-#include "engine/kv_cache_manager.h"
-#include "engine/model_runner.h"
-#include "model/kv_cache_storage.h"
-#include "model/llama_model.h"
 #include "model/model_files.h"
 #include "runtime/dtype.h"
 
@@ -32,54 +28,8 @@ struct InspectOptions {
   std::string path;
   bool json = false;
   bool list_tensors = false;
-  int64_t max_model_len = 0;
-  int32_t block_size = RunnerFlags{}.block_size;
+  MemoryEstimateOptions memory;
 };
-
-// What the engine holds for one sequence of max_model_len tokens with its defaults: --dtype
-// auto (weights as stored, mapped from the file), its KV dtype, and as many KV blocks as the
-// engine requires its cache to hold for one sequence (MaxBlocksPerSequence).
-struct MemoryEstimate {
-  int64_t max_model_len = 0;
-  int32_t block_size = 0;
-  int32_t sliding_window = 0;  // under a window a sequence holds fewer blocks
-  runtime::DType kv_dtype = runtime::DType::kF32;
-  int64_t kv_blocks = 0;
-  size_t kv_block_bytes = 0;
-  size_t kv_cache_bytes = 0;
-  uint64_t weights_bytes = 0;  // every tensor's bytes as stored
-  uint64_t total_bytes() const { return weights_bytes + kv_cache_bytes; }
-};
-
-absl::StatusOr<MemoryEstimate> EstimateMemory(const model::ModelFiles& files,
-                                              const InspectOptions& opts) {
-  const model::ModelConfig& c = files.config();
-  MemoryEstimate m;
-  m.max_model_len = opts.max_model_len > 0 ? opts.max_model_len : c.max_position_embeddings;
-  m.block_size = opts.block_size;
-  if (opts.max_model_len < 0 || m.block_size <= 0 || m.max_model_len > c.max_position_embeddings) {
-    return absl::InvalidArgumentError(fmt::format(
-        "--max-model-len ({}) must be in [0, {}] (the model's context) and --block-size ({}) "
-        "positive",
-        opts.max_model_len, c.max_position_embeddings, opts.block_size));
-  }
-  // The engine picks the KV dtype by layer 0's Q projection as loaded (LlamaModel::KvShape).
-  bool f32_layers = true;
-  for (const model::TensorView& t : files.tensors()) {
-    const TensorGroupOf g = ClassifyTensor(t.name);
-    if (g.group == "attention q" && g.layer == 0)
-      f32_layers = t.dtype == model::DType::kF32;
-    m.weights_bytes += t.byte_size;
-  }
-  m.kv_dtype = model::DefaultKvDType(f32_layers);
-  m.sliding_window = engine::SlidingWindowOf(c);
-  m.kv_blocks = engine::MaxBlocksPerSequence(m.max_model_len, RunnerFlags{}.max_num_batched_tokens,
-                                             m.sliding_window, m.block_size);
-  m.kv_block_bytes = model::KvCacheBytes(model::KvShapeOf(c, 1, m.block_size, m.kv_dtype));
-  m.kv_cache_bytes =
-      model::KvCacheBytes(model::KvShapeOf(c, m.kv_blocks, m.block_size, m.kv_dtype));
-  return m;
-}
 
 struct TokenizerInfo {
   std::string kind;    // "BPE", "gpt2", "llama", ... or empty if none
@@ -427,7 +377,7 @@ int RunInspect(const InspectOptions& opts) {
     ++stats.first;
     stats.second += t.byte_size;
   }
-  auto memory = EstimateMemory(**files, opts);
+  auto memory = EstimateMemory(**files, opts.memory);
   if (!memory.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(memory.status().message()).c_str());
     return 2;
@@ -453,10 +403,11 @@ void RegisterModelCommand(CLI::App& app, int* exit_code) {
   inspect->add_flag("--json", opts->json, "Print one JSON object (includes every tensor)");
   inspect->add_flag("--tensors", opts->list_tensors, "List every tensor");
   inspect
-      ->add_option("--max-model-len", opts->max_model_len,
+      ->add_option("--max-model-len", opts->memory.max_model_len,
                    "context length of the memory estimate; 0 = the model's")
       ->capture_default_str();
-  inspect->add_option("--block-size", opts->block_size, "KV cache block size, as the engine's")
+  inspect
+      ->add_option("--block-size", opts->memory.block_size, "KV cache block size, as the engine's")
       ->capture_default_str();
   inspect->callback([opts, exit_code] { *exit_code = RunInspect(*opts); });
 }
