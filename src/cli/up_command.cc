@@ -26,6 +26,7 @@
 #include "base/status_macros.h"
 #include "engine/engine_server.h"
 #include "model/model_files.h"
+#include "model/model_text.h"
 #include "router/router_config.h"
 #include "router/router_server.h"
 
@@ -48,15 +49,15 @@ struct UpFlags {
 // Each engine's KV cache: as given, else 64 MiB (thousands of tokens of the bundled models)
 // or, when more, what one sequence of max_model_len tokens needs, which the engine requires
 // (a real model's full context: SmolLM2's 8192 tokens take 180 MiB).
-absl::StatusOr<int64_t> KvCacheBytes(const UpFlags& f, const RunnerFlags& runner) {
+absl::StatusOr<int64_t> KvCacheBytes(const UpFlags& f, const RunnerFlags& runner,
+                                     const model::ModelFiles& files) {
   if (f.kv_cache_memory_bytes > 0)
     return f.kv_cache_memory_bytes;
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<model::ModelFiles> files, model::ModelFiles::Open(f.model));
   MemoryEstimateOptions options;
   options.max_model_len = f.max_model_len;
   options.block_size = runner.block_size;
   options.max_num_batched_tokens = runner.max_num_batched_tokens;
-  SY_ASSIGN_OR_RETURN(MemoryEstimate estimate, EstimateMemory(*files, options));
+  SY_ASSIGN_OR_RETURN(MemoryEstimate estimate, EstimateMemory(files, options));
   return std::max<int64_t>(int64_t{64} << 20, static_cast<int64_t>(estimate.kv_cache_bytes));
 }
 
@@ -76,8 +77,9 @@ absl::Status RunUp(const UpFlags& f) {
   runner.threads = f.threads > 0 ? f.threads : std::max<size_t>(1, cores / static_cast<size_t>(n));
   runner.max_num_batched_tokens = 512;
   runner.max_num_seqs = 32;
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<model::ModelFiles> files, model::ModelFiles::Open(f.model));
   if (!sim) {
-    SY_ASSIGN_OR_RETURN(runner.kv_cache_memory_bytes, KvCacheBytes(f, runner));
+    SY_ASSIGN_OR_RETURN(runner.kv_cache_memory_bytes, KvCacheBytes(f, runner, *files));
   }
 
   sigset_t signals;
@@ -91,8 +93,15 @@ absl::Status RunUp(const UpFlags& f) {
   rc.host = f.host;
   rc.port = f.port;
   rc.model = name;
-  if (std::filesystem::exists(std::filesystem::path(f.model) / "tokenizer.json"))
+  if (files->gguf() != nullptr) {
+    // The router tokenizes with the GGUF's own vocabulary and template, as the engines do, so
+    // its prefix scoring sees the engines' tokens.
+    SY_ASSIGN_OR_RETURN(rc.built_tokenizer, model::LoadModelTokenizer(*files));
+    if (auto tmpl = model::LoadModelChatTemplate(*files, *rc.built_tokenizer); tmpl.ok())
+      rc.built_chat_template = *std::move(tmpl);
+  } else if (std::filesystem::exists(std::filesystem::path(f.model) / "tokenizer.json")) {
     rc.tokenizer = f.model;
+  }
   rc.scheduling_yaml = router::DefaultSchedulingYaml(router::PrefixScoring::kPrecise);
   router::PoolConfig pool;
   pool.name = "local";

@@ -166,3 +166,36 @@ def test_up_gives_engines_the_kv_cache_of_a_full_context(tmp_path):
             assert reply.choices[0].finish_reason == "length"
         finally:
             up.stop()
+
+
+def test_up_on_a_gguf_routes_by_the_engines_tokens():
+    """up on a .gguf file: the router cannot read a GGUF itself (router/ may not use model/),
+    so up hands it the file's tokenizer; its precise prefix scoring then sees the engines'
+    tokens. One engine is warmed directly with a text prompt; the router's picks for that
+    prompt must then go to it, predicting its blocks cached. Probes are requests the engine
+    refuses (temperature -1), so they cache nothing themselves."""
+    up = Up("--engines", 2, model=MODELS_DIR / "tiny-llama3" / "model.gguf")
+    try:
+        prompt = " ".join(f"switch {i} of the yard" for i in range(12))  # several blocks
+        _, warm_url = up.engines[1]
+        requests.post(f"{warm_url}/v1/completions", timeout=30, json={
+            "model": up.name, "prompt": prompt, "max_tokens": 1}).raise_for_status()
+
+        def routed_to_warm():
+            before = predicted(up.url)
+            r = requests.post(f"{up.url}/v1/completions", timeout=30, json={
+                "model": up.name, "prompt": prompt, "max_tokens": 1, "temperature": -1})
+            assert r.status_code == 400, r.text
+            return (f"http://{r.headers['x-switchyard-endpoint']}" == warm_url and
+                    predicted(up.url) - before >= 32)
+
+        wait_until(routed_to_warm, "the router to pick the warmed engine")
+    finally:
+        up.stop()
+
+
+def predicted(url):
+    """The router's switchyard_router_prefix_predicted_cached_tokens_total."""
+    text = requests.get(f"{url}/metrics", timeout=5).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("switchyard_router_prefix_predicted_cached_tokens_total"))
