@@ -56,10 +56,12 @@ done
 [ -n "$url" ] || { echo "the fleet did not start"; cat "$engine_log"; exit 1; }
 cat "$engine_log"
 name=$(basename "$model")
+# Over one 16-token KV block, so that the router's prefix index can match it.
+prompt="The capital of Germany is Berlin. The capital of Italy is Rome. The capital of France is"
 echo "-- POST $url/v1/completions (twice: the same prompt goes to the same engine)"
 for _ in 1 2; do
   curl -sS -D - "$url/v1/completions" -H 'content-type: application/json' \
-    -d "{\"model\": \"$name\", \"prompt\": \"The capital of France is\", \"max_tokens\": 16, \"temperature\": 0}" |
+    -d "{\"model\": \"$name\", \"prompt\": \"$prompt\", \"max_tokens\": 16, \"temperature\": 0}" |
     grep -iE '^x-switchyard-endpoint|^\{'
   echo
 done
