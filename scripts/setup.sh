@@ -7,9 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # The release preset builds the unit tests and benchmarks too, so GoogleTest and Google
-# Benchmark are build packages here.
+# Benchmark are build packages here; run.sh's demo asks the fleet with curl.
 bash scripts/install_debs.sh \
-  build-essential cmake ninja-build pkg-config ccache git \
+  build-essential cmake ninja-build pkg-config ccache git curl \
   libabsl-dev libsimdjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev \
   libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev \
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev prometheus-cpp-dev libxxhash-dev \
