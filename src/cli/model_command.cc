@@ -1,6 +1,8 @@
-// switchyard model inspect PATH [--json] [--tensors]: what a Hugging Face model directory
-// or a .gguf file holds (format, architecture, parameter count, dtypes, tokenizer, chat
-// template), after full validation of the files.
+// switchyard model inspect PATH [--json] [--tensors] [--max-model-len N]: what a Hugging Face
+// model directory or a .gguf file holds (format, architecture, parameter count, dtypes and
+// the dtypes of each tensor group, tokenizer, chat template), after full validation of the
+// files, and the memory the engine needs for it at a context length: the weights plus one
+// sequence's KV cache, sized as the engine sizes its pool, at its defaults.
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -10,11 +12,14 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/memory_estimate.h"
+#include "cli/tensor_groups.h"
 #include "fmt/format.h"
 #include "simdjson.h"
 
 #include "base/json.h"
 #include "model/model_files.h"
+#include "runtime/dtype.h"
 
 namespace switchyard::cli {
 namespace {
@@ -23,6 +28,7 @@ struct InspectOptions {
   std::string path;
   bool json = false;
   bool list_tensors = false;
+  MemoryEstimateOptions memory;
 };
 
 struct TokenizerInfo {
@@ -170,8 +176,37 @@ std::string RopeName(model::RopeScaling::Type type) {
   return "unknown";
 }
 
+std::string GroupsJson(const std::vector<TensorGroup>& groups) {
+  std::string out = "[";
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const TensorGroup& g = groups[i];
+    out += fmt::format(
+        "{}{{\"group\": {}, \"tensors\": {}, \"parameters\": {}, \"bytes\": {}, \"dtypes\": {{",
+        i ? ", " : "", base::JsonString(g.group), g.tensors, g.parameters, g.bytes);
+    bool first = true;
+    for (const auto& [name, d] : g.dtypes) {
+      out += fmt::format("{}{}: {{\"tensors\": {}, \"bytes\": {}}}", first ? "" : ", ",
+                         base::JsonString(name), d.tensors, d.bytes);
+      first = false;
+    }
+    out += "}}";
+  }
+  return out + "]";
+}
+
+std::string MemoryJson(const MemoryEstimate& m) {
+  return fmt::format(
+      "{{\"max_model_len\": {}, \"block_size\": {}, \"sliding_window\": {}, \"kv_dtype\": {}, "
+      "\"kv_blocks\": {}, \"kv_block_bytes\": {}, \"kv_cache_bytes\": {}, "
+      "\"weights_bytes\": {}, \"total_bytes\": {}}}",
+      m.max_model_len, m.block_size, m.sliding_window,
+      base::JsonString(runtime::DTypeName(m.kv_dtype)), m.kv_blocks, m.kv_block_bytes,
+      m.kv_cache_bytes, m.weights_bytes, m.total_bytes());
+}
+
 void PrintJson(const model::ModelFiles& files, const TokenizerInfo& tok,
-               const std::map<std::string, std::pair<int64_t, uint64_t>>& dtypes) {
+               const std::map<std::string, std::pair<int64_t, uint64_t>>& dtypes,
+               const std::vector<TensorGroup>& groups, const MemoryEstimate& memory) {
   const model::ModelConfig& c = files.config();
   std::string out = "{";
   out += fmt::format("\"path\": {}, \"format\": {}", base::JsonString(files.path()),
@@ -205,7 +240,9 @@ void PrintJson(const model::ModelFiles& files, const TokenizerInfo& tok,
                        base::JsonString(name), stats.first, stats.second);
     first = false;
   }
-  out += "}, \"tokenizer\": ";
+  out += "}, \"tensor_groups\": " + GroupsJson(groups);
+  out += ", \"memory\": " + MemoryJson(memory);
+  out += ", \"tokenizer\": ";
   if (tok.kind.empty() && tok.vocab_size < 0) {
     out += "null";
   } else {
@@ -237,8 +274,39 @@ void PrintJson(const model::ModelFiles& files, const TokenizerInfo& tok,
   std::fputs(out.c_str(), stdout);
 }
 
+std::string GroupsText(const std::vector<TensorGroup>& groups) {
+  std::string out = "tensor groups:\n";
+  for (const TensorGroup& g : groups) {
+    out += fmt::format("  {:<17} {:>10}", g.group, HumanBytes(g.bytes));
+    for (const auto& [name, d] : g.dtypes)
+      out += fmt::format("  {} x{}", name, d.tensors);
+    if (g.dtypes.size() > 1) {
+      out += " (";
+      bool first = true;
+      for (const auto& [name, d] : g.dtypes) {
+        out += fmt::format("{}{} {}", first ? "" : ", ", name, HumanBytes(d.bytes));
+        first = false;
+      }
+      out += ")";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string MemoryText(const MemoryEstimate& m) {
+  return fmt::format(
+      "memory:        {} at --max-model-len {} = weights {} + KV cache {}\n"
+      "               (KV {}: {} blocks of {} tokens{}, {} each)\n",
+      HumanBytes(m.total_bytes()), m.max_model_len, HumanBytes(m.weights_bytes),
+      HumanBytes(m.kv_cache_bytes), runtime::DTypeName(m.kv_dtype), m.kv_blocks, m.block_size,
+      m.sliding_window > 0 ? fmt::format(" under a {}-token sliding window", m.sliding_window) : "",
+      HumanBytes(m.kv_block_bytes));
+}
+
 void PrintText(const model::ModelFiles& files, const TokenizerInfo& tok,
                const std::map<std::string, std::pair<int64_t, uint64_t>>& dtypes,
+               const std::vector<TensorGroup>& groups, const MemoryEstimate& memory,
                bool list_tensors) {
   const model::ModelConfig& c = files.config();
   std::string format(model::WeightFormatName(files.format()));
@@ -265,6 +333,8 @@ void PrintText(const model::ModelFiles& files, const TokenizerInfo& tok,
     out += fmt::format(" {} x{} ({})", name, stats.first, HumanBytes(stats.second));
   }
   out += "\n";
+  out += GroupsText(groups);
+  out += MemoryText(memory);
   if (tok.kind.empty() && tok.vocab_size < 0) {
     out += "tokenizer:     none\n";
   } else {
@@ -307,10 +377,16 @@ int RunInspect(const InspectOptions& opts) {
     ++stats.first;
     stats.second += t.byte_size;
   }
+  auto memory = EstimateMemory(**files, opts.memory);
+  if (!memory.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(memory.status().message()).c_str());
+    return 2;
+  }
+  const std::vector<TensorGroup> groups = GroupTensors((*files)->tensors());
   if (opts.json) {
-    PrintJson(**files, tok, dtypes);
+    PrintJson(**files, tok, dtypes, groups, *memory);
   } else {
-    PrintText(**files, tok, dtypes, opts.list_tensors);
+    PrintText(**files, tok, dtypes, groups, *memory, opts.list_tensors);
   }
   return 0;
 }
@@ -326,6 +402,13 @@ void RegisterModelCommand(CLI::App& app, int* exit_code) {
   inspect->add_option("PATH", opts->path, "Hugging Face model directory or .gguf file")->required();
   inspect->add_flag("--json", opts->json, "Print one JSON object (includes every tensor)");
   inspect->add_flag("--tensors", opts->list_tensors, "List every tensor");
+  inspect
+      ->add_option("--max-model-len", opts->memory.max_model_len,
+                   "context length of the memory estimate; 0 = the model's")
+      ->capture_default_str();
+  inspect
+      ->add_option("--block-size", opts->memory.block_size, "KV cache block size, as the engine's")
+      ->capture_default_str();
   inspect->callback([opts, exit_code] { *exit_code = RunInspect(*opts); });
 }
 

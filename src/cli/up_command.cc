@@ -18,12 +18,15 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/memory_estimate.h"
 #include "cli/router_drain.h"
 #include "cli/runner_factory.h"
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
 #include "engine/engine_server.h"
+#include "model/model_files.h"
+#include "model/model_text.h"
 #include "router/router_config.h"
 #include "router/router_server.h"
 
@@ -38,8 +41,25 @@ struct UpFlags {
   std::string host = "127.0.0.1";
   int port = 8080;
   size_t threads = 0;
+  int64_t max_model_len = 0;
+  int64_t kv_cache_memory_bytes = 0;
   double shutdown_timeout_s = kDefaultShutdownTimeoutS;
 };
+
+// Each engine's KV cache: as given, else 64 MiB (thousands of tokens of the bundled models)
+// or, when more, what one sequence of max_model_len tokens needs, which the engine requires
+// (a real model's full context: SmolLM2's 8192 tokens take 180 MiB).
+absl::StatusOr<int64_t> KvCacheBytes(const UpFlags& f, const RunnerFlags& runner,
+                                     const model::ModelFiles& files) {
+  if (f.kv_cache_memory_bytes > 0)
+    return f.kv_cache_memory_bytes;
+  MemoryEstimateOptions options;
+  options.max_model_len = f.max_model_len;
+  options.block_size = runner.block_size;
+  options.max_num_batched_tokens = runner.max_num_batched_tokens;
+  SY_ASSIGN_OR_RETURN(MemoryEstimate estimate, EstimateMemory(files, options));
+  return std::max<int64_t>(int64_t{64} << 20, static_cast<int64_t>(estimate.kv_cache_bytes));
+}
 
 absl::Status RunUp(const UpFlags& f) {
   const bool sim = f.sim > 0;
@@ -55,9 +75,12 @@ absl::Status RunUp(const UpFlags& f) {
   runner.sim_latency = "";  // the calibrated defaults
   const size_t cores = std::max(1u, std::thread::hardware_concurrency());
   runner.threads = f.threads > 0 ? f.threads : std::max<size_t>(1, cores / static_cast<size_t>(n));
-  runner.kv_cache_memory_bytes = int64_t{64} << 20;
   runner.max_num_batched_tokens = 512;
   runner.max_num_seqs = 32;
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<model::ModelFiles> files, model::ModelFiles::Open(f.model));
+  if (!sim) {
+    SY_ASSIGN_OR_RETURN(runner.kv_cache_memory_bytes, KvCacheBytes(f, runner, *files));
+  }
 
   sigset_t signals;
   sigemptyset(&signals);
@@ -70,8 +93,15 @@ absl::Status RunUp(const UpFlags& f) {
   rc.host = f.host;
   rc.port = f.port;
   rc.model = name;
-  if (std::filesystem::exists(std::filesystem::path(f.model) / "tokenizer.json"))
+  if (files->gguf() != nullptr) {
+    // The router tokenizes with the GGUF's own vocabulary and template, as the engines do, so
+    // its prefix scoring sees the engines' tokens.
+    SY_ASSIGN_OR_RETURN(rc.built_tokenizer, model::LoadModelTokenizer(*files));
+    if (auto tmpl = model::LoadModelChatTemplate(*files, *rc.built_tokenizer); tmpl.ok())
+      rc.built_chat_template = *std::move(tmpl);
+  } else if (std::filesystem::exists(std::filesystem::path(f.model) / "tokenizer.json")) {
     rc.tokenizer = f.model;
+  }
   rc.scheduling_yaml = router::DefaultSchedulingYaml(router::PrefixScoring::kPrecise);
   router::PoolConfig pool;
   pool.name = "local";
@@ -79,6 +109,7 @@ absl::Status RunUp(const UpFlags& f) {
     engine::EngineServerOptions o;
     o.model = f.model;
     o.served_model_name = name;
+    o.max_model_len = f.max_model_len;
     o.budget.max_num_seqs = runner.max_num_seqs;
     o.budget.max_num_batched_tokens = runner.max_num_batched_tokens;
     o.hash_seed = engine::BlockHasher::SeedFromEnvironment();
@@ -138,6 +169,11 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--host", f->host)->capture_default_str();
   cmd->add_option("--port", f->port, "router port (0 picks a free one)")->capture_default_str();
   cmd->add_option("--threads", f->threads, "compute threads per engine; 0 = cores / engines");
+  cmd->add_option("--max-model-len", f->max_model_len, "context length; 0 = the model's")
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-memory-bytes", f->kv_cache_memory_bytes,
+                  "KV cache per engine; 0 = 64 MiB, or one max-model-len sequence if more")
+      ->capture_default_str();
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s,
                   "seconds requests in flight may take to finish after SIGTERM/Ctrl-C")
       ->capture_default_str();

@@ -7,7 +7,6 @@
 
 #include "base/status_macros.h"
 #include "runtime/cpu/cpu_backend.h"
-#include "runtime/dtype.h"
 
 namespace switchyard::engine {
 
@@ -31,10 +30,7 @@ absl::StatusOr<std::unique_ptr<LlamaRunner>> LlamaRunner::Create(
                                           *runner->files_, runner->backend_.get(), model_options));
   int64_t num_blocks = options.num_kv_blocks;
   if (num_blocks == 0) {
-    const model::KvCacheShape one = runner->model_->KvShape(1, options.block_size);
-    // K and V of every layer.
-    const size_t block_bytes = runtime::RowBytes(
-        one.dtype, 2 * one.num_layers * one.block_size * one.kv_heads * one.head_dim);
+    const size_t block_bytes = model::KvCacheBytes(runner->model_->KvShape(1, options.block_size));
     num_blocks = static_cast<int64_t>(options.kv_cache_memory_bytes / block_bytes);
     if (num_blocks < 1) {
       return absl::InvalidArgumentError(

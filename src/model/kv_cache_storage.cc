@@ -5,8 +5,30 @@
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
+#include "runtime/dtype.h"
 
 namespace switchyard::model {
+
+KvCacheShape KvShapeOf(const ModelConfig& config, int64_t num_blocks, int64_t block_size,
+                       runtime::DType dtype) {
+  KvCacheShape shape;
+  shape.num_layers = config.num_hidden_layers;
+  shape.num_blocks = num_blocks;
+  shape.block_size = block_size;
+  shape.kv_heads = config.num_key_value_heads;
+  shape.head_dim = config.head_dim;
+  shape.dtype = dtype;
+  return shape;
+}
+
+size_t KvPoolBytes(const KvCacheShape& shape) {
+  return static_cast<size_t>(shape.num_blocks * shape.block_size * shape.kv_heads) *
+         runtime::RowBytes(shape.dtype, shape.head_dim);
+}
+
+size_t KvCacheBytes(const KvCacheShape& shape) {
+  return 2 * static_cast<size_t>(shape.num_layers) * KvPoolBytes(shape);
+}
 
 absl::StatusOr<std::unique_ptr<KvCacheStorage>> KvCacheStorage::Create(runtime::Backend* backend,
                                                                        const KvCacheShape& shape) {
@@ -25,9 +47,7 @@ absl::StatusOr<std::unique_ptr<KvCacheStorage>> KvCacheStorage::Create(runtime::
   auto storage = std::unique_ptr<KvCacheStorage>(new KvCacheStorage(shape));
   const std::initializer_list<int64_t> dims = {shape.num_blocks, shape.block_size, shape.kv_heads,
                                                shape.head_dim};
-  const size_t pool_bytes =
-      static_cast<size_t>(shape.num_blocks * shape.block_size * shape.kv_heads) *
-      runtime::RowBytes(shape.dtype, shape.head_dim);
+  const size_t pool_bytes = KvPoolBytes(shape);
   for (int64_t layer = 0; layer < shape.num_layers; ++layer) {
     SY_ASSIGN_OR_RETURN(runtime::Buffer k, backend->Allocate(pool_bytes));
     SY_ASSIGN_OR_RETURN(runtime::Buffer v, backend->Allocate(pool_bytes));

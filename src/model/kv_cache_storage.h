@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "model/model_config.h"
 #include "runtime/backend.h"
 
 namespace switchyard::model {
@@ -25,6 +26,15 @@ struct KvCacheShape {
   int64_t head_dim = 0;
   runtime::DType dtype = runtime::DType::kF32;
 };
+
+// The cache of `config`'s decoder layers: its layer count, KV heads and head_dim.
+KvCacheShape KvShapeOf(const ModelConfig& config, int64_t num_blocks, int64_t block_size,
+                       runtime::DType dtype);
+
+// Bytes of one layer's K (or V) pool, and of all pools together: what Create allocates for
+// `shape`. The engine sizes its pool and `switchyard model inspect` its estimate with these.
+size_t KvPoolBytes(const KvCacheShape& shape);
+size_t KvCacheBytes(const KvCacheShape& shape);
 
 class KvCacheStorage {
  public:

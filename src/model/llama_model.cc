@@ -31,21 +31,15 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const ModelFiles&
   return model;
 }
 
+runtime::DType DefaultKvDType(bool f32_layer_weights) {
+  return f32_layer_weights ? runtime::DType::kF32 : runtime::DType::kF16;
+}
+
 KvCacheShape LlamaModel::KvShape(int64_t num_blocks, int64_t block_size) const {
-  KvCacheShape shape;
-  shape.num_layers = config().num_hidden_layers;
-  shape.num_blocks = num_blocks;
-  shape.block_size = block_size;
-  shape.kv_heads = config().num_key_value_heads;
-  shape.head_dim = config().head_dim;
-  if (options_.kv_dtype.has_value()) {
-    shape.dtype = *options_.kv_dtype;
-  } else {
-    const bool f32_layers =
-        weights_->layers.empty() || weights_->layers.front().wq.dtype() == runtime::DType::kF32;
-    shape.dtype = f32_layers ? runtime::DType::kF32 : runtime::DType::kF16;
-  }
-  return shape;
+  const bool f32_layers =
+      weights_->layers.empty() || weights_->layers.front().wq.dtype() == runtime::DType::kF32;
+  return KvShapeOf(config(), num_blocks, block_size,
+                   options_.kv_dtype.value_or(DefaultKvDType(f32_layers)));
 }
 
 absl::Status LlamaModel::CheckBatch(const ForwardBatch& batch, const KvCacheStorage& kv) const {

@@ -32,11 +32,14 @@ struct LlamaModelOptions {
   int64_t max_num_batched_tokens = 512;  // tokens per step
   int64_t max_logit_rows = 64;           // rows of logits per step
   WeightDTypePolicy weight_dtype = WeightDTypePolicy::kAsStored;
-  // KV cache dtype (F32, F16 or BF16). Unset: F32 when the layers' weights are F32 (exact
-  // f32 runs stay exact), else F16, which halves attention's reads at decode (llama.cpp's
-  // default too) and rounds K/V by at most 2^-11 relative.
+  // KV cache dtype (F32, F16 or BF16). Unset: DefaultKvDType.
   std::optional<runtime::DType> kv_dtype;
 };
+
+// The KV cache dtype unless the options name one: F32 when the layers' weights are F32 on
+// the device (exact f32 runs stay exact), else F16, which halves attention's reads at decode
+// (llama.cpp's default too) and rounds K/V by at most 2^-11 relative.
+runtime::DType DefaultKvDType(bool f32_layer_weights);
 
 // Device buffers for one step's activations; see llama_graph.h.
 struct Activations;

@@ -48,6 +48,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -58,6 +59,8 @@
 #include "router/endpoint_table.h"
 #include "router/engine_metrics.h"
 #include "router/outlier_detection.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
 
 namespace switchyard::router {
 
@@ -101,6 +104,11 @@ struct RouterConfig {
   int max_connections_per_client = 1024;
   std::string model;
   std::string tokenizer;
+  // A tokenizer and chat template the caller has built, used instead of `tokenizer`: what
+  // `switchyard up` passes for a .gguf model, which router/ cannot read (it may not use
+  // model/). Not set from YAML.
+  std::shared_ptr<const text::Tokenizer> built_tokenizer;
+  std::optional<text::ModelChatTemplate> built_chat_template;
   std::vector<PoolConfig> pools;
   int scrape_interval_ms = 50;
   int staleness_ms = 2000;

@@ -215,7 +215,7 @@ class RouterServerImpl final : public RouterServer {
   std::unique_ptr<DnsPoolResolver> dns_;
   std::unique_ptr<PluginSet> plugins_;
   const SchedulingProfile* profile_ = nullptr;
-  std::unique_ptr<text::Tokenizer> tokenizer_;
+  std::shared_ptr<const text::Tokenizer> tokenizer_;
   std::unique_ptr<text::ChatTemplate> chat_template_;
   text::ModelChatTemplate special_;
   std::unique_ptr<KvEventIndexer> indexer_;
@@ -246,15 +246,21 @@ absl::Status RouterServerImpl::Init() {
   SY_ASSIGN_OR_RETURN(plugins_,
                       PluginSet::FromYaml(config_.scheduling_yaml, "scheduling", plugin_options));
   profile_ = plugins_->profiles().front().get();
-  if (!config_.tokenizer.empty()) {
+  std::optional<text::ModelChatTemplate> tmpl = config_.built_chat_template;
+  if (config_.built_tokenizer != nullptr) {
+    tokenizer_ = config_.built_tokenizer;
+  } else if (!config_.tokenizer.empty()) {
     const std::filesystem::path dir(config_.tokenizer);
     SY_ASSIGN_OR_RETURN(tokenizer_,
                         text::Tokenizer::FromJsonFile((dir / "tokenizer.json").string()));
-    absl::StatusOr<text::ModelChatTemplate> tmpl = text::LoadModelChatTemplate(dir.string());
-    if (tmpl.ok()) {
-      special_ = *tmpl;
-      SY_ASSIGN_OR_RETURN(chat_template_, text::ChatTemplate::Compile(tmpl->source));
+    if (absl::StatusOr<text::ModelChatTemplate> t = text::LoadModelChatTemplate(dir.string());
+        t.ok()) {
+      tmpl = *std::move(t);
     }
+  }
+  if (tokenizer_ != nullptr && tmpl.has_value()) {
+    special_ = *tmpl;
+    SY_ASSIGN_OR_RETURN(chat_template_, text::ChatTemplate::Compile(tmpl->source));
   }
   bool any_dns = false;
   for (const PoolConfig& pool : config_.pools) {

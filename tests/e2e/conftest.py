@@ -38,7 +38,7 @@ def npm_tokenizer_dir(name: str) -> pathlib.Path:
     base = NPM_DIR / f"tokenizer-{name}"
     hits = sorted(base.rglob("tokenizer.json"))
     if not hits:
-        pytest.fail(f"{base} has no tokenizer.json: run scripts/setup.sh")
+        pytest.fail(f"{base} has no tokenizer.json: run scripts/setup_test.sh")
     return hits[0].parent
 
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import NPM_DIR, REPO
+from conftest import MODELS_DIR, NPM_DIR, REPO
 
 render_jinja_template = pytest.importorskip(
     "transformers.utils.chat_template_utils").render_jinja_template
@@ -126,6 +126,33 @@ def test_real_template_parity(switchyard, model, input_path):
     else:
         assert proc.returncode == 0, proc.stderr.decode(errors="replace")
         assert proc.stdout.decode() == expected
+
+
+SMOLLM2_GGUF = REPO / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUFS = [*sorted(MODELS_DIR.glob("tiny-*/model.gguf")), SMOLLM2_GGUF]
+
+
+@pytest.mark.parametrize("gguf_path", GGUFS, ids=lambda p: p.parent.name + "/" + p.name)
+@pytest.mark.parametrize("input_name", ["system_user.json", "multi_turn.json"])
+def test_gguf_template_parity(switchyard, gguf_path, input_name):
+    """A .gguf file's own template (tokenizer.chat_template, BOS and EOS from its vocabulary)
+    renders as transformers renders it; the real model is SmolLM2, which run.sh shows."""
+    from gguf import GGUFReader
+    if not gguf_path.exists():
+        pytest.fail(f"{gguf_path} is missing: run scripts/setup.sh")
+    reader = GGUFReader(str(gguf_path))
+    tokens = reader.fields["tokenizer.ggml.tokens"]
+    inputs = json.loads((INPUTS_DIR / input_name).read_text())
+    for k in ("bos", "eos"):
+        inputs[f"{k}_token"] = tokens.contents(
+            int(reader.fields[f"tokenizer.ggml.{k}_token_id"].contents()))
+    expected = python_render(reader.fields["tokenizer.chat_template"].contents(), inputs)
+    input_path = pathlib.Path(pytest.importorskip("tempfile").mkdtemp()) / input_name
+    input_path.write_text(json.dumps(
+        {k: v for k, v in inputs.items() if k not in ("bos_token", "eos_token")}))
+    proc = ours(switchyard, None, input_path, gguf_path)
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert proc.stdout.decode() == expected
 
 
 @pytest.mark.parametrize("template_path", ERRORS, ids=lambda p: p.stem)

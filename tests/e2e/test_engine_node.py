@@ -16,9 +16,9 @@ PACKAGE = REPO / "tests" / "data" / "npm" / "node_modules" / "openai"
 def test_node_openai_smoke():
     node = shutil.which("node")
     if node is None:
-        pytest.fail("node not found: run scripts/setup.sh")
+        pytest.fail("node not found: run scripts/setup_test.sh")
     if not PACKAGE.exists():
-        pytest.fail(f"{PACKAGE} missing: run scripts/setup.sh")
+        pytest.fail(f"{PACKAGE} missing: run scripts/setup_test.sh")
     with EngineServer() as engine:
         proc = subprocess.run([node, str(SCRIPT), engine.base_url, MODEL_NAME],
                               capture_output=True, text=True, timeout=60)

@@ -229,3 +229,187 @@ def test_tiny_models(switchyard, model):
         assert gguf_info["hidden_size"] == config["hidden_size"]
         assert gguf_info["num_key_value_heads"] == config.get(
             "num_key_value_heads", config["num_attention_heads"])
+
+
+# Tensor groups and the memory estimate. The expected values come from the files through
+# gguf-py's own name map (HF and GGUF names to llama.cpp's tensor kinds) and its reader or the
+# safetensors headers; the KV cache is 2 (K and V) x layers x tokens rounded up to whole
+# 16-token blocks x KV heads x head_dim x the element size (F32 when layer 0's Q projection
+# is F32, else F16); under a sliding window W a sequence holds at most the blocks of W - 1
+# tokens and one step's 2048 (the engine's --max-num-batched-tokens), plus one.
+SMOLLM2_GGUF = MODELS_DIR.parent / ".cache" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+GROUP_OF_KIND = {
+    "TOKEN_EMBD": "token embedding", "ATTN_Q": "attention q", "ATTN_K": "attention k",
+    "ATTN_V": "attention v", "ATTN_OUT": "attention output", "FFN_GATE": "ffn gate",
+    "FFN_UP": "ffn up", "FFN_DOWN": "ffn down", "OUTPUT": "output", "ROPE_FREQS": "rope",
+    "ATTN_NORM": "norms", "FFN_NORM": "norms", "OUTPUT_NORM": "norms",
+    "ATTN_Q_NORM": "norms", "ATTN_K_NORM": "norms",
+}
+
+
+def expected_groups(tensors, num_layers):
+    """tensors: (name, dtype name, elements, bytes). Returns our JSON's tensor_groups as
+    {group: (tensors, parameters, bytes, {dtype: {"tensors", "bytes"}})}."""
+    from gguf import MODEL_ARCH, get_tensor_name_map
+    name_map = get_tensor_name_map(MODEL_ARCH.LLAMA, num_layers)
+    groups = {}
+    for name, dtype, elements, nbytes in tensors:
+        kind = name_map.get_type(name, try_suffixes=(".weight", ".bias"))
+        group = GROUP_OF_KIND.get(kind.name, "other") if kind is not None else "other"
+        if name.endswith(".bias") and group.startswith("attention"):
+            group = "attention bias"
+        count, params, total, dtypes = groups.get(group, (0, 0, 0, {}))
+        d = dtypes.setdefault(dtype, {"tensors": 0, "bytes": 0})
+        d["tensors"] += 1
+        d["bytes"] += nbytes
+        groups[group] = (count + 1, params + elements, total + nbytes, dtypes)
+    return groups
+
+
+def reported_groups(info):
+    return {g["group"]: (g["tensors"], g["parameters"], g["bytes"], g["dtypes"])
+            for g in info["tensor_groups"]}
+
+
+def expected_memory(layers, kv_heads, head_dim, q0_dtype, tokens, weights_bytes, window=0):
+    kv_dtype, size = ("F32", 4) if q0_dtype == "F32" else ("F16", 2)
+    blocks = -(-tokens // 16)
+    if window:
+        blocks = min(blocks, -(-(window - 1 + 2048) // 16) + 1)
+    kv = 2 * layers * blocks * 16 * kv_heads * head_dim * size
+    return {"max_model_len": tokens, "block_size": 16, "sliding_window": window,
+            "kv_dtype": kv_dtype, "kv_blocks": blocks,
+            "kv_block_bytes": kv // blocks, "kv_cache_bytes": kv,
+            "weights_bytes": weights_bytes, "total_bytes": weights_bytes + kv}
+
+
+def gguf_tensors(reader):
+    return [(t.name, t.tensor_type.name, int(t.n_elements), int(t.n_bytes))
+            for t in reader.tensors]
+
+
+def check_gguf_groups_and_memory(switchyard, path, *flags, tokens=None):
+    info = json.loads(switchyard("model", "inspect", path, "--json", *flags).stdout)
+    reader = GGUFReader(str(path))
+    field = lambda key: int(reader.fields[key].contents())  # noqa: E731
+    arch = reader.fields["general.architecture"].contents()
+    layers = field(f"{arch}.block_count")
+    tensors = gguf_tensors(reader)
+    assert reported_groups(info) == expected_groups(tensors, layers)
+    q0 = next(t.tensor_type.name for t in reader.tensors if t.name == "blk.0.attn_q.weight")
+    heads = field(f"{arch}.attention.head_count")
+    window_key = f"{arch}.attention.sliding_window"
+    assert info["memory"] == expected_memory(
+        layers, field(f"{arch}.attention.head_count_kv"),
+        field(f"{arch}.embedding_length") // heads, q0,
+        tokens or field(f"{arch}.context_length"), sum(t[3] for t in tensors),
+        field(window_key) if window_key in reader.fields else 0)
+    return info
+
+
+def write_mixed_gguf(path):
+    """A two-layer Llama GGUF quantised as Q4_K_M files are: Q4_K matrices, but Q6_K for the
+    output and for layer 1's ffn_down and attn_v; F32 norms, a Q8_0 embedding, q biases."""
+    writer = gguf_writer(path)
+    d, f, kv = 32, 256, 16  # hidden, ffn, KV heads x head_dim; K-quants need 256-wide rows
+
+    def raw(name, rows, cols, qtype):
+        block, type_size = GGML_QUANT_SIZES[qtype]
+        writer.add_tensor(name, np.zeros((rows, cols // block * type_size), dtype=np.uint8),
+                          raw_dtype=qtype)
+
+    q4k, q6k = GGMLQuantizationType.Q4_K, GGMLQuantizationType.Q6_K
+    writer.add_tensor("token_embd.weight", np.zeros((16, d), dtype=np.float32))
+    for i in range(2):
+        writer.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(d, dtype=np.float32))
+        writer.add_tensor(f"blk.{i}.ffn_norm.weight", np.ones(d, dtype=np.float32))
+        writer.add_tensor(f"blk.{i}.attn_q.bias", np.zeros(d, dtype=np.float32))
+        # 256-wide rows: the writer's metadata says hidden 32, but inspect reads shapes only.
+        raw(f"blk.{i}.attn_q.weight", d, 256, q4k)
+        raw(f"blk.{i}.attn_k.weight", kv, 256, q4k)
+        raw(f"blk.{i}.attn_v.weight", kv, 256, q6k if i == 1 else q4k)
+        raw(f"blk.{i}.attn_output.weight", d, 256, q4k)
+        raw(f"blk.{i}.ffn_gate.weight", f, 256, q4k)
+        raw(f"blk.{i}.ffn_up.weight", f, 256, q4k)
+        raw(f"blk.{i}.ffn_down.weight", d, f, q6k if i == 1 else q4k)
+    writer.add_tensor("output_norm.weight", np.ones(d, dtype=np.float32))
+    raw("output.weight", 16, 256, q6k)
+    finish(writer)
+
+
+def test_groups_and_memory_of_a_mixed_quantisation(switchyard, tmp_path):
+    path = tmp_path / "mixed.gguf"
+    write_mixed_gguf(path)
+    reader = GGUFReader(str(path))
+    info = json.loads(switchyard("model", "inspect", path, "--json",
+                                 "--max-model-len", "100").stdout)
+    groups = reported_groups(info)
+    assert groups == expected_groups(gguf_tensors(reader), 2)
+    assert set(groups["ffn down"][3]) == {"Q4_K", "Q6_K"}
+    assert set(groups["attention v"][3]) == {"Q4_K", "Q6_K"}
+    assert groups["attention bias"][0] == 2 and groups["norms"][0] == 5
+    # The KV cache follows the metadata (gguf_writer: 1 layer, 4 heads, 2 KV heads, hidden 32,
+    # so head_dim 8), in F16 as the layers are Q4_K.
+    assert info["memory"] == expected_memory(1, 2, 8, "Q4_K", 100, sum(
+        t[3] for t in gguf_tensors(reader)))
+    text = switchyard("model", "inspect", path, "--max-model-len", "100").stdout.decode()
+    assert "ffn down" in text and "Q4_K x1  Q6_K x1" in text
+    assert "at --max-model-len 100" in text and "7 blocks of 16 tokens" in text
+
+
+def numpy_dtype_name(dtype):
+    return {"float32": "F32", "float16": "F16", "int32": "I32"}[str(dtype)]
+
+
+@pytest.mark.parametrize("model", TINY)
+def test_tiny_models_groups_and_memory(switchyard, model):
+    directory = MODELS_DIR / model
+    config = json.loads((directory / "config.json").read_text())
+    layers = config["num_hidden_layers"]
+    info = inspect_json(switchyard, directory)
+    tensors = []
+    with safe_open(str(directory / "model.safetensors"), framework="numpy") as st:
+        for key in st.keys():
+            t = st.get_tensor(key)
+            tensors.append((key, numpy_dtype_name(t.dtype), int(t.size), int(t.nbytes)))
+    assert reported_groups(info) == expected_groups(tensors, layers)
+    q0 = next(d for n, d, _, _ in tensors if n == "model.layers.0.self_attn.q_proj.weight")
+    heads = config["num_attention_heads"]
+    assert info["memory"] == expected_memory(
+        layers, config.get("num_key_value_heads", heads),
+        config.get("head_dim", config["hidden_size"] // heads), q0,
+        config["max_position_embeddings"], sum(t[3] for t in tensors),
+        # Qwen2's window applies only with use_sliding_window (transformers' rule).
+        config.get("sliding_window") or 0 if config.get("use_sliding_window", True) else 0)
+    for gguf_name in ("model.gguf", "model-q8_0.gguf"):
+        check_gguf_groups_and_memory(switchyard, directory / gguf_name)
+
+
+def test_real_model_groups_and_memory(switchyard):
+    if not SMOLLM2_GGUF.exists():
+        pytest.fail(f"{SMOLLM2_GGUF} is missing: run scripts/setup.sh")
+    info = check_gguf_groups_and_memory(switchyard, SMOLLM2_GGUF)
+    assert info["memory"]["kv_dtype"] == "F16"
+    assert {g["group"]: list(g["dtypes"]) for g in info["tensor_groups"]}["ffn down"] == ["Q4_1"]
+    check_gguf_groups_and_memory(switchyard, SMOLLM2_GGUF, "--max-model-len", "1000",
+                                 tokens=1000)
+
+
+def test_memory_estimate_is_what_the_engine_allocates(switchyard):
+    """An engine given exactly the estimate's KV bytes holds exactly its blocks, and starts:
+    they are as many as it requires for one sequence of max_model_len tokens."""
+    import requests
+    from engine_server import EngineServer
+    for path in (MODELS_DIR / "tiny-llama3", MODELS_DIR / "tiny-llama3" / "model-q8_0.gguf"):
+        memory = json.loads(switchyard("model", "inspect", path, "--json",
+                                       "--max-model-len", "200").stdout)["memory"]
+        with EngineServer("--kv-cache-memory-bytes", memory["kv_cache_bytes"],
+                          "--max-model-len", "200", model=path) as engine:
+            metrics = requests.get(f"{engine.url}/metrics", timeout=10).text
+        assert f'num_gpu_blocks="{memory["kv_blocks"]}"' in metrics, (path, memory)
+
+
+def test_max_model_len_beyond_the_context_is_refused(switchyard):
+    proc = switchyard("model", "inspect", MODELS_DIR / "tiny-llama3", "--max-model-len", "4096",
+                      check=False)
+    assert proc.returncode == 2 and b"--max-model-len (4096)" in proc.stderr

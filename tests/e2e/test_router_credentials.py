@@ -75,7 +75,7 @@ def test_inline_keys_and_missing_variables_are_refused(switchyard, tmp_path):
 @pytest.fixture(scope="module")
 def keyed_llama_server():
     if not LLAMA_SERVER.exists():
-        pytest.fail(f"{LLAMA_SERVER} is missing: run scripts/setup.sh")
+        pytest.fail(f"{LLAMA_SERVER} is missing: run scripts/setup_test.sh")
     server = LlamaServer(MODELS_DIR / "tiny-llama3" / "model.gguf", MODEL_NAME,
                          api_key=KEY)
     server.spawn()

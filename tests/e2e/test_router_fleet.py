@@ -75,10 +75,10 @@ def tiny_vocab_model_for_vllm(out_dir):
 def mixed(tmp_path_factory):
     """(router, [members]); vLLM only when SWITCHYARD_VLLM_PYTHON is set."""
     if not llama_cpp_importable():
-        pytest.fail("llama-cpp-python is not installed in this Python: run scripts/setup.sh "
+        pytest.fail("llama-cpp-python is not installed in this Python: run scripts/setup_test.sh "
                     "(tools/requirements-fleet.txt)")
     if not LLAMA_SERVER.exists():
-        pytest.fail(f"{LLAMA_SERVER} is missing: run scripts/setup.sh")
+        pytest.fail(f"{LLAMA_SERVER} is missing: run scripts/setup_test.sh")
     members = [EngineServer("--threads", "1"), LlamaCppServer(TINY / "model.gguf", MODEL_NAME),
                LlamaServer(TINY / "model.gguf", MODEL_NAME)]
     if VLLM_PYTHON:

@@ -1,8 +1,10 @@
 """`switchyard up`: a local fleet in one process (simulated engines with --sim N, CPU engines
 on the bundled tiny model by default), answering the openai client, stopped cleanly by
 Ctrl-C (SIGINT)."""
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -21,11 +23,11 @@ class Up:
     """Runs `switchyard up --model models/tiny-llama3 --port 0 ARGS` and waits for its
     router line; `name` and `url` are the router's, `engines` lists (kind, url) as printed."""
 
-    def __init__(self, *args, start_timeout=60):
+    def __init__(self, *args, start_timeout=60, model=MODELS_DIR / "tiny-llama3"):
         self.out = tempfile.TemporaryFile("w+")
         self.proc = subprocess.Popen(
-            [str(switchyard_bin()), "up", "--model", str(MODELS_DIR / "tiny-llama3"), "--port",
-             "0", *map(str, args)], stdout=self.out, stderr=subprocess.STDOUT)
+            [str(switchyard_bin()), "up", "--model", str(model), "--port", "0",
+             *map(str, args)], stdout=self.out, stderr=subprocess.STDOUT)
 
         def ready():
             assert self.proc.poll() is None, self.text()
@@ -135,3 +137,65 @@ def test_up_drains_its_router_on_sigterm():
     assert sum(len(c.choices) for c in chunks) + 1 >= 150
     assert up.proc.wait(timeout=30) == 0, up.text()
     assert "switchyard up: stopped" in up.text()
+
+
+def test_up_gives_engines_the_kv_cache_of_a_full_context(tmp_path):
+    """A context whose one sequence needs more than the fleet's 64 MiB default (here 262144
+    tokens x 512 bytes of F32 K and V: 128 MiB, as a real model's full context may): each
+    engine gets that much, as `model inspect` estimates it, and starts (the engine refuses a
+    cache that cannot hold one max_model_len sequence). --max-model-len shortens it."""
+    model = tmp_path / "long-context"
+    shutil.copytree(MODELS_DIR / "tiny-llama3", model)
+    config = json.loads((model / "config.json").read_text())
+    config["max_position_embeddings"] = 262144
+    (model / "config.json").write_text(json.dumps(config))
+    inspect = subprocess.run([str(switchyard_bin()), "model", "inspect", str(model), "--json"],
+                             capture_output=True, check=True)
+    memory = json.loads(inspect.stdout)["memory"]
+    assert memory["kv_cache_bytes"] == 128 << 20 and memory["kv_blocks"] == 16384
+    for args, blocks, max_model_len in (((), 16384, 262144),
+                                        (("--max-model-len", 1024), (64 << 20) // 8192, 1024)):
+        up = Up("--engines", 1, *args, model=model)
+        try:
+            eps = requests.get(f"{up.url}/debug/endpoints", timeout=5).json()["endpoints"]
+            assert eps[0]["metrics"]["num_gpu_blocks"] == blocks
+            engine_url = up.engines[0][1]
+            card = requests.get(f"{engine_url}/v1/models", timeout=5).json()["data"][0]
+            assert card["max_model_len"] == max_model_len
+            reply = up.client.completions.create(model=up.name, prompt="hello", max_tokens=2)
+            assert reply.choices[0].finish_reason == "length"
+        finally:
+            up.stop()
+
+
+def test_up_on_a_gguf_routes_by_the_engines_tokens():
+    """up on a .gguf file: the router cannot read a GGUF itself (router/ may not use model/),
+    so up hands it the file's tokenizer; its precise prefix scoring then sees the engines'
+    tokens. One engine is warmed directly with a text prompt; the router's picks for that
+    prompt must then go to it, predicting its blocks cached. Probes are requests the engine
+    refuses (temperature -1), so they cache nothing themselves."""
+    up = Up("--engines", 2, model=MODELS_DIR / "tiny-llama3" / "model.gguf")
+    try:
+        prompt = " ".join(f"switch {i} of the yard" for i in range(12))  # several blocks
+        _, warm_url = up.engines[1]
+        requests.post(f"{warm_url}/v1/completions", timeout=30, json={
+            "model": up.name, "prompt": prompt, "max_tokens": 1}).raise_for_status()
+
+        def routed_to_warm():
+            before = predicted(up.url)
+            r = requests.post(f"{up.url}/v1/completions", timeout=30, json={
+                "model": up.name, "prompt": prompt, "max_tokens": 1, "temperature": -1})
+            assert r.status_code == 400, r.text
+            return (f"http://{r.headers['x-switchyard-endpoint']}" == warm_url and
+                    predicted(up.url) - before >= 32)
+
+        wait_until(routed_to_warm, "the router to pick the warmed engine")
+    finally:
+        up.stop()
+
+
+def predicted(url):
+    """The router's switchyard_router_prefix_predicted_cached_tokens_total."""
+    text = requests.get(f"{url}/metrics", timeout=5).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("switchyard_router_prefix_predicted_cached_tokens_total"))

@@ -148,7 +148,7 @@ def tiny_plans(seed: int) -> list[ModelPlan]:
 
 def _real_llama3_tokenizer() -> tuple[str, dict]:
     if not (NPM_LLAMA3 / "tokenizer.json").exists():
-        raise FileNotFoundError(f"{NPM_LLAMA3}/tokenizer.json missing: run scripts/setup.sh")
+        raise FileNotFoundError(f"{NPM_LLAMA3}/tokenizer.json missing: run scripts/setup_test.sh")
     tok = (NPM_LLAMA3 / "tokenizer.json").read_text(encoding="utf-8")
     tok_config = json.loads((NPM_LLAMA3 / "tokenizer_config.json").read_text(encoding="utf-8"))
     return tok, tok_config

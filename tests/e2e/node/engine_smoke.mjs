@@ -6,7 +6,7 @@ import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
-// The package lives in tests/data/npm/node_modules (scripts/setup.sh installs it).
+// The package lives in tests/data/npm/node_modules (scripts/setup_test.sh installs it).
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(path.join(here, "../../data/npm/package.json"));
 const packageDir = path.dirname(require.resolve("openai"));

