@@ -21,11 +21,9 @@
 #include "cli/commands.h"
 #include "cli/runner_factory.h"
 #include "cli/second_signal.h"
+#include "cli/tool_flags.h"
 #include "fmt/format.h"
-#include "fmt/ranges.h"
 
-#include "api/reasoning_parser.h"
-#include "api/tool_parser.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
 #include "engine/engine_server.h"
@@ -54,10 +52,7 @@ struct EngineFlags {
   std::string generation_config = "auto";
   double shutdown_timeout_s = 0;  // vLLM's default: no drain
   double sse_keepalive_interval_s = 5;
-  bool enable_auto_tool_choice = false;
-  std::string tool_call_parser;
-  std::string reasoning_parser;
-  bool exclude_tools_when_tool_choice_none = false;
+  ToolFlags tools;
 };
 
 // After the first signal: the drain, for up to `timeout_s`, which a second signal ends.
@@ -124,12 +119,7 @@ absl::Status RunEngine(const EngineFlags& f) {
   if (f.generation_config != "auto" && f.generation_config != "vllm")
     return absl::InvalidArgumentError("--generation-config must be auto or vllm");
   o.use_generation_config = f.generation_config == "auto";
-  if (f.enable_auto_tool_choice && f.tool_call_parser.empty())
-    return absl::InvalidArgumentError("--enable-auto-tool-choice requires --tool-call-parser");
-  o.enable_auto_tool_choice = f.enable_auto_tool_choice;
-  o.tool_call_parser = f.tool_call_parser;
-  o.reasoning_parser = f.reasoning_parser;
-  o.exclude_tools_when_tool_choice_none = f.exclude_tools_when_tool_choice_none;
+  SY_RETURN_IF_ERROR(ApplyToolFlags(f.tools, &o));
   o.version = SWITCHYARD_VERSION;
   if (f.shutdown_timeout_s < 0 || f.sse_keepalive_interval_s < 0)
     return absl::InvalidArgumentError(
@@ -213,15 +203,7 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--generation-config", f->generation_config,
                   "auto: sampling defaults from generation_config.json; vllm: vLLM's")
       ->capture_default_str();
-  cmd->add_flag("--enable-auto-tool-choice", f->enable_auto_tool_choice,
-                "parse tool calls out of the output for tool_choice \"auto\"");
-  cmd->add_option("--tool-call-parser", f->tool_call_parser,
-                  fmt::format("tool call format: {}", fmt::join(api::ToolParserNames(), ", ")));
-  cmd->add_option(
-      "--reasoning-parser", f->reasoning_parser,
-      fmt::format("split <think> reasoning out: {}", fmt::join(api::ReasoningParserNames(), ", ")));
-  cmd->add_flag("--exclude-tools-when-tool-choice-none", f->exclude_tools_when_tool_choice_none,
-                "leave the tools out of the prompt when tool_choice is \"none\"");
+  AddToolFlags(cmd, &f->tools);
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s,
                   "seconds that requests in flight may take to finish after SIGTERM/SIGINT "
                   "(new ones get 503, /health 503); what is left then ends with an error. "

@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/router_drain.h"
 #include "cli/runner_factory.h"
+#include "cli/tool_flags.h"
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
@@ -39,6 +40,7 @@ struct UpFlags {
   int port = 8080;
   size_t threads = 0;
   double shutdown_timeout_s = kDefaultShutdownTimeoutS;
+  ToolFlags tools;  // passed to every engine
 };
 
 absl::Status RunUp(const UpFlags& f) {
@@ -91,6 +93,7 @@ absl::Status RunUp(const UpFlags& f) {
     o.api.http.host = "127.0.0.1";
     o.api.http.port = 0;
     o.version = SWITCHYARD_VERSION;
+    SY_RETURN_IF_ERROR(ApplyToolFlags(f.tools, &o));
     SY_ASSIGN_OR_RETURN(o.make_runner, MakeRunnerFactory(runner));
     SY_ASSIGN_OR_RETURN(std::unique_ptr<engine::EngineServer> server,
                         engine::EngineServer::Start(std::move(o)));
@@ -141,6 +144,7 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s,
                   "seconds requests in flight may take to finish after SIGTERM/Ctrl-C")
       ->capture_default_str();
+  AddToolFlags(cmd, &f->tools);
   cmd->callback([f, exit_code] {
     absl::Status status = RunUp(*f);
     if (!status.ok()) {
