@@ -370,6 +370,7 @@ absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::Htt
   sub.stream = StreamOptions(req.sampling, true, req.logprobs);
   sub.stream.tool_parser = std::move(tools.parser);
   sub.stream.tool_choice = req.tools.choice;
+  sub.stream.parallel_tool_calls = req.tools.parallel_tool_calls.value_or(true);
   // A forced choice's output is the grammar's JSON from its first token: nothing to split.
   if (tools.grammar == nullptr)
     sub.stream.reasoning_parser = ctx.reasoning_parser;

@@ -253,3 +253,15 @@ def test_reasoning_only(hermes_reasoning_engine):
         model=MODEL_NAME, messages=ASK, max_tokens=40, temperature=0, stream=True,
         extra_body={"structured_outputs": {"regex": "<think>[a-z]{1,6}</think>Paris"}}))
     assert (reasoning, content) == (message.reasoning, "Paris")
+
+
+def test_parallel_tool_calls_false_answers_the_first_call(client):
+    """Newer vLLM truncates to the first call when parallel_tool_calls is false."""
+    both = chat(client, **REQUIRED).choices[0].message.tool_calls
+    assert len(both) >= 2  # the seed's array holds several calls
+    first = chat(client, parallel_tool_calls=False, **REQUIRED).choices[0].message.tool_calls
+    assert [(c.function.name, c.function.arguments) for c in first] == [
+        (both[0].function.name, both[0].function.arguments)]
+    calls, _, _, _ = assemble(chat(client, parallel_tool_calls=False, stream=True, **REQUIRED))
+    assert [(c["name"], c["arguments"]) for c in calls] == [
+        (both[0].function.name, both[0].function.arguments)]

@@ -1,5 +1,6 @@
 #include "engine/internal/generation_stream.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
 
@@ -81,6 +82,8 @@ void GenerationStream::ParseDelta(Choice& choice, const std::string& text, bool 
   c->reasoning = std::move(delta.reasoning);
   c->content = std::move(delta.content);
   for (api::ToolCallDelta& call : delta.tool_calls) {
+    if (!options_.parallel_tool_calls && call.index > 0)
+      continue;
     c->tool_calls.push_back({call.index, call.first ? NextToolCallId() : std::string(),
                              std::move(call.name), std::move(call.arguments)});
   }
@@ -92,7 +95,9 @@ void GenerationStream::ParseComplete(std::string_view generated, api::ChatChoice
   api::ChatOutput out = parser.Complete(generated);
   c->reasoning = std::move(out.reasoning);
   c->content.append(out.content);
-  for (size_t i = 0; i < out.calls.size(); ++i) {
+  const size_t answered =
+      options_.parallel_tool_calls ? out.calls.size() : std::min<size_t>(out.calls.size(), 1);
+  for (size_t i = 0; i < answered; ++i) {
     c->tool_calls.push_back({static_cast<int>(i), NextToolCallId(), std::move(out.calls[i].name),
                              std::move(out.calls[i].arguments)});
   }

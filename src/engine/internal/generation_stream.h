@@ -71,6 +71,8 @@ struct GenerationStreamOptions {
   std::shared_ptr<const api::ToolParser> tool_parser;
   std::shared_ptr<const api::ReasoningParser> reasoning_parser;
   api::ToolChoiceMode tool_choice = api::ToolChoiceMode::kNone;
+  // parallel_tool_calls false: only the first call is answered (vLLM truncates the others).
+  bool parallel_tool_calls = true;
   uint64_t tool_call_id_seed = 0;
   api::ResponseHeader header;
   // Sent on every response (x-request-id and the like).
