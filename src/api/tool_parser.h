@@ -1,6 +1,7 @@
 // Tool-call parsers: read the tool calls out of a model's text, as vLLM's --tool-call-parser
-// NAME does (hermes, llama3_json, mistral), plus the two forced tool choices (a named tool:
-// the whole output is its arguments; "required": vLLM's JSON array of {name, parameters}).
+// NAME does (hermes, llama3_json, mistral, qwen3_coder / qwen3_xml), plus the two forced tool
+// choices (a named tool: the whole output is its arguments; "required": vLLM's JSON array of {name,
+// parameters}).
 //
 // A parser is a pure function of the output text so far: Parse(text, final = false) reports
 // only what more text cannot change (the content before a call starts, each call once its
@@ -19,6 +20,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+
+#include "api/tool_choice.h"
 
 namespace switchyard::api {
 
@@ -41,6 +44,12 @@ class ToolParser {
   virtual ~ToolParser() = default;
   virtual ToolParse Parse(std::string_view text, bool final) const = 0;
   virtual ToolCallIdKind id_kind() const { return ToolCallIdKind::kRandom; }
+  // A parser that reads one request's calls with its tools' schemas, or null when this one
+  // needs none.
+  virtual std::shared_ptr<const ToolParser> ForRequest(
+      const std::vector<ToolFunction>& /*tools*/) const {
+    return nullptr;
+  }
 };
 
 // The --tool-call-parser names served, in the order the CLI lists them.
@@ -55,6 +64,9 @@ std::shared_ptr<const ToolParser> NewHermesToolParser();
 std::shared_ptr<const ToolParser> NewLlama3JsonToolParser();
 // [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...] or [TOOL_CALLS]name{...} (Mistral).
 std::shared_ptr<const ToolParser> NewMistralToolParser();
+// <tool_call><function=name><parameter=key>value</parameter>...</function></tool_call>
+// (Qwen3-Coder; vLLM's qwen3_coder and qwen3_xml). Values are typed by ForRequest's schemas.
+std::shared_ptr<const ToolParser> NewQwen3CoderToolParser();
 // tool_choice naming `name`: the output is that call's arguments.
 std::shared_ptr<const ToolParser> NewNamedToolParser(std::string name);
 // tool_choice "required": [{"name": ..., "parameters": {...}}, ...].

@@ -322,7 +322,9 @@ absl::StatusOr<ChatTools> ResolveChatTools(const ServingContext& ctx, const api:
             "\"auto\" tool choice requires --enable-auto-tool-choice and "
             "--tool-call-parser to be set");
       }
-      out.parser = ctx.tool_parser;
+      out.parser = ctx.tool_parser->ForRequest(req.tools.functions);
+      if (out.parser == nullptr)
+        out.parser = ctx.tool_parser;
       return out;
     case api::ToolChoiceMode::kNamed:
       out.parser = api::NewNamedToolParser(req.tools.choice_name);

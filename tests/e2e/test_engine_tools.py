@@ -265,3 +265,23 @@ def test_parallel_tool_calls_false_answers_the_first_call(client):
     calls, _, _, _ = assemble(chat(client, parallel_tool_calls=False, stream=True, **REQUIRED))
     assert [(c["name"], c["arguments"]) for c in calls] == [
         (both[0].function.name, both[0].function.arguments)]
+
+
+def test_auto_qwen3_coder_types_values_by_schema():
+    """Qwen3-Coder's XML calls: the parameter values come back typed by the tool's schema
+    (metric a boolean, city a string), streamed and not."""
+    regex = ("<tool_call>\n<function=get_weather>\n<parameter=city>\n(Paris|Tokyo)\n</parameter>\n"
+             "<parameter=metric>\n(true|false)\n</parameter>\n</function>\n</tool_call>")
+    with EngineServer("--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder") as s:
+        with openai.OpenAI(base_url=s.base_url, api_key="x", max_retries=0, timeout=60) as c:
+            kw = {"tool_choice": "auto", "max_tokens": 300, "temperature": 0,
+                  "extra_body": {"structured_outputs": {"regex": regex}}}
+            whole = chat(c, **kw).choices[0]
+            (call,) = whole.message.tool_calls
+            assert call.function.name == "get_weather"
+            check_arguments(call.function.name, call.function.arguments)
+            assert whole.finish_reason == "tool_calls"
+            calls, _, _, finish = assemble(chat(c, stream=True, **kw))
+            assert [(x["name"], x["arguments"]) for x in calls] == [
+                (call.function.name, call.function.arguments)]
+            assert finish == "tool_calls"

@@ -136,6 +136,31 @@ TEST(MistralToolParserTest, GoldenCalls) {
   EXPECT_EQ(Tools("mistral")->id_kind(), ToolCallIdKind::kMistral);
 }
 
+constexpr std::string_view kQwen3CoderCalls =
+    "I'll check.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nSan \"Fran\"\n"
+    "</parameter>\n<parameter=days>\n3\n</parameter>\n<parameter=zip>\n94103\n</parameter>\n"
+    "<parameter=metric>\ntrue\n</parameter>\n</function>\n</tool_call>\n<tool_call>\n"
+    "<function=get_time>\n</function>\n</tool_call>";
+
+TEST(Qwen3CoderToolParserTest, GoldenCallsTypedBySchema) {
+  const std::vector<ToolFunction> tools = {
+      {"get_weather", R"({"type":"object","properties":{"city":{"type":"string"},)"
+                      R"("days":{"type":"integer"},"zip":{"type":"string"},)"
+                      R"("metric":{"type":"boolean"}}})"},
+      {"get_time", ""}};
+  const std::shared_ptr<const ToolParser> parser = Tools("qwen3_coder")->ForRequest(tools);
+  ASSERT_NE(parser, nullptr);
+  const ToolParse p = parser->Parse(kQwen3CoderCalls, true);
+  EXPECT_EQ(p.content, "I'll check.\n");
+  EXPECT_THAT(p.calls,
+              ElementsAre(FieldsAre("get_weather", R"({"city": "San \"Fran\"", "days": 3, )"
+                                                   R"("zip": "94103", "metric": true})"),
+                          FieldsAre("get_time", "{}")));
+  // Without the schemas a value that is JSON is taken as JSON.
+  EXPECT_THAT(Tools("qwen3_xml")->Parse(kQwen3CoderCalls, true).calls[0].arguments,
+              testing::HasSubstr(R"("zip": 94103)"));
+}
+
 TEST(ForcedToolParserTest, NamedAndRequired) {
   EXPECT_THAT(NewNamedToolParser("f")->Parse(R"({"a": 1})", true).calls,
               ElementsAre(FieldsAre("f", R"({"a": 1})")));
@@ -183,6 +208,7 @@ TEST(ChatOutputParserTest, StreamsSplitAnywhereAsComplete) {
   };
   for (const auto& [name, text] : cases)
     ExpectStreamsAsComplete(nullptr, Tools(name), text);
+  ExpectStreamsAsComplete(nullptr, Tools("qwen3_coder"), kQwen3CoderCalls);
   ExpectStreamsAsComplete(nullptr, NewNamedToolParser("f"), R"({"a": [1, 2], "b": "x}"})");
   ExpectStreamsAsComplete(
       nullptr, NewRequiredToolParser(),
