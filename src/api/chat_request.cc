@@ -146,32 +146,6 @@ absl::Status ReadTemplateKwargs(internal::FieldReader& fields, ChatRequest* out)
   return absl::OkStatus();
 }
 
-absl::Status ReadTools(internal::FieldReader& fields, ChatRequest* out) {
-  if (std::optional<element> tools = fields.Get("tools")) {
-    if (!tools->is_array())
-      return InvalidParam("tools", "tools: Input should be a valid list.");
-    out->tools = internal::RawJson(*tools);
-  }
-  if (std::optional<element> choice = fields.Get("tool_choice")) {
-    std::string_view mode;
-    if (choice->get(mode) == simdjson::SUCCESS) {
-      if (mode != "none" && mode != "auto" && mode != "required") {
-        return InvalidParam("tool_choice",
-                            "tool_choice must be none, auto, required or a named tool.");
-      }
-    } else if (!choice->is_object()) {
-      return InvalidParam("tool_choice", "tool_choice: Input should be a string or an object.");
-    }
-    out->tool_choice = internal::RawJson(*choice);
-  }
-  bool parallel = true;
-  if (fields.Get("parallel_tool_calls")) {
-    SY_RETURN_IF_ERROR(fields.Bool("parallel_tool_calls", &parallel));
-    out->parallel_tool_calls = parallel;
-  }
-  return absl::OkStatus();
-}
-
 absl::Status ReadChatRequest(RequestBody body, const RequestLimits& limits, ParseScope scope,
                              ChatRequest& request) {
   internal::ParserLease parser;
@@ -207,7 +181,7 @@ absl::Status ReadChatRequest(RequestBody body, const RequestLimits& limits, Pars
   SY_RETURN_IF_ERROR(fields.Bool("add_special_tokens", &request.add_special_tokens));
   SY_RETURN_IF_ERROR(fields.String("chat_template", &request.chat_template));
   SY_RETURN_IF_ERROR(ReadTemplateKwargs(fields, &request));
-  SY_RETURN_IF_ERROR(ReadTools(fields, &request));
+  SY_RETURN_IF_ERROR(ReadToolFields(fields, &request.tools));
   SY_RETURN_IF_ERROR(fields.String("reasoning_effort", &request.reasoning_effort));
   if (scope == ParseScope::kRoute) {
     SY_RETURN_IF_ERROR(ReadRoutingFields(fields, &request.sampling));

@@ -1,6 +1,6 @@
 // POST /v1/chat/completions request: messages plus the shared sampling fields, parsed and
-// validated the way vLLM does. Tool and template fields are kept as raw JSON for the chat
-// template renderer. Plain values; any thread may parse.
+// validated the way vLLM does. Template fields (and the tools list) are kept as raw JSON for
+// the chat template renderer. Plain values; any thread may parse.
 #pragma once
 
 #include <optional>
@@ -13,6 +13,7 @@
 
 #include "api/request_body.h"
 #include "api/sampling_request.h"
+#include "api/tool_choice.h"
 
 namespace switchyard::api {
 
@@ -40,9 +41,7 @@ struct ChatRequest {
   std::string chat_template;  // Per-request template override; empty: the model's.
   // chat_template_kwargs as (key, raw JSON value); keys the renderer sets itself are dropped.
   std::vector<std::pair<std::string, std::string>> chat_template_kwargs;
-  std::string tools;        // Raw JSON array, empty when absent.
-  std::string tool_choice;  // Raw JSON ("\"auto\"", "\"none\"", or an object), empty when absent.
-  std::optional<bool> parallel_tool_calls;
+  ToolFields tools;
   std::string reasoning_effort;
   SamplingRequest sampling;
 };

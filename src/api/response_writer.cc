@@ -205,6 +205,34 @@ void AppendKvTransferParams(std::string_view kv_transfer_params, std::string* ou
   out->append(kv_transfer_params);
 }
 
+// A message's calls (`delta`: a stream's, with their indexes and only a first delta's id,
+// type and name).
+void AppendToolCalls(const std::vector<ChatToolCall>& calls, bool delta, std::string* out) {
+  out->append("\"tool_calls\":[");
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const ChatToolCall& call = calls[i];
+    out->append(i ? ",{" : "{");
+    const bool first = !delta || !call.id.empty();
+    if (first) {
+      out->append("\"id\":");
+      Str(call.id, out);
+      out->append(",\"type\":\"function\",");
+    }
+    if (delta)
+      fmt::format_to(std::back_inserter(*out), "\"index\":{},", call.index);
+    out->append("\"function\":{");
+    if (first) {
+      out->append("\"name\":");
+      Str(call.name, out);
+      out->push_back(',');
+    }
+    out->append("\"arguments\":");
+    Str(call.arguments, out);
+    out->append("}}");
+  }
+  out->push_back(']');
+}
+
 std::string Hex128(std::string_view prefix, uint64_t hi, uint64_t lo) {
   return fmt::format("{}{:016x}{:016x}", prefix, hi, lo);
 }
@@ -225,6 +253,20 @@ std::string CompletionId(uint64_t hi, uint64_t lo) {
 }
 std::string ChatCompletionId(uint64_t hi, uint64_t lo) {
   return Hex128("chatcmpl-", hi, lo);
+}
+
+std::string ToolCallId(ToolCallIdKind kind, uint64_t hi, uint64_t lo) {
+  if (kind == ToolCallIdKind::kRandom)
+    return Hex128("chatcmpl-tool-", hi, lo);
+  static constexpr std::string_view kAlphabet =
+      "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string id;
+  for (int i = 0; i < 9; ++i) {
+    id.push_back(kAlphabet[hi % kAlphabet.size()]);
+    hi = hi / kAlphabet.size() ^ lo;
+    lo >>= 7;
+  }
+  return id;
 }
 
 std::vector<TokenLogprob> EchoedPromptLogprobs(std::string_view first_token,
@@ -273,12 +315,18 @@ std::string ChatCompletionResponse(const ResponseHeader& header,
     fmt::format_to(std::back_inserter(out),
                    "{}{{\"index\":{},\"message\":{{\"role\":\"assistant\",\"content\":",
                    i ? "," : "", choice.index);
-    Str(choice.content, &out);
+    if (choice.content_null) {
+      out.append("null");
+    } else {
+      Str(choice.content, &out);
+    }
     if (!choice.reasoning.empty()) {
       out.append(",\"reasoning\":");
       Str(choice.reasoning, &out);
     }
-    out.append(",\"tool_calls\":[]},\"logprobs\":");
+    out.push_back(',');
+    AppendToolCalls(choice.tool_calls, false, &out);
+    out.append("},\"logprobs\":");
     AppendChatLogprobs(choice.logprobs, &out);
     out.append(",\"finish_reason\":");
     StrOrNull(choice.finish_reason, &out);
@@ -313,13 +361,27 @@ std::string ChatCompletionChunk(const ResponseHeader& header, const ChatChoice& 
   Header(header, "chat.completion.chunk", &json);
   fmt::format_to(std::back_inserter(json), ",\"choices\":[{{\"index\":{},\"delta\":{{",
                  choice.index);
+  // A delta holds the fields it carries (vLLM drops unset ones); plain text always has content.
+  const size_t start = json.size();
+  auto comma = [&json, start] {
+    if (json.size() > start)
+      json.push_back(',');
+  };
   if (with_role)
-    json.append("\"role\":\"assistant\",");
-  json.append("\"content\":");
-  Str(choice.content, &json);
+    json.append("\"role\":\"assistant\"");
+  if (!choice.content.empty() || (choice.reasoning.empty() && choice.tool_calls.empty())) {
+    comma();
+    json.append("\"content\":");
+    Str(choice.content, &json);
+  }
   if (!choice.reasoning.empty()) {
-    json.append(",\"reasoning\":");
+    comma();
+    json.append("\"reasoning\":");
     Str(choice.reasoning, &json);
+  }
+  if (!choice.tool_calls.empty()) {
+    comma();
+    AppendToolCalls(choice.tool_calls, true, &json);
   }
   json.append("},\"logprobs\":");
   AppendChatLogprobs(choice.logprobs, &json);

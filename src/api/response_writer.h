@@ -15,12 +15,16 @@
 #include "absl/status/statusor.h"
 
 #include "api/sampling_request.h"
+#include "api/tool_parser.h"
 
 namespace switchyard::api {
 
 // "cmpl-<32 hex>" / "chatcmpl-<32 hex>" from 128 random bits supplied by the caller.
 std::string CompletionId(uint64_t hi, uint64_t lo);
 std::string ChatCompletionId(uint64_t hi, uint64_t lo);
+// A tool call's id from 128 random bits: vLLM's "chatcmpl-tool-<32 hex>", or (kMistral) the
+// 9 alphanumerics Mistral's tokenizer demands.
+std::string ToolCallId(ToolCallIdKind kind, uint64_t hi, uint64_t lo);
 
 // The length of `text` as a completion's logprobs.text_offset counts it: in characters
 // (code points; an invalid byte sequence counts as the one U+FFFD it is written as), which is
@@ -80,10 +84,21 @@ struct CompletionChoice {
   std::optional<PromptLogprobs> prompt_logprobs;  // Written only when set.
 };
 
+// A tool call of a chat message, or (streaming) one delta of it: a delta with an id is the
+// call's first (id, type, name and the first arguments), one without carries arguments only.
+struct ChatToolCall {
+  int index = 0;
+  std::string id;
+  std::string name;
+  std::string arguments;
+};
+
 struct ChatChoice {
   int index = 0;
   std::string content;
-  std::string reasoning;  // Empty: omitted.
+  bool content_null = false;  // Written as null (tool calls and nothing else).
+  std::string reasoning;      // Empty: omitted.
+  std::vector<ChatToolCall> tool_calls;
   // Chat format: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}.
   std::optional<std::vector<TokenLogprob>> logprobs;
   std::string finish_reason;

@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/runner_factory.h"
 #include "cli/second_signal.h"
+#include "cli/tool_flags.h"
 #include "fmt/format.h"
 
 #include "base/logging.h"
@@ -51,6 +52,7 @@ struct EngineFlags {
   std::string generation_config = "auto";
   double shutdown_timeout_s = 0;  // vLLM's default: no drain
   double sse_keepalive_interval_s = 5;
+  ToolFlags tools;
 };
 
 // After the first signal: the drain, for up to `timeout_s`, which a second signal ends.
@@ -117,6 +119,7 @@ absl::Status RunEngine(const EngineFlags& f) {
   if (f.generation_config != "auto" && f.generation_config != "vllm")
     return absl::InvalidArgumentError("--generation-config must be auto or vllm");
   o.use_generation_config = f.generation_config == "auto";
+  SY_RETURN_IF_ERROR(ApplyToolFlags(f.tools, &o));
   o.version = SWITCHYARD_VERSION;
   if (f.shutdown_timeout_s < 0 || f.sse_keepalive_interval_s < 0)
     return absl::InvalidArgumentError(
@@ -200,6 +203,7 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--generation-config", f->generation_config,
                   "auto: sampling defaults from generation_config.json; vllm: vLLM's")
       ->capture_default_str();
+  AddToolFlags(cmd, &f->tools);
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s,
                   "seconds that requests in flight may take to finish after SIGTERM/SIGINT "
                   "(new ones get 503, /health 503); what is left then ends with an error. "

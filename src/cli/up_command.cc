@@ -21,6 +21,7 @@
 #include "cli/memory_estimate.h"
 #include "cli/router_drain.h"
 #include "cli/runner_factory.h"
+#include "cli/tool_flags.h"
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
@@ -44,6 +45,7 @@ struct UpFlags {
   int64_t max_model_len = 0;
   int64_t kv_cache_memory_bytes = 0;
   double shutdown_timeout_s = kDefaultShutdownTimeoutS;
+  ToolFlags tools;  // passed to every engine
 };
 
 // Each engine's KV cache: as given, else 64 MiB (thousands of tokens of the bundled models)
@@ -122,6 +124,7 @@ absl::Status RunUp(const UpFlags& f) {
     o.api.http.host = "127.0.0.1";
     o.api.http.port = 0;
     o.version = SWITCHYARD_VERSION;
+    SY_RETURN_IF_ERROR(ApplyToolFlags(f.tools, &o));
     SY_ASSIGN_OR_RETURN(o.make_runner, MakeRunnerFactory(runner));
     SY_ASSIGN_OR_RETURN(std::unique_ptr<engine::EngineServer> server,
                         engine::EngineServer::Start(std::move(o)));
@@ -177,6 +180,7 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s,
                   "seconds requests in flight may take to finish after SIGTERM/Ctrl-C")
       ->capture_default_str();
+  AddToolFlags(cmd, &f->tools);
   cmd->callback([f, exit_code] {
     absl::Status status = RunUp(*f);
     if (!status.ok()) {

@@ -93,6 +93,14 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   ctx.defaults = defaults;
   ctx.priority_scheduling = o.budget.policy == SchedulingPolicy::kPriority;
   ctx.grammars = &s->grammars_;
+  ctx.enable_auto_tool_choice = o.enable_auto_tool_choice;
+  if (!o.tool_call_parser.empty()) {
+    SY_ASSIGN_OR_RETURN(ctx.tool_parser, api::MakeToolParser(o.tool_call_parser));
+  }
+  if (!o.reasoning_parser.empty()) {
+    SY_ASSIGN_OR_RETURN(ctx.reasoning_parser, api::MakeReasoningParser(o.reasoning_parser));
+  }
+  ctx.exclude_tools_when_tool_choice_none = o.exclude_tools_when_tool_choice_none;
   ctx.version = o.version;
   ctx.drain = &s->drain_;
   SY_ASSIGN_OR_RETURN(s->api_, ApiServer::Start(o.api, &s->ctx_));

@@ -51,6 +51,11 @@ struct EngineServerOptions {
   ApiServerOptions api;
   api::RequestLimits limits;
   bool use_generation_config = true;  // vLLM's --generation-config auto
+  // vLLM's tool and reasoning flags (serving_context.h); empty names: none.
+  bool enable_auto_tool_choice = false;
+  std::string tool_call_parser;
+  std::string reasoning_parser;
+  bool exclude_tools_when_tool_choice_none = false;
   std::string version;
   RunnerFactory make_runner;
   // vllm:cache_config_info's cache_dtype label.

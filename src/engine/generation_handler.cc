@@ -18,6 +18,7 @@
 #include "engine/beam_search.h"
 #include "engine/internal/beam_search_run.h"
 #include "engine/internal/generation_stream.h"
+#include "engine/structured/grammar_cache.h"
 #include "engine/structured/request_grammar.h"
 #include "text/chat_prompt.h"
 
@@ -202,6 +203,7 @@ void SubmitAll(const ServingContext& ctx, Submission sub, const net::HttpRequest
     sub.stream.extra_headers.emplace_back("x-request-id", sub.stream.header.id);
   }
   sub.stream.header.created = UnixNow();
+  sub.stream.tool_call_id_seed = hi ^ (lo << 1);
   sub.stream.header.model = ctx.served_model_name;
   const std::string base_id = fmt::format("{}-{:016x}", sub.stream.header.id, hi ^ lo);
   auto stream =
@@ -301,12 +303,64 @@ absl::StatusOr<Submission> PrepareCompletion(const ServingContext& ctx,
   return sub;
 }
 
+// What a chat request's tool choice asks of the output, as vLLM's serving_chat decides it: a
+// forced choice (named, "required") constrains it to the call's JSON schema and reads the
+// calls out of it; "auto" reads them through the server's tool parser, which it needs.
+struct ChatTools {
+  std::shared_ptr<const structured::Grammar> grammar;  // null: the request's own, if any
+  std::shared_ptr<const api::ToolParser> parser;
+};
+
+absl::StatusOr<ChatTools> ResolveChatTools(const ServingContext& ctx, const api::ChatRequest& req) {
+  ChatTools out;
+  switch (req.tools.choice) {
+    case api::ToolChoiceMode::kNone:
+      return out;
+    case api::ToolChoiceMode::kAuto:
+      if (!ctx.enable_auto_tool_choice || ctx.tool_parser == nullptr) {
+        return absl::InvalidArgumentError(
+            "\"auto\" tool choice requires --enable-auto-tool-choice and "
+            "--tool-call-parser to be set");
+      }
+      out.parser = ctx.tool_parser->ForRequest(req.tools.functions);
+      if (out.parser == nullptr)
+        out.parser = ctx.tool_parser;
+      return out;
+    case api::ToolChoiceMode::kNamed:
+      out.parser = api::NewNamedToolParser(req.tools.choice_name);
+      break;
+    case api::ToolChoiceMode::kRequired:
+      out.parser = api::NewRequiredToolParser();
+      break;
+  }
+  const api::SamplingRequest& s = req.sampling;
+  if (s.structured_outputs.has_value() ||
+      (s.response_format.has_value() && s.response_format->type != "text")) {
+    return absl::InvalidArgumentError(
+        "You can only either use constraints for structured outputs or tools, not both.");
+  }
+  SY_ASSIGN_OR_RETURN(std::string schema, api::ForcedToolSchema(req.tools));
+  const structured::StructuredOutputSpec spec{
+      structured::StructuredOutputSpec::Kind::kJsonSchema, std::move(schema), {}};
+  absl::StatusOr<std::shared_ptr<const structured::Grammar>> grammar =
+      ctx.grammars != nullptr ? ctx.grammars->Get(spec) : structured::CompileStructuredOutput(spec);
+  if (!grammar.ok())
+    return api::InvalidParam("tools", std::string(grammar.status().message()));
+  out.grammar = *std::move(grammar);
+  return out;
+}
+
 absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::HttpRequest& http) {
   SY_ASSIGN_OR_RETURN(api::ChatRequest req, api::ParseChatRequest(http.body, ctx.limits));
   SY_RETURN_IF_ERROR(CheckServedModel(ctx, req.model));
   SY_RETURN_IF_ERROR(CheckSupported(ctx, req.sampling));
-  SY_ASSIGN_OR_RETURN(std::shared_ptr<const structured::Grammar> grammar,
-                      structured::GrammarForRequest(req.sampling, ctx.grammars));
+  SY_ASSIGN_OR_RETURN(ChatTools tools, ResolveChatTools(ctx, req));
+  std::shared_ptr<const structured::Grammar> grammar = tools.grammar;
+  if (grammar == nullptr) {
+    SY_ASSIGN_OR_RETURN(grammar, structured::GrammarForRequest(req.sampling, ctx.grammars));
+  }
+  if (req.tools.choice == api::ToolChoiceMode::kNone && ctx.exclude_tools_when_tool_choice_none)
+    req.tools.tools.clear();
   SY_ASSIGN_OR_RETURN(std::string prompt_text,
                       text::RenderChatPrompt(req, ctx.chat_template, ctx.chat_special_tokens));
   SY_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
@@ -316,6 +370,12 @@ absl::StatusOr<Submission> PrepareChat(const ServingContext& ctx, const net::Htt
     logprobs = req.top_logprobs;
   Submission sub;
   sub.stream = StreamOptions(req.sampling, true, req.logprobs);
+  sub.stream.tool_parser = std::move(tools.parser);
+  sub.stream.tool_choice = req.tools.choice;
+  sub.stream.parallel_tool_calls = req.tools.parallel_tool_calls.value_or(true);
+  // A forced choice's output is the grammar's JSON from its first token: nothing to split.
+  if (tools.grammar == nullptr)
+    sub.stream.reasoning_parser = ctx.reasoning_parser;
   sub.beam_search = req.sampling.use_beam_search;
   sub.length_penalty = req.sampling.length_penalty;
   SY_ASSIGN_OR_RETURN(EngineRequest r, MakeEngineRequest(ctx, req.sampling, std::move(ids),

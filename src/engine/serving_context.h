@@ -15,7 +15,9 @@
 
 #include "absl/status/statusor.h"
 
+#include "api/reasoning_parser.h"
 #include "api/sampling_request.h"
+#include "api/tool_parser.h"
 #include "base/drain_gate.h"
 #include "engine/engine_core.h"
 #include "engine/metrics.h"
@@ -52,6 +54,15 @@ struct ServingContext {
   api::RequestLimits limits;
   GenerationDefaults defaults;
   bool priority_scheduling = false;
+  // vLLM's --enable-auto-tool-choice and --tool-call-parser: tool_choice "auto" (the default
+  // with tools) needs both, else it is refused. --reasoning-parser splits <think> output.
+  // Null: not configured.
+  bool enable_auto_tool_choice = false;
+  std::shared_ptr<const api::ToolParser> tool_parser;
+  std::shared_ptr<const api::ReasoningParser> reasoning_parser;
+  // vLLM's --exclude-tools-when-tool-choice-none: by default tool_choice "none" still renders
+  // the tools into the prompt.
+  bool exclude_tools_when_tool_choice_none = false;
   // Compiled structured-output grammars, shared by the HTTP threads; null compiles each time.
   structured::GrammarCache* grammars = nullptr;
   std::string version;  // GET /version

@@ -91,7 +91,7 @@ absl::StatusOr<std::string> RenderChatPrompt(const api::ChatRequest& request,
   }
   ChatTemplateInputs inputs;
   inputs.messages_json = MessagesJson(request);
-  inputs.tools_json = request.tools;
+  inputs.tools_json = request.tools.tools;
   inputs.add_generation_prompt = request.add_generation_prompt;
   inputs.extra_context_json = ExtraContextJson(request, special);
   SY_ASSIGN_OR_RETURN(std::string rendered, tmpl->Render(inputs));

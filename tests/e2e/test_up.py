@@ -199,3 +199,24 @@ def predicted(url):
     text = requests.get(f"{url}/metrics", timeout=5).text
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith("switchyard_router_prefix_predicted_cached_tokens_total"))
+
+
+def test_up_passes_tool_flags_to_its_engines():
+    """--enable-auto-tool-choice and --tool-call-parser reach every engine: "auto" is served
+    (a 400 without them) and the llama3_json call the output is constrained to comes back as
+    tool_calls through the router."""
+    up = Up("--engines", 1, "--enable-auto-tool-choice", "--tool-call-parser", "llama3_json")
+    try:
+        schema = {"type": "object", "properties": {
+            "name": {"enum": ["f"]}, "parameters": {"type": "object", "properties": {}}},
+            "required": ["name", "parameters"]}
+        reply = up.client.chat.completions.create(
+            model=up.name, messages=[{"role": "user", "content": "hello"}], max_tokens=30,
+            temperature=0, tools=[{"type": "function", "function": {"name": "f"}}],
+            tool_choice="auto", response_format={
+                "type": "json_schema", "json_schema": {"name": "call", "schema": schema}})
+        (call,) = reply.choices[0].message.tool_calls
+        assert call.function.name == "f" and call.function.arguments == "{}"
+        assert reply.choices[0].finish_reason == "tool_calls"
+    finally:
+        up.stop()

@@ -1,5 +1,6 @@
 #include "engine/internal/generation_stream.h"
 
+#include <algorithm>
 #include <utility>
 #include <variant>
 
@@ -32,6 +33,7 @@ GenerationStream::GenerationStream(GenerationStreamOptions options,
                                    std::shared_ptr<net::HttpResponder> responder)
     : options_(std::move(options)), tokenizer_(tokenizer), responder_(std::move(responder)) {
   base::MutexLock lock(&mu_);
+  tool_call_ids_.seed(options_.tool_call_id_seed);
   const size_t num_prompts = options_.prompt_tokens.size();
   choices_.resize(num_prompts * SequencesPerPrompt());
   cached_tokens_.assign(num_prompts, 0);
@@ -41,7 +43,68 @@ GenerationStream::GenerationStream(GenerationStreamOptions options,
   if (!options_.stream) {
     for (size_t i = 0; i < choices_.size(); ++i)
       choices_[i].text = options_.echo_prefix[i / SequencesPerPrompt()];
+  } else if (ParsesChat()) {
+    for (Choice& choice : choices_) {
+      choice.parser =
+          std::make_unique<api::ChatOutputParser>(options_.reasoning_parser, options_.tool_parser);
+    }
   }
+}
+
+bool GenerationStream::ParsesChat() const {
+  return options_.chat && (options_.tool_parser != nullptr || options_.reasoning_parser != nullptr);
+}
+
+std::string GenerationStream::NextToolCallId() {
+  const uint64_t hi = tool_call_ids_();
+  const uint64_t lo = tool_call_ids_();
+  return api::ToolCallId(options_.tool_parser->id_kind(), hi, lo);
+}
+
+std::string GenerationStream::ToolFinishReason(const std::string& engine_reason,
+                                               bool called) const {
+  const api::ToolChoiceMode mode = options_.tool_choice;
+  const bool calls_finish =
+      called && (mode == api::ToolChoiceMode::kAuto || mode == api::ToolChoiceMode::kRequired);
+  return calls_finish && engine_reason == "stop" ? "tool_calls" : engine_reason;
+}
+
+void GenerationStream::ParseDelta(Choice& choice, const std::string& text, bool finishing,
+                                  api::ChatChoice* c) {
+  api::ChatDelta delta = choice.parser->Push(text);
+  if (finishing) {
+    api::ChatDelta end = choice.parser->Finish();
+    delta.reasoning += end.reasoning;
+    delta.content += end.content;
+    for (api::ToolCallDelta& call : end.tool_calls)
+      delta.tool_calls.push_back(std::move(call));
+  }
+  c->reasoning = std::move(delta.reasoning);
+  c->content = std::move(delta.content);
+  for (api::ToolCallDelta& call : delta.tool_calls) {
+    if (!options_.parallel_tool_calls && call.index > 0)
+      continue;
+    c->tool_calls.push_back({call.index, call.first ? NextToolCallId() : std::string(),
+                             std::move(call.name), std::move(call.arguments)});
+  }
+  choice.tools_streamed = choice.tools_streamed || !c->tool_calls.empty();
+}
+
+void GenerationStream::ParseComplete(std::string_view generated, api::ChatChoice* c) {
+  const api::ChatOutputParser parser(options_.reasoning_parser, options_.tool_parser);
+  api::ChatOutput out = parser.Complete(generated);
+  c->reasoning = std::move(out.reasoning);
+  c->content.append(out.content);
+  const size_t answered =
+      options_.parallel_tool_calls ? out.calls.size() : std::min<size_t>(out.calls.size(), 1);
+  for (size_t i = 0; i < answered; ++i) {
+    c->tool_calls.push_back({static_cast<int>(i), NextToolCallId(), std::move(out.calls[i].name),
+                             std::move(out.calls[i].arguments)});
+  }
+  // vLLM: the content of an "auto" call without text before it is null.
+  c->content_null = options_.tool_choice == api::ToolChoiceMode::kAuto && c->content.empty() &&
+                    !c->tool_calls.empty();
+  c->finish_reason = ToolFinishReason(c->finish_reason, !c->tool_calls.empty());
 }
 
 size_t GenerationStream::SequencesPerPrompt() const {
@@ -256,11 +319,22 @@ void GenerationStream::StreamChoice(size_t index, const SequenceUpdate& update,
   if (options_.chat) {
     api::ChatChoice c;
     c.index = static_cast<int>(index);
-    c.content = update.text;
+    if (choice.parser != nullptr) {
+      ParseDelta(choice, update.text, finishing, &c);
+      // Held-back text (a marker's first bytes) sends nothing yet, as vLLM's parsers do.
+      if (c.content.empty() && c.reasoning.empty() && c.tool_calls.empty() && !finishing &&
+          choice.sent_role && lps.empty() && !options_.continuous_usage) {
+        return;
+      }
+    } else {
+      c.content = update.text;
+    }
     if (options_.logprobs)
       c.logprobs = std::move(lps);
     if (finishing)
-      c.finish_reason = choice.finish_reason;
+      c.finish_reason = choice.parser != nullptr
+                            ? ToolFinishReason(choice.finish_reason, choice.tools_streamed)
+                            : choice.finish_reason;
     responder_->Write(api::ChatCompletionChunk(options_.header, c, !choice.sent_role, chunk_usage));
     choice.sent_role = true;
   } else {
@@ -336,10 +410,17 @@ void GenerationStream::Finish() {
     for (size_t i = 0; i < source.size(); ++i) {
       Choice& choice = choices_[source[i]];
       out[i].index = static_cast<int>(i);
-      out[i].content = std::move(choice.text);
+      out[i].finish_reason = choice.finish_reason;
+      if (ParsesChat()) {
+        // The echoed prefix is the client's, not the model's: only the output is parsed.
+        const std::string& echo = options_.echo_prefix[source[i] / per_prompt];
+        out[i].content = echo;
+        ParseComplete(std::string_view(choice.text).substr(echo.size()), &out[i]);
+      } else {
+        out[i].content = std::move(choice.text);
+      }
       if (options_.logprobs)
         out[i].logprobs = std::move(choice.logprobs);
-      out[i].finish_reason = choice.finish_reason;
     }
     body = api::ChatCompletionResponse(options_.header, out, usage, {},
                                        options_.prompt_logprobs ? &prompt_logprobs_[0] : nullptr);

@@ -28,10 +28,13 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "api/chat_output_parser.h"
 #include "api/response_writer.h"
+#include "api/tool_choice.h"
 #include "base/mutex.h"
 #include "engine/engine_request.h"
 #include "net/http_server.h"
@@ -63,6 +66,14 @@ struct GenerationStreamOptions {
   std::vector<std::string> echo_prefix;
   std::vector<int64_t> prompt_tokens;
   std::vector<int32_t> first_prompt_token;
+  // Chat: the parsers the output is read through (null: none; tool_choice says how calls
+  // finish), and the seed of the tool calls' random ids.
+  std::shared_ptr<const api::ToolParser> tool_parser;
+  std::shared_ptr<const api::ReasoningParser> reasoning_parser;
+  api::ToolChoiceMode tool_choice = api::ToolChoiceMode::kNone;
+  // parallel_tool_calls false: only the first call is answered (vLLM truncates the others).
+  bool parallel_tool_calls = true;
+  uint64_t tool_call_id_seed = 0;
   api::ResponseHeader header;
   // Sent on every response (x-request-id and the like).
   net::HeaderList extra_headers;
@@ -94,6 +105,9 @@ class GenerationStream {
     int64_t num_tokens = 0;
     double cumulative_logprob = 0;     // of the sampled tokens (ranks best_of sequences)
     std::vector<SequenceUpdate> held;  // streaming: waiting for the prompt's echo
+    // Streaming chat with parsers: what the output so far has sent, and whether it sent calls.
+    std::unique_ptr<api::ChatOutputParser> parser;
+    bool tools_streamed = false;
   };
 
   size_t SequencesPerPrompt() const;
@@ -116,6 +130,17 @@ class GenerationStream {
   void StreamChoice(size_t index, const SequenceUpdate& update, std::vector<api::TokenLogprob> lps)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Finish() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool ParsesChat() const;
+  // Streaming: fills `c` from the parser's delta for `text` (and its end when `finishing`).
+  void ParseDelta(Choice& choice, const std::string& text, bool finishing, api::ChatChoice* c)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Non-streaming: fills `c` from the whole generated text of a choice.
+  void ParseComplete(std::string_view generated, api::ChatChoice* c)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // vLLM's finish_reason once calls were made: "tool_calls" for auto and required ones that
+  // stopped, the engine's reason otherwise (named calls keep "stop").
+  std::string ToolFinishReason(const std::string& engine_reason, bool called) const;
+  std::string NextToolCallId() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After the last byte of the answer was handed to the responder: the ticket goes once the
   // responder has written it.
   void ReleaseWhenWritten() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -133,6 +158,7 @@ class GenerationStream {
   size_t prompts_finished_ ABSL_GUARDED_BY(mu_) = 0;
   bool answered_ ABSL_GUARDED_BY(mu_) = false;
   std::shared_ptr<void> ticket_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 tool_call_ids_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace switchyard::engine::internal

@@ -198,9 +198,11 @@ TEST(ChatRequestTest, ParsesMessagesAndExtras) {
   EXPECT_TRUE(r->logprobs);
   EXPECT_EQ(r->top_logprobs, 3);
   EXPECT_THAT(r->chat_template_kwargs, ElementsAre(Pair("enable_thinking", "false")));
-  EXPECT_EQ(r->tools, R"([{"type":"function","function":{"name":"f"}}])");
-  EXPECT_EQ(r->tool_choice, R"("auto")");
-  EXPECT_EQ(r->parallel_tool_calls, false);
+  EXPECT_EQ(r->tools.tools, R"([{"type":"function","function":{"name":"f"}}])");
+  EXPECT_EQ(r->tools.choice, ToolChoiceMode::kAuto);
+  ASSERT_EQ(r->tools.functions.size(), 1u);
+  EXPECT_EQ(r->tools.functions[0].name, "f");
+  EXPECT_EQ(r->tools.parallel_tool_calls, false);
   EXPECT_EQ(r->reasoning_effort, "low");
   EXPECT_TRUE(r->add_generation_prompt);
   EXPECT_FALSE(r->add_special_tokens);
