@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "runtime/cpu/internal/avx2_loaders.h"
 #include "runtime/cpu/internal/isa_kernels.h"
@@ -20,6 +21,46 @@
 
 namespace switchyard::runtime::cpu {
 namespace {
+
+// As the AVX-512 Quantize (isa_avx512_quant.cc), 8 lanes at a time.
+void Quantize(const float* x, int64_t k, int64_t ldq, int8_t* q, float* s, float* m) {
+  const __m256 sign = _mm256_set1_ps(-0.0f);
+  for (int64_t c = 0; c < ldq / kChunkElems; ++c) {
+    if (c * kChunkElems >= k) {
+      std::memset(q + c * kChunkElems, 0, kChunkElems);
+      _mm256_storeu_ps(s + 8 * c, _mm256_setzero_ps());
+      m[2 * c] = m[2 * c + 1] = 0.0f;
+      continue;
+    }
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + c * kChunkElems + 8 * i);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
+    }
+    const float max = Avx2ReduceMax(amax);
+    const float scale = _cvtsh_ss(_cvtss_sh(max / 127.0f, _MM_FROUND_TO_NEAREST_INT));
+    const __m256 inv = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f);
+    __m256i qi[4];
+    for (int i = 0; i < 4; ++i)
+      qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv));
+    // int32 -> int8 with saturation (no value exceeds 127): packs work within 128-bit
+    // lanes, so the result's 4-byte groups come out as 0 2 4 6 1 3 5 7; undo that.
+    const __m256i packed = _mm256_permutevar8x32_epi32(
+        _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3])),
+        _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + c * kChunkElems), packed);
+    _mm256_storeu_ps(s + 8 * c, _mm256_set1_ps(scale));
+    const __m256i lo = _mm256_add_epi32(qi[0], qi[1]);
+    const __m256i hi = _mm256_add_epi32(qi[2], qi[3]);
+    const __m256 sums = _mm256_cvtepi32_ps(_mm256_hadd_epi32(lo, hi));
+    // hadd within lanes: [lo0+lo1, lo2+lo3, hi0+hi1, hi2+hi3 | same for lanes 4-7].
+    alignas(32) float parts[8];
+    _mm256_store_ps(parts, sums);
+    m[2 * c] = scale * (parts[0] + parts[1] + parts[4] + parts[5]);
+    m[2 * c + 1] = scale * (parts[2] + parts[3] + parts[6] + parts[7]);
+  }
+}
 
 template <int N>
 void DotDecoded(const DecodedGroup* row, int64_t chunks, const QuantActivations& x, int64_t i0,
@@ -84,7 +125,8 @@ void DotRows(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k, con
 #endif
 
 const QuantKernels& Avx2QuantKernels() {
-  static constexpr QuantKernels kKernels = {&DotRows, nullptr, nullptr, kAvx2StreamingRows};
+  static constexpr QuantKernels kKernels = {&Quantize, &DotRows, nullptr, nullptr,
+                                            kAvx2StreamingRows};
   return kKernels;
 }
 

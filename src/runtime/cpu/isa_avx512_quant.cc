@@ -31,6 +31,32 @@
 namespace switchyard::runtime::cpu {
 namespace {
 
+// Per 32-element chunk: the scale as llama.cpp stores it (ActivationScaleFor, with F16C),
+// values rounded to nearest even by the conversion, and the two 16-element sums.
+void Quantize(const float* x, int64_t k, int64_t ldq, int8_t* q, float* s, float* m) {
+  for (int64_t c = 0; c < ldq / kChunkElems; ++c) {
+    if (c * kChunkElems >= k) {
+      std::memset(q + c * kChunkElems, 0, kChunkElems);
+      _mm256_storeu_ps(s + 8 * c, _mm256_setzero_ps());
+      m[2 * c] = m[2 * c + 1] = 0.0f;
+      continue;
+    }
+    const __m512 v0 = _mm512_loadu_ps(x + c * kChunkElems);
+    const __m512 v1 = _mm512_loadu_ps(x + c * kChunkElems + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float scale = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
+    const __m512 inv = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv));
+    const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + c * kChunkElems), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + c * kChunkElems + 16),
+                     _mm512_cvtepi32_epi8(q1));
+    _mm256_storeu_ps(s + 8 * c, _mm256_set1_ps(scale));
+    m[2 * c] = scale * static_cast<float>(_mm512_reduce_add_epi32(q0));
+    m[2 * c + 1] = scale * static_cast<float>(_mm512_reduce_add_epi32(q1));
+  }
+}
+
 // Activation rows i0 .. i0 + N against one decoded weight row; out[r * ldo] gets row
 // i0 + r's dot product.
 template <int N>
@@ -224,7 +250,8 @@ void GemmPanel(const QuantActivations& x, int64_t c0, int64_t n, const QuantPane
 #endif
 
 const QuantKernels& Avx512QuantKernels() {
-  static constexpr QuantKernels kKernels = {&DotRows, &PackPanel, &GemmPanel, kAvx512StreamingRows};
+  static constexpr QuantKernels kKernels = {&Quantize, &DotRows, &PackPanel, &GemmPanel,
+                                            kAvx512StreamingRows};
   return kKernels;
 }
 

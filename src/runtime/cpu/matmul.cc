@@ -12,7 +12,6 @@
 // Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once, then
 // both shapes run on bf16 pair dot products.
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "runtime/cpu/internal/kernels.h"
@@ -119,29 +118,8 @@ QuantActivations QuantizeActivations(const KernelContext& ctx, const float* xd, 
   float* s = Grow(s_storage, static_cast<size_t>(n * ldq / 4));
   float* m = Grow(m_storage, static_cast<size_t>(n * ldq / 16));
   ctx.ParallelFor(n, n * k * 4, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      int8_t* qi = q + i * ldq;
-      float* si = s + i * ldq / 4;
-      float* mi = m + i * ldq / 16;
-      for (int64_t c = 0; c < ldq / kChunkElems; ++c) {
-        const float* xc = xd + i * k + c * kChunkElems;
-        float amax = 0.0f;
-        for (int64_t t = 0; c * kChunkElems < k && t < kChunkElems; ++t)
-          amax = std::max(amax, std::fabs(xc[t]));
-        const ActivationBlockScale block_scale = ActivationScaleFor(amax);
-        int32_t sums[2] = {0, 0};
-        for (int64_t t = 0; t < kChunkElems; ++t) {
-          const int8_t v = c * kChunkElems < k
-                               ? static_cast<int8_t>(std::nearbyint(xc[t] * block_scale.inv))
-                               : int8_t{0};
-          qi[c * kChunkElems + t] = v;
-          sums[t / 16] += v;
-        }
-        std::fill(si + 8 * c, si + 8 * c + 8, block_scale.scale);
-        mi[2 * c] = block_scale.scale * static_cast<float>(sums[0]);
-        mi[2 * c + 1] = block_scale.scale * static_cast<float>(sums[1]);
-      }
-    }
+    for (int64_t i = begin; i < end; ++i)
+      ctx.quant->quantize(xd + i * k, k, ldq, q + i * ldq, s + i * ldq / 4, m + i * ldq / 16);
   });
   return {q, s, m, ldq};
 }

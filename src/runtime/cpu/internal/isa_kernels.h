@@ -172,6 +172,10 @@ struct QuantPanel {
 // quantized activations, as llama.cpp does: AVX-512 VNNI (isa_avx512_quant.cc, both
 // shapes) and AVX2 (isa_avx2_quant.cc, few rows only).
 struct QuantKernels {
+  // Quantizes one activation row of k floats into QuantActivations form: q (ldq int8),
+  // s (ldq / 4 lane scales) and m (ldq / 16 half sums), zero past k.
+  // REQUIRES: k % 32 == 0; ldq a multiple of 256, >= k.
+  void (*quantize)(const float* x, int64_t k, int64_t ldq, int8_t* q, float* s, float* m);
   // Like IsaKernels::dot_rows for n quantized activation rows.
   void (*dot_rows)(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k, const uint8_t* w,
                    size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo);
