@@ -24,7 +24,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "tests" / "data" / "reference"
-MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-mistral", "tiny-mistral-swa"]
+MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-mistral-swa"]
 F32_TOL = 1e-5
 QUANT_TOL = 0.02
 NEAR_TIE = 0.01

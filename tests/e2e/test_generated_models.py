@@ -16,7 +16,8 @@ from tokenizers import Tokenizer
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MODELS = REPO / "models"
-TINY = ["tiny-llama3", "tiny-qwen2", "tiny-mistral", "tiny-mistral-swa"]
+TINY = ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-mistral-swa"]
+GGUF_ARCH = {"tiny-qwen2": "qwen2", "tiny-qwen3": "qwen3"}  # the others: llama
 FILES = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
          "model.safetensors", "model.gguf", "model-q8_0.gguf"]
 SAMPLES = [
@@ -51,7 +52,7 @@ def test_tokenizer_round_trips(model):
     tok = Tokenizer.from_file(str(MODELS / model / "tokenizer.json"))
     for text in SAMPLES:
         ids = tok.encode(text, add_special_tokens=False).ids
-        expected = unicodedata.normalize("NFC", text) if model == "tiny-qwen2" else text
+        expected = unicodedata.normalize("NFC", text) if model in ("tiny-qwen2", "tiny-qwen3") else text
         assert tok.decode(ids) == expected
 
 
@@ -87,7 +88,7 @@ def test_gguf_has_tokenizer_and_tensors(model, file_name):
     reader = gguf.GGUFReader(str(MODELS / model / file_name))
     fields = reader.fields
     arch = fields["general.architecture"].contents()
-    assert arch == ("qwen2" if model == "tiny-qwen2" else "llama")
+    assert arch == GGUF_ARCH.get(model, "llama")
     assert fields[f"{arch}.block_count"].contents() == config["num_hidden_layers"]
     assert fields[f"{arch}.vocab_size"].contents() == config["vocab_size"]
     for key in ("tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
@@ -101,6 +102,7 @@ def test_gguf_has_tokenizer_and_tensors(model, file_name):
     assert ("tokenizer.ggml.merges" in fields) != spm
     names = {t.name for t in reader.tensors}
     assert "token_embd.weight" in names and "blk.0.attn_q.weight" in names
+    assert ("blk.0.attn_q_norm.weight" in names) == (model == "tiny-qwen3")
     assert ("output.weight" in names) != config["tie_word_embeddings"]
     assert ("rope_freqs.weight" in names) == (model == "tiny-llama3")
     window = fields.get(f"{arch}.attention.sliding_window")
@@ -119,6 +121,6 @@ def test_gguf_f32_weights_equal_safetensors():
         gg = {t.name: np.asarray(t.data).reshape(tuple(reversed(t.shape.tolist()))) for t in reader.tensors}
         np.testing.assert_array_equal(gg["blk.1.ffn_down.weight"], hf["model.layers.1.mlp.down_proj.weight"])
         q = hf["model.layers.0.self_attn.q_proj.weight"]
-        if model != "tiny-qwen2":
+        if GGUF_ARCH.get(model, "llama") == "llama":
             q = permute_for_llama_rope(q, config["num_attention_heads"])
         np.testing.assert_array_equal(gg["blk.0.attn_q.weight"], q)

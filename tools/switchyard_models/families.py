@@ -110,6 +110,21 @@ def tiny_qwen2(docs: list[str]) -> ModelPlan:
                      {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
 
 
+def tiny_qwen3(qwen2: ModelPlan) -> ModelPlan:
+    """Qwen3: per-head q/k RMSNorm before rope, no q/k/v biases, and a head_dim (32) that is
+    not hidden_size / heads (16), as in the real Qwen3 models. Its tokenizer, template and
+    generation settings are tiny-qwen2's (the Qwen3 vocabulary is Qwen2's plus added tokens)."""
+    config = {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+        **_tiny_shape(num_layers=2, num_kv_heads=2, intermediate=128),
+        "head_dim": 32, "attention_bias": False, "max_window_layers": 2, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "rope_scaling": None, "sliding_window": None,
+        "use_sliding_window": False, "tie_word_embeddings": True,
+        "bos_token_id": qwen2.config["bos_token_id"], "eos_token_id": qwen2.config["eos_token_id"],
+    }
+    return dataclasses.replace(qwen2, name="tiny-qwen3", config=config)
+
+
 def tiny_mistral(docs: list[str]) -> ModelPlan:
     tok = tt.train_mistral(docs, TINY_VOCAB, limit_alphabet=200)
     config = {
@@ -142,8 +157,9 @@ def tiny_mistral_swa(mistral: ModelPlan) -> ModelPlan:
 
 def tiny_plans(seed: int) -> list[ModelPlan]:
     docs = corpus.build_corpus(seed)
+    qwen2 = tiny_qwen2(docs)
     mistral = tiny_mistral(docs)
-    return [tiny_llama3(docs), tiny_qwen2(docs), mistral, tiny_mistral_swa(mistral)]
+    return [tiny_llama3(docs), qwen2, tiny_qwen3(qwen2), mistral, tiny_mistral_swa(mistral)]
 
 
 def _real_llama3_tokenizer() -> tuple[str, dict]:

@@ -2,8 +2,8 @@
 
 Tensor names follow llama.cpp. For the "llama" architecture the Q and K projections are
 permuted from Hugging Face's rotate-half rope layout to llama.cpp's interleaved-pair layout,
-as llama.cpp's HF converter does; "qwen2" uses NeoX-style rope in llama.cpp and is written
-unpermuted. Llama-3 rope scaling becomes a `rope_freqs.weight` tensor of per-frequency
+as llama.cpp's HF converter does; "qwen2" and "qwen3" use NeoX-style rope in llama.cpp and
+are written unpermuted. Llama-3 rope scaling becomes a `rope_freqs.weight` tensor of per-frequency
 divisors. Norms, biases and rope_freqs stay F32 in every file type.
 """
 
@@ -21,6 +21,9 @@ _FILE_TYPES = {
     "Q8_0": (gguf.LlamaFileType.MOSTLY_Q8_0, gguf.GGMLQuantizationType.Q8_0),
 }
 
+# llama.cpp's architecture per HF model_type.
+GGUF_ARCHS = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
+
 _LAYER_NAMES = {
     "input_layernorm.weight": "attn_norm.weight",
     "self_attn.q_proj.weight": "attn_q.weight",
@@ -29,6 +32,8 @@ _LAYER_NAMES = {
     "self_attn.q_proj.bias": "attn_q.bias",
     "self_attn.k_proj.bias": "attn_k.bias",
     "self_attn.v_proj.bias": "attn_v.bias",
+    "self_attn.q_norm.weight": "attn_q_norm.weight",
+    "self_attn.k_norm.weight": "attn_k_norm.weight",
     "self_attn.o_proj.weight": "attn_output.weight",
     "post_attention_layernorm.weight": "ffn_norm.weight",
     "mlp.gate_proj.weight": "ffn_gate.weight",
@@ -152,7 +157,7 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
                pre: str | None, seed: int, file_type: str, bf16_values: bool) -> None:
     """Writes one GGUF file; tensors are recomputed from (seed, name), one at a time."""
     ftype, qtype = _FILE_TYPES[file_type]
-    arch = "qwen2" if config["model_type"] == "qwen2" else "llama"
+    arch = GGUF_ARCHS[config["model_type"]]
     head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
     w = gguf.GGUFWriter(str(path), arch)
     w.add_name(name)

@@ -22,7 +22,8 @@ class TensorSpec:
 
 
 def tensor_specs(config: dict) -> list[TensorSpec]:
-    """The tensors of a Llama / Mistral / Qwen2 decoder described by an HF config.json dict."""
+    """The tensors of a Llama / Mistral / Qwen2 / Qwen3 decoder described by an HF config.json
+    dict."""
     hidden = config["hidden_size"]
     head_dim = config.get("head_dim") or hidden // config["num_attention_heads"]
     q_dim = config["num_attention_heads"] * head_dim
@@ -43,6 +44,11 @@ def tensor_specs(config: dict) -> list[TensorSpec]:
                 TensorSpec(p + "self_attn.q_proj.bias", (q_dim,), "bias"),
                 TensorSpec(p + "self_attn.k_proj.bias", (kv_dim,), "bias"),
                 TensorSpec(p + "self_attn.v_proj.bias", (kv_dim,), "bias"),
+            ]
+        if config["model_type"] == "qwen3":
+            specs += [
+                TensorSpec(p + "self_attn.q_norm.weight", (head_dim,), "norm"),
+                TensorSpec(p + "self_attn.k_norm.weight", (head_dim,), "norm"),
             ]
         specs += [
             TensorSpec(p + "self_attn.o_proj.weight", (hidden, q_dim), "linear"),
