@@ -48,16 +48,18 @@ absl::StatusOr<std::unique_ptr<Activations>> AllocateActivations(runtime::Backen
                                                                  int64_t max_tokens,
                                                                  int64_t max_logit_rows);
 
-// x = embed[tokens] for the step's n tokens.
+// x = embed[tokens] (times config.embed_scale) for the step's n tokens.
 absl::Status Embed(runtime::Backend* backend, const LlamaWeights& w, const StepViews& step,
                    Activations* a);
 
-// One decoder layer on the residual stream a->x.
+// One decoder layer on the residual stream a->x. `rope` is the layer's table (Gemma 3's
+// sliding layers have their own).
 absl::Status DecoderLayer(runtime::Backend* backend, const LlamaWeights& w, int64_t layer,
                           const runtime::RopeTable& rope, const runtime::Tensor& k_pool,
                           const runtime::Tensor& v_pool, const StepViews& step, Activations* a);
 
-// Gathers the rows that want logits, applies the final norm and the lm_head: a->logits.
+// Gathers the rows that want logits, applies the final norm, the lm_head and any final
+// logit soft-capping: a->logits.
 absl::Status Head(runtime::Backend* backend, const LlamaWeights& w, const StepViews& step,
                   Activations* a);
 

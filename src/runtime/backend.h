@@ -132,6 +132,19 @@ class Backend {
   // gate, up, out: F32, same element count ([n, f]). out may alias gate or up.
   virtual absl::Status SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
 
+  // out = gelu_tanh(gate) * up elementwise (GeGLU, as Gemma's MLP), with PyTorch's
+  // approximate="tanh" GELU: gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+  // gate, up, out: F32, same element count. out may alias gate or up.
+  virtual absl::Status GeluTanhGlu(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+
+  // out = x * factor elementwise (Gemma's embedding scale). x, out: F32, same element
+  // count; out may alias x.
+  virtual absl::Status Scale(const Tensor& x, float factor, const Tensor& out) = 0;
+
+  // out = cap * tanh(x / cap) elementwise (logit soft-capping). cap > 0 and finite.
+  // x, out: F32, same element count; out may alias x.
+  virtual absl::Status SoftCap(const Tensor& x, float cap, const Tensor& out) = 0;
+
   // out = a + b elementwise (residual). a, b, out: F32, same element count. out may
   // alias a or b.
   virtual absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;

@@ -16,8 +16,9 @@ from tokenizers import Tokenizer
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MODELS = REPO / "models"
-TINY = ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-mistral-swa"]
-GGUF_ARCH = {"tiny-qwen2": "qwen2", "tiny-qwen3": "qwen3"}  # the others: llama
+TINY = ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-mistral-swa",
+        "tiny-gemma3"]
+GGUF_ARCH = {"tiny-qwen2": "qwen2", "tiny-qwen3": "qwen3", "tiny-gemma3": "gemma3"}  # else llama
 FILES = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
          "model.safetensors", "model.gguf", "model-q8_0.gguf"]
 SAMPLES = [
@@ -96,17 +97,21 @@ def test_gguf_has_tokenizer_and_tensors(model, file_name):
                 "tokenizer.chat_template"):
         assert key in fields, key
     assert len(fields["tokenizer.ggml.tokens"].data) == config["vocab_size"]
-    spm = model.startswith("tiny-mistral")
+    spm = model.startswith("tiny-mistral") or model == "tiny-gemma3"
     assert fields["tokenizer.ggml.model"].contents() == ("llama" if spm else "gpt2")
     assert ("tokenizer.ggml.scores" in fields) == spm
     assert ("tokenizer.ggml.merges" in fields) != spm
     names = {t.name for t in reader.tensors}
     assert "token_embd.weight" in names and "blk.0.attn_q.weight" in names
-    assert ("blk.0.attn_q_norm.weight" in names) == (model == "tiny-qwen3")
+    assert ("blk.0.attn_q_norm.weight" in names) == (model in ("tiny-qwen3", "tiny-gemma3"))
+    assert ("blk.0.post_ffw_norm.weight" in names) == (model == "tiny-gemma3")
     assert ("output.weight" in names) != config["tie_word_embeddings"]
     assert ("rope_freqs.weight" in names) == (model == "tiny-llama3")
     window = fields.get(f"{arch}.attention.sliding_window")
-    assert (window.contents() if window else None) == (24 if model == "tiny-mistral-swa" else None)
+    windowed = model in ("tiny-mistral-swa", "tiny-gemma3")
+    assert (window.contents() if window else None) == (24 if windowed else None)
+    if spm:  # Gemma's SPM prepends no space; Llama-2's / Mistral's does.
+        assert fields["tokenizer.ggml.add_space_prefix"].contents() == (model != "tiny-gemma3")
 
 
 def test_gguf_f32_weights_equal_safetensors():
@@ -124,3 +129,9 @@ def test_gguf_f32_weights_equal_safetensors():
         if GGUF_ARCH.get(model, "llama") == "llama":
             q = permute_for_llama_rope(q, config["num_attention_heads"])
         np.testing.assert_array_equal(gg["blk.0.attn_q.weight"], q)
+        if model == "tiny-gemma3":  # llama.cpp's gemma3 norms hold HF's 1 + weight
+            for hf_name, gg_name in (("model.layers.2.post_attention_layernorm.weight",
+                                      "blk.2.post_attention_norm.weight"),
+                                     ("model.layers.0.self_attn.k_norm.weight",
+                                      "blk.0.attn_k_norm.weight")):
+                np.testing.assert_array_equal(gg[gg_name], hf[hf_name] + np.float32(1))

@@ -147,6 +147,40 @@ def tiny_mistral(docs: list[str]) -> ModelPlan:
                      {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
 
 
+def tiny_gemma3(docs: list[str]) -> ModelPlan:
+    """Gemma 3 (text): sqrt(hidden)-scaled embeddings, (1 + w) RMSNorms, sandwich norms, GeGLU
+    (tanh GELU), q/k norms, and 6 layers in Gemma 3's pattern: 5 sliding (window 24, rope
+    theta 1e4) then 1 global (theta 1e6 with linear rope scaling 8, as Gemma 3 4B+ has).
+    query_pre_attn_scalar equals head_dim, as in Gemma 3 1B-12B, because GGUF has no key for
+    it (llama.cpp derives it)."""
+    tok = tt.train_gemma(docs, TINY_VOCAB, limit_alphabet=200)
+    ids = _token_ids(tok)
+    eos = [ids["<eos>"], ids["<end_of_turn>"]]
+    config = {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+        **_tiny_shape(num_layers=6, num_kv_heads=2, intermediate=128),
+        "head_dim": 32, "hidden_activation": "gelu_pytorch_tanh", "attention_bias": False,
+        "query_pre_attn_scalar": 32, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        "sliding_window": 24, "sliding_window_pattern": 6, "final_logit_softcapping": None,
+        "attn_logit_softcapping": None, "tie_word_embeddings": True,
+        "bos_token_id": ids["<bos>"], "eos_token_id": eos, "pad_token_id": ids["<pad>"],
+    }
+    del config["hidden_act"]
+    tok_config = {
+        "add_bos_token": True, "add_eos_token": False,
+        "added_tokens_decoder": _added_tokens_decoder(tok), "bos_token": "<bos>",
+        "chat_template": templates.GEMMA3, "clean_up_tokenization_spaces": False,
+        "eos_token": "<end_of_turn>", "model_max_length": 2048, "pad_token": "<pad>",
+        "spaces_between_special_tokens": False, "tokenizer_class": "PreTrainedTokenizerFast",
+        "unk_token": "<unk>",
+    }
+    gen = {"bos_token_id": ids["<bos>"], "eos_token_id": eos, "pad_token_id": ids["<pad>"],
+           "do_sample": True, "top_k": 64, "top_p": 0.95}
+    return ModelPlan("tiny-gemma3", config, tok, tok_config, gen, None, "F32",
+                     {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
+
+
 def tiny_mistral_swa(mistral: ModelPlan) -> ModelPlan:
     """tiny-mistral with a sliding window of 24, far shorter than the parity prompts (82-95
     tokens) plus their 64 generated tokens. Weights are keyed by tensor name, so they are
@@ -159,7 +193,8 @@ def tiny_plans(seed: int) -> list[ModelPlan]:
     docs = corpus.build_corpus(seed)
     qwen2 = tiny_qwen2(docs)
     mistral = tiny_mistral(docs)
-    return [tiny_llama3(docs), qwen2, tiny_qwen3(qwen2), mistral, tiny_mistral_swa(mistral)]
+    return [tiny_llama3(docs), qwen2, tiny_qwen3(qwen2), mistral, tiny_mistral_swa(mistral),
+            tiny_gemma3(docs)]
 
 
 def _real_llama3_tokenizer() -> tuple[str, dict]:

@@ -3,7 +3,8 @@
 Tensor names follow llama.cpp. For the "llama" architecture the Q and K projections are
 permuted from Hugging Face's rotate-half rope layout to llama.cpp's interleaved-pair layout,
 as llama.cpp's HF converter does; "qwen2" and "qwen3" use NeoX-style rope in llama.cpp and
-are written unpermuted. Llama-3 rope scaling becomes a `rope_freqs.weight` tensor of per-frequency
+are written unpermuted, as is "gemma3", whose norm weights get Gemma's +1 added (llama.cpp's
+converter does the same: its RMSNorm multiplies by the weight alone). Llama-3 rope scaling becomes a `rope_freqs.weight` tensor of per-frequency
 divisors. Norms, biases and rope_freqs stay F32 in every file type.
 """
 
@@ -22,7 +23,8 @@ _FILE_TYPES = {
 }
 
 # llama.cpp's architecture per HF model_type.
-GGUF_ARCHS = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3"}
+GGUF_ARCHS = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
+              "gemma3_text": "gemma3"}
 
 _LAYER_NAMES = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -42,7 +44,16 @@ _LAYER_NAMES = {
 }
 
 
-def gguf_tensor_name(hf_name: str) -> str:
+# Gemma's sandwich norms: its post_attention_layernorm follows attention.
+_GEMMA3_LAYER_NAMES = {
+    **_LAYER_NAMES,
+    "post_attention_layernorm.weight": "post_attention_norm.weight",
+    "pre_feedforward_layernorm.weight": "ffn_norm.weight",
+    "post_feedforward_layernorm.weight": "post_ffw_norm.weight",
+}
+
+
+def gguf_tensor_name(hf_name: str, arch: str = "llama") -> str:
     if hf_name == "model.embed_tokens.weight":
         return "token_embd.weight"
     if hf_name == "model.norm.weight":
@@ -50,7 +61,8 @@ def gguf_tensor_name(hf_name: str) -> str:
     if hf_name == "lm_head.weight":
         return "output.weight"
     _, _, layer, rest = hf_name.split(".", 3)
-    return f"blk.{layer}.{_LAYER_NAMES[rest]}"
+    names = _GEMMA3_LAYER_NAMES if arch == "gemma3" else _LAYER_NAMES
+    return f"blk.{layer}.{names[rest]}"
 
 
 def permute_for_llama_rope(w: np.ndarray, num_heads: int) -> np.ndarray:
@@ -110,6 +122,7 @@ def _token_metadata(tokenizer: dict, tok_config: dict, vocab_size: int) -> dict:
     added = {a["id"]: a for a in tokenizer["added_tokens"]}
     id_to_token.update({i: a["content"] for i, a in added.items()})
     spm = bool(model.get("byte_fallback"))
+    prepend = "Prepend" in json.dumps(tokenizer.get("normalizer"))
     first_piece = max((i for i, a in added.items() if i < len(model["vocab"])), default=-1) + 1
     if spm:
         first_piece = max(first_piece, max(model["vocab"][f"<0x{b:02X}>"] for b in range(256)) + 1)
@@ -145,7 +158,7 @@ def _token_metadata(tokenizer: dict, tok_config: dict, vocab_size: int) -> dict:
         add_bos = "TemplateProcessing" in json.dumps(tokenizer.get("post_processor"))
     merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
     return {
-        "spm": spm, "tokens": tokens, "types": types, "scores": scores, "merges": merges,
+        "spm": spm, "add_space_prefix": prepend, "tokens": tokens, "types": types, "scores": scores, "merges": merges,
         "bos": token_id("bos_token"), "eos": token_id("eos_token"), "unk": token_id("unk_token"),
         "pad": token_id("pad_token"), "add_bos": add_bos,
         "add_eos": bool(tok_config.get("add_eos_token", False)),
@@ -175,11 +188,17 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
     w.add_rope_freq_base(config["rope_theta"])
     w.add_rope_dimension_count(head_dim)
     w.add_vocab_size(config["vocab_size"])
-    # As the engine reads config.json: Mistral's window applies unless use_sliding_window is
-    # false; Qwen2's only when it is true.
-    if config.get("use_sliding_window", config["model_type"] == "mistral"):
+    # As the engine reads config.json: Mistral's and Gemma's window applies unless
+    # use_sliding_window is false; Qwen2's only when it is true.
+    if config.get("use_sliding_window", config["model_type"] in ("mistral", "gemma3_text")):
         if config.get("sliding_window") is not None:
             w.add_sliding_window(config["sliding_window"])
+    scaling = config.get("rope_scaling") or {}
+    if scaling.get("rope_type", scaling.get("type")) == "linear":
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(scaling["factor"])
+    if arch == "gemma3" and config.get("final_logit_softcapping") is not None:
+        w.add_final_logit_softcapping(config["final_logit_softcapping"])
 
     tok = _token_metadata(json.loads(tokenizer_json), tok_config, config["vocab_size"])
     if tok["bos"] is None:
@@ -187,7 +206,7 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
     if tok["spm"]:
         w.add_tokenizer_model("llama")
         w.add_token_scores(tok["scores"])
-        w.add_add_space_prefix(True)
+        w.add_add_space_prefix(tok["add_space_prefix"])
     else:
         w.add_tokenizer_model("gpt2")
         w.add_tokenizer_pre(pre)
@@ -198,7 +217,8 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
                      ("unk", w.add_unk_token_id), ("pad", w.add_pad_token_id)):
         if tok[key] is not None:
             add(tok[key])
-    for text, add in (("<|eot_id|>", w.add_eot_token_id), ("<|eom_id|>", w.add_eom_token_id)):
+    for text, add in (("<|eot_id|>", w.add_eot_token_id), ("<|eom_id|>", w.add_eom_token_id),
+                      ("<end_of_turn>", w.add_eot_token_id)):
         if text in tok["ids"]:
             add(tok["ids"][text])
     w.add_add_bos_token(tok["add_bos"])
@@ -215,7 +235,7 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
     for s in specs:
         shape, dtype, nbytes = _encoded_layout(s.shape, qtype)
         raw = None if dtype == np.float32 else qtype
-        w.add_tensor_info(gguf_tensor_name(s.name), shape, dtype, nbytes, raw)
+        w.add_tensor_info(gguf_tensor_name(s.name, arch), shape, dtype, nbytes, raw)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
@@ -227,5 +247,7 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
             values = permute_for_llama_rope(values, config["num_attention_heads"])
         elif arch == "llama" and s.name.endswith("k_proj.weight"):
             values = permute_for_llama_rope(values, config["num_key_value_heads"])
+        elif s.kind == "norm0":
+            values = values + np.float32(1.0)  # llama.cpp's gemma3 norms hold 1 + weight
         w.write_tensor_data(_encode(values, qtype))
     w.close()

@@ -5,6 +5,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -244,6 +245,38 @@ class CpuBackend final : public Backend {
     SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "up", up));
     SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "out", out));
     cpu::SwiGluKernel(ctx_, gate, up, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status GeluTanhGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+    constexpr std::string_view kName = "GeluTanhGlu";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "gate", gate, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "up", up, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "up", up));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "out", out));
+    cpu::GeluTanhGluKernel(ctx_, gate, up, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status Scale(const Tensor& x, float factor, const Tensor& out) override {
+    constexpr std::string_view kName = "Scale";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "x", x, "out", out));
+    cpu::ScaleKernel(ctx_, x, factor, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status SoftCap(const Tensor& x, float cap, const Tensor& out) override {
+    constexpr std::string_view kName = "SoftCap";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "x", x, "out", out));
+    if (!(cap > 0) || !std::isfinite(cap)) {
+      return Invalid(kName, fmt::format("cap {} must be positive and finite", cap));
+    }
+    cpu::SoftCapKernel(ctx_, x, cap, out);
     return absl::OkStatus();
   }
 
