@@ -31,7 +31,7 @@ import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-mistral-swa",
-          "tiny-gemma3"]
+          "tiny-gemma3", "tiny-qwen3-moe"]
 NEW_TOKENS = 64
 STEPS = 4  # decode positions whose logits are kept, after the prompt's last position
 

@@ -48,6 +48,9 @@ absl::StatusOr<std::unique_ptr<Activations>> AllocateActivations(runtime::Backen
   SY_ASSIGN_OR_RETURN(a->up, make(RtDType::kF32, {t, c.intermediate_size}));
   SY_ASSIGN_OR_RETURN(a->last, make(RtDType::kF32, {r, c.hidden_size}));
   SY_ASSIGN_OR_RETURN(a->logits, make(RtDType::kF32, {r, c.vocab_size}));
+  if (c.num_experts > 0) {
+    SY_ASSIGN_OR_RETURN(a->moe, AllocateMoeActivations(backend, c, t));
+  }
   return a;
 }
 
@@ -110,6 +113,10 @@ absl::Status DecoderLayer(runtime::Backend* backend, const LlamaWeights& w, int6
   const Tensor gate = a->gate.Slice(0, n);
   const Tensor up = a->up.Slice(0, n);
   SY_RETURN_IF_ERROR(backend->RmsNorm(x, l.ffn_norm, eps, h));
+  if (l.router.has_value()) {
+    SY_RETURN_IF_ERROR(MoeFfn(backend, c, l, n, h, proj, a->moe.get()));
+    return backend->Add(x, proj, x);
+  }
   SY_RETURN_IF_ERROR(backend->MatMul(h, l.w_gate, nullptr, gate));
   SY_RETURN_IF_ERROR(backend->MatMul(h, l.w_up, nullptr, up));
   if (c.hidden_act == MlpActivation::kGeluTanh) {

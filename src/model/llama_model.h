@@ -1,9 +1,10 @@
 // LlamaModel: the eager forward pass of a Llama-family decoder (Llama, Mistral, Qwen2,
-// Qwen3, Gemma 3 weights as LlamaWeights describes) over one ForwardBatch against a paged
-// KV cache: embedding, then per layer RMSNorm, Q/K/V projections (+bias, + per-head q/k
-// norms), RoPE, KV write, paged attention, output projection (+ post-norm) and residual,
-// RMSNorm, SwiGLU or GeGLU MLP (+ post-norm) and residual; then the final norm, lm_head
-// and logit soft-capping on the rows that want logits only.
+// Qwen3, Qwen3-MoE, Gemma 3 weights as LlamaWeights describes) over one ForwardBatch
+// against a paged KV cache: embedding, then per layer RMSNorm, Q/K/V projections (+bias,
+// + per-head q/k norms), RoPE, KV write, paged attention, output projection (+ post-norm)
+// and residual, RMSNorm, an MLP (SwiGLU, GeGLU, or Qwen3-MoE's experts: moe_ffn.h)
+// (+ post-norm) and residual; then the final norm, lm_head and logit soft-capping on the
+// rows that want logits only.
 //
 // The op sequence lives in one place (llama_graph.cc: DecoderLayer and Head), written
 // against runtime::Backend alone, so a later compiled mode can take the same graph.

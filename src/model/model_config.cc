@@ -31,6 +31,7 @@ constexpr ArchInfo kArchs[] = {
     {"MistralForCausalLM", "mistral", "", 4096 * 32},
     {"Qwen2ForCausalLM", "qwen2", "qwen2", 32768},
     {"Qwen3ForCausalLM", "qwen3", "qwen3", 32768},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", "qwen3moe", 32768},
     {"Gemma3ForCausalLM", "gemma3_text", "gemma3", 131072},
 };
 
@@ -257,6 +258,25 @@ absl::Status ParseGemma3(simdjson::dom::object root, const JsonFields& fields,
   return absl::OkStatus();
 }
 
+// Qwen3-MoE's expert fields. Only models whose every layer is sparse are supported.
+absl::Status ParseQwen3Moe(simdjson::dom::object root, const JsonFields& fields,
+                           std::string_view source, ModelConfig* config) {
+  SY_RETURN_IF_ERROR(fields.Int("num_experts", true, &config->num_experts));
+  SY_RETURN_IF_ERROR(fields.Int("num_experts_per_tok", true, &config->num_experts_per_tok));
+  SY_RETURN_IF_ERROR(fields.Int("moe_intermediate_size", true, &config->moe_intermediate_size));
+  SY_RETURN_IF_ERROR(fields.Bool("norm_topk_prob", &config->norm_topk_prob));
+  int64_t sparse_step = 1;
+  SY_RETURN_IF_ERROR(fields.Int("decoder_sparse_step", false, &sparse_step));
+  if (sparse_step != 1) {
+    return FieldError(source, "decoder_sparse_step", "only 1 (every layer sparse) is supported");
+  }
+  simdjson::dom::array dense_layers;
+  if (!root["mlp_only_layers"].get_array().get(dense_layers) && dense_layers.size() != 0) {
+    return FieldError(source, "mlp_only_layers", "dense layers in a MoE model are not supported");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t LayerWindow(const ModelConfig& config, int64_t layer) {
@@ -333,7 +353,9 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::str
   // Qwen2's attention always has q/k/v biases; its config has no flag for them.
   config.attention_bias = config.architecture == "Qwen2ForCausalLM";
   SY_RETURN_IF_ERROR(fields.Bool("attention_bias", &config.attention_bias));
-  config.qk_norm = config.architecture == "Qwen3ForCausalLM";
+  config.qk_norm = config.model_type == "qwen3" || config.model_type == "qwen3_moe";
+  if (config.architecture == "Qwen3MoeForCausalLM")
+    SY_RETURN_IF_ERROR(ParseQwen3Moe(root, fields, source, &config));
   int64_t bos = 0;
   if (fields.Has("bos_token_id")) {
     SY_RETURN_IF_ERROR(fields.Int("bos_token_id", true, &bos));
@@ -380,7 +402,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   if (info == nullptr) {
     return FieldError(source, "general.architecture",
                       fmt::format("unsupported architecture '{}' (supported: llama, qwen2, qwen3, "
-                                  "gemma3)",
+                                  "qwen3moe, gemma3)",
                                   std::string(arch)));
   }
   ModelConfig config;
@@ -446,6 +468,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
     int64_t window = 0;
     SY_RETURN_IF_ERROR(get_int("attention.sliding_window", &window));
     config.sliding_window = window;
+  }
+  if (arch == "qwen3moe") {
+    // llama.cpp's qwen3moe always renormalizes the chosen experts' weights.
+    SY_RETURN_IF_ERROR(get_int("expert_count", &config.num_experts));
+    SY_RETURN_IF_ERROR(get_int("expert_used_count", &config.num_experts_per_tok));
+    SY_RETURN_IF_ERROR(get_int("expert_feed_forward_length", &config.moe_intermediate_size));
+    config.norm_topk_prob = true;
   }
   if (arch == "gemma3") {
     // As llama.cpp loads gemma3: sliding layers (every layer but each 6th) only when the file
@@ -542,6 +571,16 @@ absl::Status ValidateModelConfig(const ModelConfig& config, std::string_view sou
   }
   if (config.sliding_window && *config.sliding_window <= 0) {
     return FieldError(source, "sliding_window", "must be positive");
+  }
+  if (config.num_experts < 0 ||
+      (config.num_experts > 0 &&
+       (config.num_experts_per_tok <= 0 || config.num_experts_per_tok > config.num_experts ||
+        config.moe_intermediate_size <= 0))) {
+    return FieldError(
+        source, "num_experts_per_tok",
+        fmt::format("needs 0 < num_experts_per_tok ({}) <= num_experts ({}) and a "
+                    "positive moe_intermediate_size ({})",
+                    config.num_experts_per_tok, config.num_experts, config.moe_intermediate_size));
   }
   if (!config.sliding_layers.empty() &&
       static_cast<int64_t>(config.sliding_layers.size()) != config.num_hidden_layers) {

@@ -31,7 +31,7 @@ enum class MlpActivation { kSilu, kGeluTanh };
 
 struct ModelConfig {
   std::string architecture;  // HF class name, e.g. "LlamaForCausalLM"
-  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3", "gemma3_text"
+  std::string model_type;    // "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma3_text"
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
   int64_t num_hidden_layers = 0;
@@ -68,6 +68,15 @@ struct ModelConfig {
   bool sandwich_norms = false;  // RMSNorm on the attention and MLP outputs before each residual
   // Attention scores are scaled by query_pre_attn_scalar^-1/2; 0 means head_dim.
   double query_pre_attn_scalar = 0.0;
+  // Mixture of experts (Qwen3-MoE): when num_experts > 0, every layer's MLP is a router
+  // over num_experts SwiGLU experts of moe_intermediate_size, num_experts_per_tok of them per
+  // token, weighted by their softmax probabilities (renormalized over the chosen ones when
+  // norm_topk_prob is set); intermediate_size is then unused.
+  int64_t num_experts = 0;
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  bool norm_topk_prob = false;
+
   // logits = cap * tanh(logits / cap) when set. (Gemma 3's attn_logit_softcapping is not
   // read: transformers' Gemma 3 attention ignores it, and so does llama.cpp.)
   std::optional<double> final_logit_softcapping;
@@ -82,7 +91,8 @@ int64_t CommonSlidingWindow(const ModelConfig& config);
 
 // Architectures we can run; anything else is rejected with the list below.
 inline constexpr std::string_view kSupportedArchitectures =
-    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, Gemma3ForCausalLM";
+    "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
+    "Qwen3MoeForCausalLM, Gemma3ForCausalLM";
 
 // Parses config.json text; `source` names it in errors ("<file>: field 'x': ...").
 absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::string_view source);

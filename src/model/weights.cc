@@ -203,6 +203,46 @@ absl::Status SetRope(const ModelFiles& files, LlamaWeights* w) {
   return absl::OkStatus();
 }
 
+// A MoE layer's router and experts: HF names each expert's matrices
+// (mlp.experts.E.gate_proj.weight); GGUF stacks them into one [E, rows, cols] tensor each
+// (ffn_gate_exps.weight), which is cut into per-expert views.
+absl::Status LoadExperts(Loader& loader, const Names& names, const ModelConfig& c, int64_t i,
+                         LayerWeights* l) {
+  const int64_t d = c.hidden_size;
+  const int64_t fe = c.moe_intermediate_size;
+  const int64_t experts = c.num_experts;
+  SY_ASSIGN_OR_RETURN(l->router,
+                      loader.Load(names.Layer(i, "mlp.gate.weight", "ffn_gate_inp.weight"),
+                                  Role::kVector, {experts, d}));
+  struct Kind {
+    std::string_view hf, gg;
+    int64_t rows, cols;
+    std::vector<runtime::Tensor>* out;
+  };
+  const Kind kinds[] = {{"gate_proj", "ffn_gate_exps", fe, d, &l->expert_gate},
+                        {"up_proj", "ffn_up_exps", fe, d, &l->expert_up},
+                        {"down_proj", "ffn_down_exps", d, fe, &l->expert_down}};
+  for (const Kind& kind : kinds) {
+    kind.out->reserve(static_cast<size_t>(experts));
+    if (names.gguf) {
+      SY_ASSIGN_OR_RETURN(runtime::Tensor stacked,
+                          loader.Load(names.Layer(i, "", fmt::format("{}.weight", kind.gg)),
+                                      Role::kMatrix, {experts, kind.rows, kind.cols}));
+      for (int64_t e = 0; e < experts; ++e)
+        kind.out->push_back(stacked.Slice(e, 1).Reshaped({kind.rows, kind.cols}));
+      continue;
+    }
+    for (int64_t e = 0; e < experts; ++e) {
+      SY_ASSIGN_OR_RETURN(
+          runtime::Tensor t,
+          loader.Load(names.Layer(i, fmt::format("mlp.experts.{}.{}.weight", e, kind.hf), ""),
+                      Role::kMatrix, {kind.rows, kind.cols}));
+      kind.out->push_back(t);
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(const ModelFiles& files,
@@ -265,6 +305,11 @@ absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(const ModelFiles&
       SY_ASSIGN_OR_RETURN(l.ffn_norm,
                           loader.Load(name("post_attention_layernorm.weight", "ffn_norm.weight"),
                                       Role::kNorm, {d}));
+    }
+    if (c.num_experts > 0) {
+      SY_RETURN_IF_ERROR(LoadExperts(loader, names, c, i, &l));
+      w->layers.push_back(std::move(l));
+      continue;
     }
     SY_ASSIGN_OR_RETURN(l.w_gate, loader.Load(name("mlp.gate_proj.weight", "ffn_gate.weight"),
                                               Role::kMatrix, {f, d}));

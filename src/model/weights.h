@@ -1,6 +1,6 @@
-// LlamaWeights: the weights of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3) in a
-// backend's memory, loaded from a ModelFiles (HF safetensors or GGUF names), with the
-// rotary parameters the weights imply.
+// LlamaWeights: the weights of a Llama-family decoder (Llama, Mistral, Qwen2, Qwen3,
+// Qwen3-MoE, Gemma 3) in a backend's memory, loaded from a ModelFiles (HF safetensors or
+// GGUF names), with the rotary parameters the weights imply.
 //
 // Matrices keep their stored dtype (F32, F16, BF16, Q8_0) unless the options ask for a
 // conversion; on a backend whose device memory is host memory they are wrapped from the
@@ -38,6 +38,11 @@ struct LayerWeights {
   runtime::Tensor w_gate, w_up, w_down;           // [f, d], [f, d], [d, f]
   // Gemma's sandwich norms on the attention and MLP outputs: F32 [d].
   std::optional<runtime::Tensor> post_attn_norm, post_ffn_norm;
+  // Mixture of experts, in place of w_gate/w_up/w_down: the router F32 [E, d] (F32 under
+  // every dtype policy: routing must not flip on rounding) and one [fe, d], [fe, d], [d, fe]
+  // matrix per expert (views into GGUF's stacked 3-D tensors, or HF's own tensors).
+  std::optional<runtime::Tensor> router;
+  std::vector<runtime::Tensor> expert_gate, expert_up, expert_down;
 };
 
 struct LlamaWeights {

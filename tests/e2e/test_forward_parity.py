@@ -27,7 +27,7 @@ import pytest
 REPO = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "tests" / "data" / "reference"
 MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-mistral-swa",
-          "tiny-gemma3"]
+          "tiny-gemma3", "tiny-qwen3-moe"]
 F32_TOL = 1e-5
 QUANT_TOL = 0.02
 Q8_0_REFERENCE_TOL = {"tiny-gemma3": 0.04}  # Q8_0 against F32 where 0.02 is too tight

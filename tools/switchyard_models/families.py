@@ -125,6 +125,24 @@ def tiny_qwen3(qwen2: ModelPlan) -> ModelPlan:
     return dataclasses.replace(qwen2, name="tiny-qwen3", config=config)
 
 
+def tiny_qwen3_moe(qwen2: ModelPlan) -> ModelPlan:
+    """Qwen3-MoE: tiny-qwen3's attention with every layer's MLP replaced by 8 experts of 32,
+    2 per token, weights renormalized over the chosen two (norm_topk_prob, as Qwen3-30B-A3B
+    has); untied lm_head. Tokenizer and template are tiny-qwen2's."""
+    config = {
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+        **_tiny_shape(num_layers=2, num_kv_heads=2, intermediate=128),
+        "head_dim": 32, "attention_bias": False, "max_window_layers": 2, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "rope_scaling": None, "sliding_window": None,
+        "use_sliding_window": False, "tie_word_embeddings": False,
+        "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+        "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": [],
+        "output_router_logits": False, "router_aux_loss_coef": 0.001,
+        "bos_token_id": qwen2.config["bos_token_id"], "eos_token_id": qwen2.config["eos_token_id"],
+    }
+    return dataclasses.replace(qwen2, name="tiny-qwen3-moe", config=config)
+
+
 def tiny_mistral(docs: list[str]) -> ModelPlan:
     tok = tt.train_mistral(docs, TINY_VOCAB, limit_alphabet=200)
     config = {
@@ -194,7 +212,7 @@ def tiny_plans(seed: int) -> list[ModelPlan]:
     qwen2 = tiny_qwen2(docs)
     mistral = tiny_mistral(docs)
     return [tiny_llama3(docs), qwen2, tiny_qwen3(qwen2), mistral, tiny_mistral_swa(mistral),
-            tiny_gemma3(docs)]
+            tiny_gemma3(docs), tiny_qwen3_moe(qwen2)]
 
 
 def _real_llama3_tokenizer() -> tuple[str, dict]:

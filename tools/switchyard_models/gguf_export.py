@@ -24,7 +24,7 @@ _FILE_TYPES = {
 
 # llama.cpp's architecture per HF model_type.
 GGUF_ARCHS = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
-              "gemma3_text": "gemma3"}
+              "qwen3_moe": "qwen3moe", "gemma3_text": "gemma3"}
 
 _LAYER_NAMES = {
     "input_layernorm.weight": "attn_norm.weight",
@@ -41,7 +41,11 @@ _LAYER_NAMES = {
     "mlp.gate_proj.weight": "ffn_gate.weight",
     "mlp.up_proj.weight": "ffn_up.weight",
     "mlp.down_proj.weight": "ffn_down.weight",
+    "mlp.gate.weight": "ffn_gate_inp.weight",  # the MoE router
 }
+# A MoE layer's experts (HF mlp.experts.E.<proj>.weight) stack into one 3-D tensor each.
+_EXPERT_NAMES = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps",
+                 "down_proj": "ffn_down_exps"}
 
 
 # Gemma's sandwich norms: its post_attention_layernorm follows attention.
@@ -61,6 +65,8 @@ def gguf_tensor_name(hf_name: str, arch: str = "llama") -> str:
     if hf_name == "lm_head.weight":
         return "output.weight"
     _, _, layer, rest = hf_name.split(".", 3)
+    if rest.startswith("mlp.experts."):
+        return f"blk.{layer}.{_EXPERT_NAMES[rest.split('.')[3]]}.weight"
     names = _GEMMA3_LAYER_NAMES if arch == "gemma3" else _LAYER_NAMES
     return f"blk.{layer}.{names[rest]}"
 
@@ -166,6 +172,22 @@ def _token_metadata(tokenizer: dict, tok_config: dict, vocab_size: int) -> dict:
     }
 
 
+def _tensor_qtype(gguf_name: str, qtype):
+    """The MoE router stays F32 in every file type, as llama.cpp's quantizer leaves it."""
+    return gguf.GGMLQuantizationType.F32 if gguf_name.endswith("ffn_gate_inp.weight") else qtype
+
+
+def _gguf_values(spec, config: dict, arch: str, seed: int, bf16_values: bool) -> np.ndarray:
+    values = weights.make_tensor(spec, seed, bf16=bf16_values)
+    if arch == "llama" and spec.name.endswith("q_proj.weight"):
+        values = permute_for_llama_rope(values, config["num_attention_heads"])
+    elif arch == "llama" and spec.name.endswith("k_proj.weight"):
+        values = permute_for_llama_rope(values, config["num_key_value_heads"])
+    elif spec.kind == "norm0":
+        values = values + np.float32(1.0)  # llama.cpp's gemma3 norms hold 1 + weight
+    return values
+
+
 def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: dict,
                pre: str | None, seed: int, file_type: str, bf16_values: bool) -> None:
     """Writes one GGUF file; tensors are recomputed from (seed, name), one at a time."""
@@ -197,6 +219,10 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
     if scaling.get("rope_type", scaling.get("type")) == "linear":
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(scaling["factor"])
+    if config.get("num_experts"):
+        w.add_expert_count(config["num_experts"])
+        w.add_expert_used_count(config["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(config["moe_intermediate_size"])
     if arch == "gemma3" and config.get("final_logit_softcapping") is not None:
         w.add_final_logit_softcapping(config["final_logit_softcapping"])
 
@@ -226,28 +252,28 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
     if tok_config.get("chat_template"):
         w.add_chat_template(tok_config["chat_template"])
 
-    specs = weights.tensor_specs(config)
+    # GGUF tensors in spec order; a stacked expert tensor takes the place of its first expert.
+    groups: dict[str, list] = {}
+    for spec in weights.tensor_specs(config):
+        groups.setdefault(gguf_tensor_name(spec.name, arch), []).append(spec)
     rope_factors = None
     if (config.get("rope_scaling") or {}).get("rope_type") == "llama3":
         rope_factors = llama3_rope_factors(config)
         w.add_tensor_info("rope_freqs.weight", rope_factors.shape, np.dtype(np.float32),
                           rope_factors.nbytes, gguf.GGMLQuantizationType.F32)
-    for s in specs:
-        shape, dtype, nbytes = _encoded_layout(s.shape, qtype)
-        raw = None if dtype == np.float32 else qtype
-        w.add_tensor_info(gguf_tensor_name(s.name, arch), shape, dtype, nbytes, raw)
+    for gname, group in groups.items():
+        shape = group[0].shape if len(group) == 1 else (len(group), *group[0].shape)
+        shape, dtype, nbytes = _encoded_layout(shape, _tensor_qtype(gname, qtype))
+        raw = None if dtype == np.float32 else _tensor_qtype(gname, qtype)
+        w.add_tensor_info(gname, shape, dtype, nbytes, raw)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     if rope_factors is not None:
         w.write_tensor_data(rope_factors)
-    for s in specs:
-        values = weights.make_tensor(s, seed, bf16=bf16_values)
-        if arch == "llama" and s.name.endswith("q_proj.weight"):
-            values = permute_for_llama_rope(values, config["num_attention_heads"])
-        elif arch == "llama" and s.name.endswith("k_proj.weight"):
-            values = permute_for_llama_rope(values, config["num_key_value_heads"])
-        elif s.kind == "norm0":
-            values = values + np.float32(1.0)  # llama.cpp's gemma3 norms hold 1 + weight
-        w.write_tensor_data(_encode(values, qtype))
+    for gname, group in groups.items():
+        values = np.stack([_gguf_values(s, config, arch, seed, bf16_values) for s in group])
+        if len(group) == 1:
+            values = values[0]
+        w.write_tensor_data(_encode(values, _tensor_qtype(gname, qtype)))
     w.close()

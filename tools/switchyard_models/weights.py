@@ -12,20 +12,23 @@ import zlib
 import numpy as np
 
 INIT_STD = 0.02
+# MoE routers are drawn wider than other matrices, so that each token's top-k experts win by
+# clear margins and routing does not hinge on rounding.
+ROUTER_STD = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
 class TensorSpec:
     name: str  # Hugging Face name, e.g. model.layers.0.self_attn.q_proj.weight
     shape: tuple[int, ...]
-    # "linear" (normal * 0.02), "bias" (normal * 0.02), "norm" (1 + normal * 0.1) or
-    # "norm0" (normal * 0.1: Gemma's norms, applied as 1 + weight)
+    # "linear" (normal * 0.02), "bias" (normal * 0.02), "norm" (1 + normal * 0.1),
+    # "norm0" (normal * 0.1: Gemma's norms, applied as 1 + weight) or "router" (normal * 1.0)
     kind: str
 
 
 def tensor_specs(config: dict) -> list[TensorSpec]:
-    """The tensors of a Llama / Mistral / Qwen2 / Qwen3 / Gemma 3 decoder described by an HF
-    config.json dict."""
+    """The tensors of a Llama / Mistral / Qwen2 / Qwen3 / Qwen3-MoE / Gemma 3 decoder described
+    by an HF config.json dict."""
     hidden = config["hidden_size"]
     head_dim = config.get("head_dim") or hidden // config["num_attention_heads"]
     q_dim = config["num_attention_heads"] * head_dim
@@ -49,7 +52,7 @@ def tensor_specs(config: dict) -> list[TensorSpec]:
                 TensorSpec(p + "self_attn.k_proj.bias", (kv_dim,), "bias"),
                 TensorSpec(p + "self_attn.v_proj.bias", (kv_dim,), "bias"),
             ]
-        if config["model_type"] in ("qwen3", "gemma3_text"):
+        if config["model_type"] in ("qwen3", "qwen3_moe", "gemma3_text"):
             specs += [
                 TensorSpec(p + "self_attn.q_norm.weight", (head_dim,), norm),
                 TensorSpec(p + "self_attn.k_norm.weight", (head_dim,), norm),
@@ -63,6 +66,9 @@ def tensor_specs(config: dict) -> list[TensorSpec]:
                 TensorSpec(p + "pre_feedforward_layernorm.weight", (hidden,), norm),
                 TensorSpec(p + "post_feedforward_layernorm.weight", (hidden,), norm),
             ]
+        if config.get("num_experts"):
+            specs += _expert_specs(config, p)
+            continue
         specs += [
             TensorSpec(p + "mlp.gate_proj.weight", (inter, hidden), "linear"),
             TensorSpec(p + "mlp.up_proj.weight", (inter, hidden), "linear"),
@@ -71,6 +77,21 @@ def tensor_specs(config: dict) -> list[TensorSpec]:
     specs.append(TensorSpec("model.norm.weight", (hidden,), norm))
     if not config["tie_word_embeddings"]:
         specs.append(TensorSpec("lm_head.weight", (config["vocab_size"], hidden), "linear"))
+    return specs
+
+
+def _expert_specs(config: dict, prefix: str) -> list[TensorSpec]:
+    """A Qwen3-MoE layer's router and experts, in the per-expert layout of the released
+    checkpoints (transformers fuses them into 3-D parameters when it loads them)."""
+    hidden, inter = config["hidden_size"], config["moe_intermediate_size"]
+    specs = [TensorSpec(prefix + "mlp.gate.weight", (config["num_experts"], hidden), "router")]
+    for e in range(config["num_experts"]):
+        q = f"{prefix}mlp.experts.{e}."
+        specs += [
+            TensorSpec(q + "gate_proj.weight", (inter, hidden), "linear"),
+            TensorSpec(q + "up_proj.weight", (inter, hidden), "linear"),
+            TensorSpec(q + "down_proj.weight", (hidden, inter), "linear"),
+        ]
     return specs
 
 
@@ -93,6 +114,8 @@ def make_tensor(spec: TensorSpec, seed: int, bf16: bool = False) -> np.ndarray:
         values = np.float32(1.0) + values * np.float32(0.1)
     elif spec.kind == "norm0":
         values *= np.float32(0.1)
+    elif spec.kind == "router":
+        values *= np.float32(ROUTER_STD)
     else:
         values *= np.float32(INIT_STD)
     return bf16_to_f32(round_to_bf16(values)) if bf16 else values

@@ -280,6 +280,52 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
+  absl::Status MoeRoute(const Tensor& logits, int64_t top_k, bool normalize,
+                        const Tensor& expert_ids, const Tensor& weights) override {
+    constexpr std::string_view kName = "MoeRoute";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "logits", logits, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "expert_ids", expert_ids, DType::kI32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "weights", weights, DType::kF32));
+    if (top_k <= 0 || top_k > logits.cols()) {
+      return Invalid(kName, fmt::format("top_k {} outside [1, {}]", top_k, logits.cols()));
+    }
+    for (const Tensor* t : {&expert_ids, &weights}) {
+      if (t->rows() != logits.rows() || t->cols() != top_k) {
+        return Invalid(kName,
+                       fmt::format("{} must be [{}, {}]", t->DebugString(), logits.rows(), top_k));
+      }
+    }
+    cpu::MoeRouteKernel(ctx_, logits, top_k, normalize, expert_ids, weights);
+    return absl::OkStatus();
+  }
+
+  absl::Status MoeScatterAdd(const Tensor& y, const Tensor& rows, const Tensor& weights,
+                             const Tensor& out) override {
+    constexpr std::string_view kName = "MoeScatterAdd";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "y", y, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "rows", rows, DType::kI32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "weights", weights, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    if (rows.num_elements() != y.rows() || weights.num_elements() != y.rows() ||
+        out.cols() != y.cols()) {
+      return Invalid(kName,
+                     fmt::format("y {}, rows {}, weights {} and out {} disagree", y.DebugString(),
+                                 rows.DebugString(), weights.DebugString(), out.DebugString()));
+    }
+    if (out.data() == y.data() && out.num_elements() != 0) {
+      return Invalid(kName, "out must not alias y");
+    }
+    const auto* row_data = rows.data_as<const int32_t>();
+    for (int64_t j = 0; j < rows.num_elements(); ++j) {
+      if (row_data[j] < 0 || row_data[j] >= out.rows()) {
+        return absl::OutOfRangeError(fmt::format("MoeScatterAdd: rows[{}] = {} outside [0, {})", j,
+                                                 row_data[j], out.rows()));
+      }
+    }
+    cpu::MoeScatterAddKernel(ctx_, y, row_data, weights.data_as<const float>(), out);
+    return absl::OkStatus();
+  }
+
   absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) override {
     constexpr std::string_view kName = "Add";
     SY_RETURN_IF_ERROR(ExpectDType(kName, "a", a, DType::kF32));
