@@ -192,6 +192,22 @@ TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkMistralSlidingWindow) {
   CheckSchedulesAgree("tiny-mistral-swa", 16);
 }
 
+TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkQwen3) {
+  CheckSchedulesAgree("tiny-qwen3", 16);
+}
+
+TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkGemma3) {
+  // Five sliding layers (window 24) and a global one, which keeps reading the whole prefix.
+  CheckSchedulesAgree("tiny-gemma3", 4);
+  CheckSchedulesAgree("tiny-gemma3", 16);
+}
+
+TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkQwen3Moe) {
+  // Which tokens share an expert's GEMM changes with every schedule; a token's result must not.
+  CheckSchedulesAgree("tiny-qwen3-moe", 5);
+  CheckSchedulesAgree("tiny-qwen3-moe", 16);
+}
+
 // tiny-mistral-swa is tiny-mistral (same weights) with a sliding window of 24, in both its
 // config.json and its GGUF: logits agree while a token's whole prefix fits in the window
 // and differ once it does not.
