@@ -4,7 +4,7 @@
   .venv/bin/python tools/gen_models.py --out models --seed 0 --only tiny
   .venv/bin/python tools/gen_models.py --out models --seed 0 --only bench-135m
 
-tiny writes <out>/tiny-{llama3,qwen2,mistral,mistral-swa}/ (bundled in git); bench-135m and bench-1b write
+tiny writes <out>/tiny-{llama3,qwen2,qwen3,qwen3-moe,mistral,mistral-swa,gemma3}/ (bundled in git); bench-135m and bench-1b write
 <out>/bench/bench-135m/ and <out>/bench/bench-1b/ (gitignored). See tools/README.md.
 """
 

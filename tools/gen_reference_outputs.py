@@ -15,9 +15,9 @@ tests/data/reference/<model>.npz (logits, float32):
 
 With --llamacpp, llama-cpp-python (when importable) adds the llama.cpp logits and greedy tokens
 for model-q8_0.gguf under "llamacpp_q8_0"; without the package it says so and skips that part.
-Models with a sliding window (tiny-mistral-swa) get none: llama.cpp's `llama` architecture
-ignores `attention.sliding_window`. For them the script first checks that transformers applies
-the window (check_window_applied).
+tiny-mistral-swa gets none: llama.cpp's `llama` architecture ignores `attention.sliding_window`
+(its `gemma3` one applies it, so tiny-gemma3 gets one). For models with a window the script
+first checks that transformers applies it (check_window_applied).
 
 torch is not in the main venv: use the reference venv (tools/requirements-reference.txt):
   .venv-ref/bin/python tools/gen_reference_outputs.py
@@ -30,7 +30,8 @@ import sys
 import numpy as np
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-mistral", "tiny-mistral-swa"]
+MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-mistral-swa",
+          "tiny-gemma3", "tiny-qwen3-moe"]
 NEW_TOKENS = 64
 STEPS = 4  # decode positions whose logits are kept, after the prompt's last position
 
@@ -93,7 +94,8 @@ def check_window_applied(model_dir, ids):
     config = AutoConfig.from_pretrained(model_dir)
     window = config.sliding_window
     rows = []
-    for w in (window, None):
+    # A window as long as the prompt is no window (Gemma 3's cache cannot take None).
+    for w in (window, len(ids)):
         config.sliding_window = w
         model = AutoModelForCausalLM.from_pretrained(model_dir, config=config,
                                                      dtype=torch.float32,
@@ -151,7 +153,10 @@ def main():
         model_dir = pathlib.Path(args.models) / name
         tok = AutoTokenizer.from_pretrained(model_dir)
         prompt_ids = [tok(p, add_special_tokens=True)["input_ids"] for p in PROMPTS]
-        windowed = bool(AutoConfig.from_pretrained(model_dir).sliding_window)
+        config = AutoConfig.from_pretrained(model_dir)
+        windowed = bool(config.sliding_window)
+        # llama.cpp's `llama` architecture (Mistral's GGUF) ignores the window; gemma3 has it.
+        llamacpp_windowless = windowed and config.model_type == "mistral"
         if windowed:
             check_window_applied(model_dir, prompt_ids[0])
         f32 = run_torch(model_dir, "f32", prompt_ids, None)
@@ -176,7 +181,7 @@ def main():
             "f32_logits": np.stack([r["logits"] for r in f32]).astype(np.float32),
             "bf16_logits": np.stack([r["logits"] for r in bf16]).astype(np.float32),
         }
-        if args.llamacpp and windowed:
+        if args.llamacpp and llamacpp_windowless:
             print(f"{name}: no llama.cpp reference: its llama architecture ignores the sliding "
                   "window", file=sys.stderr)
         elif args.llamacpp:

@@ -43,10 +43,11 @@ struct RunnerLimits {
   int32_t sliding_window = 0;
 };
 
-// RunnerLimits::sliding_window for a model: its window, or 0 when it has none or one past
-// int32 (longer than any context a runner holds, so as good as none).
+// RunnerLimits::sliding_window for a model: the window all its layers share, or 0 when it
+// has none, when some layer attends to the whole prefix (Gemma 3's global layers), or when
+// it is past int32 (longer than any context a runner holds, so as good as none).
 inline int32_t SlidingWindowOf(const model::ModelConfig& config) {
-  const int64_t window = config.sliding_window.value_or(0);
+  const int64_t window = model::CommonSlidingWindow(config);
   return window <= std::numeric_limits<int32_t>::max() ? static_cast<int32_t>(window) : 0;
 }
 

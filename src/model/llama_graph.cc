@@ -48,12 +48,19 @@ absl::StatusOr<std::unique_ptr<Activations>> AllocateActivations(runtime::Backen
   SY_ASSIGN_OR_RETURN(a->up, make(RtDType::kF32, {t, c.intermediate_size}));
   SY_ASSIGN_OR_RETURN(a->last, make(RtDType::kF32, {r, c.hidden_size}));
   SY_ASSIGN_OR_RETURN(a->logits, make(RtDType::kF32, {r, c.vocab_size}));
+  if (c.num_experts > 0) {
+    SY_ASSIGN_OR_RETURN(a->moe, AllocateMoeActivations(backend, c, t));
+  }
   return a;
 }
 
 absl::Status Embed(runtime::Backend* backend, const LlamaWeights& w, const StepViews& step,
                    Activations* a) {
-  return backend->Embedding(w.embed, a->tokens.Slice(0, step.n), a->x.Slice(0, step.n));
+  const Tensor x = a->x.Slice(0, step.n);
+  SY_RETURN_IF_ERROR(backend->Embedding(w.embed, a->tokens.Slice(0, step.n), x));
+  if (w.config.embed_scale == 1.0)
+    return absl::OkStatus();
+  return backend->Scale(x, static_cast<float>(w.config.embed_scale), x);
 }
 
 absl::Status DecoderLayer(runtime::Backend* backend, const LlamaWeights& w, int64_t layer,
@@ -92,20 +99,34 @@ absl::Status DecoderLayer(runtime::Backend* backend, const LlamaWeights& w, int6
   SY_RETURN_IF_ERROR(backend->Rope(rope, q3, positions));
   SY_RETURN_IF_ERROR(backend->Rope(rope, k3, positions));
   SY_RETURN_IF_ERROR(backend->WriteKv(k3, v3, a->slots.Slice(0, n), k_pool, v_pool));
-  const auto scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.head_dim)));
+  const double scalar =
+      c.query_pre_attn_scalar > 0 ? c.query_pre_attn_scalar : static_cast<double>(c.head_dim);
+  const auto scale = static_cast<float>(1.0 / std::sqrt(scalar));
   SY_RETURN_IF_ERROR(backend->PagedAttention(q3, k_pool, v_pool, step.sequences, scale,
-                                             c.sliding_window.value_or(0), attn3));
+                                             LayerWindow(c, layer), attn3));
   SY_RETURN_IF_ERROR(backend->MatMul(attn, l.wo, nullptr, proj));
+  if (l.post_attn_norm.has_value())
+    SY_RETURN_IF_ERROR(backend->RmsNorm(proj, *l.post_attn_norm, eps, proj));
   SY_RETURN_IF_ERROR(backend->Add(x, proj, x));
 
   // MLP block.
   const Tensor gate = a->gate.Slice(0, n);
   const Tensor up = a->up.Slice(0, n);
   SY_RETURN_IF_ERROR(backend->RmsNorm(x, l.ffn_norm, eps, h));
+  if (l.router.has_value()) {
+    SY_RETURN_IF_ERROR(MoeFfn(backend, c, l, n, h, proj, a->moe.get()));
+    return backend->Add(x, proj, x);
+  }
   SY_RETURN_IF_ERROR(backend->MatMul(h, l.w_gate, nullptr, gate));
   SY_RETURN_IF_ERROR(backend->MatMul(h, l.w_up, nullptr, up));
-  SY_RETURN_IF_ERROR(backend->SwiGlu(gate, up, gate));
+  if (c.hidden_act == MlpActivation::kGeluTanh) {
+    SY_RETURN_IF_ERROR(backend->GeluTanhGlu(gate, up, gate));
+  } else {
+    SY_RETURN_IF_ERROR(backend->SwiGlu(gate, up, gate));
+  }
   SY_RETURN_IF_ERROR(backend->MatMul(gate, l.w_down, nullptr, proj));
+  if (l.post_ffn_norm.has_value())
+    SY_RETURN_IF_ERROR(backend->RmsNorm(proj, *l.post_ffn_norm, eps, proj));
   return backend->Add(x, proj, x);
 }
 
@@ -116,7 +137,11 @@ absl::Status Head(runtime::Backend* backend, const LlamaWeights& w, const StepVi
   SY_RETURN_IF_ERROR(backend->Embedding(a->x, a->rows.Slice(0, step.r), last));
   SY_RETURN_IF_ERROR(
       backend->RmsNorm(last, w.final_norm, static_cast<float>(w.config.rms_norm_eps), last));
-  return backend->MatMul(last, w.lm_head, nullptr, a->logits.Slice(0, step.r));
+  const Tensor logits = a->logits.Slice(0, step.r);
+  SY_RETURN_IF_ERROR(backend->MatMul(last, w.lm_head, nullptr, logits));
+  if (!w.config.final_logit_softcapping.has_value())
+    return absl::OkStatus();
+  return backend->SoftCap(logits, static_cast<float>(*w.config.final_logit_softcapping), logits);
 }
 
 }  // namespace switchyard::model

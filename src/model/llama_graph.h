@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 
+#include "model/moe_ffn.h"
 #include "model/weights.h"
 #include "runtime/backend.h"
 
@@ -19,21 +20,22 @@ namespace switchyard::model {
 // to the step's n tokens with Slice.
 struct Activations {
   std::vector<runtime::Buffer> buffers;
-  runtime::Tensor tokens;     // I32 [T]
-  runtime::Tensor positions;  // I32 [T]
-  runtime::Tensor slots;      // I32 [T]
-  runtime::Tensor rows;       // I32 [R] logit rows
-  runtime::Tensor x;          // F32 [T, d] residual stream
-  runtime::Tensor h;          // F32 [T, d] normed input of a sublayer
-  runtime::Tensor q;          // F32 [T, heads * hd]
-  runtime::Tensor k;          // F32 [T, kv_heads * hd]
-  runtime::Tensor v;          // F32 [T, kv_heads * hd]
-  runtime::Tensor attn;       // F32 [T, heads * hd]
-  runtime::Tensor proj;       // F32 [T, d] sublayer output
-  runtime::Tensor gate;       // F32 [T, f]
-  runtime::Tensor up;         // F32 [T, f]
-  runtime::Tensor last;       // F32 [R, d] hidden rows that want logits
-  runtime::Tensor logits;     // F32 [R, vocab]
+  runtime::Tensor tokens;               // I32 [T]
+  runtime::Tensor positions;            // I32 [T]
+  runtime::Tensor slots;                // I32 [T]
+  runtime::Tensor rows;                 // I32 [R] logit rows
+  runtime::Tensor x;                    // F32 [T, d] residual stream
+  runtime::Tensor h;                    // F32 [T, d] normed input of a sublayer
+  runtime::Tensor q;                    // F32 [T, heads * hd]
+  runtime::Tensor k;                    // F32 [T, kv_heads * hd]
+  runtime::Tensor v;                    // F32 [T, kv_heads * hd]
+  runtime::Tensor attn;                 // F32 [T, heads * hd]
+  runtime::Tensor proj;                 // F32 [T, d] sublayer output
+  runtime::Tensor gate;                 // F32 [T, f]
+  runtime::Tensor up;                   // F32 [T, f]
+  runtime::Tensor last;                 // F32 [R, d] hidden rows that want logits
+  runtime::Tensor logits;               // F32 [R, vocab]
+  std::unique_ptr<MoeActivations> moe;  // MoE models only
 };
 
 // One step's inputs, already on the device, cut to n tokens and r logit rows.
@@ -48,16 +50,19 @@ absl::StatusOr<std::unique_ptr<Activations>> AllocateActivations(runtime::Backen
                                                                  int64_t max_tokens,
                                                                  int64_t max_logit_rows);
 
-// x = embed[tokens] for the step's n tokens.
+// x = embed[tokens] (times config.embed_scale) for the step's n tokens.
 absl::Status Embed(runtime::Backend* backend, const LlamaWeights& w, const StepViews& step,
                    Activations* a);
 
-// One decoder layer on the residual stream a->x.
+// One decoder layer on the residual stream a->x. A MoE layer reads its routing back to the
+// host (see moe_ffn.h). `rope` is the layer's table (Gemma 3's
+// sliding layers have their own).
 absl::Status DecoderLayer(runtime::Backend* backend, const LlamaWeights& w, int64_t layer,
                           const runtime::RopeTable& rope, const runtime::Tensor& k_pool,
                           const runtime::Tensor& v_pool, const StepViews& step, Activations* a);
 
-// Gathers the rows that want logits, applies the final norm and the lm_head: a->logits.
+// Gathers the rows that want logits, applies the final norm, the lm_head and any final
+// logit soft-capping: a->logits.
 absl::Status Head(runtime::Backend* backend, const LlamaWeights& w, const StepViews& step,
                   Activations* a);
 

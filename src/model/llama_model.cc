@@ -25,6 +25,9 @@ absl::StatusOr<std::unique_ptr<LlamaModel>> LlamaModel::Create(const ModelFiles&
   auto model = std::unique_ptr<LlamaModel>(new LlamaModel(backend, options));
   SY_ASSIGN_OR_RETURN(model->weights_, LoadLlamaWeights(files, backend, options.weight_dtype));
   SY_ASSIGN_OR_RETURN(model->rope_, backend->CreateRopeTable(model->weights_->rope));
+  if (model->weights_->local_rope.has_value()) {
+    SY_ASSIGN_OR_RETURN(model->local_rope_, backend->CreateRopeTable(*model->weights_->local_rope));
+  }
   SY_ASSIGN_OR_RETURN(model->act_,
                       AllocateActivations(backend, model->config(), options.max_num_batched_tokens,
                                           options.max_logit_rows));
@@ -101,8 +104,9 @@ absl::Status LlamaModel::Forward(const ForwardBatch& batch, const KvCacheStorage
   const StepViews step{n, r, batch.sequences};
   SY_RETURN_IF_ERROR(Embed(backend_, *weights_, step, a));
   for (int64_t layer = 0; layer < config().num_hidden_layers; ++layer) {
-    SY_RETURN_IF_ERROR(DecoderLayer(backend_, *weights_, layer, *rope_, kv.k_pool(layer),
-                                    kv.v_pool(layer), step, a));
+    const bool local = local_rope_ != nullptr && LayerWindow(config(), layer) > 0;
+    SY_RETURN_IF_ERROR(DecoderLayer(backend_, *weights_, layer, local ? *local_rope_ : *rope_,
+                                    kv.k_pool(layer), kv.v_pool(layer), step, a));
   }
   if (r == 0)
     return backend_->Synchronize();

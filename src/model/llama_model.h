@@ -1,8 +1,10 @@
 // LlamaModel: the eager forward pass of a Llama-family decoder (Llama, Mistral, Qwen2,
-// Qwen3 weights as LlamaWeights describes) over one ForwardBatch against a paged KV cache:
-// embedding, then per layer RMSNorm, Q/K/V projections (+bias), RoPE, KV write, paged
-// attention, output projection and residual, RMSNorm, SwiGLU MLP and residual; then the
-// final norm and lm_head on the rows that want logits only.
+// Qwen3, Qwen3-MoE, Gemma 3 weights as LlamaWeights describes) over one ForwardBatch
+// against a paged KV cache: embedding, then per layer RMSNorm, Q/K/V projections (+bias,
+// + per-head q/k norms), RoPE, KV write, paged attention, output projection (+ post-norm)
+// and residual, RMSNorm, an MLP (SwiGLU, GeGLU, or Qwen3-MoE's experts: moe_ffn.h)
+// (+ post-norm) and residual; then the final norm, lm_head and logit soft-capping on the
+// rows that want logits only.
 //
 // The op sequence lives in one place (llama_graph.cc: DecoderLayer and Head), written
 // against runtime::Backend alone, so a later compiled mode can take the same graph.
@@ -78,6 +80,7 @@ class LlamaModel {
   LlamaModelOptions options_;
   std::unique_ptr<LlamaWeights> weights_;
   std::unique_ptr<runtime::RopeTable> rope_;
+  std::unique_ptr<runtime::RopeTable> local_rope_;  // sliding layers' (Gemma 3), if they differ
   std::unique_ptr<Activations> act_;
 };
 

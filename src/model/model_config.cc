@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 
@@ -30,7 +31,32 @@ constexpr ArchInfo kArchs[] = {
     {"MistralForCausalLM", "mistral", "", 4096 * 32},
     {"Qwen2ForCausalLM", "qwen2", "qwen2", 32768},
     {"Qwen3ForCausalLM", "qwen3", "qwen3", 32768},
+    {"Qwen3MoeForCausalLM", "qwen3_moe", "qwen3moe", 32768},
+    {"Gemma3ForCausalLM", "gemma3_text", "gemma3", 131072},
 };
+
+// Gemma 3's defaults where its config.json (or GGUF) leaves a field out, as transformers'
+// Gemma3TextConfig and llama.cpp have them.
+constexpr double kGemma3GlobalTheta = 1'000'000.0;
+constexpr double kGemma3LocalTheta = 10'000.0;
+constexpr int64_t kGemma3SlidingWindow = 4096;
+constexpr int64_t kGemma3SlidingPattern = 6;  // every 6th layer is global
+constexpr double kGemma3QueryPreAttnScalar = 256;
+
+// The Gemma 3 layer without the fields that differ between config.json and GGUF.
+void SetGemma3Layer(ModelConfig* config) {
+  config->hidden_act = MlpActivation::kGeluTanh;
+  config->embed_scale = std::sqrt(static_cast<double>(config->hidden_size));
+  config->sandwich_norms = true;
+  config->qk_norm = true;
+}
+
+std::vector<bool> SlidingPattern(int64_t num_layers, int64_t pattern) {
+  std::vector<bool> sliding(static_cast<size_t>(std::max<int64_t>(num_layers, 0)));
+  for (size_t i = 0; i < sliding.size(); ++i)
+    sliding[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
+  return sliding;
+}
 
 // Reads typed fields of a JSON object; null counts as absent, as transformers treats it.
 class JsonFields {
@@ -166,7 +192,106 @@ absl::Status ParseRopeScaling(simdjson::dom::object root, std::string_view sourc
       fmt::format("unsupported '{}' (supported: default, linear, llama3)", std::string(type)));
 }
 
+absl::Status ParseActivation(const JsonFields& fields, std::string_view source,
+                             ModelConfig* config) {
+  // Llama-style configs name it hidden_act, Gemma's hidden_activation.
+  std::string act;
+  SY_RETURN_IF_ERROR(fields.String("hidden_act", &act));
+  SY_RETURN_IF_ERROR(fields.String("hidden_activation", &act));
+  if (act.empty() || act == "silu") {
+    config->hidden_act = MlpActivation::kSilu;
+  } else if (act == "gelu_pytorch_tanh") {
+    config->hidden_act = MlpActivation::kGeluTanh;
+  } else {
+    return FieldError(source, "hidden_act",
+                      fmt::format("unsupported '{}' (supported: silu, gelu_pytorch_tanh)", act));
+  }
+  return absl::OkStatus();
+}
+
+// Gemma 3's fields: window and layer pattern, local rope, attention scale, soft-capping.
+absl::Status ParseGemma3(simdjson::dom::object root, const JsonFields& fields,
+                         std::string_view source, ModelConfig* config) {
+  SetGemma3Layer(config);
+  // HF stores Gemma's RMSNorm weights around 0 and multiplies by (1 + weight).
+  config->norm_weight_offset = 1.0f;
+  bool bidirectional = false;
+  SY_RETURN_IF_ERROR(fields.Bool("use_bidirectional_attention", &bidirectional));
+  if (bidirectional) {
+    return FieldError(source, "use_bidirectional_attention", "only causal attention is supported");
+  }
+  int64_t window = kGemma3SlidingWindow;
+  SY_RETURN_IF_ERROR(fields.Int("sliding_window", false, &window));
+  config->sliding_window = window;
+  simdjson::dom::array types;
+  if (!root["layer_types"].get_array().get(types)) {
+    for (simdjson::dom::element e : types) {
+      std::string_view type;
+      if (e.get_string().get(type) || (type != "sliding_attention" && type != "full_attention")) {
+        return FieldError(source, "layer_types",
+                          "must list 'sliding_attention' or 'full_attention' per layer");
+      }
+      config->sliding_layers.push_back(type == "sliding_attention");
+    }
+    if (static_cast<int64_t>(config->sliding_layers.size()) != config->num_hidden_layers) {
+      return FieldError(source, "layer_types",
+                        fmt::format("has {} entries for {} layers", config->sliding_layers.size(),
+                                    config->num_hidden_layers));
+    }
+  } else {
+    int64_t pattern = kGemma3SlidingPattern;
+    SY_RETURN_IF_ERROR(fields.Int("sliding_window_pattern", false, &pattern));
+    if (pattern <= 0) {
+      return FieldError(source, "sliding_window_pattern", "must be positive");
+    }
+    config->sliding_layers = SlidingPattern(config->num_hidden_layers, pattern);
+  }
+  config->rope_local_theta = kGemma3LocalTheta;
+  SY_RETURN_IF_ERROR(fields.Double("rope_local_base_freq", &*config->rope_local_theta));
+  config->query_pre_attn_scalar = kGemma3QueryPreAttnScalar;
+  SY_RETURN_IF_ERROR(fields.Double("query_pre_attn_scalar", &config->query_pre_attn_scalar));
+  if (fields.Has("final_logit_softcapping")) {
+    double cap = 0;
+    SY_RETURN_IF_ERROR(fields.Double("final_logit_softcapping", &cap));
+    config->final_logit_softcapping = cap;
+  }
+  return absl::OkStatus();
+}
+
+// Qwen3-MoE's expert fields. Only models whose every layer is sparse are supported.
+absl::Status ParseQwen3Moe(simdjson::dom::object root, const JsonFields& fields,
+                           std::string_view source, ModelConfig* config) {
+  SY_RETURN_IF_ERROR(fields.Int("num_experts", true, &config->num_experts));
+  SY_RETURN_IF_ERROR(fields.Int("num_experts_per_tok", true, &config->num_experts_per_tok));
+  SY_RETURN_IF_ERROR(fields.Int("moe_intermediate_size", true, &config->moe_intermediate_size));
+  SY_RETURN_IF_ERROR(fields.Bool("norm_topk_prob", &config->norm_topk_prob));
+  int64_t sparse_step = 1;
+  SY_RETURN_IF_ERROR(fields.Int("decoder_sparse_step", false, &sparse_step));
+  if (sparse_step != 1) {
+    return FieldError(source, "decoder_sparse_step", "only 1 (every layer sparse) is supported");
+  }
+  simdjson::dom::array dense_layers;
+  if (!root["mlp_only_layers"].get_array().get(dense_layers) && dense_layers.size() != 0) {
+    return FieldError(source, "mlp_only_layers", "dense layers in a MoE model are not supported");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+int64_t LayerWindow(const ModelConfig& config, int64_t layer) {
+  const bool slides =
+      config.sliding_layers.empty() || config.sliding_layers[static_cast<size_t>(layer)];
+  return slides ? config.sliding_window.value_or(0) : 0;
+}
+
+int64_t CommonSlidingWindow(const ModelConfig& config) {
+  for (const bool slides : config.sliding_layers) {
+    if (!slides)
+      return 0;
+  }
+  return config.sliding_window.value_or(0);
+}
 
 absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::string_view source) {
   SY_ASSIGN_OR_RETURN(std::unique_ptr<base::JsonDocument> doc,
@@ -219,13 +344,18 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::str
   config.max_position_embeddings = info->default_max_positions;
   SY_RETURN_IF_ERROR(fields.Int("max_position_embeddings", false, &config.max_position_embeddings));
   SY_RETURN_IF_ERROR(fields.Double("rms_norm_eps", &config.rms_norm_eps));
+  const bool gemma3 = config.architecture == "Gemma3ForCausalLM";
+  if (gemma3)
+    config.rope_theta = kGemma3GlobalTheta;
   SY_RETURN_IF_ERROR(fields.Double("rope_theta", &config.rope_theta));
   SY_RETURN_IF_ERROR(ParseRopeScaling(root, source, &config.rope_scaling));
   SY_RETURN_IF_ERROR(fields.Bool("tie_word_embeddings", &config.tie_word_embeddings));
   // Qwen2's attention always has q/k/v biases; its config has no flag for them.
   config.attention_bias = config.architecture == "Qwen2ForCausalLM";
   SY_RETURN_IF_ERROR(fields.Bool("attention_bias", &config.attention_bias));
-  config.qk_norm = config.architecture == "Qwen3ForCausalLM";
+  config.qk_norm = config.model_type == "qwen3" || config.model_type == "qwen3_moe";
+  if (config.architecture == "Qwen3MoeForCausalLM")
+    SY_RETURN_IF_ERROR(ParseQwen3Moe(root, fields, source, &config));
   int64_t bos = 0;
   if (fields.Has("bos_token_id")) {
     SY_RETURN_IF_ERROR(fields.Int("bos_token_id", true, &bos));
@@ -237,6 +367,12 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::str
     SY_RETURN_IF_ERROR(fields.String("dtype", &config.torch_dtype));
   }
 
+  SY_RETURN_IF_ERROR(ParseActivation(fields, source, &config));
+  if (gemma3) {
+    SY_RETURN_IF_ERROR(ParseGemma3(root, fields, source, &config));
+    SY_RETURN_IF_ERROR(ValidateModelConfig(config, source));
+    return config;
+  }
   // Qwen configs carry a sliding_window that only applies when use_sliding_window is set.
   bool use_sliding_window = config.model_type == "mistral";
   SY_RETURN_IF_ERROR(fields.Bool("use_sliding_window", &use_sliding_window));
@@ -265,7 +401,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
   }
   if (info == nullptr) {
     return FieldError(source, "general.architecture",
-                      fmt::format("unsupported architecture '{}' (supported: llama, qwen2, qwen3)",
+                      fmt::format("unsupported architecture '{}' (supported: llama, qwen2, qwen3, "
+                                  "qwen3moe, gemma3)",
                                   std::string(arch)));
   }
   ModelConfig config;
@@ -331,6 +468,34 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const GgufFile& gguf) {
     int64_t window = 0;
     SY_RETURN_IF_ERROR(get_int("attention.sliding_window", &window));
     config.sliding_window = window;
+  }
+  if (arch == "qwen3moe") {
+    // llama.cpp's qwen3moe always renormalizes the chosen experts' weights.
+    SY_RETURN_IF_ERROR(get_int("expert_count", &config.num_experts));
+    SY_RETURN_IF_ERROR(get_int("expert_used_count", &config.num_experts_per_tok));
+    SY_RETURN_IF_ERROR(get_int("expert_feed_forward_length", &config.moe_intermediate_size));
+    config.norm_topk_prob = true;
+  }
+  if (arch == "gemma3") {
+    // As llama.cpp loads gemma3: sliding layers (every layer but each 6th) only when the file
+    // names a window, local rope theta 10000 unless `rope.freq_base_swa` says otherwise, and
+    // norm weights that already include Gemma's +1.
+    SetGemma3Layer(&config);
+    if (config.sliding_window.has_value()) {
+      config.sliding_layers = SlidingPattern(config.num_hidden_layers, kGemma3SlidingPattern);
+      config.rope_local_theta = kGemma3LocalTheta;
+      SY_RETURN_IF_ERROR(get_optional_float("rope.freq_base_swa", &*config.rope_local_theta));
+    }
+    // llama.cpp has no key for query_pre_attn_scalar: head_dim, except for the 27B model
+    // (62 layers), whose scalar is hidden_size / heads.
+    config.query_pre_attn_scalar = static_cast<double>(
+        config.num_hidden_layers == 62 ? config.hidden_size / config.num_attention_heads
+                                       : config.head_dim);
+    if (gguf.Find(prefix + "final_logit_softcapping") != nullptr) {
+      double cap = 0;
+      SY_RETURN_IF_ERROR(get_optional_float("final_logit_softcapping", &cap));
+      config.final_logit_softcapping = cap;
+    }
   }
   config.tie_word_embeddings = gguf.FindTensor("output.weight") == nullptr;
   config.attention_bias = gguf.FindTensor("blk.0.attn_q.bias") != nullptr;
@@ -406,6 +571,31 @@ absl::Status ValidateModelConfig(const ModelConfig& config, std::string_view sou
   }
   if (config.sliding_window && *config.sliding_window <= 0) {
     return FieldError(source, "sliding_window", "must be positive");
+  }
+  if (config.num_experts < 0 ||
+      (config.num_experts > 0 &&
+       (config.num_experts_per_tok <= 0 || config.num_experts_per_tok > config.num_experts ||
+        config.moe_intermediate_size <= 0))) {
+    return FieldError(
+        source, "num_experts_per_tok",
+        fmt::format("needs 0 < num_experts_per_tok ({}) <= num_experts ({}) and a "
+                    "positive moe_intermediate_size ({})",
+                    config.num_experts_per_tok, config.num_experts, config.moe_intermediate_size));
+  }
+  if (!config.sliding_layers.empty() &&
+      static_cast<int64_t>(config.sliding_layers.size()) != config.num_hidden_layers) {
+    return FieldError(source, "layer_types", "needs one entry per layer");
+  }
+  if (config.rope_local_theta &&
+      (!(*config.rope_local_theta > 0) || !std::isfinite(*config.rope_local_theta))) {
+    return FieldError(source, "rope_local_base_freq", "must be a positive number");
+  }
+  if (!(config.query_pre_attn_scalar >= 0) || !std::isfinite(config.query_pre_attn_scalar)) {
+    return FieldError(source, "query_pre_attn_scalar", "must be a positive number");
+  }
+  if (config.final_logit_softcapping &&
+      (!(*config.final_logit_softcapping > 0) || !std::isfinite(*config.final_logit_softcapping))) {
+    return FieldError(source, "final_logit_softcapping", "must be a positive number");
   }
   return absl::OkStatus();
 }

@@ -22,6 +22,7 @@ uintptr_t WrapAlignment(runtime::DType dtype) {
 enum class Role {
   kMatrix,  // takes the dtype policy
   kVector,  // converted to F32
+  kNorm,    // converted to F32, plus the config's norm_weight_offset
 };
 
 std::optional<runtime::DType> RuntimeDType(DType dtype) {
@@ -74,7 +75,11 @@ class Loader {
  public:
   Loader(const ModelFiles& files, runtime::Backend* backend, WeightDTypePolicy policy,
          LlamaWeights* out)
-      : files_(files), backend_(backend), policy_(policy), out_(out) {}
+      : files_(files),
+        backend_(backend),
+        policy_(policy),
+        norm_offset_(out->config.norm_weight_offset),
+        out_(out) {}
 
   absl::StatusOr<runtime::Tensor> Load(const std::string& name, Role role,
                                        std::initializer_list<int64_t> expected_shape) {
@@ -111,7 +116,8 @@ class Loader {
                       files_.path(), view.name, DTypeName(view.dtype)));
     }
     runtime::DType target = *stored;
-    if (role == Role::kVector) {
+    const float offset = role == Role::kNorm ? norm_offset_ : 0.0f;
+    if (role != Role::kMatrix) {
       target = runtime::DType::kF32;
     } else if (policy_ == WeightDTypePolicy::kF32) {
       target = runtime::DType::kF32;
@@ -120,7 +126,7 @@ class Loader {
     }
     const int64_t cols = view.shape.back();
     const int64_t rows = view.num_elements / cols;
-    if (target == *stored) {
+    if (target == *stored && offset == 0.0f) {
       const size_t bytes = static_cast<size_t>(view.byte_size);
       if (reinterpret_cast<uintptr_t>(view.data) % WrapAlignment(target) == 0) {
         SY_ASSIGN_OR_RETURN(runtime::Buffer buffer, backend_->WrapHost(view.data, bytes));
@@ -141,6 +147,8 @@ class Loader {
                              row.data());
       uint8_t* dst = host.data() + static_cast<size_t>(r) * out_row_bytes;
       if (target == runtime::DType::kF32) {
+        for (float& value : row)
+          value += offset;  // (1 + w) in f32, as Gemma's RMSNorm computes it
         std::memcpy(dst, row.data(), out_row_bytes);
       } else {
         for (int64_t c = 0; c < cols; ++c) {
@@ -165,6 +173,7 @@ class Loader {
   const ModelFiles& files_;
   runtime::Backend* backend_;
   WeightDTypePolicy policy_;
+  float norm_offset_;
   LlamaWeights* out_;
 };
 
@@ -190,6 +199,13 @@ absl::Status SetRope(const ModelFiles& files, LlamaWeights* w) {
   rope.low_freq_factor = c.rope_scaling.low_freq_factor;
   rope.high_freq_factor = c.rope_scaling.high_freq_factor;
   rope.original_max_position_embeddings = c.rope_scaling.original_max_position_embeddings;
+  if (c.rope_local_theta.has_value()) {
+    runtime::RopeParams& local = w->local_rope.emplace();
+    local.head_dim = c.head_dim;
+    local.rotary_dim = c.head_dim;
+    local.theta = *c.rope_local_theta;
+    local.style = runtime::RopeStyle::kNeox;
+  }
   if (files.gguf() == nullptr)
     return absl::OkStatus();
   SY_ASSIGN_OR_RETURN(std::string_view arch, files.gguf()->GetString("general.architecture"));
@@ -203,6 +219,46 @@ absl::Status SetRope(const ModelFiles& files, LlamaWeights* w) {
     }
     rope.freq_factors.resize(static_cast<size_t>(freqs->num_elements));
     std::memcpy(rope.freq_factors.data(), freqs->data, rope.freq_factors.size() * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+// A MoE layer's router and experts: HF names each expert's matrices
+// (mlp.experts.E.gate_proj.weight); GGUF stacks them into one [E, rows, cols] tensor each
+// (ffn_gate_exps.weight), which is cut into per-expert views.
+absl::Status LoadExperts(Loader& loader, const Names& names, const ModelConfig& c, int64_t i,
+                         LayerWeights* l) {
+  const int64_t d = c.hidden_size;
+  const int64_t fe = c.moe_intermediate_size;
+  const int64_t experts = c.num_experts;
+  SY_ASSIGN_OR_RETURN(l->router,
+                      loader.Load(names.Layer(i, "mlp.gate.weight", "ffn_gate_inp.weight"),
+                                  Role::kVector, {experts, d}));
+  struct Kind {
+    std::string_view hf, gg;
+    int64_t rows, cols;
+    std::vector<runtime::Tensor>* out;
+  };
+  const Kind kinds[] = {{"gate_proj", "ffn_gate_exps", fe, d, &l->expert_gate},
+                        {"up_proj", "ffn_up_exps", fe, d, &l->expert_up},
+                        {"down_proj", "ffn_down_exps", d, fe, &l->expert_down}};
+  for (const Kind& kind : kinds) {
+    kind.out->reserve(static_cast<size_t>(experts));
+    if (names.gguf) {
+      SY_ASSIGN_OR_RETURN(runtime::Tensor stacked,
+                          loader.Load(names.Layer(i, "", fmt::format("{}.weight", kind.gg)),
+                                      Role::kMatrix, {experts, kind.rows, kind.cols}));
+      for (int64_t e = 0; e < experts; ++e)
+        kind.out->push_back(stacked.Slice(e, 1).Reshaped({kind.rows, kind.cols}));
+      continue;
+    }
+    for (int64_t e = 0; e < experts; ++e) {
+      SY_ASSIGN_OR_RETURN(
+          runtime::Tensor t,
+          loader.Load(names.Layer(i, fmt::format("mlp.experts.{}.{}.weight", e, kind.hf), ""),
+                      Role::kMatrix, {kind.rows, kind.cols}));
+      kind.out->push_back(t);
+    }
   }
   return absl::OkStatus();
 }
@@ -228,7 +284,7 @@ absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(const ModelFiles&
     LayerWeights l;
     auto name = [&](std::string_view hf, std::string_view gg) { return names.Layer(i, hf, gg); };
     SY_ASSIGN_OR_RETURN(l.attn_norm, loader.Load(name("input_layernorm.weight", "attn_norm.weight"),
-                                                 Role::kVector, {d}));
+                                                 Role::kNorm, {d}));
     SY_ASSIGN_OR_RETURN(l.wq, loader.Load(name("self_attn.q_proj.weight", "attn_q.weight"),
                                           Role::kMatrix, {q_rows, d}));
     SY_ASSIGN_OR_RETURN(l.wk, loader.Load(name("self_attn.k_proj.weight", "attn_k.weight"),
@@ -248,14 +304,33 @@ absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(const ModelFiles&
     if (c.qk_norm) {
       SY_ASSIGN_OR_RETURN(
           l.q_norm,
-          loader.Load(name("self_attn.q_norm.weight", "attn_q_norm.weight"), Role::kVector, {hd}));
+          loader.Load(name("self_attn.q_norm.weight", "attn_q_norm.weight"), Role::kNorm, {hd}));
       SY_ASSIGN_OR_RETURN(
           l.k_norm,
-          loader.Load(name("self_attn.k_norm.weight", "attn_k_norm.weight"), Role::kVector, {hd}));
+          loader.Load(name("self_attn.k_norm.weight", "attn_k_norm.weight"), Role::kNorm, {hd}));
     }
-    SY_ASSIGN_OR_RETURN(l.ffn_norm,
-                        loader.Load(name("post_attention_layernorm.weight", "ffn_norm.weight"),
-                                    Role::kVector, {d}));
+    if (c.sandwich_norms) {
+      // Gemma's HF post_attention_layernorm follows attention; its pre-MLP norm has a name
+      // of its own.
+      SY_ASSIGN_OR_RETURN(l.post_attn_norm, loader.Load(name("post_attention_layernorm.weight",
+                                                             "post_attention_norm.weight"),
+                                                        Role::kNorm, {d}));
+      SY_ASSIGN_OR_RETURN(l.ffn_norm,
+                          loader.Load(name("pre_feedforward_layernorm.weight", "ffn_norm.weight"),
+                                      Role::kNorm, {d}));
+      SY_ASSIGN_OR_RETURN(l.post_ffn_norm, loader.Load(name("post_feedforward_layernorm.weight",
+                                                            "post_ffw_norm.weight"),
+                                                       Role::kNorm, {d}));
+    } else {
+      SY_ASSIGN_OR_RETURN(l.ffn_norm,
+                          loader.Load(name("post_attention_layernorm.weight", "ffn_norm.weight"),
+                                      Role::kNorm, {d}));
+    }
+    if (c.num_experts > 0) {
+      SY_RETURN_IF_ERROR(LoadExperts(loader, names, c, i, &l));
+      w->layers.push_back(std::move(l));
+      continue;
+    }
     SY_ASSIGN_OR_RETURN(l.w_gate, loader.Load(name("mlp.gate_proj.weight", "ffn_gate.weight"),
                                               Role::kMatrix, {f, d}));
     SY_ASSIGN_OR_RETURN(
@@ -264,7 +339,7 @@ absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(const ModelFiles&
                                               Role::kMatrix, {d, f}));
     w->layers.push_back(std::move(l));
   }
-  SY_ASSIGN_OR_RETURN(w->final_norm, loader.Load(names.FinalNorm(), Role::kVector, {d}));
+  SY_ASSIGN_OR_RETURN(w->final_norm, loader.Load(names.FinalNorm(), Role::kNorm, {d}));
   if (c.tie_word_embeddings) {
     w->lm_head = w->embed;
   } else {

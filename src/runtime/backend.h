@@ -133,6 +133,35 @@ class Backend {
   // gate, up, out: F32, same element count ([n, f]). out may alias gate or up.
   virtual absl::Status SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
 
+  // out = gelu_tanh(gate) * up elementwise (GeGLU, as Gemma's MLP), with PyTorch's
+  // approximate="tanh" GELU: gelu_tanh(g) = 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))).
+  // gate, up, out: F32, same element count. out may alias gate or up.
+  virtual absl::Status GeluTanhGlu(const Tensor& gate, const Tensor& up, const Tensor& out) = 0;
+
+  // out = x * factor elementwise (Gemma's embedding scale). x, out: F32, same element
+  // count; out may alias x.
+  virtual absl::Status Scale(const Tensor& x, float factor, const Tensor& out) = 0;
+
+  // out = cap * tanh(x / cap) elementwise (logit soft-capping). cap > 0 and finite.
+  // x, out: F32, same element count; out may alias x.
+  virtual absl::Status SoftCap(const Tensor& x, float cap, const Tensor& out) = 0;
+
+  // Mixture-of-experts routing, per row i of logits: p = softmax(logits[i]) in f32, the
+  // top_k experts by p in descending order (ties: the lower id first) into expert_ids[i, :]
+  // and their p into weights[i, :], divided by their sum when `normalize` is set
+  // (Qwen3-MoE's norm_topk_prob; Mixtral's softmax over the top-k logits is the same).
+  // logits: F32 [n, E]. expert_ids: I32 [n, top_k]. weights: F32 [n, top_k].
+  // REQUIRES: 0 < top_k <= E.
+  virtual absl::Status MoeRoute(const Tensor& logits, int64_t top_k, bool normalize,
+                                const Tensor& expert_ids, const Tensor& weights) = 0;
+
+  // Sums experts' outputs back per token: out[i, :] = the sum, in increasing j, of
+  // weights[j] * y[j, :] over the j with rows[j] == i; a row no j names becomes 0.
+  // y: F32 [m, d]. rows: I32 [m], each in [0, n) (else OutOfRange). weights: F32 [m].
+  // out: F32 [n, d]; must not alias y.
+  virtual absl::Status MoeScatterAdd(const Tensor& y, const Tensor& rows, const Tensor& weights,
+                                     const Tensor& out) = 0;
+
   // out = a + b elementwise (residual). a, b, out: F32, same element count. out may
   // alias a or b.
   virtual absl::Status Add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;

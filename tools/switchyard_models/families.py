@@ -110,6 +110,39 @@ def tiny_qwen2(docs: list[str]) -> ModelPlan:
                      {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
 
 
+def tiny_qwen3(qwen2: ModelPlan) -> ModelPlan:
+    """Qwen3: per-head q/k RMSNorm before rope, no q/k/v biases, and a head_dim (32) that is
+    not hidden_size / heads (16), as in the real Qwen3 models. Its tokenizer, template and
+    generation settings are tiny-qwen2's (the Qwen3 vocabulary is Qwen2's plus added tokens)."""
+    config = {
+        "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3",
+        **_tiny_shape(num_layers=2, num_kv_heads=2, intermediate=128),
+        "head_dim": 32, "attention_bias": False, "max_window_layers": 2, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "rope_scaling": None, "sliding_window": None,
+        "use_sliding_window": False, "tie_word_embeddings": True,
+        "bos_token_id": qwen2.config["bos_token_id"], "eos_token_id": qwen2.config["eos_token_id"],
+    }
+    return dataclasses.replace(qwen2, name="tiny-qwen3", config=config)
+
+
+def tiny_qwen3_moe(qwen2: ModelPlan) -> ModelPlan:
+    """Qwen3-MoE: tiny-qwen3's attention with every layer's MLP replaced by 8 experts of 32,
+    2 per token, weights renormalized over the chosen two (norm_topk_prob, as Qwen3-30B-A3B
+    has); untied lm_head. Tokenizer and template are tiny-qwen2's."""
+    config = {
+        "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+        **_tiny_shape(num_layers=2, num_kv_heads=2, intermediate=128),
+        "head_dim": 32, "attention_bias": False, "max_window_layers": 2, "rms_norm_eps": 1e-6,
+        "rope_theta": 1000000.0, "rope_scaling": None, "sliding_window": None,
+        "use_sliding_window": False, "tie_word_embeddings": False,
+        "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+        "norm_topk_prob": True, "decoder_sparse_step": 1, "mlp_only_layers": [],
+        "output_router_logits": False, "router_aux_loss_coef": 0.001,
+        "bos_token_id": qwen2.config["bos_token_id"], "eos_token_id": qwen2.config["eos_token_id"],
+    }
+    return dataclasses.replace(qwen2, name="tiny-qwen3-moe", config=config)
+
+
 def tiny_mistral(docs: list[str]) -> ModelPlan:
     tok = tt.train_mistral(docs, TINY_VOCAB, limit_alphabet=200)
     config = {
@@ -132,6 +165,40 @@ def tiny_mistral(docs: list[str]) -> ModelPlan:
                      {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
 
 
+def tiny_gemma3(docs: list[str]) -> ModelPlan:
+    """Gemma 3 (text): sqrt(hidden)-scaled embeddings, (1 + w) RMSNorms, sandwich norms, GeGLU
+    (tanh GELU), q/k norms, and 6 layers in Gemma 3's pattern: 5 sliding (window 24, rope
+    theta 1e4) then 1 global (theta 1e6 with linear rope scaling 8, as Gemma 3 4B+ has).
+    query_pre_attn_scalar equals head_dim, as in Gemma 3 1B-12B, because GGUF has no key for
+    it (llama.cpp derives it)."""
+    tok = tt.train_gemma(docs, TINY_VOCAB, limit_alphabet=200)
+    ids = _token_ids(tok)
+    eos = [ids["<eos>"], ids["<end_of_turn>"]]
+    config = {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+        **_tiny_shape(num_layers=6, num_kv_heads=2, intermediate=128),
+        "head_dim": 32, "hidden_activation": "gelu_pytorch_tanh", "attention_bias": False,
+        "query_pre_attn_scalar": 32, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+        "sliding_window": 24, "sliding_window_pattern": 6, "final_logit_softcapping": None,
+        "attn_logit_softcapping": None, "tie_word_embeddings": True,
+        "bos_token_id": ids["<bos>"], "eos_token_id": eos, "pad_token_id": ids["<pad>"],
+    }
+    del config["hidden_act"]
+    tok_config = {
+        "add_bos_token": True, "add_eos_token": False,
+        "added_tokens_decoder": _added_tokens_decoder(tok), "bos_token": "<bos>",
+        "chat_template": templates.GEMMA3, "clean_up_tokenization_spaces": False,
+        "eos_token": "<end_of_turn>", "model_max_length": 2048, "pad_token": "<pad>",
+        "spaces_between_special_tokens": False, "tokenizer_class": "PreTrainedTokenizerFast",
+        "unk_token": "<unk>",
+    }
+    gen = {"bos_token_id": ids["<bos>"], "eos_token_id": eos, "pad_token_id": ids["<pad>"],
+           "do_sample": True, "top_k": 64, "top_p": 0.95}
+    return ModelPlan("tiny-gemma3", config, tok, tok_config, gen, None, "F32",
+                     {"model.gguf": "F32", "model-q8_0.gguf": "Q8_0"})
+
+
 def tiny_mistral_swa(mistral: ModelPlan) -> ModelPlan:
     """tiny-mistral with a sliding window of 24, far shorter than the parity prompts (82-95
     tokens) plus their 64 generated tokens. Weights are keyed by tensor name, so they are
@@ -142,8 +209,10 @@ def tiny_mistral_swa(mistral: ModelPlan) -> ModelPlan:
 
 def tiny_plans(seed: int) -> list[ModelPlan]:
     docs = corpus.build_corpus(seed)
+    qwen2 = tiny_qwen2(docs)
     mistral = tiny_mistral(docs)
-    return [tiny_llama3(docs), tiny_qwen2(docs), mistral, tiny_mistral_swa(mistral)]
+    return [tiny_llama3(docs), qwen2, tiny_qwen3(qwen2), mistral, tiny_mistral_swa(mistral),
+            tiny_gemma3(docs), tiny_qwen3_moe(qwen2)]
 
 
 def _real_llama3_tokenizer() -> tuple[str, dict]:

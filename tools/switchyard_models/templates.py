@@ -1,4 +1,4 @@
-"""Chat templates for the three test families, written for this project in each family's style.
+"""Chat templates for the four test families, written for this project in each family's style.
 
 They use the Jinja features that real templates lean on (set, if/elif, for with loop vars,
 slicing, filters such as trim and tojson, `~` concatenation, namespace, raise_exception), so
@@ -121,4 +121,28 @@ MISTRAL = (
     "        {{- raise_exception('Only user, assistant and a leading system message are supported') }}\n"
     "    {%- endif %}\n"
     "{%- endfor %}\n"
+)
+
+# Gemma: no system role (a system message is folded into the first user turn), the
+# assistant is "model", turns are <start_of_turn>role ... <end_of_turn>.
+GEMMA3 = (
+    "{{- bos_token }}\n"
+    "{%- if messages and messages[0]['role'] == 'system' %}\n"
+    "    {%- set first_prefix = messages[0]['content'] | trim ~ '\\n\\n' %}\n"
+    "    {%- set turns = messages[1:] %}\n"
+    "{%- else %}\n"
+    "    {%- set first_prefix = '' %}\n"
+    "    {%- set turns = messages %}\n"
+    "{%- endif %}\n"
+    "{%- for m in turns %}\n"
+    "    {%- if (m['role'] == 'user') != (loop.index0 % 2 == 0) %}\n"
+    "        {{- raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}\n"
+    "    {%- endif %}\n"
+    "    {%- set role = 'model' if m['role'] == 'assistant' else m['role'] %}\n"
+    "    {{- '<start_of_turn>' ~ role ~ '\\n' ~ (first_prefix if loop.first else '') }}\n"
+    "    {{- m['content'] | trim ~ '<end_of_turn>\\n' }}\n"
+    "{%- endfor %}\n"
+    "{%- if add_generation_prompt %}\n"
+    "    {{- '<start_of_turn>model\\n' }}\n"
+    "{%- endif %}\n"
 )

@@ -6,7 +6,9 @@
 - SentencePiece-style BPE in the Llama-2 / Mistral style: `▁` for spaces via the legacy
   normalizer (Prepend + Replace, no pre-tokenizer), byte fallback to <0x00>..<0xFF>, and a
   merge list that lists every split of every piece ranked by the piece's score, so a
-  score-driven SPM merger (llama.cpp) and the rank-driven HF BPE agree.
+  score-driven SPM merger (llama.cpp) and the rank-driven HF BPE agree;
+- the same in the Gemma style: Gemma's specials first, no space prepended (Replace only,
+  and Gemma's no-op Split pre-tokenizer), no Strip in the decoder.
 
 Training runs on one thread (RAYON_NUM_THREADS=1 is set before `tokenizers` is imported) so
 that the output is byte-identical from run to run.
@@ -182,9 +184,22 @@ def _spm_training_segments(docs: list[str], limit_alphabet: int) -> list[str]:
     return segments
 
 
+GEMMA_SPECIALS = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+
+
 def train_mistral(docs: list[str], vocab_size: int, limit_alphabet: int) -> str:
     """SPM-style BPE: ids 0-4 specials, 5-260 byte tokens, then trained pieces."""
-    num_pieces = vocab_size - len(MISTRAL_SPECIALS) - 256
+    return _train_spm(docs, vocab_size, limit_alphabet, MISTRAL_SPECIALS, "<s>", prepend=True)
+
+
+def train_gemma(docs: list[str], vocab_size: int, limit_alphabet: int) -> str:
+    """Gemma-style SPM BPE: ids 0-5 specials, 6-261 byte tokens, then trained pieces."""
+    return _train_spm(docs, vocab_size, limit_alphabet, GEMMA_SPECIALS, "<bos>", prepend=False)
+
+
+def _train_spm(docs: list[str], vocab_size: int, limit_alphabet: int, specials: list[str],
+               bos: str, prepend: bool) -> str:
+    num_pieces = vocab_size - len(specials) - 256
     tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     # Training only: split before each `▁` so that no piece spans a word boundary, as
     # SentencePiece does with split_by_whitespace. The saved tokenizer has no pre-tokenizer.
@@ -197,7 +212,7 @@ def train_mistral(docs: list[str], vocab_size: int, limit_alphabet: int) -> str:
     if len(trained) != num_pieces:
         raise RuntimeError(f"corpus too small: trained {len(trained)} of {num_pieces} pieces")
 
-    vocab = {t: i for i, t in enumerate(MISTRAL_SPECIALS)}
+    vocab = {t: i for i, t in enumerate(specials)}
     for b in range(256):
         vocab[_byte_token(b)] = len(vocab)
     first_piece_id = len(vocab)
@@ -210,7 +225,7 @@ def train_mistral(docs: list[str], vocab_size: int, limit_alphabet: int) -> str:
         "added_tokens": [
             {"id": i, "content": t, "single_word": False, "lstrip": False, "rstrip": False,
              "normalized": False, "special": True}
-            for i, t in enumerate(MISTRAL_SPECIALS)
+            for i, t in enumerate(specials)
         ],
         "normalizer": {
             "type": "Sequence",
@@ -218,17 +233,20 @@ def train_mistral(docs: list[str], vocab_size: int, limit_alphabet: int) -> str:
                 {"type": "Prepend", "prepend": SPM_SPACE},
                 {"type": "Replace", "pattern": {"String": " "}, "content": SPM_SPACE},
             ],
+        } if prepend else {"type": "Replace", "pattern": {"String": " "}, "content": SPM_SPACE},
+        "pre_tokenizer": None if prepend else {
+            "type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious",
+            "invert": False,
         },
-        "pre_tokenizer": None,
         "post_processor": {
             "type": "TemplateProcessing",
-            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+            "single": [{"SpecialToken": {"id": bos, "type_id": 0}},
                        {"Sequence": {"id": "A", "type_id": 0}}],
-            "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+            "pair": [{"SpecialToken": {"id": bos, "type_id": 0}},
                      {"Sequence": {"id": "A", "type_id": 0}},
-                     {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                     {"SpecialToken": {"id": bos, "type_id": 1}},
                      {"Sequence": {"id": "B", "type_id": 1}}],
-            "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}},
+            "special_tokens": {bos: {"id": bos, "ids": [vocab[bos]], "tokens": [bos]}},
         },
         "decoder": {
             "type": "Sequence",
@@ -236,8 +254,7 @@ def train_mistral(docs: list[str], vocab_size: int, limit_alphabet: int) -> str:
                 {"type": "Replace", "pattern": {"String": SPM_SPACE}, "content": " "},
                 {"type": "ByteFallback"},
                 {"type": "Fuse"},
-                {"type": "Strip", "content": " ", "start": 1, "stop": 0},
-            ],
+            ] + ([{"type": "Strip", "content": " ", "start": 1, "stop": 0}] if prepend else []),
         },
         "model": {
             "type": "BPE",

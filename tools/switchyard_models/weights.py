@@ -12,28 +12,36 @@ import zlib
 import numpy as np
 
 INIT_STD = 0.02
+# MoE routers are drawn wider than other matrices, so that each token's top-k experts win by
+# clear margins and routing does not hinge on rounding.
+ROUTER_STD = 1.0
 
 
 @dataclasses.dataclass(frozen=True)
 class TensorSpec:
     name: str  # Hugging Face name, e.g. model.layers.0.self_attn.q_proj.weight
     shape: tuple[int, ...]
-    kind: str  # "linear" (normal * 0.02), "bias" (normal * 0.02) or "norm" (1 + normal * 0.1)
+    # "linear" (normal * 0.02), "bias" (normal * 0.02), "norm" (1 + normal * 0.1),
+    # "norm0" (normal * 0.1: Gemma's norms, applied as 1 + weight) or "router" (normal * 1.0)
+    kind: str
 
 
 def tensor_specs(config: dict) -> list[TensorSpec]:
-    """The tensors of a Llama / Mistral / Qwen2 decoder described by an HF config.json dict."""
+    """The tensors of a Llama / Mistral / Qwen2 / Qwen3 / Qwen3-MoE / Gemma 3 decoder described
+    by an HF config.json dict."""
     hidden = config["hidden_size"]
     head_dim = config.get("head_dim") or hidden // config["num_attention_heads"]
     q_dim = config["num_attention_heads"] * head_dim
     kv_dim = config["num_key_value_heads"] * head_dim
     inter = config["intermediate_size"]
     qkv_bias = config["model_type"] == "qwen2" or config.get("attention_bias", False)
+    gemma = config["model_type"] == "gemma3_text"
+    norm = "norm0" if gemma else "norm"
     specs = [TensorSpec("model.embed_tokens.weight", (config["vocab_size"], hidden), "linear")]
     for i in range(config["num_hidden_layers"]):
         p = f"model.layers.{i}."
         specs += [
-            TensorSpec(p + "input_layernorm.weight", (hidden,), "norm"),
+            TensorSpec(p + "input_layernorm.weight", (hidden,), norm),
             TensorSpec(p + "self_attn.q_proj.weight", (q_dim, hidden), "linear"),
             TensorSpec(p + "self_attn.k_proj.weight", (kv_dim, hidden), "linear"),
             TensorSpec(p + "self_attn.v_proj.weight", (kv_dim, hidden), "linear"),
@@ -44,16 +52,46 @@ def tensor_specs(config: dict) -> list[TensorSpec]:
                 TensorSpec(p + "self_attn.k_proj.bias", (kv_dim,), "bias"),
                 TensorSpec(p + "self_attn.v_proj.bias", (kv_dim,), "bias"),
             ]
+        if config["model_type"] in ("qwen3", "qwen3_moe", "gemma3_text"):
+            specs += [
+                TensorSpec(p + "self_attn.q_norm.weight", (head_dim,), norm),
+                TensorSpec(p + "self_attn.k_norm.weight", (head_dim,), norm),
+            ]
         specs += [
             TensorSpec(p + "self_attn.o_proj.weight", (hidden, q_dim), "linear"),
-            TensorSpec(p + "post_attention_layernorm.weight", (hidden,), "norm"),
+            TensorSpec(p + "post_attention_layernorm.weight", (hidden,), norm),
+        ]
+        if gemma:  # sandwich norms: post_attention_layernorm above follows attention
+            specs += [
+                TensorSpec(p + "pre_feedforward_layernorm.weight", (hidden,), norm),
+                TensorSpec(p + "post_feedforward_layernorm.weight", (hidden,), norm),
+            ]
+        if config.get("num_experts"):
+            specs += _expert_specs(config, p)
+            continue
+        specs += [
             TensorSpec(p + "mlp.gate_proj.weight", (inter, hidden), "linear"),
             TensorSpec(p + "mlp.up_proj.weight", (inter, hidden), "linear"),
             TensorSpec(p + "mlp.down_proj.weight", (hidden, inter), "linear"),
         ]
-    specs.append(TensorSpec("model.norm.weight", (hidden,), "norm"))
+    specs.append(TensorSpec("model.norm.weight", (hidden,), norm))
     if not config["tie_word_embeddings"]:
         specs.append(TensorSpec("lm_head.weight", (config["vocab_size"], hidden), "linear"))
+    return specs
+
+
+def _expert_specs(config: dict, prefix: str) -> list[TensorSpec]:
+    """A Qwen3-MoE layer's router and experts, in the per-expert layout of the released
+    checkpoints (transformers fuses them into 3-D parameters when it loads them)."""
+    hidden, inter = config["hidden_size"], config["moe_intermediate_size"]
+    specs = [TensorSpec(prefix + "mlp.gate.weight", (config["num_experts"], hidden), "router")]
+    for e in range(config["num_experts"]):
+        q = f"{prefix}mlp.experts.{e}."
+        specs += [
+            TensorSpec(q + "gate_proj.weight", (inter, hidden), "linear"),
+            TensorSpec(q + "up_proj.weight", (inter, hidden), "linear"),
+            TensorSpec(q + "down_proj.weight", (hidden, inter), "linear"),
+        ]
     return specs
 
 
@@ -74,6 +112,10 @@ def make_tensor(spec: TensorSpec, seed: int, bf16: bool = False) -> np.ndarray:
     values = rng.standard_normal(spec.shape, dtype=np.float32)
     if spec.kind == "norm":
         values = np.float32(1.0) + values * np.float32(0.1)
+    elif spec.kind == "norm0":
+        values *= np.float32(0.1)
+    elif spec.kind == "router":
+        values *= np.float32(ROUTER_STD)
     else:
         values *= np.float32(INIT_STD)
     return bf16_to_f32(round_to_bf16(values)) if bf16 else values

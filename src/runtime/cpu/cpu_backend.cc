@@ -5,6 +5,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -245,6 +246,84 @@ class CpuBackend final : public Backend {
     SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "up", up));
     SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "out", out));
     cpu::SwiGluKernel(ctx_, gate, up, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status GeluTanhGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override {
+    constexpr std::string_view kName = "GeluTanhGlu";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "gate", gate, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "up", up, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "up", up));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "gate", gate, "out", out));
+    cpu::GeluTanhGluKernel(ctx_, gate, up, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status Scale(const Tensor& x, float factor, const Tensor& out) override {
+    constexpr std::string_view kName = "Scale";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "x", x, "out", out));
+    cpu::ScaleKernel(ctx_, x, factor, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status SoftCap(const Tensor& x, float cap, const Tensor& out) override {
+    constexpr std::string_view kName = "SoftCap";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectSameCount(kName, "x", x, "out", out));
+    if (!(cap > 0) || !std::isfinite(cap)) {
+      return Invalid(kName, fmt::format("cap {} must be positive and finite", cap));
+    }
+    cpu::SoftCapKernel(ctx_, x, cap, out);
+    return absl::OkStatus();
+  }
+
+  absl::Status MoeRoute(const Tensor& logits, int64_t top_k, bool normalize,
+                        const Tensor& expert_ids, const Tensor& weights) override {
+    constexpr std::string_view kName = "MoeRoute";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "logits", logits, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "expert_ids", expert_ids, DType::kI32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "weights", weights, DType::kF32));
+    if (top_k <= 0 || top_k > logits.cols()) {
+      return Invalid(kName, fmt::format("top_k {} outside [1, {}]", top_k, logits.cols()));
+    }
+    for (const Tensor* t : {&expert_ids, &weights}) {
+      if (t->rows() != logits.rows() || t->cols() != top_k) {
+        return Invalid(kName,
+                       fmt::format("{} must be [{}, {}]", t->DebugString(), logits.rows(), top_k));
+      }
+    }
+    cpu::MoeRouteKernel(ctx_, logits, top_k, normalize, expert_ids, weights);
+    return absl::OkStatus();
+  }
+
+  absl::Status MoeScatterAdd(const Tensor& y, const Tensor& rows, const Tensor& weights,
+                             const Tensor& out) override {
+    constexpr std::string_view kName = "MoeScatterAdd";
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "y", y, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "rows", rows, DType::kI32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "weights", weights, DType::kF32));
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    if (rows.num_elements() != y.rows() || weights.num_elements() != y.rows() ||
+        out.cols() != y.cols()) {
+      return Invalid(kName,
+                     fmt::format("y {}, rows {}, weights {} and out {} disagree", y.DebugString(),
+                                 rows.DebugString(), weights.DebugString(), out.DebugString()));
+    }
+    if (out.data() == y.data() && out.num_elements() != 0) {
+      return Invalid(kName, "out must not alias y");
+    }
+    const auto* row_data = rows.data_as<const int32_t>();
+    for (int64_t j = 0; j < rows.num_elements(); ++j) {
+      if (row_data[j] < 0 || row_data[j] >= out.rows()) {
+        return absl::OutOfRangeError(fmt::format("MoeScatterAdd: rows[{}] = {} outside [0, {})", j,
+                                                 row_data[j], out.rows()));
+      }
+    }
+    cpu::MoeScatterAddKernel(ctx_, y, row_data, weights.data_as<const float>(), out);
     return absl::OkStatus();
   }
 

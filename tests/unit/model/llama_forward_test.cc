@@ -4,6 +4,7 @@
 // first run alone in one chunk; then all of them run under random schedules.
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -13,6 +14,7 @@
 
 #include "gtest/gtest.h"
 
+#include "base/file.h"
 #include "model/llama_model.h"
 #include "model/model_files.h"
 #include "runtime/cpu/cpu_backend.h"
@@ -31,9 +33,11 @@ struct Fixture {
   std::unique_ptr<LlamaModel> model;
 };
 
+// `name` is under models/, or an absolute path.
 Fixture Load(const std::string& name, WeightDTypePolicy policy = WeightDTypePolicy::kAsStored) {
   Fixture f;
-  auto files = ModelFiles::Open(std::string(SY_SOURCE_DIR) + "/models/" + name);
+  auto files = ModelFiles::Open(
+      name.starts_with("/") ? name : std::string(SY_SOURCE_DIR) + "/models/" + name);
   EXPECT_TRUE(files.ok()) << files.status();
   f.files = std::move(*files);
   runtime::CpuBackendOptions options;
@@ -193,6 +197,22 @@ TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkMistralSlidingWindow) {
   CheckSchedulesAgree("tiny-mistral-swa", 16);
 }
 
+TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkQwen3) {
+  CheckSchedulesAgree("tiny-qwen3", 16);
+}
+
+TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkGemma3) {
+  // Five sliding layers (window 24) and a global one, which keeps reading the whole prefix.
+  CheckSchedulesAgree("tiny-gemma3", 4);
+  CheckSchedulesAgree("tiny-gemma3", 16);
+}
+
+TEST(LlamaForwardTest, ChunkedMixedBatchesMatchOneChunkQwen3Moe) {
+  // Which tokens share an expert's GEMM changes with every schedule; a token's result must not.
+  CheckSchedulesAgree("tiny-qwen3-moe", 5);
+  CheckSchedulesAgree("tiny-qwen3-moe", 16);
+}
+
 // tiny-mistral-swa is tiny-mistral (same weights) with a sliding window of 24, in both its
 // config.json and its GGUF: logits agree while a token's whole prefix fits in the window
 // and differ once it does not.
@@ -231,6 +251,45 @@ TEST(LlamaForwardTest, SlidingWindowChangesOnlyPositionsPastIt) {
       EXPECT_GT(vs_full, 1e-4f) << "position " << p;
     }
   }
+}
+
+// Gemma 3 ships without final_logit_softcapping (tiny-gemma3 too); a copy of tiny-gemma3
+// whose config sets it must give cap * tanh(logits / cap) of the uncapped logits.
+TEST(LlamaForwardTest, FinalLogitSoftCapping) {
+  const std::string source = std::string(SY_SOURCE_DIR) + "/models/tiny-gemma3";
+  const std::string dir = ::testing::TempDir() + "/tiny-gemma3-capped";
+  std::filesystem::create_directories(dir);
+  auto config = base::ReadFile(source + "/config.json");
+  ASSERT_TRUE(config.ok());
+  const std::string uncapped = "\"final_logit_softcapping\": null";
+  const size_t at = config->find(uncapped);
+  ASSERT_NE(at, std::string::npos);
+  config->replace(at, uncapped.size(), "\"final_logit_softcapping\": 0.5");
+  ASSERT_TRUE(base::WriteFile(dir + "/config.json", *config).ok());
+  std::filesystem::remove(dir + "/model.safetensors");
+  std::filesystem::create_symlink(source + "/model.safetensors", dir + "/model.safetensors");
+
+  Fixture plain = Load("tiny-gemma3");
+  Fixture capped = Load(dir);
+  ASSERT_NE(plain.model, nullptr);
+  ASSERT_NE(capped.model, nullptr);
+  EXPECT_EQ(capped.model->config().final_logit_softcapping, 0.5);
+  std::vector<float> a, b;
+  for (Fixture* f : {&plain, &capped}) {
+    auto kv = KvCacheStorage::Create(f->backend.get(), f->model->KvShape(4, 16));
+    ASSERT_TRUE(kv.ok());
+    Sequence s;
+    s.tokens = {2, 5, 300, 999, 42, 17, 64, 128, 7};
+    s.blocks = {3, 1};
+    ASSERT_TRUE(RunStep(*f->model, **kv, {&s}, {9}, f == &plain ? &a : &b).ok());
+  }
+  ASSERT_EQ(a.size(), b.size());
+  float largest = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(b[i], 0.5 * std::tanh(a[i] / 0.5), 1e-6) << i;
+    largest = std::max(largest, std::abs(a[i]));
+  }
+  EXPECT_GT(largest, 0.25f);  // the cap bends these logits, not just their last digits
 }
 
 TEST(LlamaForwardTest, GgufMatchesSafetensors) {

@@ -48,6 +48,16 @@ void RopeKernel(const KernelContext& ctx, const float* cos_sin, int64_t head_dim
                 int64_t rotary_dim, bool interleaved, const Tensor& x, const int32_t* positions);
 void SwiGluKernel(const KernelContext& ctx, const Tensor& gate, const Tensor& up,
                   const Tensor& out);
+// Gemma's elementwise ops (gemma_elementwise.cc).
+void GeluTanhGluKernel(const KernelContext& ctx, const Tensor& gate, const Tensor& up,
+                       const Tensor& out);
+void ScaleKernel(const KernelContext& ctx, const Tensor& x, float factor, const Tensor& out);
+void SoftCapKernel(const KernelContext& ctx, const Tensor& x, float cap, const Tensor& out);
+// Mixture-of-experts routing and combining (moe.cc).
+void MoeRouteKernel(const KernelContext& ctx, const Tensor& logits, int64_t top_k, bool normalize,
+                    const Tensor& expert_ids, const Tensor& weights);
+void MoeScatterAddKernel(const KernelContext& ctx, const Tensor& y, const int32_t* rows,
+                         const float* weights, const Tensor& out);
 void AddKernel(const KernelContext& ctx, const Tensor& a, const Tensor& b, const Tensor& out);
 void WriteKvKernel(const KernelContext& ctx, const Tensor& k, const Tensor& v,
                    const int32_t* slot_ids, const Tensor& k_pool, const Tensor& v_pool);
