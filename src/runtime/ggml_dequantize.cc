@@ -77,9 +77,12 @@ void DequantizeQ5_1(const uint8_t* src, int64_t blocks, float* y) {
   }
 }
 
-void DequantizeQ4_K(const uint8_t* src, int64_t blocks, float* y) {
+// Q4_K and Q5_K: eight sub-blocks of 32 with 6-bit scales and mins; Q5_K adds a fifth bit
+// per element from qh.
+template <typename Block, bool kFive>
+void DequantizeK45(const uint8_t* src, int64_t blocks, float* y) {
   for (int64_t b = 0; b < blocks; ++b) {
-    const auto block = ReadBlock<BlockQ4_K>(src, b);
+    const auto block = ReadBlock<Block>(src, b);
     const float d = F16ToF32(block.d);
     const float min = F16ToF32(block.dmin);
     const uint8_t* q = block.qs;
@@ -89,31 +92,18 @@ void DequantizeQ4_K(const uint8_t* src, int64_t blocks, float* y) {
       const float d1 = d * sc, m1 = min * m;
       GetScaleMinK4(2 * i + 1, block.scales, &sc, &m);
       const float d2 = d * sc, m2 = min * m;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-    }
-  }
-}
-
-void DequantizeQ5_K(const uint8_t* src, int64_t blocks, float* y) {
-  for (int64_t b = 0; b < blocks; ++b) {
-    const auto block = ReadBlock<BlockQ5_K>(src, b);
-    const float d = F16ToF32(block.d);
-    const float min = F16ToF32(block.dmin);
-    const uint8_t* ql = block.qs;
-    uint8_t u1 = 1, u2 = 2;
-    for (int i = 0; i < 4; ++i, ql += 32, u1 <<= 2, u2 <<= 2) {
-      uint8_t sc, m;
-      GetScaleMinK4(2 * i, block.scales, &sc, &m);
-      const float d1 = d * sc, m1 = min * m;
-      GetScaleMinK4(2 * i + 1, block.scales, &sc, &m);
-      const float d2 = d * sc, m2 = min * m;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((block.qh[l] & u1) ? 16 : 0)) - m1;
-      for (int l = 0; l < 32; ++l)
-        *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((block.qh[l] & u2) ? 16 : 0)) - m2;
+      for (int l = 0; l < 32; ++l) {
+        int v = q[l] & 0xF;
+        if constexpr (kFive)
+          v += (block.qh[l] >> (2 * i)) & 1 ? 16 : 0;
+        *y++ = d1 * static_cast<float>(v) - m1;
+      }
+      for (int l = 0; l < 32; ++l) {
+        int v = q[l] >> 4;
+        if constexpr (kFive)
+          v += (block.qh[l] >> (2 * i + 1)) & 1 ? 16 : 0;
+        *y++ = d2 * static_cast<float>(v) - m2;
+      }
     }
   }
 }
@@ -194,9 +184,9 @@ void DequantizeGgmlRow(DType dtype, const void* src, int64_t n, float* out) {
     case DType::kQ5_1:
       return DequantizeQ5_1(bytes, blocks, out);
     case DType::kQ4_K:
-      return DequantizeQ4_K(bytes, blocks, out);
+      return DequantizeK45<BlockQ4_K, false>(bytes, blocks, out);
     case DType::kQ5_K:
-      return DequantizeQ5_K(bytes, blocks, out);
+      return DequantizeK45<BlockQ5_K, true>(bytes, blocks, out);
     case DType::kQ6_K:
       return DequantizeQ6_K(bytes, blocks, out);
     case DType::kQ2_K:

@@ -63,8 +63,14 @@ void Quantize(const float* x, int64_t k, int64_t ldq, int8_t* q, float* s, float
 }
 
 template <int N>
-void DotDecoded(const DecodedGroup* row, int64_t chunks, const QuantActivations& x, int64_t i0,
-                float* out, int64_t ldo) {
+struct DotDecoded {
+  static void Run(const DecodedGroup* row, int64_t chunks, const QuantActivations& x, int64_t i0,
+                  float* out, int64_t ldo);
+};
+
+template <int N>
+void DotDecoded<N>::Run(const DecodedGroup* row, int64_t chunks, const QuantActivations& x,
+                        int64_t i0, float* out, int64_t ldo) {
   const int64_t lds = x.ldq / 4;
   const int64_t ldm = x.ldq / 16;
   const __m256i ones = _mm256_set1_epi16(1);
@@ -101,19 +107,7 @@ void DotDecoded(const DecodedGroup* row, int64_t chunks, const QuantActivations&
 
 void DotRows(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k, const uint8_t* w,
              size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo) {
-  DotRowsDecoded(w_dtype, n, k, w, w_row_bytes, m_begin, m_end, out, ldo,
-                 [&](const DecodedGroup* row, int64_t chunks, int64_t i, int64_t rows, float* o) {
-                   switch (rows) {
-                     case 4:
-                       return DotDecoded<4>(row, chunks, x, i, o, ldo);
-                     case 3:
-                       return DotDecoded<3>(row, chunks, x, i, o, ldo);
-                     case 2:
-                       return DotDecoded<2>(row, chunks, x, i, o, ldo);
-                     default:
-                       return DotDecoded<1>(row, chunks, x, i, o, ldo);
-                   }
-                 });
+  DotRowsDecoded<DotDecoded>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
 }
 
 }  // namespace

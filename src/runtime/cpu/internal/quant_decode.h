@@ -265,12 +265,13 @@ SY_QUANT_DECODE inline void DecodeGroup(DType dtype, const uint8_t* row, int64_t
 
 // The GEMV shape over decoded rows, shared by the ISAs: each weight row j in [m_begin,
 // m_end) is decoded once into a per-thread copy (a few KiB, in L1/L2) while the next row
-// is prefetched, then dot(row, chunks, i, rows, out + i * ldo + j) runs for activation rows
-// [i, i + rows), rows <= 4, until all n are done.
-template <typename Dot>
-SY_QUANT_DECODE inline void DotRowsDecoded(DType w_dtype, int64_t n, int64_t k, const uint8_t* w,
-                                           size_t w_row_bytes, int64_t m_begin, int64_t m_end,
-                                           float* out, int64_t ldo, const Dot& dot) {
+// is prefetched, then Dot<R>::Run(row, chunks, x, i, out + i * ldo + j, ldo) (the ISA's dot
+// of R <= 4 activation rows from row i against the decoded row) runs until all n are done.
+template <template <int> class Dot, typename Activations>
+SY_QUANT_DECODE inline void DotRowsDecoded(DType w_dtype, const Activations& x, int64_t n,
+                                           int64_t k, const uint8_t* w, size_t w_row_bytes,
+                                           int64_t m_begin, int64_t m_end, float* out,
+                                           int64_t ldo) {
   const int64_t chunks = k / kChunkElems;
   const int64_t groups = (chunks + kGroupChunks - 1) / kGroupChunks;
   thread_local std::vector<DecodedGroup> row_storage;
@@ -287,8 +288,22 @@ SY_QUANT_DECODE inline void DotRowsDecoded(DType w_dtype, int64_t n, int64_t k, 
       const int64_t in_group = chunks - g * kGroupChunks;
       DecodeGroup(w_dtype, wr, g, in_group < kGroupChunks ? in_group : kGroupChunks, &row[g]);
     }
-    for (int64_t i = 0; i < n; i += 4)
-      dot(row, chunks, i, n - i < 4 ? n - i : 4, out + i * ldo + j);
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4)
+      Dot<4>::Run(row, chunks, x, i, out + i * ldo + j, ldo);
+    switch (n - i) {
+      case 3:
+        Dot<3>::Run(row, chunks, x, i, out + i * ldo + j, ldo);
+        break;
+      case 2:
+        Dot<2>::Run(row, chunks, x, i, out + i * ldo + j, ldo);
+        break;
+      case 1:
+        Dot<1>::Run(row, chunks, x, i, out + i * ldo + j, ldo);
+        break;
+      default:
+        break;
+    }
   }
 }
 
