@@ -10,7 +10,8 @@ tests fail under CI (env CI set) and skip elsewhere. Our side is `switchyard eng
   a few dozen tokens, and stopping there would compare fewer positions on a varying count.
   Both sides get the same token ids (llama.cpp's tokenizer), so this measures the forward
   pass, not tokenization (tests/e2e/test_tokenizer_parity.py covers that). Agreement per
-  prompt is the number of positions before our greedy token first differs from llama.cpp's;
+  prompt is the number of positions before our greedy token first differs from llama.cpp's
+  (compared as text, as the completions API gives ours; ids where the text is ambiguous);
   the rate is their sum over 20 * 128, reported (a warning below the 95% goal). Asserted:
   every first divergence is a near tie in llama.cpp's own logits (NEAR_TIE), and our
   logprobs stay close to llama.cpp's at every position. The report also gives, teacher-forced
@@ -24,6 +25,7 @@ Generated tiny models in every quantized type (tools/gen_models.py --types, into
 folder): ours (`switchyard generate --json`) against llama.cpp on the same file, as
 test_forward_parity.py does for Q8_0.
 """
+import json
 import math
 import os
 import pathlib
@@ -52,7 +54,10 @@ PPL_TOLERANCE = 0.01
 # scales and summation orders). A margin flips only where it is below the difference of two
 # such errors, so 0.5, about the largest one seen; llama.cpp's median greedy margin is several
 # logits (the report prints it), so a wrong kernel diverges far above 0.5. NOISE_* bound
-# that discrepancy at every position, not only at divergences.
+# that discrepancy at every position, not only at divergences. For scale: on the same weights
+# dequantized to F32 (no activation quantization on either side) the discrepancy was median
+# 0.0001, max 0.017, and agreement 95.5%; as Q8_0, 33%. How closely a quantized kernel rounds
+# activations as llama.cpp does decides the agreement rate.
 NEAR_TIE = 0.5
 NOISE_MEDIAN = 0.05
 NOISE_MAX = 1.0
@@ -163,6 +168,10 @@ def _log_softmax(logits):
     return x - peak - np.log(np.exp(x - peak).sum(axis=-1, keepdims=True))
 
 
+def _fmt(x):
+    return "-" if x is None else f"{x:.4f}"
+
+
 def test_greedy_agreement_with_llamacpp(smollm2, engine):
     llm = _llama(smollm2, 512)
     prompts = _prompt_ids(llm)
@@ -183,12 +192,16 @@ def test_greedy_agreement_with_llamacpp(smollm2, engine):
         lc_text = [entry[str(t)]["decoded_token"] for entry, t in zip(forced, lc_tokens)]
         forced_top1 = [next(int(i) for i, v in entry.items() if v["rank"] == 1)
                        for entry in forced]
-        k = _first([a != b for a, b in zip(ours["tokens"], lc_text)])
         k_forced = _first([a != b for a, b in zip(forced_top1, lc_tokens)])
+        k = k_free = _first([a != b for a, b in zip(ours["tokens"], lc_text)])
+        if any("\ufffd" in t for t in lc_text[:k + 1]):
+            # Byte tokens of split UTF-8 characters (Japanese here) all read as U+FFFD, so
+            # text cannot tell them apart: count up to the first teacher-forced difference.
+            k = min(k, k_forced)
         noise += [abs(entry[str(t)]["logprob"] - lc_logprobs[i, t])
                   for i, (entry, t) in enumerate(zip(forced, lc_tokens))]
         our_margin = None
-        if k < NEW_TOKENS:
+        if k < NEW_TOKENS and k == k_free:
             top = sorted(ours["top_logprobs"][k].values(), reverse=True)
             our_margin = top[0] - top[1] if len(top) > 1 else None
         rows.append((k, k_forced, lc_margins[k] if k < NEW_TOKENS else None, our_margin))
@@ -211,10 +224,6 @@ def test_greedy_agreement_with_llamacpp(smollm2, engine):
         # closely our rounding follows llama.cpp's, not whether either is right.
         warnings.warn(f"greedy agreement {rate:.2%} is below the {GOAL_AGREEMENT:.0%} goal\n"
                       f"{report}")
-
-
-def _fmt(x):
-    return "-" if x is None else f"{x:.4f}"
 
 
 def test_perplexity_matches_llamacpp(smollm2, engine):
@@ -261,8 +270,6 @@ def tiny_quantized(tmp_path_factory):
 
 
 def _tiny_prompts(model):
-    import json
-
     ref = "tiny-llama3" if model == "tiny-llama3-256" else model
     meta = json.loads((REPO / "tests" / "data" / "reference" / f"{ref}.json").read_text())
     return [(p["text"], p["ids"]) for p in meta["prompts"]]
@@ -271,8 +278,6 @@ def _tiny_prompts(model):
 @pytest.mark.parametrize("file_type", TINY_TYPES)
 @pytest.mark.parametrize("model", TINY_MODELS)
 def test_tiny_quantized_matches_llamacpp(switchyard, tiny_quantized, model, file_type):
-    import json
-
     path = tiny_quantized / model / f"model-{file_type.lower()}.gguf"
     llm = _llama(path, 256)
     for text, ids in _tiny_prompts(model):
