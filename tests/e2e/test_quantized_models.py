@@ -167,9 +167,10 @@ def _llamacpp_logits(path, ids):
 # llama.cpp's logits on each quantized file against its own on the F32 file, max |diff| over
 # 41 positions, as a fraction of the largest F32 logit, and the correlation of all logits.
 # Observed over tiny-llama3, -qwen2, -mistral and -llama3-256: Q4_* <= 0.244 (correlation
-# >= 0.975), Q5_* <= 0.121 (>= 0.993), Q6_K <= 0.061 (>= 0.998); tiny-qwen3-moe Q4_0 0.186. Loose on purpose: this checks that llama.cpp reads
-# what we wrote (gguf-py's decode above checks the bytes closely); a misread block gives
-# differences of the order of the logits themselves and little correlation.
+# >= 0.975), Q5_* <= 0.121 (>= 0.993), Q6_K <= 0.061 (>= 0.998); tiny-qwen3-moe Q4_0 0.186.
+# Loose on purpose: this checks that llama.cpp reads what we wrote (gguf-py's decode above
+# checks the bytes closely); a misread block gives differences of the order of the logits
+# themselves and little correlation.
 LOGIT_BOUND = {"Q4": (0.35, 0.95), "Q5": (0.2, 0.98), "Q6": (0.12, 0.99)}
 
 
