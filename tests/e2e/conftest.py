@@ -10,6 +10,11 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 NPM_DIR = REPO / "tests" / "data" / "npm" / "node_modules" / "@lenml"
 MODELS_DIR = REPO / "models"
 
+# llama-cpp-python's OpenMP threads spin while they wait; with fewer free cores than threads
+# (CI, or agents sharing a machine) that made its decode 3-7x slower here. Set before any test
+# loads libllama, since OpenMP reads it once.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 
 def switchyard_bin() -> pathlib.Path:
     return pathlib.Path(os.environ.get("SWITCHYARD_BIN", REPO / "build" / "dev" / "src" / "cli" / "switchyard"))

@@ -42,9 +42,10 @@ def _token_ids(tokenizer_json: str) -> dict[str, int]:
     return ids
 
 
-def _tiny_shape(num_layers: int, num_kv_heads: int, intermediate: int) -> dict:
+def _tiny_shape(num_layers: int, num_kv_heads: int, intermediate: int, hidden: int = 64) -> dict:
     return {
-        "hidden_act": "silu", "hidden_size": 64, "head_dim": 16, "initializer_range": 0.02,
+        "hidden_act": "silu", "hidden_size": hidden, "head_dim": hidden // 4,
+        "initializer_range": 0.02,
         "intermediate_size": intermediate, "max_position_embeddings": 2048,
         "num_attention_heads": 4, "num_hidden_layers": num_layers,
         "num_key_value_heads": num_kv_heads, "attention_dropout": 0.0,
@@ -205,6 +206,20 @@ def tiny_mistral_swa(mistral: ModelPlan) -> ModelPlan:
     tiny-mistral's: only the window tells the two models apart."""
     config = {**mistral.config, "sliding_window": 24}
     return dataclasses.replace(mistral, name="tiny-mistral-swa", config=config)
+
+
+def tiny_llama3_256(llama3: ModelPlan) -> ModelPlan:
+    """tiny-llama3 widened to hidden 256 (ffn 512), so that its rows are multiples of QK_K and
+    the K-quant file types hold real Q4_K/Q5_K/Q6_K tensors (hidden 64 falls back to Q5_0,
+    Q5_1, Q8_0). Not bundled: tests write it into temporary folders."""
+    config = {**llama3.config, **_tiny_shape(num_layers=2, num_kv_heads=2, intermediate=512,
+                                             hidden=256)}
+    return dataclasses.replace(llama3, name="tiny-llama3-256", config=config,
+                               gguf_types={"model.gguf": "F32"})
+
+
+def tiny_256_plans(seed: int) -> list[ModelPlan]:
+    return [tiny_llama3_256(tiny_llama3(corpus.build_corpus(seed)))]
 
 
 def tiny_plans(seed: int) -> list[ModelPlan]:

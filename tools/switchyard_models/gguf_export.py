@@ -5,7 +5,7 @@ permuted from Hugging Face's rotate-half rope layout to llama.cpp's interleaved-
 as llama.cpp's HF converter does; "qwen2" and "qwen3" use NeoX-style rope in llama.cpp and
 are written unpermuted, as is "gemma3", whose norm weights get Gemma's +1 added (llama.cpp's
 converter does the same: its RMSNorm multiplies by the weight alone). Llama-3 rope scaling becomes a `rope_freqs.weight` tensor of per-frequency
-divisors. Norms, biases and rope_freqs stay F32 in every file type.
+divisors. quant_types picks each tensor's type in the file type, as llama-quantize does.
 """
 
 import json
@@ -14,13 +14,7 @@ import math
 import gguf
 import numpy as np
 
-from . import weights
-
-_FILE_TYPES = {
-    "F32": (gguf.LlamaFileType.ALL_F32, gguf.GGMLQuantizationType.F32),
-    "BF16": (gguf.LlamaFileType.MOSTLY_BF16, gguf.GGMLQuantizationType.BF16),
-    "Q8_0": (gguf.LlamaFileType.MOSTLY_Q8_0, gguf.GGMLQuantizationType.Q8_0),
-}
+from . import quant_types, weights
 
 # llama.cpp's architecture per HF model_type.
 GGUF_ARCHS = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
@@ -99,29 +93,6 @@ def llama3_rope_factors(config: dict) -> np.ndarray:
     return np.array(out, dtype=np.float32)
 
 
-def _encode(values: np.ndarray, qtype) -> np.ndarray:
-    if values.ndim == 1 or qtype == gguf.GGMLQuantizationType.F32:
-        return np.ascontiguousarray(values, dtype=np.float32)
-    if qtype == gguf.GGMLQuantizationType.BF16:
-        raw = weights.round_to_bf16(values)
-        return raw.view(np.uint8).reshape(*raw.shape[:-1], raw.shape[-1] * 2)
-    return gguf.quants.quantize(values, qtype)
-
-
-def _encoded_layout(shape: tuple[int, ...], qtype) -> tuple[tuple[int, ...], np.dtype, int]:
-    """(array shape, array dtype, nbytes) that _encode will produce, without computing it."""
-    n = int(np.prod(shape))
-    if len(shape) == 1 or qtype == gguf.GGMLQuantizationType.F32:
-        return shape, np.dtype(np.float32), n * 4
-    if qtype == gguf.GGMLQuantizationType.BF16:
-        return (*shape[:-1], shape[-1] * 2), np.dtype(np.uint8), n * 2
-    block, type_size = gguf.GGML_QUANT_SIZES[qtype]
-    if shape[-1] % block:
-        raise ValueError(f"row length {shape[-1]} is not a multiple of {block} for {qtype.name}")
-    row_bytes = shape[-1] // block * type_size
-    return (*shape[:-1], row_bytes), np.dtype(np.uint8), int(np.prod(shape[:-1])) * row_bytes
-
-
 def _token_metadata(tokenizer: dict, tok_config: dict, vocab_size: int) -> dict:
     model = tokenizer["model"]
     id_to_token = {i: t for t, i in model["vocab"].items()}
@@ -172,11 +143,6 @@ def _token_metadata(tokenizer: dict, tok_config: dict, vocab_size: int) -> dict:
     }
 
 
-def _tensor_qtype(gguf_name: str, qtype):
-    """The MoE router stays F32 in every file type, as llama.cpp's quantizer leaves it."""
-    return gguf.GGMLQuantizationType.F32 if gguf_name.endswith("ffn_gate_inp.weight") else qtype
-
-
 def _gguf_values(spec, config: dict, arch: str, seed: int, bf16_values: bool) -> np.ndarray:
     values = weights.make_tensor(spec, seed, bf16=bf16_values)
     if arch == "llama" and spec.name.endswith("q_proj.weight"):
@@ -191,7 +157,7 @@ def _gguf_values(spec, config: dict, arch: str, seed: int, bf16_values: bool) ->
 def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: dict,
                pre: str | None, seed: int, file_type: str, bf16_values: bool) -> None:
     """Writes one GGUF file; tensors are recomputed from (seed, name), one at a time."""
-    ftype, qtype = _FILE_TYPES[file_type]
+    ftype = quant_types.FILE_TYPES[file_type][0]
     arch = GGUF_ARCHS[config["model_type"]]
     head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
     w = gguf.GGUFWriter(str(path), arch)
@@ -261,11 +227,14 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
         rope_factors = llama3_rope_factors(config)
         w.add_tensor_info("rope_freqs.weight", rope_factors.shape, np.dtype(np.float32),
                           rope_factors.nbytes, gguf.GGMLQuantizationType.F32)
+    qtypes = {}
     for gname, group in groups.items():
         shape = group[0].shape if len(group) == 1 else (len(group), *group[0].shape)
-        shape, dtype, nbytes = _encoded_layout(shape, _tensor_qtype(gname, qtype))
-        raw = None if dtype == np.float32 else _tensor_qtype(gname, qtype)
-        w.add_tensor_info(gname, shape, dtype, nbytes, raw)
+        qtypes[gname] = quant_types.tensor_type(gname, shape, file_type,
+                                                config["num_hidden_layers"],
+                                                config.get("tie_word_embeddings", False))
+        shape, dtype, nbytes = quant_types.encoded_layout(shape, qtypes[gname])
+        w.add_tensor_info(gname, shape, dtype, nbytes, qtypes[gname])
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
@@ -275,5 +244,5 @@ def write_gguf(path, name: str, config: dict, tokenizer_json: str, tok_config: d
         values = np.stack([_gguf_values(s, config, arch, seed, bf16_values) for s in group])
         if len(group) == 1:
             values = values[0]
-        w.write_tensor_data(_encode(values, _tensor_qtype(gname, qtype)))
+        w.write_tensor_data(quant_types.encode(values, qtypes[gname]))
     w.close()
