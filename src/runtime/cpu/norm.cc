@@ -24,9 +24,15 @@ void RmsNormKernel(const KernelContext& ctx, const Tensor& x, const Tensor& weig
     }
     for (int64_t i = begin; i < end; ++i) {
       const float* xi = xd + i * d;
-      const double sum_sq = ctx.isa->dot(xi, xi, d);
-      const float inv_rms =
-          static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(d) + eps));
+      // As llama.cpp rounds it: f32 squares summed in double in order, the mean rounded to
+      // f32, then 1 / sqrt in f32. The int8 activation quantization that follows turns a
+      // last-bit difference here into a different rounding step, so matching it keeps greedy
+      // decoding on llama.cpp's side of near ties.
+      double sum_sq = 0.0;
+      for (int64_t t = 0; t < d; ++t)
+        sum_sq += static_cast<double>(xi[t] * xi[t]);
+      const auto mean = static_cast<float>(sum_sq / static_cast<double>(d));
+      const float inv_rms = 1.0f / std::sqrt(mean + eps);
       float* oi = od + i * d;
       for (int64_t t = 0; t < d; ++t)
         oi[t] = xi[t] * inv_rms * wf[t];
