@@ -37,7 +37,8 @@ class EngineServer:
     engine_kind = "switchyard"  # its `engine:` in a router config
 
     def __init__(self, *flags, model=TINY_MODEL, name=MODEL_NAME, env=None, kv_events=False,
-                 start_timeout=120):
+                 start_timeout=120, binary=None):
+        self.binary = pathlib.Path(binary) if binary is not None else None
         self.flags = [str(f) for f in flags]
         self.model = pathlib.Path(model)
         self.name = name
@@ -63,7 +64,7 @@ class EngineServer:
 
     def spawn(self):
         """Starts the process without waiting for it (to start several at once)."""
-        binary = switchyard_bin()
+        binary = self.binary or switchyard_bin()
         if not binary.exists():
             raise AssertionError(f"switchyard binary not found at {binary}; set SWITCHYARD_BIN")
         self._out = tempfile.TemporaryFile(mode="w+")
