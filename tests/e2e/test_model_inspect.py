@@ -243,19 +243,32 @@ GROUP_OF_KIND = {
     "ATTN_V": "attention v", "ATTN_OUT": "attention output", "FFN_GATE": "ffn gate",
     "FFN_UP": "ffn up", "FFN_DOWN": "ffn down", "OUTPUT": "output", "ROPE_FREQS": "rope",
     "ATTN_NORM": "norms", "FFN_NORM": "norms", "OUTPUT_NORM": "norms",
-    "ATTN_Q_NORM": "norms", "ATTN_K_NORM": "norms",
+    "ATTN_Q_NORM": "norms", "ATTN_K_NORM": "norms", "ATTN_POST_NORM": "norms",
+    "FFN_POST_NORM": "norms", "FFN_GATE_INP": "ffn router", "FFN_GATE_EXP": "ffn gate",
+    "FFN_UP_EXP": "ffn up", "FFN_DOWN_EXP": "ffn down",
 }
+# gguf-py's architecture for a GGUF's general.architecture or an HF config's model_type.
+ARCH_OF = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
+           "qwen3moe": "qwen3moe", "qwen3_moe": "qwen3moe", "gemma3": "gemma3",
+           "gemma3_text": "gemma3"}
 
 
-def expected_groups(tensors, num_layers):
-    """tensors: (name, dtype name, elements, bytes). Returns our JSON's tensor_groups as
+def expected_groups(tensors, num_layers, arch="llama"):
+    """tensors: (name, dtype name, elements, bytes); arch: a GGUF architecture or HF
+    model_type (its tensor names). Returns our JSON's tensor_groups as
     {group: (tensors, parameters, bytes, {dtype: {"tensors", "bytes"}})}."""
-    from gguf import MODEL_ARCH, get_tensor_name_map
-    name_map = get_tensor_name_map(MODEL_ARCH.LLAMA, num_layers)
+    from gguf import MODEL_ARCH_NAMES, get_tensor_name_map
+    model_arch = {v: k for k, v in MODEL_ARCH_NAMES.items()}[ARCH_OF[arch]]
+    name_map = get_tensor_name_map(model_arch, num_layers)
     groups = {}
     for name, dtype, elements, nbytes in tensors:
         kind = name_map.get_type(name, try_suffixes=(".weight", ".bias"))
         group = GROUP_OF_KIND.get(kind.name, "other") if kind is not None else "other"
+        if group == "other" and ".mlp.experts." in name:  # HF's per-expert matrices
+            group = {"gate_proj": "ffn gate", "up_proj": "ffn up",
+                     "down_proj": "ffn down"}.get(name.split(".")[-2], "other")
+        if group == "other" and "norm" in name:  # e.g. Gemma 3's pre/post FFN norms
+            group = "norms"
         if name.endswith(".bias") and group.startswith("attention"):
             group = "attention bias"
         count, params, total, dtypes = groups.get(group, (0, 0, 0, {}))
@@ -295,15 +308,17 @@ def check_gguf_groups_and_memory(switchyard, path, *flags, tokens=None):
     arch = reader.fields["general.architecture"].contents()
     layers = field(f"{arch}.block_count")
     tensors = gguf_tensors(reader)
-    assert reported_groups(info) == expected_groups(tensors, layers)
+    assert reported_groups(info) == expected_groups(tensors, layers, arch)
     q0 = next(t.tensor_type.name for t in reader.tensors if t.name == "blk.0.attn_q.weight")
     heads = field(f"{arch}.attention.head_count")
     window_key = f"{arch}.attention.sliding_window"
     assert info["memory"] == expected_memory(
         layers, field(f"{arch}.attention.head_count_kv"),
-        field(f"{arch}.embedding_length") // heads, q0,
+        field(f"{arch}.attention.key_length") if f"{arch}.attention.key_length" in reader.fields
+        else field(f"{arch}.embedding_length") // heads, q0,
         tokens or field(f"{arch}.context_length"), sum(t[3] for t in tensors),
-        field(window_key) if window_key in reader.fields else 0)
+        # Gemma 3 interleaves global layers, which keep every block: no window for the cache.
+        field(window_key) if window_key in reader.fields and arch != "gemma3" else 0)
     return info
 
 
@@ -372,15 +387,19 @@ def test_tiny_models_groups_and_memory(switchyard, model):
         for key in st.keys():
             t = st.get_tensor(key)
             tensors.append((key, numpy_dtype_name(t.dtype), int(t.size), int(t.nbytes)))
-    assert reported_groups(info) == expected_groups(tensors, layers)
+    assert reported_groups(info) == expected_groups(tensors, layers, config["model_type"])
     q0 = next(d for n, d, _, _ in tensors if n == "model.layers.0.self_attn.q_proj.weight")
     heads = config["num_attention_heads"]
     assert info["memory"] == expected_memory(
         layers, config.get("num_key_value_heads", heads),
         config.get("head_dim", config["hidden_size"] // heads), q0,
         config["max_position_embeddings"], sum(t[3] for t in tensors),
-        # Qwen2's window applies only with use_sliding_window (transformers' rule).
-        config.get("sliding_window") or 0 if config.get("use_sliding_window", True) else 0)
+        # Qwen2's window applies only with use_sliding_window (transformers' rule); with
+        # global layers among the sliding ones (Gemma 3) the cache keeps every block.
+        config.get("sliding_window") or 0
+        if config.get("use_sliding_window", True) and
+        "full_attention" not in config.get("layer_types", []) and
+        "sliding_window_pattern" not in config else 0)
     for gguf_name in ("model.gguf", "model-q8_0.gguf"):
         check_gguf_groups_and_memory(switchyard, directory / gguf_name)
 
