@@ -38,9 +38,9 @@ void Quantize(const float* x, int64_t k, int64_t ldq, int8_t* q, float* s, float
       v[i] = _mm256_loadu_ps(x + c * kChunkElems + 8 * i);
       amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
     }
-    const float max = Avx2ReduceMax(amax);
-    const float scale = _cvtsh_ss(_cvtss_sh(max / 127.0f, _MM_FROUND_TO_NEAREST_INT));
-    const __m256 inv = _mm256_set1_ps(max != 0.0f ? 127.0f / max : 0.0f);
+    const ActivationBlockScale block_scale = ActivationScaleFor(Avx2ReduceMax(amax));
+    const float scale = block_scale.scale;
+    const __m256 inv = _mm256_set1_ps(block_scale.inv);
     __m256i qi[4];
     for (int i = 0; i < 4; ++i)
       qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], inv));

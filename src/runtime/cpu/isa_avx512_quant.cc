@@ -31,7 +31,7 @@
 namespace switchyard::runtime::cpu {
 namespace {
 
-// Per 32-element chunk: the scale as llama.cpp stores it (ActivationScaleFor, with F16C),
+// Per 32-element chunk: the scale as llama.cpp stores it (ActivationScaleFor),
 // values rounded to nearest even by the conversion, and the two 16-element sums.
 void Quantize(const float* x, int64_t k, int64_t ldq, int8_t* q, float* s, float* m) {
   for (int64_t c = 0; c < ldq / kChunkElems; ++c) {
@@ -44,8 +44,9 @@ void Quantize(const float* x, int64_t k, int64_t ldq, int8_t* q, float* s, float
     const __m512 v0 = _mm512_loadu_ps(x + c * kChunkElems);
     const __m512 v1 = _mm512_loadu_ps(x + c * kChunkElems + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    const float scale = _cvtsh_ss(_cvtss_sh(amax / 127.0f, _MM_FROUND_TO_NEAREST_INT));
-    const __m512 inv = _mm512_set1_ps(amax != 0.0f ? 127.0f / amax : 0.0f);
+    const ActivationBlockScale block_scale = ActivationScaleFor(amax);
+    const float scale = block_scale.scale;
+    const __m512 inv = _mm512_set1_ps(block_scale.inv);
     const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv));
     const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + c * kChunkElems), _mm512_cvtepi32_epi8(q0));
