@@ -39,8 +39,8 @@
 #include "engine/scheduler.h"
 #include "engine/sequence_output.h"
 #include "engine/sequence_table.h"
-#include "engine/structured/token_mask.h"
 #include "kvx/kv_event_publisher.h"
+#include "structured/token_mask.h"
 #include "text/tokenizer.h"
 
 namespace switchyard::engine {

@@ -17,7 +17,7 @@
 #include "engine/metrics.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
-#include "engine/structured/grammar.h"
+#include "structured/grammar.h"
 
 namespace switchyard::engine {
 

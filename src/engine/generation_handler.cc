@@ -18,8 +18,8 @@
 #include "engine/beam_search.h"
 #include "engine/internal/beam_search_run.h"
 #include "engine/internal/generation_stream.h"
-#include "engine/structured/grammar_cache.h"
-#include "engine/structured/request_grammar.h"
+#include "structured/grammar_cache.h"
+#include "structured/request_grammar.h"
 #include "text/chat_prompt.h"
 
 namespace switchyard::engine {

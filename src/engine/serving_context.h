@@ -21,7 +21,7 @@
 #include "base/drain_gate.h"
 #include "engine/engine_core.h"
 #include "engine/metrics.h"
-#include "engine/structured/grammar_cache.h"
+#include "structured/grammar_cache.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
 

@@ -6,17 +6,16 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/structured/gbnf_grammar.h"
 #include "grammar_walk.h"
+#include "structured/gbnf_grammar.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using switchyard::engine::structured::CompileGbnf;
+  using switchyard::structured::CompileGbnf;
   std::string_view text(reinterpret_cast<const char*>(data), size);
   auto grammar = CompileGbnf(text);
   if (!grammar.ok())
     return 0;
-  switchyard::engine::structured::WalkTexts(*grammar,
-                                            {text, std::string_view("(1+2)*3 abc, def"),
-                                             std::string_view("{\"a\": [1, \"x\"]}\n\xC3\xA9")});
+  switchyard::structured::WalkTexts(*grammar, {text, std::string_view("(1+2)*3 abc, def"),
+                                               std::string_view("{\"a\": [1, \"x\"]}\n\xC3\xA9")});
   return 0;
 }

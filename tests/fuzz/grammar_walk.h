@@ -7,10 +7,10 @@
 #include <memory>
 #include <string_view>
 
-#include "engine/structured/grammar.h"
-#include "engine/structured/grammar_matcher.h"
+#include "structured/grammar.h"
+#include "structured/grammar_matcher.h"
 
-namespace switchyard::engine::structured {
+namespace switchyard::structured {
 
 inline void WalkTexts(const std::shared_ptr<const Grammar>& grammar,
                       std::initializer_list<std::string_view> texts) {
@@ -24,4 +24,4 @@ inline void WalkTexts(const std::shared_ptr<const Grammar>& grammar,
   }
 }
 
-}  // namespace switchyard::engine::structured
+}  // namespace switchyard::structured

@@ -6,16 +6,16 @@
 #include <cstdint>
 #include <string_view>
 
-#include "engine/structured/structural_tag_grammar.h"
 #include "grammar_walk.h"
+#include "structured/structural_tag_grammar.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using switchyard::engine::structured::CompileStructuralTag;
+  using switchyard::structured::CompileStructuralTag;
   std::string_view spec(reinterpret_cast<const char*>(data), size);
   auto grammar = CompileStructuralTag(spec);
   if (!grammar.ok())
     return 0;
-  switchyard::engine::structured::WalkTexts(
+  switchyard::structured::WalkTexts(
       *grammar,
       {spec, std::string_view("text <function=f>{\"a\": [1, 2.5, \"x\"]}</function> more"),
        std::string_view("<<<tool_call>>>{}</tool_call> \xC3\xA9 <a>true</a>")});
