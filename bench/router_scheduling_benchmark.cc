@@ -110,7 +110,8 @@ void BM_ScheduleRequestPrecise100Endpoints(benchmark::State& state) {
     SchedulingRequest request;
     request.model = kModel;
     request.prompt_tokens = fleet.request;
-    ProfileResult r = profile->Run(request, candidates, rng);
+    CycleState cycle;
+    ProfileResult r = profile->Run(request, cycle, candidates, rng);
     if (r.picked.empty() || r.picked[0]->name != fleet.endpoints[37].name)
       state.SkipWithError("picked the wrong endpoint");
     benchmark::DoNotOptimize(r);

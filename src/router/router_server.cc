@@ -107,8 +107,9 @@ class RequestRouting final : public internal::ProxyRouting {
     }
     if (candidates.empty())
       return std::nullopt;
-    request_.prefix_match.reset();
-    ProfileResult result = profile_->Run(request_, candidates, rng);
+    // Each pick is a cycle of its own (a retry's plugins see none of the last one's state).
+    cycle_ = CycleState();
+    ProfileResult result = profile_->Run(request_, cycle_, candidates, rng);
     metrics_->ObserveSchedule(SecondsSince(start));
     if (result.picked.empty())
       return std::nullopt;
@@ -119,9 +120,9 @@ class RequestRouting final : public internal::ProxyRouting {
       recorder = &metrics_->Endpoint(picked.name, picked.pool);
       picked.load->recorder.store(recorder, std::memory_order_release);
     }
-    if (request_.prefix_match.has_value()) {
-      recorder->PrefixPrediction(request_.prefix_match->prompt_tokens,
-                                 request_.prefix_match->CachedTokens(picked.name));
+    if (cycle_.prefix_match.has_value()) {
+      recorder->PrefixPrediction(cycle_.prefix_match->prompt_tokens,
+                                 cycle_.prefix_match->CachedTokens(picked.name));
     }
     return internal::ProxyTarget{picked.name,          picked.address, picked.pool,
                                  picked.authorization, recorder,       picked.load.get()};
@@ -129,7 +130,7 @@ class RequestRouting final : public internal::ProxyRouting {
 
   void Picked(const internal::ProxyTarget& target) override {
     if (last_pick_ != nullptr && last_pick_->name == target.name)
-      profile_->NotifyPicked(request_, *last_pick_);
+      profile_->NotifyPicked(request_, cycle_, *last_pick_);
   }
 
   std::string SessionToken(std::string_view endpoint) override {
@@ -160,7 +161,8 @@ class RequestRouting final : public internal::ProxyRouting {
   const PluginSet* const plugins_;
   const std::vector<int32_t> prompt_tokens_;
   SchedulingRequest request_;
-  // The snapshot NextTarget picked from and its pick, for Picked.
+  // The state of the last pick's cycle, the snapshot it picked from and its pick, for Picked.
+  CycleState cycle_;
   std::shared_ptr<const std::vector<Endpoint>> snapshot_;
   const Endpoint* last_pick_ = nullptr;
   std::optional<Clock::time_point> first_start_;  // until the first pick

@@ -32,7 +32,8 @@ bool LabelSelector::Matches(const Endpoint& endpoint) const {
   return true;
 }
 
-Candidates LabelSelectorFilter::Apply(const SchedulingRequest&, const Candidates& candidates) {
+Candidates LabelSelectorFilter::Apply(const SchedulingRequest&, CycleState&,
+                                      const Candidates& candidates) {
   Candidates out;
   for (const Endpoint* e : candidates) {
     if (selector_.Matches(*e))
@@ -50,7 +51,7 @@ RoleFilter RoleFilter::Prefill() {
       {"prefill", "encode-prefill", "prefill-decode", "both", "encode-prefill-decode"}, false);
 }
 
-Candidates RoleFilter::Apply(const SchedulingRequest&, const Candidates& candidates) {
+Candidates RoleFilter::Apply(const SchedulingRequest&, CycleState&, const Candidates& candidates) {
   Candidates out;
   for (const Endpoint* e : candidates) {
     const std::optional<std::string> role = e->Label(kRoleLabel);

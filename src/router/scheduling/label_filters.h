@@ -34,7 +34,8 @@ struct LabelSelector {
 class LabelSelectorFilter final : public Filter {
  public:
   explicit LabelSelectorFilter(LabelSelector selector) : selector_(std::move(selector)) {}
-  Candidates Apply(const SchedulingRequest& request, const Candidates& candidates) override;
+  Candidates Apply(const SchedulingRequest& request, CycleState& cycle,
+                   const Candidates& candidates) override;
 
  private:
   LabelSelector selector_;
@@ -46,7 +47,8 @@ class RoleFilter final : public Filter {
  public:
   static RoleFilter Decode();
   static RoleFilter Prefill();
-  Candidates Apply(const SchedulingRequest& request, const Candidates& candidates) override;
+  Candidates Apply(const SchedulingRequest& request, CycleState& cycle,
+                   const Candidates& candidates) override;
 
  private:
   RoleFilter(std::set<std::string> roles, bool keep_unlabeled)

@@ -31,27 +31,27 @@ void MinMaxLowerIsBetter(const Candidates& candidates, std::span<double> scores,
 
 }  // namespace
 
-void QueueScorer::Score(const SchedulingRequest&, const Candidates& candidates,
+void QueueScorer::Score(const SchedulingRequest&, CycleState&, const Candidates& candidates,
                         std::span<double> scores) {
   MinMaxLowerIsBetter(candidates, scores,
                       [](const Endpoint& e) { return e.metrics.waiting_requests; });
 }
 
-void RunningRequestsSizeScorer::Score(const SchedulingRequest&, const Candidates& candidates,
-                                      std::span<double> scores) {
+void RunningRequestsSizeScorer::Score(const SchedulingRequest&, CycleState&,
+                                      const Candidates& candidates, std::span<double> scores) {
   MinMaxLowerIsBetter(candidates, scores,
                       [](const Endpoint& e) { return e.metrics.running_requests; });
 }
 
-void KvCacheUtilizationScorer::Score(const SchedulingRequest&, const Candidates& candidates,
-                                     std::span<double> scores) {
+void KvCacheUtilizationScorer::Score(const SchedulingRequest&, CycleState&,
+                                     const Candidates& candidates, std::span<double> scores) {
   for (size_t i = 0; i < candidates.size(); ++i) {
     const EndpointMetrics& m = candidates[i]->metrics;
     scores[i] = m.fresh ? 1.0 - m.kv_cache_usage : 0.0;
   }
 }
 
-void ActiveRequestScorer::Score(const SchedulingRequest&, const Candidates& candidates,
+void ActiveRequestScorer::Score(const SchedulingRequest&, CycleState&, const Candidates& candidates,
                                 std::span<double> scores) {
   int64_t max_active = 0;
   for (const Endpoint* e : candidates)

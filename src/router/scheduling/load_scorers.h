@@ -17,19 +17,19 @@ namespace switchyard::router {
 
 class QueueScorer final : public Scorer {
  public:
-  void Score(const SchedulingRequest& request, const Candidates& candidates,
+  void Score(const SchedulingRequest& request, CycleState& cycle, const Candidates& candidates,
              std::span<double> scores) override;
 };
 
 class KvCacheUtilizationScorer final : public Scorer {
  public:
-  void Score(const SchedulingRequest& request, const Candidates& candidates,
+  void Score(const SchedulingRequest& request, CycleState& cycle, const Candidates& candidates,
              std::span<double> scores) override;
 };
 
 class RunningRequestsSizeScorer final : public Scorer {
  public:
-  void Score(const SchedulingRequest& request, const Candidates& candidates,
+  void Score(const SchedulingRequest& request, CycleState& cycle, const Candidates& candidates,
              std::span<double> scores) override;
 };
 
@@ -37,7 +37,7 @@ class ActiveRequestScorer final : public Scorer {
  public:
   ActiveRequestScorer(int64_t idle_threshold = 0, double max_busy_score = 1.0)
       : idle_threshold_(idle_threshold), max_busy_score_(max_busy_score) {}
-  void Score(const SchedulingRequest& request, const Candidates& candidates,
+  void Score(const SchedulingRequest& request, CycleState& cycle, const Candidates& candidates,
              std::span<double> scores) override;
 
  private:

@@ -29,8 +29,8 @@ std::vector<size_t> ShuffledOrder(size_t n, std::mt19937_64& rng) {
 
 }  // namespace
 
-Candidates MaxScorePicker::Pick(const Candidates& candidates, std::span<const double> scores,
-                                std::mt19937_64& rng) {
+Candidates MaxScorePicker::Pick(CycleState&, const Candidates& candidates,
+                                std::span<const double> scores, std::mt19937_64& rng) {
   if (max_endpoints_ <= 1) {
     // One pass: the best total, ties broken uniformly (the i-th tie seen replaces the pick
     // with probability 1/i).
@@ -55,7 +55,7 @@ Candidates MaxScorePicker::Pick(const Candidates& candidates, std::span<const do
   return TopByKey(candidates, keys, ShuffledOrder(candidates.size(), rng), max_endpoints_);
 }
 
-Candidates RandomPicker::Pick(const Candidates& candidates, std::span<const double>,
+Candidates RandomPicker::Pick(CycleState&, const Candidates& candidates, std::span<const double>,
                               std::mt19937_64& rng) {
   // The first n steps of a Fisher-Yates shuffle: a uniform sample in random order, without
   // shuffling (or allocating an order for) the rest.
@@ -69,12 +69,12 @@ Candidates RandomPicker::Pick(const Candidates& candidates, std::span<const doub
   return out;
 }
 
-Candidates WeightedRandomPicker::Pick(const Candidates& candidates, std::span<const double> scores,
-                                      std::mt19937_64& rng) {
+Candidates WeightedRandomPicker::Pick(CycleState& cycle, const Candidates& candidates,
+                                      std::span<const double> scores, std::mt19937_64& rng) {
   const bool any_positive =
       std::any_of(scores.begin(), scores.end(), [](double s) { return s > 0; });
   if (!any_positive)
-    return RandomPicker(max_endpoints_).Pick(candidates, scores, rng);
+    return RandomPicker(max_endpoints_).Pick(cycle, candidates, scores, rng);
   // A-Res (Efraimidis-Spirakis): key = U^(1/w); the k largest keys are a weighted sample
   // without replacement. Non-positive weights never win over positive ones.
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
@@ -88,8 +88,8 @@ Candidates WeightedRandomPicker::Pick(const Candidates& candidates, std::span<co
   return TopByKey(candidates, keys, std::move(order), max_endpoints_);
 }
 
-Candidates RoundRobinPicker::Pick(const Candidates& candidates, std::span<const double>,
-                                  std::mt19937_64&) {
+Candidates RoundRobinPicker::Pick(CycleState&, const Candidates& candidates,
+                                  std::span<const double>, std::mt19937_64&) {
   Candidates out;
   if (candidates.empty())
     return out;

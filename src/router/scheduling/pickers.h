@@ -21,7 +21,7 @@ namespace switchyard::router {
 class MaxScorePicker final : public Picker {
  public:
   explicit MaxScorePicker(int max_endpoints = 1) : max_endpoints_(max_endpoints) {}
-  Candidates Pick(const Candidates& candidates, std::span<const double> scores,
+  Candidates Pick(CycleState& cycle, const Candidates& candidates, std::span<const double> scores,
                   std::mt19937_64& rng) override;
 
  private:
@@ -31,7 +31,7 @@ class MaxScorePicker final : public Picker {
 class RandomPicker final : public Picker {
  public:
   explicit RandomPicker(int max_endpoints = 1) : max_endpoints_(max_endpoints) {}
-  Candidates Pick(const Candidates& candidates, std::span<const double> scores,
+  Candidates Pick(CycleState& cycle, const Candidates& candidates, std::span<const double> scores,
                   std::mt19937_64& rng) override;
 
  private:
@@ -41,7 +41,7 @@ class RandomPicker final : public Picker {
 class WeightedRandomPicker final : public Picker {
  public:
   explicit WeightedRandomPicker(int max_endpoints = 1) : max_endpoints_(max_endpoints) {}
-  Candidates Pick(const Candidates& candidates, std::span<const double> scores,
+  Candidates Pick(CycleState& cycle, const Candidates& candidates, std::span<const double> scores,
                   std::mt19937_64& rng) override;
 
  private:
@@ -51,7 +51,7 @@ class WeightedRandomPicker final : public Picker {
 class RoundRobinPicker final : public Picker {
  public:
   explicit RoundRobinPicker(int max_endpoints = 1) : max_endpoints_(max_endpoints) {}
-  Candidates Pick(const Candidates& candidates, std::span<const double> scores,
+  Candidates Pick(CycleState& cycle, const Candidates& candidates, std::span<const double> scores,
                   std::mt19937_64& rng) override;
 
  private:

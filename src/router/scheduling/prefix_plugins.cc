@@ -7,8 +7,9 @@
 
 namespace switchyard::router {
 
-const std::vector<uint64_t>& PrefixMatcher::Keys(const SchedulingRequest& request) const {
-  for (const SchedulingRequest::PrefixKeys& cached : request.prefix_keys) {
+const std::vector<uint64_t>& PrefixMatcher::Keys(const SchedulingRequest& request,
+                                                 CycleState& cycle) const {
+  for (const CycleState::PrefixKeys& cached : cycle.prefix_keys) {
     if (cached.block_size == options_.block_size && cached.precise == options_.precise &&
         cached.tokens.data() == request.prompt_tokens.data() &&
         cached.tokens.size() == request.prompt_tokens.size() && cached.model == request.model &&
@@ -18,13 +19,13 @@ const std::vector<uint64_t>& PrefixMatcher::Keys(const SchedulingRequest& reques
   }
   // Precise keys must equal the ones KvEventIndexer derives from events, which carry no
   // cache_salt: the salt stays out of them (engines still isolate salted blocks).
-  request.prefix_keys.push_back(
+  cycle.prefix_keys.push_back(
       {request.prompt_tokens, request.model, request.cache_salt, options_.block_size,
        options_.precise,
        BlockKeys(PrefixSeed(request.model, options_.precise ? "" : request.cache_salt),
                  request.prompt_tokens, options_.block_size, !options_.precise,
                  options_.max_blocks)});
-  return request.prefix_keys.back().keys;
+  return cycle.prefix_keys.back().keys;
 }
 
 std::vector<size_t> PrefixMatcher::MatchedBlocks(std::span<const uint64_t> keys,
@@ -57,17 +58,18 @@ std::vector<size_t> PrefixMatcher::MatchedBlocks(std::span<const uint64_t> keys,
   return out;
 }
 
-void PrefixMatcher::Record(const SchedulingRequest& request, const Endpoint& picked) {
+void PrefixMatcher::Record(const SchedulingRequest& request, CycleState& cycle,
+                           const Endpoint& picked) {
   if (!options_.precise)
-    index_->Add(picked.name, Keys(request));
+    index_->Add(picked.name, Keys(request, cycle));
 }
 
-void PrefixCacheScorer::Score(const SchedulingRequest& request, const Candidates& candidates,
-                              std::span<double> scores) {
+void PrefixCacheScorer::Score(const SchedulingRequest& request, CycleState& cycle,
+                              const Candidates& candidates, std::span<double> scores) {
   std::fill(scores.begin(), scores.end(), 0.0);
-  PrefixMatch& prediction = request.prefix_match.emplace();
+  PrefixMatch& prediction = cycle.prefix_match.emplace();
   prediction.prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
-  const std::vector<uint64_t>& keys = matcher_.Keys(request);
+  const std::vector<uint64_t>& keys = matcher_.Keys(request, cycle);
   if (keys.empty())
     return;
   const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
@@ -92,14 +94,14 @@ double PrefixCacheAffinityFilter::TtftMs(const Endpoint& e) const {
          1000.0;
 }
 
-Candidates PrefixCacheAffinityFilter::Apply(const SchedulingRequest& request,
+Candidates PrefixCacheAffinityFilter::Apply(const SchedulingRequest& request, CycleState& cycle,
                                             const Candidates& candidates) {
   if (options_.exploration_probability > 0) {
     base::MutexLock lock(&mu_);
     if (std::uniform_real_distribution<double>(0, 1)(rng_) < options_.exploration_probability)
       return candidates;
   }
-  const std::vector<uint64_t>& keys = matcher_.Keys(request);
+  const std::vector<uint64_t>& keys = matcher_.Keys(request, cycle);
   if (keys.empty())
     return candidates;
   const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
@@ -126,12 +128,12 @@ Candidates PrefixCacheAffinityFilter::Apply(const SchedulingRequest& request,
   return sticky;
 }
 
-void NoHitLruScorer::Score(const SchedulingRequest& request, const Candidates& candidates,
-                           std::span<double> scores) {
-  const std::vector<uint64_t>& keys = matcher_.Keys(request);
+void NoHitLruScorer::Score(const SchedulingRequest& request, CycleState& cycle,
+                           const Candidates& candidates, std::span<double> scores) {
+  const std::vector<uint64_t>& keys = matcher_.Keys(request, cycle);
   const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
   const bool cold = std::all_of(matched.begin(), matched.end(), [](size_t m) { return m == 0; });
-  request.cold_prefix = cold;
+  cycle.cold_prefix = cold;
   if (!cold) {
     std::fill(scores.begin(), scores.end(), 0.5);
     return;
@@ -150,8 +152,8 @@ void NoHitLruScorer::Score(const SchedulingRequest& request, const Candidates& c
   }
 }
 
-void NoHitLruScorer::OnPicked(const SchedulingRequest& request, const Endpoint& picked) {
-  if (!request.cold_prefix.value_or(false))
+void NoHitLruScorer::OnPicked(const SchedulingRequest&, CycleState& cycle, const Endpoint& picked) {
+  if (!cycle.cold_prefix.value_or(false))
     return;
   base::MutexLock lock(&mu_);
   auto it = where_.find(picked.name);

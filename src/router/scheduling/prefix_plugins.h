@@ -4,7 +4,7 @@
 // prefix-cache-scorer (llm-d scorer/prefix):
 //   score = w * min(1, matched_tokens / match_length_scale_tokens)^2
 //         + (1 - w) * matched_blocks / total_blocks,   w = matchLengthWeight (default 0)
-//   and leaves the matched tokens per endpoint in request.prefix_match (the router's
+//   and leaves the matched tokens per endpoint in the cycle's prefix_match (the router's
 //   prefix-hit metrics read the picked endpoint's there).
 // prefix-cache-affinity-filter (llm-d filter/prefixcacheaffinity): keeps the "sticky"
 //   endpoints whose match ratio is >= affinityThreshold (0.80); keeps everyone when none
@@ -18,7 +18,8 @@
 //
 // Keys come from the request's prompt tokens at the plugin's block size (approximate mode
 // includes the trailing partial block, as llm-d's approx producer does; precise mode full
-// blocks only, as engines publish). Thread-safe (the index and the LRU lock).
+// blocks only, as engines publish), computed once per cycle (CycleState::prefix_keys).
+// Thread-safe (the index and the LRU lock).
 //
 // Precise mode and stale streams: when an engine's KV event stream goes stale (events lost
 // for good, or the subscriber restarting: kv_event_subscriber.h), its entries are dropped
@@ -53,13 +54,13 @@ class PrefixMatcher {
   PrefixMatcher(PrefixIndex* index, const PrefixMatchOptions& options)
       : index_(index), options_(options) {}
 
-  // The request's keys for this matcher's block size and mode (cached in the request).
-  const std::vector<uint64_t>& Keys(const SchedulingRequest& request) const;
+  // The request's keys for this matcher's block size and mode (cached in `cycle`).
+  const std::vector<uint64_t>& Keys(const SchedulingRequest& request, CycleState& cycle) const;
   // Matched blocks per candidate, in candidate order.
   std::vector<size_t> MatchedBlocks(std::span<const uint64_t> keys,
                                     const Candidates& candidates) const;
   // Approximate mode: records that `picked` now holds the request's prefix.
-  void Record(const SchedulingRequest& request, const Endpoint& picked);
+  void Record(const SchedulingRequest& request, CycleState& cycle, const Endpoint& picked);
   const PrefixMatchOptions& options() const { return options_; }
 
  private:
@@ -76,10 +77,11 @@ class PrefixCacheScorer final : public Scorer, public PreRequest {
  public:
   PrefixCacheScorer(PrefixMatcher matcher, const PrefixScorerOptions& options)
       : matcher_(std::move(matcher)), options_(options) {}
-  void Score(const SchedulingRequest& request, const Candidates& candidates,
+  void Score(const SchedulingRequest& request, CycleState& cycle, const Candidates& candidates,
              std::span<double> scores) override;
-  void OnPicked(const SchedulingRequest& request, const Endpoint& picked) override {
-    matcher_.Record(request, picked);
+  void OnPicked(const SchedulingRequest& request, CycleState& cycle,
+                const Endpoint& picked) override {
+    matcher_.Record(request, cycle, picked);
   }
 
  private:
@@ -99,7 +101,8 @@ class PrefixCacheAffinityFilter final : public Filter {
   PrefixCacheAffinityFilter(PrefixMatcher matcher, const PrefixAffinityOptions& options,
                             uint64_t seed)
       : matcher_(std::move(matcher)), options_(options), rng_(seed) {}
-  Candidates Apply(const SchedulingRequest& request, const Candidates& candidates) override;
+  Candidates Apply(const SchedulingRequest& request, CycleState& cycle,
+                   const Candidates& candidates) override;
 
  private:
   double TtftMs(const Endpoint& e) const;
@@ -114,10 +117,12 @@ class NoHitLruScorer final : public Scorer, public PreRequest {
  public:
   NoHitLruScorer(PrefixMatcher matcher, size_t lru_size)
       : matcher_(std::move(matcher)), lru_size_(lru_size) {}
-  void Score(const SchedulingRequest& request, const Candidates& candidates,
+  void Score(const SchedulingRequest& request, CycleState& cycle, const Candidates& candidates,
              std::span<double> scores) override;
-  // A cold request (as Score found it) moves its endpoint to the most recently used end.
-  void OnPicked(const SchedulingRequest& request, const Endpoint& picked) override;
+  // A cold request (as Score found it in `cycle`) moves its endpoint to the most recently
+  // used end.
+  void OnPicked(const SchedulingRequest& request, CycleState& cycle,
+                const Endpoint& picked) override;
 
  private:
   PrefixMatcher matcher_;

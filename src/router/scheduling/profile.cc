@@ -7,8 +7,8 @@
 
 namespace switchyard::router {
 
-ProfileResult SchedulingProfile::Run(const SchedulingRequest& request, const Candidates& endpoints,
-                                     std::mt19937_64& rng) const {
+ProfileResult SchedulingProfile::Run(const SchedulingRequest& request, CycleState& cycle,
+                                     const Candidates& endpoints, std::mt19937_64& rng) const {
   ProfileResult result;
   // The endpoints themselves until a filter narrows them (no copy per pick).
   const Candidates* current = &endpoints;
@@ -16,7 +16,7 @@ ProfileResult SchedulingProfile::Run(const SchedulingRequest& request, const Can
   for (Filter* filter : filters_) {
     if (current->empty())
       break;
-    filtered = filter->Apply(request, *current);
+    filtered = filter->Apply(request, cycle, *current);
     current = &filtered;
   }
   const Candidates& candidates = *current;
@@ -26,21 +26,21 @@ ProfileResult SchedulingProfile::Run(const SchedulingRequest& request, const Can
   absl::InlinedVector<double, 16> scores(candidates.size());
   for (const WeightedScorer& s : scorers_) {
     std::fill(scores.begin(), scores.end(), 0.0);
-    s.scorer->Score(request, candidates, scores);
+    s.scorer->Score(request, cycle, candidates, scores);
     for (size_t i = 0; i < candidates.size(); ++i) {
       // NaN counts as 0: a broken scorer must not poison the sum.
       const double clamped = std::isnan(scores[i]) ? 0.0 : std::clamp(scores[i], 0.0, 1.0);
       result.totals[i] += s.weight * clamped;
     }
   }
-  result.picked = picker_->Pick(candidates, result.totals, rng);
+  result.picked = picker_->Pick(cycle, candidates, result.totals, rng);
   return result;
 }
 
-void SchedulingProfile::NotifyPicked(const SchedulingRequest& request,
+void SchedulingProfile::NotifyPicked(const SchedulingRequest& request, CycleState& cycle,
                                      const Endpoint& picked) const {
   for (PreRequest* p : pre_requests_)
-    p->OnPicked(request, picked);
+    p->OnPicked(request, cycle, picked);
 }
 
 }  // namespace switchyard::router

@@ -40,10 +40,13 @@ class SchedulingProfile {
 
   const std::string& name() const { return name_; }
 
-  ProfileResult Run(const SchedulingRequest& request, const Candidates& endpoints,
-                    std::mt19937_64& rng) const;
-  // Tells the profile's PreRequest plugins where the request goes.
-  void NotifyPicked(const SchedulingRequest& request, const Endpoint& picked) const;
+  // One scheduling cycle; `cycle` (cycle_state.h) holds what its plugins left once it returns.
+  ProfileResult Run(const SchedulingRequest& request, CycleState& cycle,
+                    const Candidates& endpoints, std::mt19937_64& rng) const;
+  // Tells the profile's PreRequest plugins where the request goes. `cycle`: the one Run
+  // picked `picked` in.
+  void NotifyPicked(const SchedulingRequest& request, CycleState& cycle,
+                    const Endpoint& picked) const;
 
  private:
   std::string name_;

@@ -125,7 +125,8 @@ std::optional<std::string> SessionAffinity::SessionEndpoint(const SchedulingRequ
   return it->second.endpoint;
 }
 
-Candidates SessionAffinity::Apply(const SchedulingRequest& request, const Candidates& candidates) {
+Candidates SessionAffinity::Apply(const SchedulingRequest& request, CycleState&,
+                                  const Candidates& candidates) {
   const std::optional<std::string> target = SessionEndpoint(request);
   if (!target.has_value())
     return candidates;
@@ -136,14 +137,15 @@ Candidates SessionAffinity::Apply(const SchedulingRequest& request, const Candid
   return candidates;
 }
 
-void SessionAffinity::Score(const SchedulingRequest& request, const Candidates& candidates,
-                            std::span<double> scores) {
+void SessionAffinity::Score(const SchedulingRequest& request, CycleState&,
+                            const Candidates& candidates, std::span<double> scores) {
   const std::optional<std::string> target = SessionEndpoint(request);
   for (size_t i = 0; i < candidates.size(); ++i)
     scores[i] = target.has_value() && candidates[i]->name == *target ? 1.0 : 0.0;
 }
 
-void SessionAffinity::OnPicked(const SchedulingRequest& request, const Endpoint& picked) {
+void SessionAffinity::OnPicked(const SchedulingRequest& request, CycleState&,
+                               const Endpoint& picked) {
   if (strategy_ != Strategy::kSessionId || request.session_id.empty())
     return;
   const Clock::time_point now = Clock::now();

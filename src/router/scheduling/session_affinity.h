@@ -67,11 +67,13 @@ class SessionAffinity final : public Filter, public Scorer, public PreRequest {
   SessionAffinity(Strategy strategy, const SessionTokenCodec* codec, std::chrono::seconds ttl)
       : strategy_(strategy), codec_(codec), ttl_(ttl) {}
 
-  Candidates Apply(const SchedulingRequest& request, const Candidates& candidates) override;
-  void Score(const SchedulingRequest& request, const Candidates& candidates,
+  Candidates Apply(const SchedulingRequest& request, CycleState& cycle,
+                   const Candidates& candidates) override;
+  void Score(const SchedulingRequest& request, CycleState& cycle, const Candidates& candidates,
              std::span<double> scores) override;
   // Session-id strategy: remembers where the session went.
-  void OnPicked(const SchedulingRequest& request, const Endpoint& picked) override;
+  void OnPicked(const SchedulingRequest& request, CycleState& cycle,
+                const Endpoint& picked) override;
 
   // The endpoint the request's session is bound to, if any (verified / not expired).
   std::optional<std::string> SessionEndpoint(const SchedulingRequest& request);

@@ -131,21 +131,24 @@ TEST(PrefixScorerTest, ApproximateModeLearnsFromPicks) {
   req.model = "m";
   req.prompt_tokens = prompt;
   std::mt19937_64 rng(3);
-  ProfileResult first = profile->Run(req, c, rng);
+  CycleState first_cycle;
+  ProfileResult first = profile->Run(req, first_cycle, c, rng);
   EXPECT_EQ(first.totals, (std::vector<double>{0, 0}));
-  profile->NotifyPicked(req, eps[1]);
-  ProfileResult second = profile->Run(req, c, rng);
+  profile->NotifyPicked(req, first_cycle, eps[1]);
+  CycleState cycle;
+  ProfileResult second = profile->Run(req, cycle, c, rng);
   EXPECT_EQ(second.totals, (std::vector<double>{0, 1}));
   EXPECT_EQ(second.picked[0]->name, "b");
-  // The scorer leaves its prediction in the request: b holds all 10 tokens (3 keys of 4,
-  // the last one partial, capped at the prompt), a none.
-  ASSERT_TRUE(req.prefix_match.has_value());
-  EXPECT_EQ(req.prefix_match->prompt_tokens, 10);
-  EXPECT_EQ(req.prefix_match->CachedTokens("b"), 10);
-  EXPECT_EQ(req.prefix_match->CachedTokens("a"), 0);
-  // Another tenant's salt does not see b's entries.
+  // The scorer leaves its prediction in the cycle: b holds all 10 tokens (3 keys of 4, the
+  // last one partial, capped at the prompt), a none.
+  ASSERT_TRUE(cycle.prefix_match.has_value());
+  EXPECT_EQ(cycle.prefix_match->prompt_tokens, 10);
+  EXPECT_EQ(cycle.prefix_match->CachedTokens("b"), 10);
+  EXPECT_EQ(cycle.prefix_match->CachedTokens("a"), 0);
+  // Another tenant's salt does not see b's entries, not even through a cycle state that
+  // holds the unsalted request's keys.
   req.cache_salt = "other";
-  EXPECT_EQ(profile->Run(req, c, rng).totals, (std::vector<double>{0, 0}));
+  EXPECT_EQ(profile->Run(req, cycle, c, rng).totals, (std::vector<double>{0, 0}));
   EXPECT_EQ((*set)->precise_index(), nullptr);
 }
 
@@ -167,8 +170,10 @@ TEST(PrefixScorerTest, FindsTheHolderAmongFewOrManyCandidates) {
     req.model = "m";
     req.prompt_tokens = prompt;
     std::mt19937_64 rng(3);
-    profile->NotifyPicked(req, eps[n - 1]);
-    const ProfileResult r = profile->Run(req, c, rng);
+    CycleState picked_cycle;
+    profile->NotifyPicked(req, picked_cycle, eps[n - 1]);
+    CycleState cycle;
+    const ProfileResult r = profile->Run(req, cycle, c, rng);
     for (size_t i = 0; i < n; ++i)
       EXPECT_EQ(r.totals[i], i == n - 1 ? 1.0 : 0.0) << n << " " << i;
   }
@@ -192,12 +197,13 @@ TEST(PrefixScorerTest, PreciseModeReadsTheEventIndex) {
   req.model = "m";
   req.prompt_tokens = prompt;
   std::mt19937_64 rng(3);
-  ProfileResult r = (*set)->profile("default")->Run(req, {&eps[0], &eps[1]}, rng);
+  CycleState cycle;
+  ProfileResult r = (*set)->profile("default")->Run(req, cycle, {&eps[0], &eps[1]}, rng);
   EXPECT_EQ(r.totals, (std::vector<double>{0.5, 0}));
-  ASSERT_TRUE(req.prefix_match.has_value());
-  EXPECT_EQ(req.prefix_match->prompt_tokens, 16);
-  EXPECT_EQ(req.prefix_match->CachedTokens("a"), 8);  // 2 of 4 full blocks
-  EXPECT_EQ(req.prefix_match->CachedTokens("b"), 0);
+  ASSERT_TRUE(cycle.prefix_match.has_value());
+  EXPECT_EQ(cycle.prefix_match->prompt_tokens, 16);
+  EXPECT_EQ(cycle.prefix_match->CachedTokens("a"), 8);  // 2 of 4 full blocks
+  EXPECT_EQ(cycle.prefix_match->CachedTokens("b"), 0);
 }
 
 }  // namespace
@@ -238,16 +244,18 @@ class PrefixPluginsTest : public ::testing::Test {
 
 TEST_F(PrefixPluginsTest, AffinityFilterKeepsStickyEndpointsUntilTheLoadGate) {
   PrefixMatcher m = Matcher();
-  m.Record(req_, eps_[1]);  // e1 holds the whole prompt
+  CycleState picked;
+  m.Record(req_, picked, eps_[1]);  // e1 holds the whole prompt
   PrefixAffinityOptions o;
   o.max_ttft_penalty_ms = 1000;
   o.peak_prefill_tokens_per_s = 1000;  // 1 token = 1 ms
   PrefixCacheAffinityFilter filter(Matcher(), o, 1);
-  EXPECT_EQ(Names(filter.Apply(req_, candidates_)), std::vector<std::string>{"e1"});
+  CycleState cycle;
+  EXPECT_EQ(Names(filter.Apply(req_, cycle, candidates_)), std::vector<std::string>{"e1"});
   // e1 has 1500 ms of queued prefill more than e0: stickiness breaks.
   eps_[1].load = std::make_shared<EndpointLoad>(0, 1600);
   eps_[0].load = std::make_shared<EndpointLoad>(0, 100);
-  EXPECT_EQ(filter.Apply(req_, candidates_).size(), 3u);
+  EXPECT_EQ(filter.Apply(req_, cycle, candidates_).size(), 3u);
   // A short shared prefix (below the threshold) is not sticky.
   std::vector<int32_t> other = Tokens(64);
   for (size_t i = 16; i < other.size(); ++i)
@@ -255,28 +263,33 @@ TEST_F(PrefixPluginsTest, AffinityFilterKeepsStickyEndpointsUntilTheLoadGate) {
   SchedulingRequest r2 = req_;
   r2.prompt_tokens = other;
   eps_[1].load = nullptr;
-  EXPECT_EQ(filter.Apply(r2, candidates_).size(), 3u);
+  CycleState other_cycle;
+  EXPECT_EQ(filter.Apply(r2, other_cycle, candidates_).size(), 3u);
 }
 
 TEST_F(PrefixPluginsTest, NoHitLruSpreadsColdRequests) {
   NoHitLruScorer scorer(Matcher(), 16);
   std::vector<double> scores(3);
-  scorer.Score(req_, candidates_, scores);
+  CycleState cycle;
+  scorer.Score(req_, cycle, candidates_, scores);
   EXPECT_EQ(scores, (std::vector<double>{1, 1, 1}));
-  ASSERT_TRUE(req_.cold_prefix.value_or(false));
-  scorer.OnPicked(req_, eps_[0]);
+  ASSERT_TRUE(cycle.cold_prefix.value_or(false));
+  scorer.OnPicked(req_, cycle, eps_[0]);
   // Another cold request: e0 was used last, so it ranks below the never-used ones.
   std::vector<int32_t> other = Tokens(64, 1000);
   SchedulingRequest r2 = req_;
   r2.prompt_tokens = other;
-  scorer.Score(r2, candidates_, scores);
+  CycleState other_cycle;
+  scorer.Score(r2, other_cycle, candidates_, scores);
   EXPECT_LT(scores[0], scores[1]);
   EXPECT_EQ(scores[1], 1.0);
   // A warm request scores 0.5 everywhere and does not touch the LRU.
-  Matcher().Record(req_, eps_[2]);
-  scorer.Score(req_, candidates_, scores);
+  CycleState recorded;
+  Matcher().Record(req_, recorded, eps_[2]);
+  CycleState warm;
+  scorer.Score(req_, warm, candidates_, scores);
   EXPECT_EQ(scores, (std::vector<double>{0.5, 0.5, 0.5}));
-  EXPECT_FALSE(req_.cold_prefix.value_or(true));
+  EXPECT_FALSE(warm.cold_prefix.value_or(true));
 }
 
 TEST_F(PrefixPluginsTest, ConfiguredTokenAwareProfile) {
@@ -291,12 +304,15 @@ TEST_F(PrefixPluginsTest, ConfiguredTokenAwareProfile) {
   ASSERT_TRUE(set.ok()) << set.status();
   std::mt19937_64 rng(9);
   const SchedulingProfile* p = (*set)->profile("default");
-  ProfileResult first = p->Run(req_, candidates_, rng);
+  CycleState first_cycle;
+  ProfileResult first = p->Run(req_, first_cycle, candidates_, rng);
   ASSERT_EQ(first.picked.size(), 1u);
-  p->NotifyPicked(req_, *first.picked[0]);
+  p->NotifyPicked(req_, first_cycle, *first.picked[0]);
   // The same prompt again sticks to the same endpoint.
-  for (int i = 0; i < 5; ++i)
-    EXPECT_EQ(p->Run(req_, candidates_, rng).picked[0], first.picked[0]);
+  for (int i = 0; i < 5; ++i) {
+    CycleState cycle;
+    EXPECT_EQ(p->Run(req_, cycle, candidates_, rng).picked[0], first.picked[0]);
+  }
 }
 
 }  // namespace

@@ -37,45 +37,49 @@ Candidates Ptrs(const std::vector<Endpoint>& endpoints) {
 }
 
 TEST(LoadScorersTest, QueueScorerIsMinMaxOverTheCandidates) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 5, 0),
                                MakeEndpoint("c", 10, 0)};
   std::vector<double> scores(3);
-  QueueScorer().Score({}, Ptrs(eps), scores);
+  QueueScorer().Score({}, cycle, Ptrs(eps), scores);
   EXPECT_DOUBLE_EQ(scores[0], 1.0);
   EXPECT_DOUBLE_EQ(scores[1], 0.5);
   EXPECT_DOUBLE_EQ(scores[2], 0.0);
 
   std::vector<Endpoint> equal = {MakeEndpoint("a", 3, 0), MakeEndpoint("b", 3, 0)};
   std::vector<double> s2(2);
-  QueueScorer().Score({}, Ptrs(equal), s2);
+  QueueScorer().Score({}, cycle, Ptrs(equal), s2);
   EXPECT_EQ(s2, (std::vector<double>{1.0, 1.0}));
 }
 
 TEST(LoadScorersTest, StaleMetricsScoreZero) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0.2), MakeEndpoint("b", 0, 0.2)};
   eps[1].metrics.fresh = false;
   std::vector<double> scores(2);
-  KvCacheUtilizationScorer().Score({}, Ptrs(eps), scores);
+  KvCacheUtilizationScorer().Score({}, cycle, Ptrs(eps), scores);
   EXPECT_DOUBLE_EQ(scores[0], 0.8);
   EXPECT_DOUBLE_EQ(scores[1], 0.0);
-  QueueScorer().Score({}, Ptrs(eps), scores);
+  QueueScorer().Score({}, cycle, Ptrs(eps), scores);
   EXPECT_DOUBLE_EQ(scores[0], 1.0);
   EXPECT_DOUBLE_EQ(scores[1], 0.0);
 }
 
 TEST(LoadScorersTest, ActiveRequestScorer) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
                                MakeEndpoint("c", 0, 0)};
   eps[1].load = std::make_shared<EndpointLoad>(1);
   eps[2].load = std::make_shared<EndpointLoad>(3);
   std::vector<double> scores(3);
-  ActiveRequestScorer().Score({}, Ptrs(eps), scores);
+  ActiveRequestScorer().Score({}, cycle, Ptrs(eps), scores);
   EXPECT_DOUBLE_EQ(scores[0], 1.0);
   EXPECT_DOUBLE_EQ(scores[1], 0.75);
   EXPECT_DOUBLE_EQ(scores[2], 0.25);
 }
 
 TEST(LabelFiltersTest, RoleFiltersFollowLlmD) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("p", 0, 0, "prefill"),
                                MakeEndpoint("d", 0, 0, "decode"),
                                MakeEndpoint("both", 0, 0, "both"), MakeEndpoint("none", 0, 0)};
@@ -85,56 +89,59 @@ TEST(LabelFiltersTest, RoleFiltersFollowLlmD) {
       out.push_back(e->name);
     return out;
   };
-  EXPECT_EQ(names(RoleFilter::Decode().Apply({}, Ptrs(eps))),
+  EXPECT_EQ(names(RoleFilter::Decode().Apply({}, cycle, Ptrs(eps))),
             (std::vector<std::string>{"d", "both", "none"}));
-  EXPECT_EQ(names(RoleFilter::Prefill().Apply({}, Ptrs(eps))),
+  EXPECT_EQ(names(RoleFilter::Prefill().Apply({}, cycle, Ptrs(eps))),
             (std::vector<std::string>{"p", "both"}));
 }
 
 TEST(LabelFiltersTest, SelectorExpressions) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
                                MakeEndpoint("c", 0, 0)};
   eps[0].labels["hw"] = "h100";
   eps[1].labels["hw"] = "cpu";
   LabelSelector sel;
   sel.match_expressions.push_back({"hw", LabelExpression::Op::kNotIn, {"cpu"}});
-  Candidates kept = LabelSelectorFilter(sel).Apply({}, Ptrs(eps));
+  Candidates kept = LabelSelectorFilter(sel).Apply({}, cycle, Ptrs(eps));
   ASSERT_EQ(kept.size(), 2u);  // NotIn keeps the unlabeled one
   EXPECT_EQ(kept[0]->name, "a");
   EXPECT_EQ(kept[1]->name, "c");
   LabelSelector exists;
   exists.match_expressions.push_back({"hw", LabelExpression::Op::kExists, {}});
-  EXPECT_EQ(LabelSelectorFilter(exists).Apply({}, Ptrs(eps)).size(), 2u);
+  EXPECT_EQ(LabelSelectorFilter(exists).Apply({}, cycle, Ptrs(eps)).size(), 2u);
 }
 
 TEST(PickersTest, MaxScoreBreaksTiesAtRandom) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
                                MakeEndpoint("c", 0, 0)};
   std::vector<double> scores = {1.0, 1.0, 0.5};
   std::mt19937_64 rng(7);
   int picked_a = 0;
   for (int i = 0; i < 200; ++i) {
-    Candidates c = MaxScorePicker().Pick(Ptrs(eps), scores, rng);
+    Candidates c = MaxScorePicker().Pick(cycle, Ptrs(eps), scores, rng);
     ASSERT_EQ(c.size(), 1u);
     ASSERT_NE(c[0]->name, "c");
     picked_a += c[0]->name == "a";
   }
   EXPECT_GT(picked_a, 50);
   EXPECT_LT(picked_a, 150);
-  Candidates two = MaxScorePicker(2).Pick(Ptrs(eps), scores, rng);
+  Candidates two = MaxScorePicker(2).Pick(cycle, Ptrs(eps), scores, rng);
   ASSERT_EQ(two.size(), 2u);
   EXPECT_NE(two[0]->name, "c");
   EXPECT_NE(two[1]->name, "c");
 }
 
 TEST(PickersTest, MaxScoreSpreadsAThreeWayTieEvenlyAndFindsALoneMaxAnywhere) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
                                MakeEndpoint("c", 0, 0), MakeEndpoint("d", 0, 0)};
   std::mt19937_64 rng(11);
   std::map<std::string, int> picks;
   for (int i = 0; i < 3000; ++i)
     ++picks[MaxScorePicker()
-                .Pick(Ptrs(eps), std::vector<double>{0.7, 0.2, 0.7, 0.7}, rng)
+                .Pick(cycle, Ptrs(eps), std::vector<double>{0.7, 0.2, 0.7, 0.7}, rng)
                 .at(0)
                 ->name];
   EXPECT_EQ(picks.count("b"), 0u);
@@ -143,19 +150,20 @@ TEST(PickersTest, MaxScoreSpreadsAThreeWayTieEvenlyAndFindsALoneMaxAnywhere) {
   for (size_t best = 0; best < eps.size(); ++best) {
     std::vector<double> scores(eps.size(), 0.1);
     scores[best] = 0.9;
-    EXPECT_EQ(MaxScorePicker().Pick(Ptrs(eps), scores, rng).at(0), &eps[best]);
+    EXPECT_EQ(MaxScorePicker().Pick(cycle, Ptrs(eps), scores, rng).at(0), &eps[best]);
   }
-  EXPECT_TRUE(MaxScorePicker().Pick({}, {}, rng).empty());
+  EXPECT_TRUE(MaxScorePicker().Pick(cycle, {}, {}, rng).empty());
 }
 
 TEST(PickersTest, WeightedRandomFollowsTheWeights) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
                                MakeEndpoint("zero", 0, 0)};
   std::vector<double> scores = {3.0, 1.0, 0.0};
   std::mt19937_64 rng(11);
   int a = 0;
   for (int i = 0; i < 4000; ++i) {
-    Candidates c = WeightedRandomPicker().Pick(Ptrs(eps), scores, rng);
+    Candidates c = WeightedRandomPicker().Pick(cycle, Ptrs(eps), scores, rng);
     ASSERT_NE(c[0]->name, "zero");
     a += c[0]->name == "a";
   }
@@ -163,13 +171,14 @@ TEST(PickersTest, WeightedRandomFollowsTheWeights) {
 }
 
 TEST(PickersTest, RandomPicksUniformlyAndDistinct) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
                                MakeEndpoint("c", 0, 0)};
   std::vector<double> scores = {0.0, 5.0, 1.0};
   std::mt19937_64 rng(11);
   std::map<std::string, int> first;
   for (int i = 0; i < 3000; ++i) {
-    Candidates c = RandomPicker(2).Pick(Ptrs(eps), scores, rng);
+    Candidates c = RandomPicker(2).Pick(cycle, Ptrs(eps), scores, rng);
     ASSERT_EQ(c.size(), 2u);
     ASSERT_NE(c[0], c[1]);
     ++first[c[0]->name];
@@ -177,10 +186,11 @@ TEST(PickersTest, RandomPicksUniformlyAndDistinct) {
   ASSERT_EQ(first.size(), 3u);
   for (const auto& [name, n] : first)
     EXPECT_NEAR(n / 3000.0, 1.0 / 3, 0.04) << name;
-  EXPECT_EQ(RandomPicker(5).Pick(Ptrs(eps), scores, rng).size(), 3u);
+  EXPECT_EQ(RandomPicker(5).Pick(cycle, Ptrs(eps), scores, rng).size(), 3u);
 }
 
 TEST(PickersTest, RoundRobinCyclesThroughTheCandidatesIgnoringScores) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("a", 0, 0), MakeEndpoint("b", 0, 0),
                                MakeEndpoint("c", 0, 0)};
   std::vector<double> scores = {0.0, 5.0, 1.0};
@@ -188,16 +198,16 @@ TEST(PickersTest, RoundRobinCyclesThroughTheCandidatesIgnoringScores) {
   RoundRobinPicker picker;
   std::vector<std::string> seen;
   for (int i = 0; i < 6; ++i) {
-    Candidates c = picker.Pick(Ptrs(eps), scores, rng);
+    Candidates c = picker.Pick(cycle, Ptrs(eps), scores, rng);
     ASSERT_EQ(c.size(), 1u);
     seen.push_back(c[0]->name);
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"a", "b", "c", "a", "b", "c"}));
   // Two per pick: the target and the next one as fallback, wrapping at the end.
   RoundRobinPicker two(2);
-  two.Pick(Ptrs(eps), scores, rng);
-  two.Pick(Ptrs(eps), scores, rng);
-  Candidates c = two.Pick(Ptrs(eps), scores, rng);
+  two.Pick(cycle, Ptrs(eps), scores, rng);
+  two.Pick(cycle, Ptrs(eps), scores, rng);
+  Candidates c = two.Pick(cycle, Ptrs(eps), scores, rng);
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0]->name, "c");
   EXPECT_EQ(c[1]->name, "a");
@@ -208,7 +218,7 @@ TEST(PickersTest, RoundRobinCyclesThroughTheCandidatesIgnoringScores) {
   ASSERT_NE(profile, nullptr);
   std::vector<std::string> names;
   for (int i = 0; i < 3; ++i)
-    names.push_back(profile->Run({}, Ptrs(eps), rng).picked.at(0)->name);
+    names.push_back(profile->Run({}, cycle, Ptrs(eps), rng).picked.at(0)->name);
   EXPECT_EQ(names, (std::vector<std::string>{"a", "b", "c"}));
 }
 
@@ -216,7 +226,8 @@ TEST(PickersTest, RoundRobinCyclesThroughTheCandidatesIgnoringScores) {
 class FixedScorer : public Scorer {
  public:
   explicit FixedScorer(std::vector<double> scores) : scores_(std::move(scores)) {}
-  void Score(const SchedulingRequest&, const Candidates&, std::span<double> scores) override {
+  void Score(const SchedulingRequest&, CycleState&, const Candidates&,
+             std::span<double> scores) override {
     std::copy(scores_.begin(), scores_.end(), scores.begin());
   }
 
@@ -225,6 +236,7 @@ class FixedScorer : public Scorer {
 };
 
 TEST(SchedulingProfileTest, ClampsScoresToZeroOneAndCountsNanAsZero) {
+  CycleState cycle;
   std::vector<Endpoint> eps = {MakeEndpoint("neg", 0, 0),  MakeEndpoint("big", 0, 0),
                                MakeEndpoint("nan", 0, 0),  MakeEndpoint("mid", 0, 0),
                                MakeEndpoint("-inf", 0, 0), MakeEndpoint("+inf", 0, 0)};
@@ -235,20 +247,20 @@ TEST(SchedulingProfileTest, ClampsScoresToZeroOneAndCountsNanAsZero) {
   MaxScorePicker picker;
   SchedulingProfile profile("p", {}, {{"broken", &broken, 2.0}, {"flat", &flat, 1.0}}, &picker);
   std::mt19937_64 rng(5);
-  ProfileResult r = profile.Run({}, Ptrs(eps), rng);
+  ProfileResult r = profile.Run({}, cycle, Ptrs(eps), rng);
   const std::vector<double> want = {0.5, 2.5, 0.5, 1.3, 0.5, 2.5};
   ASSERT_EQ(r.totals.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     EXPECT_DOUBLE_EQ(r.totals[i], want[i]) << eps[i].name;
   // 2.5 and +inf clamp to 1 and tie at the top; NaN does not poison the sum.
   for (int i = 0; i < 20; ++i) {
-    const std::string picked = profile.Run({}, Ptrs(eps), rng).picked.at(0)->name;
+    const std::string picked = profile.Run({}, cycle, Ptrs(eps), rng).picked.at(0)->name;
     EXPECT_TRUE(picked == "big" || picked == "+inf") << picked;
   }
   // One scorer alone: each total is exactly weight x clamped score.
   FixedScorer in_range({-3.0, 2.5, nan, 0.4, -inf, 0.9});
   SchedulingProfile one("one", {}, {{"in_range", &in_range, 2.0}}, &picker);
-  ProfileResult r1 = one.Run({}, Ptrs(eps), rng);
+  ProfileResult r1 = one.Run({}, cycle, Ptrs(eps), rng);
   const std::vector<double> want1 = {0.0, 2.0, 0.0, 0.8, 0.0, 1.8};
   ASSERT_EQ(r1.totals.size(), want1.size());
   for (size_t i = 0; i < want1.size(); ++i)
@@ -276,6 +288,7 @@ schedulingProfiles:
 )";
 
 TEST(PickerConfigTest, ProfileFiltersScoresAndPicks) {
+  CycleState cycle;
   auto set = PluginSet::FromYaml(kConfig, "test");
   ASSERT_TRUE(set.ok()) << set.status();
   const SchedulingProfile* decode = (*set)->profile("decode");
@@ -284,7 +297,7 @@ TEST(PickerConfigTest, ProfileFiltersScoresAndPicks) {
                                MakeEndpoint("busy", 10, 0.0, "decode"),
                                MakeEndpoint("idle", 0, 0.5, "decode")};
   std::mt19937_64 rng(1);
-  ProfileResult r = decode->Run({}, Ptrs(eps), rng);
+  ProfileResult r = decode->Run({}, cycle, Ptrs(eps), rng);
   ASSERT_EQ(r.picked.size(), 1u);
   EXPECT_EQ(r.picked[0]->name, "idle");
   ASSERT_EQ(r.totals.size(), 2u);

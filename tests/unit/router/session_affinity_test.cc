@@ -44,17 +44,18 @@ TEST_F(SessionAffinityTest, TokenStrategyScoresAndFilters) {
   SchedulingRequest req;
   req.session_token = codec.Issue("e2");
   std::vector<double> scores(3);
-  affinity.Score(req, candidates_, scores);
+  CycleState cycle;
+  affinity.Score(req, cycle, candidates_, scores);
   EXPECT_EQ(scores, (std::vector<double>{0, 0, 1}));
-  Candidates kept = affinity.Apply(req, candidates_);
+  Candidates kept = affinity.Apply(req, cycle, candidates_);
   ASSERT_EQ(kept.size(), 1u);
   EXPECT_EQ(kept[0]->name, "e2");
   // A departed endpoint fails open.
   req.session_token = codec.Issue("gone");
-  EXPECT_EQ(affinity.Apply(req, candidates_).size(), 3u);
+  EXPECT_EQ(affinity.Apply(req, cycle, candidates_).size(), 3u);
   // A forged token is no token.
   req.session_token = SessionTokenCodec("attacker").Issue("e1");
-  affinity.Score(req, candidates_, scores);
+  affinity.Score(req, cycle, candidates_, scores);
   EXPECT_EQ(scores, (std::vector<double>{0, 0, 0}));
 }
 
@@ -64,10 +65,11 @@ TEST_F(SessionAffinityTest, SessionIdStrategyRemembersThePick) {
   SchedulingRequest req;
   req.session_id = "user-42";
   EXPECT_EQ(affinity.SessionEndpoint(req), std::nullopt);
-  affinity.OnPicked(req, eps_[1]);
+  CycleState cycle;
+  affinity.OnPicked(req, cycle, eps_[1]);
   EXPECT_EQ(affinity.SessionEndpoint(req), "e1");
   std::vector<double> scores(3);
-  affinity.Score(req, candidates_, scores);
+  affinity.Score(req, cycle, candidates_, scores);
   EXPECT_EQ(scores, (std::vector<double>{0, 1, 0}));
 }
 
@@ -82,7 +84,8 @@ TEST_F(SessionAffinityTest, ConfiguredThroughThePluginSet) {
   req.session_token = (*set)->session_codec()->Issue("e0");
   EXPECT_EQ(SessionTokenCodec("shared-secret").Verify(req.session_token), "e0");
   std::mt19937_64 rng(5);
-  ProfileResult r = (*set)->profile("default")->Run(req, candidates_, rng);
+  CycleState cycle;
+  ProfileResult r = (*set)->profile("default")->Run(req, cycle, candidates_, rng);
   ASSERT_EQ(r.picked.size(), 1u);
   EXPECT_EQ(r.picked[0]->name, "e0");
   // Without a token-strategy session-affinity plugin no token is issued, as in llm-d.
