@@ -5,15 +5,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <random>
 #include <set>
 #include <thread>
 #include <utility>
 #include <vector>
 
-#include "api/chat_request.h"
-#include "api/completion_request.h"
 #include "api/error.h"
 #include "api/response_writer.h"
 #include "base/logging.h"
@@ -30,12 +27,10 @@
 #include "router/internal/proxy_call.h"
 #include "router/prefix/block_keys.h"
 #include "router/prefix/kv_event_indexer.h"
+#include "router/prompt_tokenizer.h"
 #include "router/request_id.h"
 #include "router/router_metrics.h"
 #include "router/scheduling/picker_config.h"
-#include "text/chat_prompt.h"
-#include "text/chat_template.h"
-#include "text/tokenizer.h"
 
 namespace switchyard::router {
 namespace {
@@ -193,10 +188,6 @@ class RouterServerImpl final : public RouterServer {
   void Dispatch(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   void Generate(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder,
                 bool chat);
-  // The prompt's tokens, from the body read as a router reads it (api::ParseScope::kRoute):
-  // the engine picked checks the other fields by its own rules.
-  absl::StatusOr<std::vector<int32_t>> PromptTokens(const net::HttpRequest& request, bool chat,
-                                                    bool* stream, std::string* cache_salt);
   void ScrapeLoop();
   void ScrapeOnce();
   void ScrapeDone(const std::string& name);
@@ -217,9 +208,7 @@ class RouterServerImpl final : public RouterServer {
   std::unique_ptr<DnsPoolResolver> dns_;
   std::unique_ptr<PluginSet> plugins_;
   const SchedulingProfile* profile_ = nullptr;
-  std::shared_ptr<const text::Tokenizer> tokenizer_;
-  std::unique_ptr<text::ChatTemplate> chat_template_;
-  text::ModelChatTemplate special_;
+  std::unique_ptr<PromptTokenizer> prompt_tokenizer_;
   std::unique_ptr<KvEventIndexer> indexer_;
   std::unique_ptr<kvx::KvEventSubscriber> subscriber_;
   // The HTTP server and the upstream client share these loops: a request's upstream call
@@ -248,22 +237,7 @@ absl::Status RouterServerImpl::Init() {
   SY_ASSIGN_OR_RETURN(plugins_,
                       PluginSet::FromYaml(config_.scheduling_yaml, "scheduling", plugin_options));
   profile_ = plugins_->profiles().front().get();
-  std::optional<text::ModelChatTemplate> tmpl = config_.built_chat_template;
-  if (config_.built_tokenizer != nullptr) {
-    tokenizer_ = config_.built_tokenizer;
-  } else if (!config_.tokenizer.empty()) {
-    const std::filesystem::path dir(config_.tokenizer);
-    SY_ASSIGN_OR_RETURN(tokenizer_,
-                        text::Tokenizer::FromJsonFile((dir / "tokenizer.json").string()));
-    if (absl::StatusOr<text::ModelChatTemplate> t = text::LoadModelChatTemplate(dir.string());
-        t.ok()) {
-      tmpl = *std::move(t);
-    }
-  }
-  if (tokenizer_ != nullptr && tmpl.has_value()) {
-    special_ = *tmpl;
-    SY_ASSIGN_OR_RETURN(chat_template_, text::ChatTemplate::Compile(tmpl->source));
-  }
+  SY_ASSIGN_OR_RETURN(prompt_tokenizer_, PromptTokenizer::FromConfig(config_));
   bool any_dns = false;
   for (const PoolConfig& pool : config_.pools) {
     any_dns = any_dns || !pool.dns.empty();
@@ -485,40 +459,6 @@ void RouterServerImpl::ScrapeLoop() {
   }
 }
 
-absl::StatusOr<std::vector<int32_t>> RouterServerImpl::PromptTokens(const net::HttpRequest& request,
-                                                                    bool chat, bool* stream,
-                                                                    std::string* cache_salt) {
-  api::RequestLimits limits;
-  if (chat) {
-    // Read in place: a ChatRequest is large to move out of its StatusOr.
-    absl::StatusOr<api::ChatRequest> req =
-        api::ParseChatRequest(request.body, limits, api::ParseScope::kRoute);
-    if (!req.ok())
-      return req.status();
-    *stream = req->sampling.stream;
-    *cache_salt = std::move(req->sampling.cache_salt);
-    if (tokenizer_ == nullptr)
-      return std::vector<int32_t>{};
-    SY_ASSIGN_OR_RETURN(std::string prompt,
-                        text::RenderChatPrompt(*req, chat_template_.get(), special_));
-    return tokenizer_->Encode(prompt, req->add_special_tokens);
-  }
-  absl::StatusOr<api::CompletionRequest> req =
-      api::ParseCompletionRequest(request.body, limits, api::ParseScope::kRoute);
-  if (!req.ok())
-    return req.status();
-  *stream = req->sampling.stream;
-  *cache_salt = std::move(req->sampling.cache_salt);
-  // A batched prompt is scheduled by its first prompt.
-  if (req->prompts.empty())
-    return std::vector<int32_t>{};
-  if (req->prompts[0].is_tokens)
-    return std::move(req->prompts[0].token_ids);
-  if (tokenizer_ == nullptr)
-    return std::vector<int32_t>{};
-  return tokenizer_->Encode(req->prompts[0].text, req->add_special_tokens);
-}
-
 void RouterServerImpl::Generate(net::HttpRequest& request,
                                 std::shared_ptr<net::HttpResponder> responder, bool chat) {
   const Clock::time_point arrival = Clock::now();
@@ -537,24 +477,23 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
          {"x-request-id", std::move(request_id)}});
     return;
   }
-  bool stream = false;
-  std::string cache_salt;
-  absl::StatusOr<std::vector<int32_t>> tokens = PromptTokens(request, chat, &stream, &cache_salt);
-  const Clock::time_point tokenized = Clock::now();
-  metrics_.ObserveTokenize(SecondsBetween(arrival, tokenized));
-  if (!tokens.ok()) {
-    const int http_status = api::HttpErrorFor(tokens.status()).http_status;
-    metrics_.Unrouted().RequestFinished(http_status, SecondsBetween(arrival, tokenized));
-    responder->Send(http_status, kJson, api::ErrorBody(tokens.status()),
+  absl::StatusOr<TokenizedRequest> tokenized = prompt_tokenizer_->Tokenize(request.body, chat);
+  const Clock::time_point tokenized_at = Clock::now();
+  metrics_.ObserveTokenize(SecondsBetween(arrival, tokenized_at));
+  if (!tokenized.ok()) {
+    const int http_status = api::HttpErrorFor(tokenized.status()).http_status;
+    metrics_.Unrouted().RequestFinished(http_status, SecondsBetween(arrival, tokenized_at));
+    responder->Send(http_status, kJson, api::ErrorBody(tokenized.status()),
                     {{"x-request-id", std::move(request_id)}});
     return;
   }
-  auto routing =
-      std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
-                                       *std::move(tokens), tokenized, std::move(admitted));
+  const bool stream = tokenized->stream;
+  auto routing = std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
+                                                  std::move(tokenized->prompt_tokens), tokenized_at,
+                                                  std::move(admitted));
   SchedulingRequest& sched = routing->request();
   sched.model = config_.model;
-  sched.cache_salt = std::move(cache_salt);
+  sched.cache_salt = std::move(tokenized->cache_salt);
   if (std::optional<std::string_view> t = request.Header("x-session-token"))
     sched.session_token = std::string(*t);
   if (std::optional<std::string_view> id = request.Header("x-session-id"))

@@ -1,5 +1,6 @@
 // RouterServer: the fleet's single OpenAI endpoint. For each generation request it
-// tokenizes the prompt (chat template applied) with the engines' tokenizer, takes a snapshot
+// tokenizes the prompt (chat template applied) with the engines' tokenizer
+// (prompt_tokenizer.h), takes a snapshot
 // of the endpoint table, runs the scheduling profile, and proxies the request to the
 // picked endpoint over keep-alive upstream connections, streaming the response through as
 // it arrives (whole SSE events). A failure before the first response byte (refused, reset,
