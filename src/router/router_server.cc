@@ -1,26 +1,22 @@
 #include "router/router_server.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <random>
-#include <set>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "api/error.h"
 #include "api/response_writer.h"
 #include "base/logging.h"
-#include "base/mutex.h"
 #include "base/recycling_allocator.h"
 #include "base/status_macros.h"
 #include "kvx/kv_event_subscriber.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
 #include "router/dns_pool_resolver.h"
+#include "router/endpoint_scraper.h"
 #include "router/endpoint_table.h"
 #include "router/engine_models.h"
 #include "router/internal/drain.h"
@@ -188,11 +184,6 @@ class RouterServerImpl final : public RouterServer {
   void Dispatch(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   void Generate(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder,
                 bool chat);
-  void ScrapeLoop();
-  void ScrapeOnce();
-  void ScrapeDone(const std::string& name);
-  // Fetches `spec`'s /v1/models into engine_models_ when it is due.
-  void FetchModels(const EndpointSpec& spec);
   // The KV event streams' state into the table (and the index's view of them).
   void ReportKvEvents();
   // GET /v1/models: the configured model with what the healthy engines report of it.
@@ -215,17 +206,8 @@ class RouterServerImpl final : public RouterServer {
   // runs on the thread that took the request, with no hand-off between threads.
   std::shared_ptr<net::EventLoops> loops_;
   std::unique_ptr<net::HttpClient> client_;
-  // Scrapes have their own event loop and the scraping timeouts, so that neither proxied
-  // traffic delays them nor they it.
-  std::unique_ptr<net::HttpClient> scrape_client_;
-  base::Mutex scrape_mu_;
-  std::set<std::string> scraping_ ABSL_GUARDED_BY(scrape_mu_);  // scrapes in flight
   std::unique_ptr<net::HttpServer> server_;
-
-  base::Mutex mu_;
-  base::CondVar cv_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread scraper_;
+  std::unique_ptr<EndpointScraper> scraper_;
 };
 
 absl::Status RouterServerImpl::Init() {
@@ -273,12 +255,6 @@ absl::Status RouterServerImpl::Init() {
   client_options.first_byte_timeout = std::chrono::milliseconds(config_.first_byte_timeout_ms);
   client_options.idle_timeout = std::chrono::milliseconds(config_.idle_timeout_ms);
   SY_ASSIGN_OR_RETURN(client_, net::HttpClient::Start(client_options, loops_));
-  net::HttpClientOptions scrape_options;
-  scrape_options.num_threads = 1;
-  scrape_options.connect_timeout = std::chrono::milliseconds(config_.scrape_timeout_ms);
-  scrape_options.first_byte_timeout = std::chrono::milliseconds(config_.scrape_timeout_ms);
-  scrape_options.idle_timeout = std::chrono::milliseconds(config_.scrape_timeout_ms);
-  SY_ASSIGN_OR_RETURN(scrape_client_, net::HttpClient::Start(scrape_options));
   net::HttpServerOptions server_options;
   server_options.host = config_.host;
   server_options.port = config_.port;
@@ -296,10 +272,16 @@ absl::Status RouterServerImpl::Init() {
                      Dispatch(request, std::move(r));
                    },
                    loops_));
-  scraper_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "sy-scrape");
-    ScrapeLoop();
-  });
+  EndpointScraperOptions scraper_options;
+  scraper_options.model = config_.model;
+  scraper_options.interval = std::chrono::milliseconds(config_.scrape_interval_ms);
+  scraper_options.timeout = std::chrono::milliseconds(config_.scrape_timeout_ms);
+  scraper_options.on_metrics = [this](const std::string& endpoint, const EndpointMetrics& m) {
+    plugins_->SetEndpointKvCache(endpoint, m.num_gpu_blocks, m.block_size);
+  };
+  scraper_options.after_round = [this] { ReportKvEvents(); };
+  SY_ASSIGN_OR_RETURN(scraper_,
+                      EndpointScraper::Start(std::move(scraper_options), &table_, &engine_models_));
   return absl::OkStatus();
 }
 
@@ -309,15 +291,8 @@ void RouterServerImpl::StartDrain() {
 }
 
 void RouterServerImpl::Stop() {
-  {
-    base::MutexLock lock(&mu_);
-    if (stopping_)
-      return;
-    stopping_ = true;
-  }
-  cv_.NotifyAll();
-  if (scraper_.joinable())
-    scraper_.join();
+  if (scraper_ != nullptr)
+    scraper_->Stop();
   if (dns_ != nullptr)
     dns_->Stop();
   if (server_ != nullptr)
@@ -326,103 +301,8 @@ void RouterServerImpl::Stop() {
     client_->Stop();
   if (loops_ != nullptr)
     loops_->Stop();
-  if (scrape_client_ != nullptr)
-    scrape_client_->Stop();
   if (subscriber_ != nullptr)
     subscriber_->Stop();
-}
-
-void RouterServerImpl::ScrapeDone(const std::string& name) {
-  base::MutexLock lock(&scrape_mu_);
-  scraping_.erase(name);
-}
-
-void RouterServerImpl::ScrapeOnce() {
-  const std::vector<EndpointSpec> members = table_.Members();
-  std::vector<std::string> names;
-  for (const EndpointSpec& spec : members)
-    names.push_back(spec.name);
-  engine_models_.Retain(names);
-  for (const EndpointSpec& spec : members) {
-    {
-      // One scrape per endpoint at a time: a slow endpoint is not asked again (and again)
-      // before it answered, so scrapes cannot pile up behind it.
-      base::MutexLock lock(&scrape_mu_);
-      if (!scraping_.insert(spec.name).second)
-        continue;
-    }
-    FetchModels(spec);
-    net::HttpClientRequest request;
-    request.upstream = spec.address;
-    request.target = "/metrics";
-    if (!spec.authorization.empty())
-      request.headers.emplace_back("authorization", spec.authorization);
-    const std::string name = spec.name;
-    const EngineKind kind = spec.engine;
-    const bool has_credentials = !spec.authorization.empty();
-    scrape_client_->Fetch(request, [this, name, kind, has_credentials](
-                                       absl::StatusOr<net::HttpClient::Response> response) {
-      ScrapeDone(name);
-      if (response.ok() && ServesNoMetrics(kind, response->status)) {
-        table_.ReportReachable(name);
-        return;
-      }
-      if (!response.ok()) {
-        table_.ReportScrapeFailure(name, std::string(response.status().message()));
-        return;
-      }
-      if (response->status == 401 || response->status == 403) {
-        // Not "unhealthy" without a word: the engine wants a key the router lacks or has
-        // wrong. Logged once per endpoint (and again should the reason change).
-        const std::string error = fmt::format(
-            "HTTP {} on /metrics: {}", response->status,
-            has_credentials ? "the endpoint refused the configured API key"
-                            : "the endpoint wants an API key; give its pool (or it) credentials "
-                              "(apiKeyEnv or apiKeyFile)");
-        if (table_.ReportScrapeFailure(name, error, response->status))
-          SY_LOG_ERROR("router: endpoint {}: {}", name, error);
-        return;
-      }
-      if (response->status != 200) {
-        table_.ReportScrapeFailure(name, fmt::format("HTTP {} on /metrics", response->status),
-                                   response->status);
-        return;
-      }
-      absl::StatusOr<EndpointMetrics> metrics = ParseEndpointMetrics(kind, response->body);
-      if (!metrics.ok()) {
-        const std::string error(metrics.status().message());
-        if (table_.ReportScrapeFailure(name, error))
-          SY_LOG_WARN("router: metrics of {}: {}", name, error);
-        return;
-      }
-      // Before the table has the metrics: whoever sees them sees the index sized too.
-      plugins_->SetEndpointKvCache(name, metrics->num_gpu_blocks, metrics->block_size);
-      table_.ReportMetrics(name, *metrics, Clock::now());
-    });
-  }
-}
-
-void RouterServerImpl::FetchModels(const EndpointSpec& spec) {
-  const Clock::time_point now = Clock::now();
-  if (!engine_models_.Due(spec.name, now))
-    return;
-  // Marked as asked now, so that the next scrapes do not ask again while this one runs.
-  engine_models_.Report(spec.name, std::nullopt, now);
-  net::HttpClientRequest request;
-  request.upstream = spec.address;
-  request.target = "/v1/models";
-  if (!spec.authorization.empty())
-    request.headers.emplace_back("authorization", spec.authorization);
-  scrape_client_->Fetch(
-      request, [this, name = spec.name](absl::StatusOr<net::HttpClient::Response> response) {
-        std::optional<api::ModelCard> card;
-        if (response.ok() && response->status == 200) {
-          absl::StatusOr<api::ModelCard> parsed = ParseModelCard(response->body, config_.model);
-          if (parsed.ok())
-            card = *std::move(parsed);
-        }
-        engine_models_.Report(name, std::move(card), Clock::now());
-      });
 }
 
 void RouterServerImpl::ReportKvEvents() {
@@ -444,19 +324,6 @@ std::string RouterServerImpl::ModelListJson() {
       healthy.push_back(status.endpoint.name);
   }
   return api::ModelList({engine_models_.Card(config_.model, healthy)});
-}
-
-void RouterServerImpl::ScrapeLoop() {
-  for (;;) {
-    ScrapeOnce();
-    ReportKvEvents();
-    base::MutexLock lock(&mu_);
-    // A timed wait, not a sleep: Stop wakes it at once.
-    cv_.WaitUntil(&mu_, Clock::now() + std::chrono::milliseconds(config_.scrape_interval_ms),
-                  [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; });
-    if (stopping_)
-      return;
-  }
 }
 
 void RouterServerImpl::Generate(net::HttpRequest& request,

@@ -35,12 +35,11 @@
 //
 // Threads: `listen.threads` event loops run the handlers and the upstream calls they
 // start (the HTTP server and the upstream client share them, so a request stays on one
-// thread from its first byte to its last); one owned scraper thread polls every endpoint's /metrics
-// through a client loop of its own (scraping.timeoutMs bounds each scrape; at most one per endpoint
-// in flight; an endpoint leaves the snapshots after three failed scrapes in a row, and the
-// requests waiting on it are woken to retry elsewhere); a KV event
-// subscriber thread feeds the precise prefix index; with DNS pools, an owned "sy-dns" thread
-// re-resolves them. Start/Stop from one controlling thread.
+// thread from its first byte to its last); an EndpointScraper polls every endpoint from a
+// thread and a client loop of its own (endpoint_scraper.h; an endpoint leaves the snapshots
+// after three failed scrapes in a row, and the requests waiting on it are woken to retry
+// elsewhere); a KV event subscriber thread feeds the precise prefix index; with DNS pools, an
+// owned "sy-dns" thread re-resolves them. Start/Stop from one controlling thread.
 #pragma once
 
 #include <chrono>
