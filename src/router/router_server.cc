@@ -1,11 +1,15 @@
 #include "router/router_server.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <random>
+#include <string_view>
 #include <utility>
 #include <vector>
+
+#include "fmt/format.h"
 
 #include "api/error.h"
 #include "api/response_writer.h"
@@ -179,15 +183,35 @@ class RouterServerImpl final : public RouterServer {
   void Stop() override;
 
  private:
-  // Both take the handler's request apart (its strings move out): by reference, so that it is
+  // The handlers take the request apart (its strings move out): by reference, so that it is
   // not moved whole again on the way (seven strings and the header list a move).
+  using Handler = void (RouterServerImpl::*)(net::HttpRequest& request,
+                                             std::shared_ptr<net::HttpResponder> responder);
+  struct Route {
+    std::string_view method;
+    std::string_view path;
+    Handler handler;
+  };
+  static const std::array<Route, 6> kRoutes;
+
+  // The route for the request's path and method; 405 with Allow for a known path with another
+  // method, 404 for an unknown path (both with OpenAI error bodies, as the engine answers).
   void Dispatch(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
+  void Completion(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder) {
+    Generate(request, std::move(responder), false);
+  }
+  void ChatCompletion(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder) {
+    Generate(request, std::move(responder), true);
+  }
   void Generate(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder,
                 bool chat);
+  void Health(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
+  void DebugEndpoints(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
+  // GET /v1/models: the configured model with what the healthy engines report of it.
+  void Models(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
+  void Metrics(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   // The KV event streams' state into the table (and the index's view of them).
   void ReportKvEvents();
-  // GET /v1/models: the configured model with what the healthy engines report of it.
-  std::string ModelListJson();
 
   const RouterConfig config_;
   EndpointTable table_;
@@ -209,6 +233,15 @@ class RouterServerImpl final : public RouterServer {
   std::unique_ptr<net::HttpServer> server_;
   std::unique_ptr<EndpointScraper> scraper_;
 };
+
+const std::array<RouterServerImpl::Route, 6> RouterServerImpl::kRoutes = {{
+    {"POST", "/v1/completions", &RouterServerImpl::Completion},
+    {"POST", "/v1/chat/completions", &RouterServerImpl::ChatCompletion},
+    {"GET", "/health", &RouterServerImpl::Health},
+    {"GET", "/debug/endpoints", &RouterServerImpl::DebugEndpoints},
+    {"GET", "/v1/models", &RouterServerImpl::Models},
+    {"GET", "/metrics", &RouterServerImpl::Metrics},
+}};
 
 absl::Status RouterServerImpl::Init() {
   PluginSetOptions plugin_options;
@@ -317,15 +350,6 @@ void RouterServerImpl::ReportKvEvents() {
   metrics_.SetKvEventSubscriberRestarts(subscriber_->restarts());
 }
 
-std::string RouterServerImpl::ModelListJson() {
-  std::vector<std::string> healthy;
-  for (const EndpointStatus& status : table_.Statuses(Clock::now())) {
-    if (status.healthy)
-      healthy.push_back(status.endpoint.name);
-  }
-  return api::ModelList({engine_models_.Card(config_.model, healthy)});
-}
-
 void RouterServerImpl::Generate(net::HttpRequest& request,
                                 std::shared_ptr<net::HttpResponder> responder, bool chat) {
   const Clock::time_point arrival = Clock::now();
@@ -398,33 +422,60 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
 
 void RouterServerImpl::Dispatch(net::HttpRequest& request,
                                 std::shared_ptr<net::HttpResponder> responder) {
-  const std::string& path = request.path;
-  const bool post = request.method == "POST";
-  const bool get = request.method == "GET";
-  if (path == "/v1/completions" && post) {
-    Generate(request, std::move(responder), false);
-  } else if (path == "/v1/chat/completions" && post) {
-    Generate(request, std::move(responder), true);
-  } else if (path == "/health" && get) {
-    // Not ready while draining: whoever routes here stops at once.
-    if (drain_.gate().draining()) {
-      responder->Send(503, kJson,
-                      api::ErrorBody(absl::UnavailableError("The router is shutting down.")),
-                      {{"retry-after", std::to_string(internal::kRetryAfterSeconds)}});
-    } else {
-      responder->Send(200, kJson, "");
+  const Route* path_match = nullptr;
+  std::string allowed;  // the path's methods, once it is known not to have this one
+  for (const Route& route : kRoutes) {
+    if (route.path != request.path)
+      continue;
+    if (route.method == request.method) {
+      (this->*route.handler)(request, std::move(responder));
+      return;
     }
-  } else if (path == "/debug/endpoints" && get) {
-    responder->Send(200, kJson, table_.DebugJson(Clock::now()));
-  } else if (path == "/v1/models" && get) {
-    responder->Send(200, kJson, ModelListJson());
-  } else if (path == "/metrics" && get) {
-    metrics_.UpdateEndpoints(table_.Statuses(Clock::now()));
-    responder->Send(200, "text/plain; version=0.0.4", metrics_.Serialize());
-  } else {
-    const absl::Status status = absl::NotFoundError("Not Found");
-    responder->Send(404, kJson, api::ErrorBody(status));
+    path_match = &route;
+    if (!allowed.empty())
+      allowed += ", ";
+    allowed += route.method;
   }
+  if (path_match != nullptr) {
+    const absl::Status status =
+        api::MethodNotAllowed(fmt::format("Method {} is not allowed on {}; use {}.",
+                                          request.method.substr(0, 16), path_match->path, allowed));
+    responder->Send(api::HttpErrorFor(status).http_status, kJson, api::ErrorBody(status),
+                    {{"allow", std::move(allowed)}});
+    return;
+  }
+  const absl::Status status = absl::NotFoundError("Not Found");
+  responder->Send(404, kJson, api::ErrorBody(status));
+}
+
+void RouterServerImpl::Health(net::HttpRequest&, std::shared_ptr<net::HttpResponder> responder) {
+  // Not ready while draining: whoever routes here stops at once.
+  if (drain_.gate().draining()) {
+    responder->Send(503, kJson,
+                    api::ErrorBody(absl::UnavailableError("The router is shutting down.")),
+                    {{"retry-after", std::to_string(internal::kRetryAfterSeconds)}});
+  } else {
+    responder->Send(200, kJson, "");
+  }
+}
+
+void RouterServerImpl::DebugEndpoints(net::HttpRequest&,
+                                      std::shared_ptr<net::HttpResponder> responder) {
+  responder->Send(200, kJson, table_.DebugJson(Clock::now()));
+}
+
+void RouterServerImpl::Models(net::HttpRequest&, std::shared_ptr<net::HttpResponder> responder) {
+  std::vector<std::string> healthy;
+  for (const EndpointStatus& status : table_.Statuses(Clock::now())) {
+    if (status.healthy)
+      healthy.push_back(status.endpoint.name);
+  }
+  responder->Send(200, kJson, api::ModelList({engine_models_.Card(config_.model, healthy)}));
+}
+
+void RouterServerImpl::Metrics(net::HttpRequest&, std::shared_ptr<net::HttpResponder> responder) {
+  metrics_.UpdateEndpoints(table_.Statuses(Clock::now()));
+  responder->Send(200, "text/plain; version=0.0.4", metrics_.Serialize());
 }
 
 }  // namespace

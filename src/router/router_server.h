@@ -17,7 +17,8 @@
 // `owned_by`, `root` and smallest `max_model_len` the healthy engines report on their own
 // /v1/models, fetched beside the scrapes: engine_models.h), GET /debug/endpoints (the
 // endpoint table as JSON: health, last scrape error, credentials' source, KV event stream
-// state), GET /metrics (RouterMetrics).
+// state), GET /metrics (RouterMetrics). A known path asked with another method is answered
+// 405 with an Allow header, an unknown path 404, both with OpenAI error bodies.
 //
 // Endpoints with credentials (router_config.h) get their key with forwarded requests and
 // scrapes; a 401/403 scrape is logged once and shown in /debug/endpoints and the metrics.

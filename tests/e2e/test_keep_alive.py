@@ -39,7 +39,7 @@ ENGINE_ROUTES = [
 
 ROUTER_ROUTES = [
     ("GET", "/health", None, 200),
-    ("HEAD", "/health", None, 404),
+    ("HEAD", "/health", None, 405),
     ("GET", "/debug/endpoints", None, 200),
     ("GET", "/metrics", None, 200),
     ("GET", "/v1/models", None, 200),
@@ -47,6 +47,7 @@ ROUTER_ROUTES = [
     ("POST", "/v1/completions", STREAM, 200),
     ("POST", "/v1/chat/completions", CHAT, 200),
     ("POST", "/v1/completions", "{not json", 400),
+    ("GET", "/v1/completions", None, 405),
     ("GET", "/no/such/route", None, 404),
 ]
 

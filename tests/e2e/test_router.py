@@ -1,7 +1,7 @@
 """`switchyard router` in front of simulated engines, driven by the openai client: proxying
 (plain and streamed), prefix-cache affinity, signed session tokens, retries when an engine
-dies before answering, the router's debug view and metrics, request ids, and a pool whose
-members come from DNS."""
+dies before answering, the router's debug view and metrics, 405s for wrong methods, request
+ids, and a pool whose members come from DNS."""
 import re
 
 import openai
@@ -100,6 +100,21 @@ def test_debug_endpoints_and_metrics(fleet):
     text = requests.get(f"{router.url}/metrics", timeout=5).text
     assert "switchyard_router_requests_total" in text
     assert requests.get(f"{router.url}/nope", timeout=5).status_code == 404
+
+
+def test_a_known_path_with_another_method_is_405_with_allow(fleet):
+    """As the engine answers: 405, the allowed method in Allow, an OpenAI error body."""
+    router, _ = fleet
+    for method, path, allowed in (("GET", "/v1/completions", "POST"),
+                                  ("PUT", "/v1/chat/completions", "POST"),
+                                  ("POST", "/health", "GET"), ("DELETE", "/metrics", "GET"),
+                                  ("POST", "/v1/models", "GET")):
+        r = requests.request(method, f"{router.url}{path}", timeout=5)
+        assert r.status_code == 405, (method, path, r.text)
+        assert r.headers["allow"] == allowed
+        err = r.json()["error"]
+        assert err["type"] == "MethodNotAllowedError" and err["code"] == 405
+        assert err["message"] == f"Method {method} is not allowed on {path}; use {allowed}."
 
 
 def test_dead_engine_is_retried_elsewhere():

@@ -621,6 +621,40 @@ TEST_F(RouterServerTest, CredentialsGoUpstreamInPlaceOfTheClients) {
   EXPECT_EQ(debug.find("engine-key"), std::string::npos) << debug;
 }
 
+// A known path asked with another method is 405 with the allowed method in Allow and an
+// OpenAI error body, as the engine answers; an unknown path stays 404. Neither reaches an
+// engine.
+TEST_F(RouterServerTest, AKnownPathWithAnotherMethodIs405WithAllow) {
+  Upstream upstream(200, 0);
+  StartRouter({&upstream});
+  struct Case {
+    std::string method;
+    std::string path;
+    std::string allowed;
+  };
+  for (const Case& c : std::vector<Case>{{"GET", "/v1/completions", "POST"},
+                                         {"PUT", "/v1/chat/completions", "POST"},
+                                         {"POST", "/health", "GET"},
+                                         {"DELETE", "/debug/endpoints", "GET"},
+                                         {"POST", "/v1/models", "GET"},
+                                         {"POST", "/metrics", "GET"}}) {
+    const net::HttpClient::Response r = Call(c.method, c.path, "");
+    EXPECT_EQ(r.status, 405) << c.method << " " << c.path;
+    EXPECT_EQ(Header(r, "allow"), c.allowed) << c.path;
+    EXPECT_EQ(Header(r, "content-type"), "application/json");
+    EXPECT_EQ(r.body, fmt::format(R"({{"error":{{"message":"Method {} is not allowed on {}; use )"
+                                  R"({}.","type":"MethodNotAllowedError","param":null,)"
+                                  R"("code":405}}}})",
+                                  c.method, c.path, c.allowed));
+  }
+  const net::HttpClient::Response unknown = Call("GET", "/nope", "");
+  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(Header(unknown, "allow"), "");
+  EXPECT_EQ(unknown.body,
+            R"({"error":{"message":"Not Found","type":"NotFoundError","param":null,"code":404}})");
+  EXPECT_TRUE(upstream.requests().empty());
+}
+
 // Draining: /health says not ready, new requests are refused with 503, Retry-After and
 // Connection: close; with nothing in flight the drain is over at once.
 TEST_F(RouterServerTest, DrainingRefusesNewRequests) {
