@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/exit_code.h"
 #include "fmt/format.h"
 #include "simdjson.h"
 
@@ -165,15 +166,12 @@ void RegisterChatTemplateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--kwargs", opts->kwargs_json, "JSON object of extra template variables");
   cmd->add_option("--template", opts->template_path, "Template file overriding the model's");
   cmd->callback([opts, exit_code] {
-    auto rendered = RenderChat(*opts);
-    if (!rendered.ok()) {
-      std::fprintf(stderr, "chat-template: %s\n", std::string(rendered.status().message()).c_str());
-      *exit_code = 1;
-      return;
+    absl::StatusOr<std::string> rendered = RenderChat(*opts);
+    if (rendered.ok()) {
+      std::fwrite(rendered->data(), 1, rendered->size(), stdout);
+      std::fflush(stdout);
     }
-    std::fwrite(rendered->data(), 1, rendered->size(), stdout);
-    std::fflush(stdout);
-    *exit_code = 0;
+    *exit_code = ExitCode(InputError(rendered.status()));
   });
 }
 

@@ -1,6 +1,6 @@
 // Subcommands of the `switchyard` binary. Each Register* adds one CLI11 subcommand to
 // `app` and binds its callback; the callback runs on the main thread and returns the
-// process exit code through `*exit_code` (0 ok, 1 runtime error, 2 usage error).
+// process exit code through `*exit_code` (0 ok, 1 runtime error, 2 usage error: exit_code.h).
 #pragma once
 
 #include "CLI/CLI.hpp"

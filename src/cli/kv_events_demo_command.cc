@@ -16,6 +16,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/exit_code.h"
 #include "fmt/format.h"
 
 #include "base/json.h"
@@ -74,47 +75,34 @@ absl::StatusOr<int> RunScenario(const DemoOptions& options, kvx::KvEventPublishe
   return published;
 }
 
-int Run(const DemoOptions& options) {
+absl::Status Run(const DemoOptions& options) {
   kvx::KvEventPublisherOptions pub_options;
   pub_options.endpoint = options.endpoint;
   pub_options.replay_endpoint = options.replay_endpoint;
   pub_options.topic = options.topic;
-  auto layout = kvx::ParseEventLayout(options.layout);
-  if (!layout.ok()) {
-    fmt::print(stderr, "error: {}\n", layout.status().ToString());
-    return 2;
-  }
-  pub_options.encoding.layout = *layout;
+  SY_ASSIGN_OR_RETURN(pub_options.encoding.layout, kvx::ParseEventLayout(options.layout));
   pub_options.encoding.hashes =
       options.hashes == "bytes" ? kvx::HashForm::kBytes : kvx::HashForm::kInt;
-  auto publisher = kvx::KvEventPublisher::Start(pub_options);
-  if (!publisher.ok()) {
-    fmt::print(stderr, "error: {}\n", publisher.status().ToString());
-    return 1;
-  }
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<kvx::KvEventPublisher> publisher,
+                      kvx::KvEventPublisher::Start(pub_options));
   fmt::print("{{\"endpoint\": {}, \"replay_endpoint\": {}}}\n",
-             base::JsonString((*publisher)->endpoint()),
-             base::JsonString((*publisher)->replay_endpoint()));
+             base::JsonString(publisher->endpoint()),
+             base::JsonString(publisher->replay_endpoint()));
   std::fflush(stdout);
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line == "probe") {
-      (*publisher)->Publish({Now(), {}, 0});
+      publisher->Publish({Now(), {}, 0});
     } else if (line == "run") {
-      auto published = RunScenario(options, **publisher);
-      if (!published.ok()) {
-        fmt::print(stderr, "error: {}\n", published.status().ToString());
-        return 1;
-      }
-      fmt::print("{{\"published\": {}}}\n", *published);
+      SY_ASSIGN_OR_RETURN(int published, RunScenario(options, *publisher));
+      fmt::print("{{\"published\": {}}}\n", published);
       std::fflush(stdout);
     } else {
-      fmt::print(stderr, "error: unknown command \"{}\" (probe or run)\n", line);
-      return 2;
+      return absl::InvalidArgumentError(fmt::format("unknown command \"{}\" (probe or run)", line));
     }
   }
-  (*publisher)->Stop();
-  return 0;
+  publisher->Stop();
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -138,7 +126,7 @@ void RegisterKvEventsDemoCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--hash-seed", options->hash_seed, "PYTHONHASHSEED for block hashes")
       ->capture_default_str();
-  cmd->callback([options, exit_code] { *exit_code = Run(*options); });
+  cmd->callback([options, exit_code] { *exit_code = ExitCode(Run(*options)); });
 }
 
 }  // namespace switchyard::cli

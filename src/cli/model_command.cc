@@ -12,6 +12,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/exit_code.h"
 #include "cli/memory_estimate.h"
 #include "cli/tensor_groups.h"
 #include "fmt/format.h"
@@ -359,12 +360,10 @@ void PrintText(const model::ModelFiles& files, const TokenizerInfo& tok,
   std::fputs(out.c_str(), stdout);
 }
 
-int RunInspect(const InspectOptions& opts) {
+absl::Status RunInspect(const InspectOptions& opts) {
   auto files = model::ModelFiles::Open(opts.path);
-  if (!files.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(files.status().message()).c_str());
-    return 1;
-  }
+  if (!files.ok())
+    return InputError(files.status());
   TokenizerInfo tok;
   if ((*files)->gguf() != nullptr) {
     DescribeGgufTokenizer(*(*files)->gguf(), &tok);
@@ -378,17 +377,15 @@ int RunInspect(const InspectOptions& opts) {
     stats.second += t.byte_size;
   }
   auto memory = EstimateMemory(**files, opts.memory);
-  if (!memory.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(memory.status().message()).c_str());
-    return 2;
-  }
+  if (!memory.ok())
+    return memory.status();
   const std::vector<TensorGroup> groups = GroupTensors((*files)->tensors());
   if (opts.json) {
     PrintJson(**files, tok, dtypes, groups, *memory);
   } else {
     PrintText(**files, tok, dtypes, groups, *memory, opts.list_tensors);
   }
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -409,7 +406,7 @@ void RegisterModelCommand(CLI::App& app, int* exit_code) {
   inspect
       ->add_option("--block-size", opts->memory.block_size, "KV cache block size, as the engine's")
       ->capture_default_str();
-  inspect->callback([opts, exit_code] { *exit_code = RunInspect(*opts); });
+  inspect->callback([opts, exit_code] { *exit_code = ExitCode(RunInspect(*opts)); });
 }
 
 }  // namespace switchyard::cli

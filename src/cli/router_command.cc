@@ -10,6 +10,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/exit_code.h"
 #include "cli/router_drain.h"
 
 #include "base/status_macros.h"
@@ -55,11 +56,7 @@ void RegisterRouterCommand(CLI::App& app, int* exit_code) {
                   "seconds requests in flight may take to finish after SIGTERM/SIGINT")
       ->capture_default_str();
   cmd->callback([config, port, shutdown_timeout, exit_code] {
-    absl::Status status = RunRouter(*config, *port, *shutdown_timeout);
-    if (!status.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-      *exit_code = status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-    }
+    *exit_code = ExitCode(RunRouter(*config, *port, *shutdown_timeout));
   });
 }
 

@@ -13,11 +13,13 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/escaping.h"
 #include "cli/commands.h"
+#include "cli/exit_code.h"
 #include "fmt/format.h"
 #include "simdjson.h"
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/status_macros.h"
 #include "model/gguf_tokenizer.h"
 #include "text/tokenizer.h"
 
@@ -129,7 +131,7 @@ std::string BatchRequest(const text::Tokenizer& tokenizer, simdjson::dom::parser
   return EncodeRequest(tokenizer, request);
 }
 
-int RunBatch(const text::Tokenizer& tokenizer, bool decode_only) {
+void RunBatch(const text::Tokenizer& tokenizer, bool decode_only) {
   simdjson::dom::parser parser;
   std::string line;
   while (std::getline(std::cin, line)) {
@@ -140,25 +142,20 @@ int RunBatch(const text::Tokenizer& tokenizer, bool decode_only) {
     std::fwrite(reply.data(), 1, reply.size(), stdout);
   }
   std::fflush(stdout);
-  return 0;
 }
 
 // Encodes every line (or NUL-separated document) of the file `repeat` times on this thread;
 // prints one JSON object with the input size and the wall time of each pass.
-int RunBench(const text::Tokenizer& tokenizer, const TokenizeOptions& options) {
-  auto content = base::ReadFile(options.bench_file);
-  if (!content.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(content.status().message()).c_str());
-    return 1;
-  }
+absl::Status RunBench(const text::Tokenizer& tokenizer, const TokenizeOptions& options) {
+  SY_ASSIGN_OR_RETURN(std::string content, base::ReadFile(options.bench_file));
   std::vector<std::string> lines;
   const char separator = options.bench_documents ? '\0' : '\n';
   size_t start = 0;
-  while (start < content->size()) {
-    size_t end = content->find(separator, start);
+  while (start < content.size()) {
+    size_t end = content.find(separator, start);
     if (end == std::string::npos)
-      end = content->size();
-    lines.push_back(content->substr(start, end - start));
+      end = content.size();
+    lines.push_back(content.substr(start, end - start));
     start = end + 1;
   }
   std::string seconds;
@@ -175,46 +172,40 @@ int RunBench(const text::Tokenizer& tokenizer, const TokenizeOptions& options) {
     seconds.append(fmt::format("{}{:.6f}", r == 0 ? "" : ", ", s));
   }
   std::printf("{\"bytes\": %zu, \"lines\": %zu, \"tokens\": %zu, \"seconds\": [%s]}\n",
-              content->size(), lines.size(), tokens, seconds.c_str());
-  return 0;
+              content.size(), lines.size(), tokens, seconds.c_str());
+  return absl::OkStatus();
 }
 
-int Run(const TokenizeOptions& options) {
-  auto tokenizer = LoadTokenizer(options.model);
-  if (!tokenizer.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(tokenizer.status().message()).c_str());
-    return 1;
+absl::Status Run(const TokenizeOptions& options) {
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer, LoadTokenizer(options.model));
+  const text::Tokenizer& t = *tokenizer;
+  if (options.jsonl || options.decode_jsonl) {
+    RunBatch(t, options.decode_jsonl);
+    return absl::OkStatus();
   }
-  const text::Tokenizer& t = **tokenizer;
-  if (options.jsonl || options.decode_jsonl)
-    return RunBatch(t, options.decode_jsonl);
   if (!options.bench_file.empty())
     return RunBench(t, options);
-  auto ids = t.Encode(options.text, !options.no_special);
-  if (!ids.ok()) {
-    std::fprintf(stderr, "error: %s\n", std::string(ids.status().message()).c_str());
-    return 1;
-  }
-  std::string decoded = t.Decode(*ids, options.skip_special);
+  SY_ASSIGN_OR_RETURN(std::vector<int32_t> ids, t.Encode(options.text, !options.no_special));
+  std::string decoded = t.Decode(ids, options.skip_special);
   std::string out;
   if (options.json) {
-    out = fmt::format("{{\"ids\": {}, \"tokens\": [", IdsJson(*ids));
-    for (size_t i = 0; i < ids->size(); ++i) {
+    out = fmt::format("{{\"ids\": {}, \"tokens\": [", IdsJson(ids));
+    for (size_t i = 0; i < ids.size(); ++i) {
       if (i > 0)
         out.append(", ");
-      base::AppendJsonString(t.IdToToken((*ids)[i]), false, &out);
+      base::AppendJsonString(t.IdToToken(ids[i]), false, &out);
     }
     out.append(fmt::format("], \"decoded\": {}}}\n", base::JsonString(decoded)));
   } else {
-    out = fmt::format("{} tokens: {}\n", ids->size(), IdsJson(*ids));
-    for (int32_t id : *ids) {
+    out = fmt::format("{} tokens: {}\n", ids.size(), IdsJson(ids));
+    for (int32_t id : ids) {
       out.append(fmt::format("  {:>8}  {}{}\n", id, base::JsonString(t.IdToToken(id)),
                              t.IsSpecial(id) ? "  (special)" : ""));
     }
     out.append(fmt::format("decoded: {}\n", base::JsonString(decoded)));
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
-  return 0;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -239,7 +230,7 @@ void RegisterTokenizeCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--bench-documents", options->bench_documents,
                 "--bench FILE holds NUL-separated documents instead of lines");
   cmd->add_option("--repeat", options->repeat, "passes for --bench")->capture_default_str();
-  cmd->callback([options, exit_code] { *exit_code = Run(*options); });
+  cmd->callback([options, exit_code] { *exit_code = ExitCode(InputError(Run(*options))); });
 }
 
 }  // namespace switchyard::cli

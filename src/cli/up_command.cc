@@ -18,6 +18,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/exit_code.h"
 #include "cli/memory_estimate.h"
 #include "cli/router_drain.h"
 #include "cli/runner_factory.h"
@@ -181,13 +182,7 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
                   "seconds requests in flight may take to finish after SIGTERM/Ctrl-C")
       ->capture_default_str();
   AddToolFlags(cmd, &f->tools);
-  cmd->callback([f, exit_code] {
-    absl::Status status = RunUp(*f);
-    if (!status.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-      *exit_code = status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-    }
-  });
+  cmd->callback([f, exit_code] { *exit_code = ExitCode(RunUp(*f)); });
 }
 
 }  // namespace switchyard::cli
