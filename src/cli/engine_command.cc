@@ -19,6 +19,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/exit_code.h"
 #include "cli/runner_factory.h"
 #include "cli/second_signal.h"
 #include "cli/tool_flags.h"
@@ -121,6 +122,7 @@ absl::Status RunEngine(const EngineFlags& f) {
   o.use_generation_config = f.generation_config == "auto";
   SY_RETURN_IF_ERROR(ApplyToolFlags(f.tools, &o));
   o.version = SWITCHYARD_VERSION;
+  o.cache_dtype = f.runner.kv_cache_dtype;
   if (f.shutdown_timeout_s < 0 || f.sse_keepalive_interval_s < 0)
     return absl::InvalidArgumentError(
         "--shutdown-timeout and --sse-keepalive-interval must be >= 0");
@@ -179,7 +181,14 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
                   "JSON as vLLM's KVEventsConfig, e.g. '{\"enable_kv_cache_events\": true, "
                   "\"endpoint\": \"tcp://*:5557\"}'");
   cmd->add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' (or VLLM_API_KEY)");
-  cmd->add_option("--dtype", f->runner.dtype, "auto, float32 or bfloat16")->capture_default_str();
+  cmd->add_option("--dtype", f->runner.dtype,
+                  "weight dtype: auto (as stored), float32, float16 or bfloat16 (also float, "
+                  "half, f32, f16, bf16)")
+      ->capture_default_str();
+  cmd->add_option("--kv-cache-dtype", f->runner.kv_cache_dtype,
+                  "KV cache dtype: auto (f32 for f32 weights, else f16), float32, float16 or "
+                  "bfloat16 (also float, half, f32, f16, bf16)")
+      ->capture_default_str();
   cmd->add_option("--threads", f->runner.threads, "compute threads; 0 = one per core")
       ->capture_default_str();
   cmd->add_option("--http-threads", f->http_threads, "HTTP event loops")->capture_default_str();
@@ -220,13 +229,7 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->footer(
       "Environment: VLLM_API_KEY (as --api-key), PYTHONHASHSEED (block hash seed, as vLLM), "
       "VLLM_SERVER_DEV_MODE=1 (serves vLLM's development route POST /reset_prefix_cache).");
-  cmd->callback([f, exit_code] {
-    absl::Status status = RunEngine(*f);
-    if (!status.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-      *exit_code = status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-    }
-  });
+  cmd->callback([f, exit_code] { *exit_code = ExitCode(RunEngine(*f)); });
 }
 
 }  // namespace switchyard::cli

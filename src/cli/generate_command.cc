@@ -21,12 +21,14 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
+#include "cli/exit_code.h"
 #include "fmt/format.h"
 
 #include "base/json.h"
 #include "base/status_macros.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
+#include "model/device_dtype.h"
 #include "model/llama_model.h"
 #include "model/model_files.h"
 #include "model/model_text.h"
@@ -50,7 +52,7 @@ struct GenerateOptions {
   int64_t prefill_chunk = 512;
   int64_t batch = 1;
   std::string dtype = "auto";
-  std::string kv_dtype = "auto";
+  std::string kv_cache_dtype = "auto";
   bool ignore_eos = false;
   bool json = false;
   int64_t dump_logits = 0;
@@ -164,24 +166,11 @@ absl::Status Generate(const GenerateOptions& o) {
         "positive");
   }
   model::LlamaModelOptions model_options;
-  if (o.dtype == "f32") {
-    model_options.weight_dtype = model::WeightDTypePolicy::kF32;
-  } else if (o.dtype == "bf16") {
-    model_options.weight_dtype = model::WeightDTypePolicy::kBF16;
-  } else if (o.dtype != "auto") {
-    return absl::InvalidArgumentError(
-        fmt::format("--dtype must be auto, f32 or bf16, got '{}'", o.dtype));
-  }
-  if (o.kv_dtype == "f32") {
-    model_options.kv_dtype = runtime::DType::kF32;
-  } else if (o.kv_dtype == "f16") {
-    model_options.kv_dtype = runtime::DType::kF16;
-  } else if (o.kv_dtype == "bf16") {
-    model_options.kv_dtype = runtime::DType::kBF16;
-  } else if (o.kv_dtype != "auto") {
-    return absl::InvalidArgumentError(
-        fmt::format("--kv-dtype must be auto, f32, f16 or bf16, got '{}'", o.kv_dtype));
-  }
+  SY_ASSIGN_OR_RETURN(model_options.weight_dtype,
+                      model::ParseDeviceDType("--dtype", o.dtype, model::DTypeTarget::kWeights));
+  SY_ASSIGN_OR_RETURN(
+      model_options.kv_dtype,
+      model::ParseDeviceDType("--kv-cache-dtype", o.kv_cache_dtype, model::DTypeTarget::kKvCache));
   SY_ASSIGN_OR_RETURN(std::unique_ptr<model::ModelFiles> files, model::ModelFiles::Open(o.model));
   SY_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer,
                       model::LoadModelTokenizer(*files));
@@ -390,22 +379,19 @@ void RegisterGenerateCommand(CLI::App& app, int* exit_code) {
                   "run B copies of the prompt as B sequences, decoded together; only "
                   "sequence 0's text is printed")
       ->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "weight dtype on the device: auto (as stored), f32, bf16")
+  cmd->add_option("--dtype", o->dtype,
+                  "weight dtype on the device: auto (as stored), float32, float16 or bfloat16 "
+                  "(also float, half, f32, f16, bf16)")
       ->capture_default_str();
-  cmd->add_option("--kv-dtype", o->kv_dtype,
-                  "KV cache dtype: auto (f32 for f32 weights, else f16), f32, f16, bf16")
+  cmd->add_option("--kv-cache-dtype,--kv-dtype", o->kv_cache_dtype,
+                  "KV cache dtype: auto (f32 for f32 weights, else f16), float32, float16 or "
+                  "bfloat16 (also float, half, f32, f16, bf16)")
       ->capture_default_str();
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-sequence tokens");
   cmd->add_flag("--json", o->json, "print one JSON object (ids, text, logits) instead of text");
   cmd->add_option("--dump-logits", o->dump_logits, "with --json: logits of the first K steps")
       ->capture_default_str();
-  cmd->callback([o, exit_code] {
-    absl::Status status = Generate(*o);
-    if (!status.ok()) {
-      std::fprintf(stderr, "error: %s\n", std::string(status.message()).c_str());
-      *exit_code = status.code() == absl::StatusCode::kInvalidArgument ? 2 : 1;
-    }
-  });
+  cmd->callback([o, exit_code] { *exit_code = ExitCode(Generate(*o)); });
 }
 
 }  // namespace switchyard::cli

@@ -8,6 +8,7 @@
 
 #include "base/status_macros.h"
 #include "engine/llama_runner.h"
+#include "model/device_dtype.h"
 #include "sim/latency_model.h"
 #include "sim/sim_runner.h"
 
@@ -17,14 +18,10 @@ absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f) {
   if (f.backend == "cpu") {
     engine::LlamaRunnerOptions o;
     o.num_threads = f.threads;
-    if (f.dtype == "float32") {
-      o.weight_dtype = model::WeightDTypePolicy::kF32;
-    } else if (f.dtype == "bfloat16") {
-      o.weight_dtype = model::WeightDTypePolicy::kBF16;
-    } else if (f.dtype != "auto") {
-      return absl::InvalidArgumentError(
-          fmt::format("--dtype must be auto, float32 or bfloat16, got '{}'", f.dtype));
-    }
+    SY_ASSIGN_OR_RETURN(o.weight_dtype,
+                        model::ParseDeviceDType("--dtype", f.dtype, model::DTypeTarget::kWeights));
+    SY_ASSIGN_OR_RETURN(o.kv_dtype, model::ParseDeviceDType("--kv-cache-dtype", f.kv_cache_dtype,
+                                                            model::DTypeTarget::kKvCache));
     o.max_num_batched_tokens = f.max_num_batched_tokens;
     o.max_logit_rows = f.max_num_seqs + engine::kPromptLogitRowsPerStep;
     o.block_size = f.block_size;

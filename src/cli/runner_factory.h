@@ -14,7 +14,9 @@ namespace switchyard::cli {
 
 struct RunnerFlags {
   std::string backend = "cpu";
+  // Parsed by model::ParseDeviceDType (cpu backend only).
   std::string dtype = "auto";
+  std::string kv_cache_dtype = "auto";
   size_t threads = 0;
   int32_t block_size = 16;
   int32_t max_num_seqs = 128;

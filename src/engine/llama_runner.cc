@@ -26,6 +26,7 @@ absl::StatusOr<std::unique_ptr<LlamaRunner>> LlamaRunner::Create(
   model_options.max_num_batched_tokens = options.max_num_batched_tokens;
   model_options.max_logit_rows = options.max_logit_rows;
   model_options.weight_dtype = options.weight_dtype;
+  model_options.kv_dtype = options.kv_dtype;
   SY_ASSIGN_OR_RETURN(runner->model_, model::LlamaModel::Create(
                                           *runner->files_, runner->backend_.get(), model_options));
   int64_t num_blocks = options.num_kv_blocks;

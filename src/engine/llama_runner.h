@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -22,7 +23,9 @@ namespace switchyard::engine {
 
 struct LlamaRunnerOptions {
   size_t num_threads = 0;  // 0: one per hardware thread
-  model::WeightDTypePolicy weight_dtype = model::WeightDTypePolicy::kAsStored;
+  // The matrices' and the KV cache's dtypes (model::LlamaModelOptions); unset: the defaults.
+  std::optional<runtime::DType> weight_dtype;
+  std::optional<runtime::DType> kv_dtype;
   int64_t max_num_batched_tokens = 2048;
   int64_t max_logit_rows = 128;
   int32_t block_size = 16;

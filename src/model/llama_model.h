@@ -33,7 +33,8 @@ namespace switchyard::model {
 struct LlamaModelOptions {
   int64_t max_num_batched_tokens = 512;  // tokens per step
   int64_t max_logit_rows = 64;           // rows of logits per step
-  WeightDTypePolicy weight_dtype = WeightDTypePolicy::kAsStored;
+  // The matrices' dtype on the device (F32, F16 or BF16). Unset: as stored.
+  std::optional<runtime::DType> weight_dtype;
   // KV cache dtype (F32, F16 or BF16). Unset: DefaultKvDType.
   std::optional<runtime::DType> kv_dtype;
 };

@@ -20,7 +20,7 @@ uintptr_t WrapAlignment(runtime::DType dtype) {
 }
 
 enum class Role {
-  kMatrix,  // takes the dtype policy
+  kMatrix,  // takes the requested matrix dtype
   kVector,  // converted to F32
   kNorm,    // converted to F32, plus the config's norm_weight_offset
 };
@@ -73,11 +73,11 @@ struct Names {
 
 class Loader {
  public:
-  Loader(const ModelFiles& files, runtime::Backend* backend, WeightDTypePolicy policy,
-         LlamaWeights* out)
+  Loader(const ModelFiles& files, runtime::Backend* backend,
+         std::optional<runtime::DType> matrix_dtype, LlamaWeights* out)
       : files_(files),
         backend_(backend),
-        policy_(policy),
+        matrix_dtype_(matrix_dtype),
         norm_offset_(out->config.norm_weight_offset),
         out_(out) {}
 
@@ -119,10 +119,8 @@ class Loader {
     const float offset = role == Role::kNorm ? norm_offset_ : 0.0f;
     if (role != Role::kMatrix) {
       target = runtime::DType::kF32;
-    } else if (policy_ == WeightDTypePolicy::kF32) {
-      target = runtime::DType::kF32;
-    } else if (policy_ == WeightDTypePolicy::kBF16) {
-      target = runtime::DType::kBF16;
+    } else if (matrix_dtype_.has_value()) {
+      target = *matrix_dtype_;
     }
     const int64_t cols = view.shape.back();
     const int64_t rows = view.num_elements / cols;
@@ -152,7 +150,9 @@ class Loader {
         std::memcpy(dst, row.data(), out_row_bytes);
       } else {
         for (int64_t c = 0; c < cols; ++c) {
-          uint16_t h = runtime::F32ToBf16(row[static_cast<size_t>(c)]);
+          const float value = row[static_cast<size_t>(c)];
+          uint16_t h =
+              target == runtime::DType::kF16 ? runtime::F32ToF16(value) : runtime::F32ToBf16(value);
           std::memcpy(dst + 2 * c, &h, 2);
         }
       }
@@ -172,7 +172,7 @@ class Loader {
 
   const ModelFiles& files_;
   runtime::Backend* backend_;
-  WeightDTypePolicy policy_;
+  std::optional<runtime::DType> matrix_dtype_;
   float norm_offset_;
   LlamaWeights* out_;
 };
@@ -265,14 +265,20 @@ absl::Status LoadExperts(Loader& loader, const Names& names, const ModelConfig& 
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(const ModelFiles& files,
-                                                               runtime::Backend* backend,
-                                                               WeightDTypePolicy policy) {
+absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(
+    const ModelFiles& files, runtime::Backend* backend,
+    std::optional<runtime::DType> matrix_dtype) {
+  if (matrix_dtype.has_value() && *matrix_dtype != runtime::DType::kF32 &&
+      *matrix_dtype != runtime::DType::kF16 && *matrix_dtype != runtime::DType::kBF16) {
+    return absl::InvalidArgumentError(
+        fmt::format("weights: a matrix dtype must be F32, F16 or BF16, not {}",
+                    runtime::DTypeName(*matrix_dtype)));
+  }
   auto w = std::make_unique<LlamaWeights>();
   w->config = files.config();
   const ModelConfig& c = w->config;
   const Names names{files.gguf() != nullptr};
-  Loader loader(files, backend, policy, w.get());
+  Loader loader(files, backend, matrix_dtype, w.get());
   const int64_t d = c.hidden_size;
   const int64_t hd = c.head_dim;
   const int64_t q_rows = c.num_attention_heads * hd;

@@ -26,9 +26,6 @@
 
 namespace switchyard::model {
 
-// Device dtype for the matrices (embedding, projections, lm_head).
-enum class WeightDTypePolicy { kAsStored, kF32, kBF16 };
-
 struct LayerWeights {
   runtime::Tensor attn_norm;                      // [d]
   runtime::Tensor wq, wk, wv, wo;                 // [heads*hd, d], [kv*hd, d] x2, [d, heads*hd]
@@ -57,10 +54,11 @@ struct LlamaWeights {
   std::vector<runtime::Buffer> buffers;  // owners of the device memory above
 };
 
-// Errors name the weight file and tensor: a missing tensor, a wrong shape, or a dtype the
-// runtime has no kernels for (InvalidArgument / Unimplemented).
-absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(const ModelFiles& files,
-                                                               runtime::Backend* backend,
-                                                               WeightDTypePolicy policy);
+// `matrix_dtype` is the device dtype of the matrices (embedding, projections, lm_head): F32,
+// F16 or BF16, or unset to keep each as stored. Errors name the weight file and tensor: a
+// missing tensor, a wrong shape, or a dtype the runtime has no kernels for (InvalidArgument /
+// Unimplemented); InvalidArgument for another matrix_dtype.
+absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(
+    const ModelFiles& files, runtime::Backend* backend, std::optional<runtime::DType> matrix_dtype);
 
 }  // namespace switchyard::model

@@ -26,6 +26,8 @@ namespace {
 // by ~1e-7 on these models; 1e-5 is far below any real mistake.
 constexpr float kTolerance = 1e-5f;
 constexpr int64_t kMaxTokens = 64;
+// F16 weights against F32 ones (F16WeightsTrackTheF32Ones).
+constexpr float kF16Tolerance = 2e-3f;
 
 struct Fixture {
   std::unique_ptr<ModelFiles> files;
@@ -34,7 +36,7 @@ struct Fixture {
 };
 
 // `name` is under models/, or an absolute path.
-Fixture Load(const std::string& name, WeightDTypePolicy policy = WeightDTypePolicy::kAsStored) {
+Fixture Load(const std::string& name, std::optional<runtime::DType> weight_dtype = std::nullopt) {
   Fixture f;
   auto files = ModelFiles::Open(
       name.starts_with("/") ? name : std::string(SY_SOURCE_DIR) + "/models/" + name);
@@ -48,7 +50,7 @@ Fixture Load(const std::string& name, WeightDTypePolicy policy = WeightDTypePoli
   LlamaModelOptions model_options;
   model_options.max_num_batched_tokens = kMaxTokens;
   model_options.max_logit_rows = kMaxTokens;
-  model_options.weight_dtype = policy;
+  model_options.weight_dtype = weight_dtype;
   auto model = LlamaModel::Create(*f.files, f.backend.get(), model_options);
   EXPECT_TRUE(model.ok()) << model.status();
   f.model = std::move(*model);
@@ -368,16 +370,46 @@ TEST(LlamaForwardTest, RejectsBadBatches) {
 }
 
 TEST(LlamaForwardTest, WeightDTypePolicies) {
-  Fixture bf16 = Load("tiny-mistral", WeightDTypePolicy::kBF16);
+  Fixture bf16 = Load("tiny-mistral", runtime::DType::kBF16);
   ASSERT_NE(bf16.model, nullptr);
   EXPECT_EQ(bf16.model->weights().layers[0].wq.dtype(), runtime::DType::kBF16);
   EXPECT_EQ(bf16.model->weights().layers[0].attn_norm.dtype(), runtime::DType::kF32);
   Fixture q8 = Load("tiny-mistral/model-q8_0.gguf");
   ASSERT_NE(q8.model, nullptr);
   EXPECT_EQ(q8.model->weights().layers[0].wq.dtype(), runtime::DType::kQ8_0);
-  Fixture q8_f32 = Load("tiny-mistral/model-q8_0.gguf", WeightDTypePolicy::kF32);
+  Fixture q8_f32 = Load("tiny-mistral/model-q8_0.gguf", runtime::DType::kF32);
   ASSERT_NE(q8_f32.model, nullptr);
   EXPECT_EQ(q8_f32.model->weights().lm_head.dtype(), runtime::DType::kF32);
+  Fixture q8_f16 = Load("tiny-mistral/model-q8_0.gguf", runtime::DType::kF16);
+  ASSERT_NE(q8_f16.model, nullptr);
+  EXPECT_EQ(q8_f16.model->weights().layers[0].w_down.dtype(), runtime::DType::kF16);
+  EXPECT_EQ(q8_f16.model->weights().layers[0].ffn_norm.dtype(), runtime::DType::kF32);
+}
+
+TEST(LlamaForwardTest, F16WeightsTrackTheF32Ones) {
+  // Rounding the matrices to f16 moves tiny-llama3's logits by ~3e-4; a wrong
+  // conversion (bf16 bits, or the norm offset applied to a matrix) by far more.
+  Fixture f32 = Load("tiny-llama3");
+  Fixture f16 = Load("tiny-llama3", runtime::DType::kF16);
+  ASSERT_NE(f32.model, nullptr);
+  ASSERT_NE(f16.model, nullptr);
+  EXPECT_EQ(f16.model->weights().embed.dtype(), runtime::DType::kF16);
+  std::vector<float> expected, logits;
+  for (Fixture* f : {&f32, &f16}) {
+    auto kv = KvCacheStorage::Create(f->backend.get(), f->model->KvShape(4, 16));
+    ASSERT_TRUE(kv.ok()) << kv.status();
+    Sequence seq;
+    for (int32_t t = 0; t < 40; ++t)
+      seq.tokens.push_back((t * 37 + 11) % static_cast<int32_t>(f->model->config().vocab_size));
+    seq.blocks = {0, 1, 2};
+    ASSERT_TRUE(RunStep(*f->model, **kv, {&seq}, {40}, f == &f32 ? &expected : &logits).ok());
+  }
+  ASSERT_EQ(logits.size(), expected.size());
+  float worst = 0;
+  for (size_t i = 0; i < logits.size(); ++i)
+    worst = std::max(worst, std::abs(logits[i] - expected[i]));
+  EXPECT_GT(worst, 0.0f);
+  EXPECT_LE(worst, kF16Tolerance);
 }
 
 TEST(LlamaForwardTest, RejectsAnEmptyBudget) {
