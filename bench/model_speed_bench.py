@@ -15,10 +15,12 @@ own vocabulary), it runs, in one invocation and alternating run by run:
     counters (llama_perf_context: t_p_eval_ms / t_eval_ms, sampling excluded); the ratio
     uses the faster of the two, i.e. the stricter comparison for us.
   - ours: `switchyard generate --model M --prompt TEXT -n N --threads T --ignore-eos
-    --prefill-chunk 512` (a fresh process too); it prints prefill and decode tokens/s on
-    stderr, timed inside the process around the forward steps (model load excluded on both
-    sides). Both sides see the same 512 prompt ids (checked) and generate N tokens: the first
-    from the prefill's logits, then N-1 decode steps.
+    --prefill-chunk 512` (a fresh process too), which runs the engine loop a server runs
+    (EngineCore: scheduler, KV cache manager, sampler, detokenizer over the model runner); it
+    prints prefill and decode tokens/s on stderr, timed inside the process from the request's
+    submission to its updates (model load excluded on both sides). Both sides see the same
+    512 prompt ids (checked) and generate N tokens: the first from the prefill's logits (one
+    forward step of the whole prompt), then N-1 decode steps.
 Reports medians of --runs runs and ours/llama.cpp (above 1.0: we are faster), and the median
 of the per-run ratios (run i of ours over run i of llama.cpp, which ran just before it), the
 steadier figure when the machine's load drifts during an invocation.
@@ -30,9 +32,11 @@ model runs), bytes read per decoded token = every weight tensor as stored in the
 attention at the mean decode context (F16 K/V on both sides), the implied ceiling
 bandwidth / bytes and each side's percentage of it.
 
-Batch scaling (--batch-sizes 1,4,16,32): needs `switchyard generate --batch B` (B copies of
-the prompt as B sequences, decoded together, B tokens per step; the stderr "decode: M tokens"
-counts all sequences' tokens). Reported per sequence: M / B / seconds.
+Batch scaling (--batch-sizes 1,4,16,32): needs `switchyard generate --batch B` (one request
+with n = B: B copies of the prompt as B sequences, decoded together, B tokens per step; the
+stderr "decode: M tokens" counts all sequences' tokens), run with --prefill-chunk B x 512 so
+that all B prompts are prefilled in the first step and every later step is a decode step.
+Reported per sequence: M / B / seconds.
 
 usage: .venv/bin/python bench/model_speed_bench.py [--bin PATH] [--threads 2] [--runs 3]
            [--models bench-135m,bench-1b] [--formats bf16,q8_0] [-n 64]
@@ -191,9 +195,10 @@ GEN_RE = re.compile(r"prefill: (\d+) tokens in ([\d.]+) ms \([\d.]+ tok/s\); "
 
 
 def run_ours(args, model, text, batch=None):
+    # A step budget that holds every sequence's prompt: prefill is one step, decode the rest.
     cmd = [str(args.bin), "generate", "--model", str(model), "--prompt", text,
            "-n", str(args.n), "--threads", str(args.threads), "--ignore-eos",
-           "--prefill-chunk", "512"]
+           "--prefill-chunk", str(PROMPT_TOKENS * (batch or 1))]
     if batch is not None:
         cmd += ["--batch", str(batch)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)

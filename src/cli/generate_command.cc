@@ -1,40 +1,50 @@
-// switchyard generate --model PATH --prompt TEXT -n N: runs the prompt through the eager
-// forward pass (prefill in chunks, then decode) on the CPU backend, streams the text and
-// prints prefill and decode throughput on stderr. --json prints one JSON object instead
-// (prompt ids, generated ids, text and, with --dump-logits K, the logits of the first K
-// steps) for the parity tests.
+// switchyard generate --model PATH --prompt TEXT -n N: runs the prompt through the engine
+// loop that `switchyard engine` serves with (EngineCore over a LlamaRunner on the CPU
+// backend: scheduler, KV cache manager, sampler, detokenizer), streams the text and prints
+// prefill and decode throughput on stderr, so that the parity suites and the speed benchmark
+// measure the serving path. --json prints one JSON object instead (prompt ids, generated ids,
+// text and, with --dump-logits K, the raw logits of the first K steps) for the parity tests.
 //
-// --batch B runs B copies of the prompt as B sequences with their own KV blocks: prefilled
-// packed into --prefill-chunk steps, then decoded together, one Forward of B tokens per
-// step (finished sequences drop out). Each samples on its own (with --seed S, sequence i
-// uses S + i). Only sequence 0's text is streamed (and is --json's "text" and "tokens";
-// "batch_tokens" holds every sequence's ids); the stderr counts sum all sequences.
+// The scheduler's token budget is --prefill-chunk (at least --batch): a prompt no longer than
+// that is prefilled in one forward step, a longer one in chunks of that size; each decode
+// step then runs one token per sequence. Prefix caching is off, so every sequence computes
+// its own prompt.
+//
+// --batch B submits one request with n = B: B copies of the prompt as B sequences with their
+// own KV blocks, each sampling on its own (with --seed S, sequence i uses S + i), finished
+// sequences dropping out. Only sequence 0's text is streamed (and is --json's "text" and
+// "tokens"; "batch_tokens" holds every sequence's ids); the stderr counts sum all sequences.
+// Prefill time runs until every sequence has its first token and decode time from there, so
+// the split is exact only when the budget holds all B prompts at once (--prefill-chunk >=
+// B x prompt); with less, the scheduler runs early sequences' decode steps alongside later
+// ones' prompts, as a server does.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <filesystem>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "cli/commands.h"
 #include "cli/exit_code.h"
+#include "cli/logits_recording_runner.h"
 #include "fmt/format.h"
 
 #include "base/json.h"
+#include "base/mutex.h"
 #include "base/status_macros.h"
-#include "engine/sampler.h"
+#include "engine/engine_core.h"
+#include "engine/llama_runner.h"
 #include "engine/sampling_params.h"
 #include "model/device_dtype.h"
-#include "model/llama_model.h"
 #include "model/model_files.h"
 #include "model/model_text.h"
-#include "runtime/cpu/cpu_backend.h"
 #include "text/chat_template.h"
-#include "text/incremental_detokenizer.h"
 #include "text/tokenizer.h"
 
 namespace switchyard::cli {
@@ -48,9 +58,9 @@ struct GenerateOptions {
   int64_t seed = -1;
   bool chat = false;
   size_t threads = 0;
-  int64_t block_size = 16;
-  int64_t prefill_chunk = 512;
-  int64_t batch = 1;
+  int32_t block_size = 16;
+  int32_t prefill_chunk = 512;
+  int32_t batch = 1;
   std::string dtype = "auto";
   std::string kv_cache_dtype = "auto";
   bool ignore_eos = false;
@@ -60,8 +70,8 @@ struct GenerateOptions {
 
 using Clock = std::chrono::steady_clock;
 
-double MsSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+double Ms(Clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
 }
 
 // The prompt as the model sees it: the raw text, or with --chat one user turn rendered by
@@ -88,63 +98,36 @@ absl::StatusOr<std::vector<int32_t>> PromptIds(const GenerateOptions& o, const m
   return tokenizer.Encode(rendered, false);
 }
 
-// One of the --batch copies of the prompt.
-struct Sequence {
-  Sequence(int64_t vocab_size, std::span<const int32_t> prompt, std::optional<uint64_t> seed)
-      : tokens(prompt.begin(), prompt.end()), sampling(vocab_size, prompt, seed) {}
-
-  std::vector<int32_t> tokens;  // the prompt, then the generated ids
-  std::vector<int32_t> block_table;
-  engine::SequenceSamplingState sampling;
-  int64_t generated = 0;
-};
-
-// The host arrays of one ForwardBatch, filled sequence by sequence.
-class StepBuilder {
+// The request's updates, handed from the engine loop thread (stamped with when they left
+// it) to the main thread, which prints them: the loop never waits on stdout.
+class UpdateQueue {
  public:
-  explicit StepBuilder(int64_t block_size) : block_size_(block_size) {}
+  struct Entry {
+    engine::RequestUpdate update;
+    Clock::time_point at;
+  };
 
-  void Clear() {
-    tokens_.clear();
-    positions_.clear();
-    slots_.clear();
-    attention_.clear();
-    logit_rows_.clear();
-    logit_owner_.clear();
-  }
-
-  // Adds tokens [begin, begin + len) of sequence `index`, wanting the logits of the last
-  // one if asked. REQUIRES: `seq` is not resized until the step has run.
-  void Add(size_t index, const Sequence& seq, int64_t begin, int64_t len, bool want_logits) {
-    const auto row = static_cast<int64_t>(tokens_.size());
-    for (int64_t p = begin; p < begin + len; ++p) {
-      tokens_.push_back(seq.tokens[static_cast<size_t>(p)]);
-      positions_.push_back(static_cast<int32_t>(p));
-      slots_.push_back(static_cast<int32_t>(
-          seq.block_table[static_cast<size_t>(p / block_size_)] * block_size_ + p % block_size_));
+  void Push(engine::RequestUpdate update) {
+    const Clock::time_point at = Clock::now();
+    {
+      base::MutexLock lock(&mu_);
+      entries_.push_back({std::move(update), at});
     }
-    attention_.push_back({row, len, begin + len, seq.block_table});
-    if (want_logits) {
-      logit_rows_.push_back(static_cast<int32_t>(row + len - 1));
-      logit_owner_.push_back(index);
-    }
+    cv_.NotifyOne();
   }
 
-  model::ForwardBatch Batch() const {
-    return {tokens_, positions_, slots_, attention_, logit_rows_};
+  Entry Pop() {
+    base::MutexLock lock(&mu_);
+    cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !entries_.empty(); });
+    Entry entry = std::move(entries_.front());
+    entries_.pop_front();
+    return entry;
   }
-
-  // The sequence each row of the step's logits belongs to.
-  const std::vector<size_t>& logit_owner() const { return logit_owner_; }
 
  private:
-  int64_t block_size_;
-  std::vector<int32_t> tokens_;
-  std::vector<int32_t> positions_;
-  std::vector<int32_t> slots_;
-  std::vector<runtime::AttentionSequence> attention_;
-  std::vector<int32_t> logit_rows_;
-  std::vector<size_t> logit_owner_;
+  base::Mutex mu_;
+  base::CondVar cv_;
+  std::deque<Entry> entries_ ABSL_GUARDED_BY(mu_);
 };
 
 void AppendIds(std::span<const int32_t> ids, std::string* out) {
@@ -159,17 +142,17 @@ absl::Status Generate(const GenerateOptions& o) {
   if (o.seed >= 0)
     params.seed = static_cast<uint64_t>(o.seed);
   SY_RETURN_IF_ERROR(engine::ValidateSamplingParams(params));
-  if (o.max_tokens < 0 || o.block_size <= 0 || o.prefill_chunk <= 0 || o.dump_logits < 0 ||
+  if (o.max_tokens < 1 || o.block_size <= 0 || o.prefill_chunk <= 0 || o.dump_logits < 0 ||
       o.batch <= 0) {
     return absl::InvalidArgumentError(
-        "-n, --dump-logits must be >= 0; --block-size, --prefill-chunk and --batch must be "
-        "positive");
+        "-n must be >= 1 and --dump-logits >= 0; --block-size, --prefill-chunk and --batch "
+        "must be positive");
   }
-  model::LlamaModelOptions model_options;
-  SY_ASSIGN_OR_RETURN(model_options.weight_dtype,
+  engine::LlamaRunnerOptions runner_options;
+  SY_ASSIGN_OR_RETURN(runner_options.weight_dtype,
                       model::ParseDeviceDType("--dtype", o.dtype, model::DTypeTarget::kWeights));
   SY_ASSIGN_OR_RETURN(
-      model_options.kv_dtype,
+      runner_options.kv_dtype,
       model::ParseDeviceDType("--kv-cache-dtype", o.kv_cache_dtype, model::DTypeTarget::kKvCache));
   SY_ASSIGN_OR_RETURN(std::unique_ptr<model::ModelFiles> files, model::ModelFiles::Open(o.model));
   SY_ASSIGN_OR_RETURN(std::unique_ptr<text::Tokenizer> tokenizer,
@@ -177,168 +160,123 @@ absl::Status Generate(const GenerateOptions& o) {
   SY_ASSIGN_OR_RETURN(std::vector<int32_t> prompt, PromptIds(o, *files, *tokenizer));
   if (prompt.empty())
     return absl::InvalidArgumentError("the prompt encodes to no tokens");
-
-  runtime::CpuBackendOptions backend_options;
-  backend_options.num_threads = o.threads;
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<runtime::Backend> backend,
-                      runtime::CreateCpuBackend(backend_options));
-  model_options.max_num_batched_tokens = std::max(o.prefill_chunk, o.batch);
-  model_options.max_logit_rows = o.batch;
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<model::LlamaModel> llm,
-                      model::LlamaModel::Create(*files, backend.get(), model_options));
-  const model::ModelConfig& config = llm->config();
-  const auto total = static_cast<int64_t>(prompt.size()) + o.max_tokens;
+  const model::ModelConfig config = files->config();
+  const int64_t total = static_cast<int64_t>(prompt.size()) + o.max_tokens;
   if (total > config.max_position_embeddings) {
     return absl::InvalidArgumentError(
         fmt::format("prompt ({} tokens) + -n {} exceeds the model's context of {}", prompt.size(),
                     o.max_tokens, config.max_position_embeddings));
   }
+
+  // A cache that holds every sequence whole: nothing is ever preempted.
   const int64_t blocks_per_seq = (total + o.block_size - 1) / o.block_size;
-  SY_ASSIGN_OR_RETURN(std::unique_ptr<model::KvCacheStorage> kv,
-                      model::KvCacheStorage::Create(
-                          backend.get(), llm->KvShape(blocks_per_seq * o.batch, o.block_size)));
+  runner_options.num_threads = o.threads;
+  runner_options.max_num_batched_tokens = std::max(o.prefill_chunk, o.batch);
+  runner_options.max_logit_rows = o.batch;
+  runner_options.block_size = o.block_size;
+  runner_options.num_kv_blocks = static_cast<int32_t>(blocks_per_seq * o.batch);
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<engine::LlamaRunner> llama,
+                      engine::LlamaRunner::Create(std::move(files), runner_options));
+  std::unique_ptr<engine::ModelRunner> runner = std::move(llama);
+  // Sequence 0 is admitted first and leads every step it runs in, so while it generates, the
+  // first logit row of each step that returns logits is its own.
+  const LogitsRecordingRunner* recorder = nullptr;
+  if (o.dump_logits > 0) {
+    auto recording = std::make_unique<LogitsRecordingRunner>(std::move(runner),
+                                                             std::min(o.dump_logits, o.max_tokens));
+    recorder = recording.get();
+    runner = std::move(recording);
+  }
 
-  std::vector<int32_t> eos(config.eos_token_ids.begin(), config.eos_token_ids.end());
-  if (tokenizer->eos_id().has_value())
-    eos.push_back(*tokenizer->eos_id());
+  engine::EngineCoreOptions core_options;
+  core_options.budget.max_num_batched_tokens = std::max(o.prefill_chunk, o.batch);
+  core_options.budget.max_num_seqs = o.batch;
+  core_options.max_model_len = total;
+  core_options.enable_prefix_caching = false;
+  core_options.eos_token_id = tokenizer->eos_id();
+  for (int64_t id : config.eos_token_ids)
+    core_options.extra_eos_ids.push_back(static_cast<int32_t>(id));
+  // Declared before the core, so that it outlives the loop that pushes to it.
+  UpdateQueue updates;
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<engine::EngineCore> core,
+                      engine::EngineCore::Start(core_options, std::move(runner), tokenizer.get()));
 
-  const auto vocab = static_cast<size_t>(config.vocab_size);
+  engine::EngineRequest request;
+  request.request_id = "generate";
+  request.prompt_tokens = prompt;
+  request.n = o.batch;
+  request.sampling = params;
+  request.stop.max_tokens = o.max_tokens;
+  request.stop.ignore_eos = o.ignore_eos;
+  const Clock::time_point start = Clock::now();
+  SY_RETURN_IF_ERROR(core->Submit(std::move(request), [&updates](engine::RequestUpdate update) {
+    updates.Push(std::move(update));
+  }));
+
   const auto batch = static_cast<size_t>(o.batch);
-  std::vector<Sequence> seqs;
-  seqs.reserve(batch);
-  for (size_t s = 0; s < batch; ++s) {
-    std::optional<uint64_t> seed = params.seed;
-    if (seed.has_value())
-      *seed += s;
-    seqs.emplace_back(config.vocab_size, prompt, seed);
-    Sequence& seq = seqs.back();
-    seq.tokens.reserve(static_cast<size_t>(total));
-    seq.block_table.resize(static_cast<size_t>(blocks_per_seq));
-    for (size_t i = 0; i < seq.block_table.size(); ++i)
-      seq.block_table[i] = static_cast<int32_t>(s * seq.block_table.size() + i);
-  }
-
-  std::vector<float> step_logits(batch * vocab);
-  // The logits each sequence's prompt ends with, sampled by the first decode round.
-  std::vector<float> first_logits(batch * vocab);
-  std::vector<float> dumped;
-  StepBuilder step(o.block_size);
-  auto forward = [&]() -> absl::Status {
-    return llm->Forward(step.Batch(), *kv,
-                        std::span<float>(step_logits).first(step.logit_owner().size() * vocab));
-  };
-
-  const auto prompt_len = static_cast<int64_t>(prompt.size());
-  const Clock::time_point prefill_start = Clock::now();
-  // Prompts are packed back to back into steps of at most --prefill-chunk tokens, so one
-  // step may finish one sequence's prompt and start the next one's.
-  for (size_t s = 0, begin = 0; s < batch;) {
-    step.Clear();
-    int64_t budget = o.prefill_chunk;
-    while (s < batch && budget > 0) {
-      const int64_t len = std::min(budget, prompt_len - static_cast<int64_t>(begin));
-      const bool ends_prompt = static_cast<int64_t>(begin) + len == prompt_len;
-      step.Add(s, seqs[s], static_cast<int64_t>(begin), len, ends_prompt);
-      budget -= len;
-      begin += static_cast<size_t>(len);
-      if (ends_prompt) {
-        ++s;
-        begin = 0;
-      }
-    }
-    SY_RETURN_IF_ERROR(forward());
-    for (size_t row = 0; row < step.logit_owner().size(); ++row) {
-      std::copy_n(
-          step_logits.begin() + static_cast<std::ptrdiff_t>(row * vocab), vocab,
-          first_logits.begin() + static_cast<std::ptrdiff_t>(step.logit_owner()[row] * vocab));
-    }
-  }
-  const double prefill_ms = MsSince(prefill_start);
-
-  engine::Sampler sampler(config.vocab_size);
-  engine::SampleResult sample;
-  text::IncrementalDetokenizer detok(tokenizer.get(), true, prompt);
+  std::vector<std::vector<int32_t>> outputs(batch);
   std::string text;
-  const Clock::time_point decode_start = Clock::now();
-  // Sequences still generating, in the order of their rows in the last step's logits.
-  std::vector<size_t> active;
-  if (o.max_tokens > 0) {
-    for (size_t s = 0; s < batch; ++s)
-      active.push_back(s);
-  }
-  std::vector<size_t> next;
-  for (bool first_round = true; !active.empty(); first_round = false) {
-    next.clear();
-    for (size_t row = 0; row < active.size(); ++row) {
-      const size_t s = active[row];
-      Sequence& seq = seqs[s];
-      const std::span<const float> logits =
-          std::span<const float>(first_round ? first_logits : step_logits)
-              .subspan((first_round ? s : row) * vocab, vocab);
-      if (s == 0 && seq.generated < o.dump_logits)
-        dumped.insert(dumped.end(), logits.begin(), logits.end());
-      sampler.Sample(logits, params, &seq.sampling, &sample);
-      seq.sampling.AppendOutput(sample.token);
-      seq.tokens.push_back(sample.token);
-      ++seq.generated;
-      if (s == 0) {
-        std::string piece = detok.Push(sample.token);
-        text.append(piece);
-        if (!o.json && !piece.empty()) {
-          std::fwrite(piece.data(), 1, piece.size(), stdout);
-          std::fflush(stdout);
-        }
+  size_t num_started = 0;
+  Clock::time_point prefill_end = start;
+  Clock::time_point end = start;
+  for (bool finished = false; !finished;) {
+    UpdateQueue::Entry entry = updates.Pop();
+    SY_RETURN_IF_ERROR(entry.update.error);
+    for (const engine::SequenceUpdate& seq : entry.update.sequences) {
+      std::vector<int32_t>& out = outputs[static_cast<size_t>(seq.index)];
+      if (out.empty() && !seq.token_ids.empty() && ++num_started == batch)
+        prefill_end = entry.at;
+      out.insert(out.end(), seq.token_ids.begin(), seq.token_ids.end());
+      if (seq.index != 0)
+        continue;
+      text.append(seq.text);
+      if (!o.json && !seq.text.empty()) {
+        std::fwrite(seq.text.data(), 1, seq.text.size(), stdout);
+        std::fflush(stdout);
       }
-      const bool stop =
-          !o.ignore_eos && std::find(eos.begin(), eos.end(), sample.token) != eos.end();
-      if (!stop && seq.generated < o.max_tokens)
-        next.push_back(s);
     }
-    if (next.empty())
-      break;
-    step.Clear();
-    for (size_t s : next)
-      step.Add(s, seqs[s], static_cast<int64_t>(seqs[s].tokens.size()) - 1, 1, true);
-    SY_RETURN_IF_ERROR(forward());
-    active.swap(next);
+    finished = entry.update.finished;
+    end = entry.at;
   }
-  std::string tail = detok.Flush();
-  text.append(tail);
-  const double decode_ms = MsSince(decode_start);
-  // Each sequence's first token comes from the prefill's logits; decode steps are the ones
+  core->Stop();
+  const double prefill_ms = Ms(prefill_end - start);
+  const double decode_ms = Ms(end - prefill_end);
+  // Each sequence's first token comes from its prompt's last step; decode steps are the ones
   // after it.
   int64_t decode_tokens = 0;
-  for (const Sequence& seq : seqs)
-    decode_tokens += std::max<int64_t>(seq.generated - 1, 0);
-  const int64_t prefill_tokens = prompt_len * o.batch;
+  for (const std::vector<int32_t>& out : outputs)
+    decode_tokens += std::max<int64_t>(static_cast<int64_t>(out.size()) - 1, 0);
+  const int64_t prefill_tokens = static_cast<int64_t>(prompt.size()) * o.batch;
 
   if (o.json) {
-    auto output = [&](const Sequence& seq) {
-      return std::span<const int32_t>(seq.tokens).subspan(prompt.size());
-    };
     std::string out = "{\"prompt_ids\": ";
     AppendIds(prompt, &out);
     out.append(", \"tokens\": ");
-    AppendIds(output(seqs[0]), &out);
+    AppendIds(outputs[0], &out);
     out.append(", \"batch_tokens\": [");
     for (size_t s = 0; s < batch; ++s) {
       out.append(s == 0 ? "" : ", ");
-      AppendIds(output(seqs[s]), &out);
+      AppendIds(outputs[s], &out);
     }
     out.append("], \"text\": ");
     base::AppendJsonString(text, false, &out);
     out.append(", \"logits\": [");
-    for (size_t row = 0; row * vocab < dumped.size(); ++row) {
-      out.append(row == 0 ? "[" : ", [");
-      for (size_t i = 0; i < vocab; ++i)
-        out.append(fmt::format("{}{:.9g}", i == 0 ? "" : ", ", dumped[row * vocab + i]));
-      out.push_back(']');
+    if (recorder != nullptr) {
+      const auto vocab = static_cast<size_t>(config.vocab_size);
+      const std::vector<float>& rows = recorder->rows();
+      // Rows past sequence 0's last token are another sequence's.
+      const size_t num_rows = std::min(rows.size() / vocab, outputs[0].size());
+      for (size_t row = 0; row < num_rows; ++row) {
+        out.append(row == 0 ? "[" : ", [");
+        for (size_t i = 0; i < vocab; ++i)
+          out.append(fmt::format("{}{:.9g}", i == 0 ? "" : ", ", rows[row * vocab + i]));
+        out.push_back(']');
+      }
     }
     out.append(
         fmt::format("], \"prefill_ms\": {:.3f}, \"decode_ms\": {:.3f}}}\n", prefill_ms, decode_ms));
     std::fwrite(out.data(), 1, out.size(), stdout);
   } else {
-    std::fwrite(tail.data(), 1, tail.size(), stdout);
     std::fputc('\n', stdout);
   }
   std::fflush(stdout);
@@ -373,10 +311,12 @@ void RegisterGenerateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--threads", o->threads, "compute threads; 0 = one per core")
       ->capture_default_str();
   cmd->add_option("--block-size", o->block_size, "KV cache block size")->capture_default_str();
-  cmd->add_option("--prefill-chunk", o->prefill_chunk, "prompt tokens per prefill step")
+  cmd->add_option("--prefill-chunk", o->prefill_chunk,
+                  "tokens per step (the scheduler's max_num_batched_tokens): a longer prompt "
+                  "is prefilled in chunks of this size")
       ->capture_default_str();
   cmd->add_option("--batch", o->batch,
-                  "run B copies of the prompt as B sequences, decoded together; only "
+                  "run B copies of the prompt as B sequences (one request with n = B); only "
                   "sequence 0's text is printed")
       ->capture_default_str();
   cmd->add_option("--dtype", o->dtype,
