@@ -29,18 +29,24 @@ fi
 # no wheel of it), downloaded once:
 #  - llama-cpp-python with its server: only the shared libraries the Python package loads
 #    (no llama.cpp tools, examples, tests, server binary or multimodal library), tuned to
-#    this machine's CPU, as the serving benchmark's peer wants them;
+#    this machine's CPU, as the serving benchmark's peer wants them, except for AMX: on
+#    CPUs that have it (Sapphire Rapids) llama.cpp's AMX weight buffers take Q4_1 and Q8_0
+#    matmuls and crash decoding SmolLM2 (a general protection fault in libggml-cpu), and
+#    they would change the numerics the parity tests compare with. GGML_NATIVE=ON would
+#    pass -march=native after our flags and turn AMX back on, so the flags are ours;
 #  - llama.cpp's own server, llama-server (it has /metrics), from the llama.cpp the sdist
 #    vendors: that target only, static, into .venv/bin. Built at -O0 for the generic CPU:
 #    the test serves a two-layer model, and it builds in about half the time of -O3.
 # It takes minutes, so it has its own stamp (the requirements file and these flags).
-LLAMA_CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF \
+LLAMA_ARCH_FLAGS="-march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TOOLS=OFF \
 -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF"
 LLAMA_SERVER_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS=-O0 -DCMAKE_CXX_FLAGS=-O0 \
 -DGGML_NATIVE=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
 -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF"
 fleet_stamp=.venv/.requirements-fleet.sha256
-want=$( (cat tools/requirements-fleet.txt; echo "$LLAMA_CMAKE_ARGS"; echo "$LLAMA_SERVER_CMAKE_ARGS") |
+want=$( (cat tools/requirements-fleet.txt; echo "$LLAMA_ARCH_FLAGS $LLAMA_CMAKE_ARGS";
+         echo "$LLAMA_SERVER_CMAKE_ARGS") |
   sha256sum | cut -d' ' -f1)
 if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
    [ ! -x .venv/bin/llama-server ]; then
@@ -51,7 +57,8 @@ if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
   .venv/bin/python -m pip download -q --no-deps --no-binary :all: -d "$work" \
     "llama-cpp-python==${pin##*==}"
   sdist=$(echo "$work"/llama_cpp_python-*.tar.gz)
-  CMAKE_ARGS="$LLAMA_CMAKE_ARGS" CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
+  CFLAGS="$LLAMA_ARCH_FLAGS" CXXFLAGS="$LLAMA_ARCH_FLAGS" CMAKE_ARGS="$LLAMA_CMAKE_ARGS" \
+    CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
     .venv/bin/python -m pip install -q --no-cache-dir "$sdist[server]"
   tar xzf "$sdist" -C "$work"
   # shellcheck disable=SC2086  # the flags are words
