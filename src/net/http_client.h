@@ -39,7 +39,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#include "net/http_server.h"
+#include "net/event_loops.h"
+#include "net/http_message.h"
 #include "net/shared_body.h"
 
 namespace switchyard::net {

@@ -34,36 +34,19 @@
 #pragma once
 
 #include <chrono>
-#include <cstdint>
+#include <cstddef>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "absl/status/statusor.h"
 
 #include "net/event_loops.h"
+#include "net/http_message.h"
 
 namespace switchyard::net {
-
-// Header names are lower-cased on receipt; values are as sent (surrounding spaces trimmed).
-using HeaderList = std::vector<std::pair<std::string, std::string>>;
-
-struct HttpRequest {
-  std::string method;  // "GET", "POST", ... as sent
-  std::string target;  // "/v1/completions?x=1"
-  std::string path;    // target without the query
-  std::string query;   // after '?', empty when none
-  HeaderList headers;
-  std::string body;
-  std::string remote_address;  // "127.0.0.1:53211"
-
-  // The first header with this (lower-case) name.
-  std::optional<std::string_view> Header(std::string_view lower_name) const;
-};
 
 // Answers one request. Exactly one of Send or StartStream..End makes the response.
 // Thread-safe: any thread may call any method (work is posted to the connection's loop);

@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "net/http_server.h"
+#include "net/http_message.h"
 
 namespace switchyard::router {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <string_view>
 
-#include "net/http_server.h"
+#include "net/http_message.h"
 #include "net/internal/beast.h"
 
 namespace switchyard::net::internal {

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <utility>
 
-#include "net/http_server.h"
+#include "net/http_message.h"
 #include "net/internal/http1_parser.h"
 
 namespace switchyard::net::internal {

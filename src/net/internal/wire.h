@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 
-#include "net/http_server.h"
+#include "net/http_message.h"
 #include "net/internal/beast.h"
 
 namespace switchyard::net::internal {
