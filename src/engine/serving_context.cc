@@ -2,6 +2,7 @@
 
 #include "api/error.h"
 #include "base/json.h"
+#include "base/json_fields.h"
 #include "base/status_macros.h"
 
 namespace switchyard::engine {
@@ -11,24 +12,17 @@ absl::StatusOr<GenerationDefaults> LoadGenerationDefaults(const std::string& pat
   if (path.empty())
     return d;
   SY_ASSIGN_OR_RETURN(std::unique_ptr<base::JsonDocument> doc, base::JsonDocument::ParseFile(path));
-  simdjson::dom::object root;
-  if (doc->root().get_object().get(root) != simdjson::SUCCESS)
-    return absl::InvalidArgumentError(path + ": not a JSON object");
-  auto number = [&root](const char* key) -> std::optional<double> {
-    double v = 0;
-    if (root[key].get_double().get(v) == simdjson::SUCCESS)
-      return v;
-    int64_t i = 0;
-    if (root[key].get_int64().get(i) == simdjson::SUCCESS)
-      return static_cast<double>(i);
-    return std::nullopt;
-  };
-  d.temperature = number("temperature");
-  d.top_p = number("top_p");
-  d.min_p = number("min_p");
-  d.repetition_penalty = number("repetition_penalty");
-  if (std::optional<double> k = number("top_k"); k.has_value())
-    d.top_k = static_cast<int32_t>(*k);
+  const simdjson::dom::element root = doc->root();
+  const base::JsonPath at(path);
+  SY_ASSIGN_OR_RETURN(d.temperature, base::OptionalField<double>(root, "temperature", at));
+  SY_ASSIGN_OR_RETURN(d.top_p, base::OptionalField<double>(root, "top_p", at));
+  SY_ASSIGN_OR_RETURN(d.min_p, base::OptionalField<double>(root, "min_p", at));
+  SY_ASSIGN_OR_RETURN(d.repetition_penalty,
+                      base::OptionalField<double>(root, "repetition_penalty", at));
+  // A number, as transformers writes it (an int, or a float such as 50.0).
+  SY_ASSIGN_OR_RETURN(std::optional<double> top_k, base::OptionalField<double>(root, "top_k", at));
+  if (top_k.has_value())
+    d.top_k = static_cast<int32_t>(*top_k);
   return d;
 }
 

@@ -38,6 +38,7 @@ struct GenerationDefaults {
 };
 
 // Reads the sampling fields of a generation_config.json; an empty path gives no defaults.
+// Null fields are unset; a field that is not a number is an error naming it.
 absl::StatusOr<GenerationDefaults> LoadGenerationDefaults(const std::string& path);
 
 struct ServingContext {

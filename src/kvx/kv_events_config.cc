@@ -1,85 +1,77 @@
 #include "kvx/kv_events_config.h"
 
+#include <cstdint>
 #include <string>
 
 #include "fmt/format.h"
 
 #include "base/json.h"
+#include "base/json_fields.h"
 #include "base/status_macros.h"
 
 namespace switchyard::kvx {
 namespace {
 
-absl::Status BadKey(std::string_view key, std::string_view want) {
-  return absl::InvalidArgumentError(
-      fmt::format("--kv-events-config: \"{}\" must be {}", key, want));
+using base::FieldAs;
+using base::JsonPath;
+
+// The field `key` of the object at `at`: a count in [min, INT32_MAX].
+absl::StatusOr<int32_t> ReadCount(simdjson::dom::element value, std::string_view key,
+                                  const JsonPath& at, int64_t min) {
+  SY_ASSIGN_OR_RETURN(const int64_t count, FieldAs<int64_t>(value, key, at));
+  if (count < min || count > INT32_MAX)
+    return at.Child(key).Error(fmt::format("expected an integer in [{}, {}]", min, INT32_MAX));
+  return static_cast<int32_t>(count);
 }
 
 }  // namespace
 
 absl::StatusOr<std::optional<KvEventPublisherOptions>> ParseKvEventsConfig(std::string_view json) {
+  constexpr std::string_view kSource = "--kv-events-config";
   SY_ASSIGN_OR_RETURN(std::unique_ptr<base::JsonDocument> doc,
-                      base::JsonDocument::Parse(json, "--kv-events-config"));
-  simdjson::dom::object root;
-  if (doc->root().get_object().get(root) != simdjson::SUCCESS)
-    return absl::InvalidArgumentError("--kv-events-config must be a JSON object");
+                      base::JsonDocument::Parse(json, kSource));
+  const JsonPath at(kSource);
+  SY_ASSIGN_OR_RETURN(const simdjson::dom::object root,
+                      base::JsonAs<simdjson::dom::object>(doc->root(), at));
   KvEventPublisherOptions options;
   bool enabled = false;
   std::string publisher = "zmq";
   for (auto field : root) {
     const std::string_view key(field.key.data(), field.key.size());
-    simdjson::dom::element value = field.value;
-    auto get_string = [&](std::string* out) -> absl::Status {
-      std::string_view v;
-      if (value.get_string().get(v) != simdjson::SUCCESS)
-        return BadKey(key, "a string");
-      *out = std::string(v);
-      return absl::OkStatus();
-    };
-    auto get_int = [&](int32_t* out) -> absl::Status {
-      int64_t v = 0;
-      if (value.get_int64().get(v) != simdjson::SUCCESS || v < 0 || v > INT32_MAX)
-        return BadKey(key, "a non-negative integer");
-      *out = static_cast<int32_t>(v);
-      return absl::OkStatus();
-    };
+    const simdjson::dom::element value = field.value;
     if (key == "enable_kv_cache_events") {
-      if (value.get_bool().get(enabled) != simdjson::SUCCESS)
-        return BadKey(key, "true or false");
+      SY_ASSIGN_OR_RETURN(enabled, FieldAs<bool>(value, key, at));
     } else if (key == "publisher") {
-      SY_RETURN_IF_ERROR(get_string(&publisher));
+      SY_ASSIGN_OR_RETURN(publisher, FieldAs<std::string>(value, key, at));
       if (publisher != "zmq" && publisher != "null")
-        return BadKey(key, "\"zmq\" or \"null\"");
+        return at.Child(key).Error(R"(expected "zmq" or "null")");
     } else if (key == "endpoint") {
-      SY_RETURN_IF_ERROR(get_string(&options.endpoint));
+      SY_ASSIGN_OR_RETURN(options.endpoint, FieldAs<std::string>(value, key, at));
     } else if (key == "replay_endpoint") {
-      if (!value.is_null())
-        SY_RETURN_IF_ERROR(get_string(&options.replay_endpoint));
+      if (!value.is_null()) {
+        SY_ASSIGN_OR_RETURN(options.replay_endpoint, FieldAs<std::string>(value, key, at));
+      }
     } else if (key == "topic") {
-      SY_RETURN_IF_ERROR(get_string(&options.topic));
+      SY_ASSIGN_OR_RETURN(options.topic, FieldAs<std::string>(value, key, at));
     } else if (key == "buffer_steps") {
-      SY_RETURN_IF_ERROR(get_int(&options.buffer_steps));
+      SY_ASSIGN_OR_RETURN(options.buffer_steps, ReadCount(value, key, at, 0));
     } else if (key == "hwm") {
-      SY_RETURN_IF_ERROR(get_int(&options.hwm));
+      SY_ASSIGN_OR_RETURN(options.hwm, ReadCount(value, key, at, 0));
     } else if (key == "max_queue_size") {
-      SY_RETURN_IF_ERROR(get_int(&options.max_queue_size));
-      if (options.max_queue_size == 0)
-        return BadKey(key, "a positive integer");
+      SY_ASSIGN_OR_RETURN(options.max_queue_size, ReadCount(value, key, at, 1));
     } else if (key == "event_layout") {
-      std::string name;
-      SY_RETURN_IF_ERROR(get_string(&name));
-      auto layout = ParseEventLayout(name);
+      SY_ASSIGN_OR_RETURN(const std::string_view name, FieldAs<std::string_view>(value, key, at));
+      const absl::StatusOr<EventLayout> layout = ParseEventLayout(name);
       if (!layout.ok())
-        return BadKey(key, "\"array\", \"map\" or \"map_batch\"");
+        return at.Child(key).Error(R"(expected "array", "map" or "map_batch")");
       options.encoding.layout = *layout;
     } else if (key == "block_hash_format") {
-      std::string form;
-      SY_RETURN_IF_ERROR(get_string(&form));
+      SY_ASSIGN_OR_RETURN(const std::string_view form, FieldAs<std::string_view>(value, key, at));
       if (form != "int" && form != "bytes")
-        return BadKey(key, "\"int\" or \"bytes\"");
+        return at.Child(key).Error(R"(expected "int" or "bytes")");
       options.encoding.hashes = form == "int" ? HashForm::kInt : HashForm::kBytes;
     } else {
-      return absl::InvalidArgumentError(fmt::format("--kv-events-config: unknown key \"{}\"", key));
+      return at.Child(key).Error("unknown key");
     }
   }
   if (!enabled || publisher == "null")

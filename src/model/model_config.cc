@@ -9,14 +9,16 @@
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/json_fields.h"
 #include "base/status_macros.h"
 #include "model/gguf.h"
 
 namespace switchyard::model {
 namespace {
 
+// "<source>: <field>: <what>", the form of the JSON reader's errors, for GGUF keys as well.
 absl::Status FieldError(std::string_view source, std::string_view field, std::string_view what) {
-  return absl::InvalidArgumentError(fmt::format("{}: field '{}': {}", source, field, what));
+  return base::JsonPath(source, std::string(field)).Error(what);
 }
 
 struct ArchInfo {
@@ -58,222 +60,157 @@ std::vector<bool> SlidingPattern(int64_t num_layers, int64_t pattern) {
   return sliding;
 }
 
-// Reads typed fields of a JSON object; null counts as absent, as transformers treats it.
-class JsonFields {
- public:
-  JsonFields(simdjson::dom::object object, std::string_view source)
-      : object_(object), source_(source) {}
+// Every read below takes null for absent, as transformers does.
+using base::FieldOr;
+using base::JsonPath;
+using base::OptionalField;
+using base::RequiredField;
 
-  bool Has(std::string_view key) const {
-    simdjson::dom::element e;
-    return !object_[key].get(e) && !e.is_null();
-  }
-
-  absl::Status Int(std::string_view key, bool required, int64_t* out) const {
-    simdjson::dom::element e;
-    if (object_[key].get(e) || e.is_null()) {
-      return required ? FieldError(source_, key, "missing") : absl::OkStatus();
-    }
-    if (e.get_int64().get(*out)) {
-      return FieldError(source_, key, "must be an integer");
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Double(std::string_view key, double* out) const {
-    simdjson::dom::element e;
-    if (object_[key].get(e) || e.is_null()) {
-      return absl::OkStatus();
-    }
-    if (e.is_int64()) {
-      *out = static_cast<double>(e.get_int64().value_unsafe());
-    } else if (e.is_uint64()) {
-      *out = static_cast<double>(e.get_uint64().value_unsafe());
-    } else if (e.get_double().get(*out)) {
-      return FieldError(source_, key, "must be a number");
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Bool(std::string_view key, bool* out) const {
-    simdjson::dom::element e;
-    if (object_[key].get(e) || e.is_null()) {
-      return absl::OkStatus();
-    }
-    if (e.get_bool().get(*out)) {
-      return FieldError(source_, key, "must be true or false");
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status String(std::string_view key, std::string* out) const {
-    simdjson::dom::element e;
-    if (object_[key].get(e) || e.is_null()) {
-      return absl::OkStatus();
-    }
-    std::string_view s;
-    if (e.get_string().get(s)) {
-      return FieldError(source_, key, "must be a string");
-    }
-    *out = std::string(s);
-    return absl::OkStatus();
-  }
-
-  // An integer, a list of integers, or absent.
-  absl::Status IntList(std::string_view key, std::vector<int64_t>* out) const {
-    simdjson::dom::element e;
-    if (object_[key].get(e) || e.is_null()) {
-      return absl::OkStatus();
-    }
-    int64_t single = 0;
-    if (!e.get_int64().get(single)) {
-      out->push_back(single);
-      return absl::OkStatus();
-    }
-    simdjson::dom::array list;
-    if (e.get_array().get(list)) {
-      return FieldError(source_, key, "must be an integer or a list of integers");
-    }
-    for (simdjson::dom::element item : list) {
-      if (item.get_int64().get(single)) {
-        return FieldError(source_, key, "must be an integer or a list of integers");
-      }
-      out->push_back(single);
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  simdjson::dom::object object_;
-  std::string_view source_;
-};
-
-absl::Status ParseRopeScaling(simdjson::dom::object root, std::string_view source,
-                              RopeScaling* out) {
-  simdjson::dom::element e;
-  if (root["rope_scaling"].get(e) || e.is_null()) {
-    return absl::OkStatus();
-  }
-  simdjson::dom::object object;
-  if (e.get_object().get(object)) {
-    return FieldError(source, "rope_scaling", "must be an object");
-  }
-  // transformers renamed "type" to "rope_type"; files carry either.
-  std::string_view type;
-  if (object["rope_type"].get_string().get(type) && object["type"].get_string().get(type)) {
-    return FieldError(source, "rope_scaling.rope_type", "missing or not a string");
-  }
-  JsonFields fields(object, source);
-  if (type == "default") {
-    return absl::OkStatus();
-  }
-  if (type == "linear") {
-    out->type = RopeScaling::Type::kLinear;
-    SY_RETURN_IF_ERROR(fields.Double("factor", &out->factor));
-    return absl::OkStatus();
-  }
-  if (type == "llama3") {
-    out->type = RopeScaling::Type::kLlama3;
-    for (std::string_view key :
-         {"factor", "low_freq_factor", "high_freq_factor", "original_max_position_embeddings"}) {
-      if (!fields.Has(key)) {
-        return FieldError(source, fmt::format("rope_scaling.{}", key), "missing");
-      }
-    }
-    SY_RETURN_IF_ERROR(fields.Double("factor", &out->factor));
-    SY_RETURN_IF_ERROR(fields.Double("low_freq_factor", &out->low_freq_factor));
-    SY_RETURN_IF_ERROR(fields.Double("high_freq_factor", &out->high_freq_factor));
-    SY_RETURN_IF_ERROR(fields.Int("original_max_position_embeddings", true,
-                                  &out->original_max_position_embeddings));
-    return absl::OkStatus();
-  }
-  return FieldError(
-      source, "rope_scaling.rope_type",
-      fmt::format("unsupported '{}' (supported: default, linear, llama3)", std::string(type)));
+// Reads `key` into *out when present; leaves it as it is when absent.
+template <typename T>
+absl::Status ReadIfPresent(simdjson::dom::element object, std::string_view key, const JsonPath& at,
+                           T* out) {
+  SY_ASSIGN_OR_RETURN(*out, FieldOr<T>(object, key, *out, at));
+  return absl::OkStatus();
 }
 
-absl::Status ParseActivation(const JsonFields& fields, std::string_view source,
-                             ModelConfig* config) {
+// An integer, a list of integers, or absent.
+absl::Status ReadIntList(simdjson::dom::element object, std::string_view key, const JsonPath& at,
+                         std::vector<int64_t>* out) {
+  SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> value, OptionalField(object, key, at));
+  if (!value)
+    return absl::OkStatus();
+  int64_t single = 0;
+  if (value->get_int64().get(single) == simdjson::SUCCESS) {
+    out->push_back(single);
+    return absl::OkStatus();
+  }
+  simdjson::dom::array list;
+  auto not_ints = [&] { return at.Child(key).Error("expected an integer or a list of integers"); };
+  if (value->get_array().get(list) != simdjson::SUCCESS)
+    return not_ints();
+  for (simdjson::dom::element item : list) {
+    if (item.get_int64().get(single) != simdjson::SUCCESS)
+      return not_ints();
+    out->push_back(single);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseRopeScaling(simdjson::dom::element root, const JsonPath& root_at,
+                              RopeScaling* out) {
+  // Each read below checks that it is an object.
+  SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> object,
+                      OptionalField(root, "rope_scaling", root_at));
+  if (!object)
+    return absl::OkStatus();
+  const JsonPath at = root_at.Child("rope_scaling");
+  // transformers renamed "type" to "rope_type"; files carry either.
+  SY_ASSIGN_OR_RETURN(std::optional<std::string_view> type,
+                      OptionalField<std::string_view>(*object, "rope_type", at));
+  if (!type) {
+    SY_ASSIGN_OR_RETURN(type, OptionalField<std::string_view>(*object, "type", at));
+  }
+  if (!type)
+    return at.Child("rope_type").Error("missing required field");
+  if (*type == "default")
+    return absl::OkStatus();
+  if (*type == "linear") {
+    out->type = RopeScaling::Type::kLinear;
+    return ReadIfPresent(*object, "factor", at, &out->factor);
+  }
+  if (*type == "llama3") {
+    out->type = RopeScaling::Type::kLlama3;
+    SY_ASSIGN_OR_RETURN(out->factor, RequiredField<double>(*object, "factor", at));
+    SY_ASSIGN_OR_RETURN(out->low_freq_factor,
+                        RequiredField<double>(*object, "low_freq_factor", at));
+    SY_ASSIGN_OR_RETURN(out->high_freq_factor,
+                        RequiredField<double>(*object, "high_freq_factor", at));
+    SY_ASSIGN_OR_RETURN(out->original_max_position_embeddings,
+                        RequiredField<int64_t>(*object, "original_max_position_embeddings", at));
+    return absl::OkStatus();
+  }
+  return at.Child("rope_type")
+      .Error(fmt::format("unsupported '{}' (supported: default, linear, llama3)", *type));
+}
+
+absl::Status ParseActivation(simdjson::dom::element root, const JsonPath& at, ModelConfig* config) {
   // Llama-style configs name it hidden_act, Gemma's hidden_activation.
   std::string act;
-  SY_RETURN_IF_ERROR(fields.String("hidden_act", &act));
-  SY_RETURN_IF_ERROR(fields.String("hidden_activation", &act));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "hidden_act", at, &act));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "hidden_activation", at, &act));
   if (act.empty() || act == "silu") {
     config->hidden_act = MlpActivation::kSilu;
   } else if (act == "gelu_pytorch_tanh") {
     config->hidden_act = MlpActivation::kGeluTanh;
   } else {
-    return FieldError(source, "hidden_act",
-                      fmt::format("unsupported '{}' (supported: silu, gelu_pytorch_tanh)", act));
+    return at.Child("hidden_act")
+        .Error(fmt::format("unsupported '{}' (supported: silu, gelu_pytorch_tanh)", act));
   }
   return absl::OkStatus();
 }
 
 // Gemma 3's fields: window and layer pattern, local rope, attention scale, soft-capping.
-absl::Status ParseGemma3(simdjson::dom::object root, const JsonFields& fields,
-                         std::string_view source, ModelConfig* config) {
+absl::Status ParseGemma3(simdjson::dom::element root, const JsonPath& at, ModelConfig* config) {
   SetGemma3Layer(config);
   // HF stores Gemma's RMSNorm weights around 0 and multiplies by (1 + weight).
   config->norm_weight_offset = 1.0f;
-  bool bidirectional = false;
-  SY_RETURN_IF_ERROR(fields.Bool("use_bidirectional_attention", &bidirectional));
+  SY_ASSIGN_OR_RETURN(const bool bidirectional,
+                      FieldOr<bool>(root, "use_bidirectional_attention", false, at));
   if (bidirectional) {
-    return FieldError(source, "use_bidirectional_attention", "only causal attention is supported");
+    return at.Child("use_bidirectional_attention").Error("only causal attention is supported");
   }
-  int64_t window = kGemma3SlidingWindow;
-  SY_RETURN_IF_ERROR(fields.Int("sliding_window", false, &window));
-  config->sliding_window = window;
-  simdjson::dom::array types;
-  if (!root["layer_types"].get_array().get(types)) {
-    for (simdjson::dom::element e : types) {
+  SY_ASSIGN_OR_RETURN(config->sliding_window,
+                      FieldOr<int64_t>(root, "sliding_window", kGemma3SlidingWindow, at));
+  SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::array> types,
+                      OptionalField<simdjson::dom::array>(root, "layer_types", at));
+  if (types) {
+    for (simdjson::dom::element e : *types) {
       std::string_view type;
       if (e.get_string().get(type) || (type != "sliding_attention" && type != "full_attention")) {
-        return FieldError(source, "layer_types",
-                          "must list 'sliding_attention' or 'full_attention' per layer");
+        return at.Child("layer_types")
+            .Error("must list 'sliding_attention' or 'full_attention' per layer");
       }
       config->sliding_layers.push_back(type == "sliding_attention");
     }
     if (static_cast<int64_t>(config->sliding_layers.size()) != config->num_hidden_layers) {
-      return FieldError(source, "layer_types",
-                        fmt::format("has {} entries for {} layers", config->sliding_layers.size(),
-                                    config->num_hidden_layers));
+      return at.Child("layer_types")
+          .Error(fmt::format("has {} entries for {} layers", config->sliding_layers.size(),
+                             config->num_hidden_layers));
     }
   } else {
-    int64_t pattern = kGemma3SlidingPattern;
-    SY_RETURN_IF_ERROR(fields.Int("sliding_window_pattern", false, &pattern));
-    if (pattern <= 0) {
-      return FieldError(source, "sliding_window_pattern", "must be positive");
-    }
+    SY_ASSIGN_OR_RETURN(const int64_t pattern, FieldOr<int64_t>(root, "sliding_window_pattern",
+                                                                kGemma3SlidingPattern, at));
+    if (pattern <= 0)
+      return at.Child("sliding_window_pattern").Error("must be positive");
     config->sliding_layers = SlidingPattern(config->num_hidden_layers, pattern);
   }
-  config->rope_local_theta = kGemma3LocalTheta;
-  SY_RETURN_IF_ERROR(fields.Double("rope_local_base_freq", &*config->rope_local_theta));
-  config->query_pre_attn_scalar = kGemma3QueryPreAttnScalar;
-  SY_RETURN_IF_ERROR(fields.Double("query_pre_attn_scalar", &config->query_pre_attn_scalar));
-  if (fields.Has("final_logit_softcapping")) {
-    double cap = 0;
-    SY_RETURN_IF_ERROR(fields.Double("final_logit_softcapping", &cap));
-    config->final_logit_softcapping = cap;
-  }
+  SY_ASSIGN_OR_RETURN(config->rope_local_theta,
+                      FieldOr<double>(root, "rope_local_base_freq", kGemma3LocalTheta, at));
+  SY_ASSIGN_OR_RETURN(
+      config->query_pre_attn_scalar,
+      FieldOr<double>(root, "query_pre_attn_scalar", kGemma3QueryPreAttnScalar, at));
+  SY_ASSIGN_OR_RETURN(config->final_logit_softcapping,
+                      OptionalField<double>(root, "final_logit_softcapping", at));
   return absl::OkStatus();
 }
 
 // Qwen3-MoE's expert fields. Only models whose every layer is sparse are supported.
-absl::Status ParseQwen3Moe(simdjson::dom::object root, const JsonFields& fields,
-                           std::string_view source, ModelConfig* config) {
-  SY_RETURN_IF_ERROR(fields.Int("num_experts", true, &config->num_experts));
-  SY_RETURN_IF_ERROR(fields.Int("num_experts_per_tok", true, &config->num_experts_per_tok));
-  SY_RETURN_IF_ERROR(fields.Int("moe_intermediate_size", true, &config->moe_intermediate_size));
-  SY_RETURN_IF_ERROR(fields.Bool("norm_topk_prob", &config->norm_topk_prob));
-  int64_t sparse_step = 1;
-  SY_RETURN_IF_ERROR(fields.Int("decoder_sparse_step", false, &sparse_step));
-  if (sparse_step != 1) {
-    return FieldError(source, "decoder_sparse_step", "only 1 (every layer sparse) is supported");
-  }
-  simdjson::dom::array dense_layers;
-  if (!root["mlp_only_layers"].get_array().get(dense_layers) && dense_layers.size() != 0) {
-    return FieldError(source, "mlp_only_layers", "dense layers in a MoE model are not supported");
-  }
+absl::Status ParseQwen3Moe(simdjson::dom::element root, const JsonPath& at, ModelConfig* config) {
+  SY_ASSIGN_OR_RETURN(config->num_experts, RequiredField<int64_t>(root, "num_experts", at));
+  SY_ASSIGN_OR_RETURN(config->num_experts_per_tok,
+                      RequiredField<int64_t>(root, "num_experts_per_tok", at));
+  SY_ASSIGN_OR_RETURN(config->moe_intermediate_size,
+                      RequiredField<int64_t>(root, "moe_intermediate_size", at));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "norm_topk_prob", at, &config->norm_topk_prob));
+  SY_ASSIGN_OR_RETURN(const int64_t sparse_step,
+                      FieldOr<int64_t>(root, "decoder_sparse_step", 1, at));
+  if (sparse_step != 1)
+    return at.Child("decoder_sparse_step").Error("only 1 (every layer sparse) is supported");
+  SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::array> dense_layers,
+                      OptionalField<simdjson::dom::array>(root, "mlp_only_layers", at));
+  if (dense_layers && dense_layers->size() != 0)
+    return at.Child("mlp_only_layers").Error("dense layers in a MoE model are not supported");
   return absl::OkStatus();
 }
 
@@ -296,18 +233,17 @@ int64_t CommonSlidingWindow(const ModelConfig& config) {
 absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::string_view source) {
   SY_ASSIGN_OR_RETURN(std::unique_ptr<base::JsonDocument> doc,
                       base::JsonDocument::Parse(json, source));
-  simdjson::dom::object root;
-  if (doc->root().get_object().get(root)) {
-    return FieldError(source, "(root)", "not an object");
-  }
-  JsonFields fields(root, source);
+  const simdjson::dom::element root = doc->root();
+  const JsonPath at(source);
+  if (!root.is_object())
+    return at.Error("expected an object");
   ModelConfig config;
 
-  simdjson::dom::array architectures;
+  SY_ASSIGN_OR_RETURN(simdjson::dom::array architectures,
+                      RequiredField<simdjson::dom::array>(root, "architectures", at));
   std::string_view arch;
-  if (root["architectures"].get_array().get(architectures) || architectures.size() == 0 ||
-      architectures.at(0).get_string().get(arch)) {
-    return FieldError(source, "architectures", "missing or not a non-empty list of strings");
+  if (architectures.size() == 0 || architectures.at(0).get_string().get(arch)) {
+    return at.Child("architectures").Error("expected a non-empty list of strings");
   }
   const ArchInfo* info = nullptr;
   for (const ArchInfo& candidate : kArchs) {
@@ -316,70 +252,69 @@ absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::str
     }
   }
   if (info == nullptr) {
-    return FieldError(source, "architectures",
-                      fmt::format("unsupported architecture '{}' (supported: {})",
-                                  std::string(arch), kSupportedArchitectures));
+    return at.Child("architectures")
+        .Error(fmt::format("unsupported architecture '{}' (supported: {})", arch,
+                           kSupportedArchitectures));
   }
   config.architecture = std::string(info->architecture);
   config.model_type = std::string(info->model_type);
-  SY_RETURN_IF_ERROR(fields.String("model_type", &config.model_type));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "model_type", at, &config.model_type));
 
-  SY_RETURN_IF_ERROR(fields.Int("hidden_size", true, &config.hidden_size));
-  SY_RETURN_IF_ERROR(fields.Int("intermediate_size", true, &config.intermediate_size));
-  SY_RETURN_IF_ERROR(fields.Int("num_hidden_layers", true, &config.num_hidden_layers));
-  SY_RETURN_IF_ERROR(fields.Int("num_attention_heads", true, &config.num_attention_heads));
-  SY_RETURN_IF_ERROR(fields.Int("vocab_size", true, &config.vocab_size));
+  SY_ASSIGN_OR_RETURN(config.hidden_size, RequiredField<int64_t>(root, "hidden_size", at));
+  SY_ASSIGN_OR_RETURN(config.intermediate_size,
+                      RequiredField<int64_t>(root, "intermediate_size", at));
+  SY_ASSIGN_OR_RETURN(config.num_hidden_layers,
+                      RequiredField<int64_t>(root, "num_hidden_layers", at));
+  SY_ASSIGN_OR_RETURN(config.num_attention_heads,
+                      RequiredField<int64_t>(root, "num_attention_heads", at));
+  SY_ASSIGN_OR_RETURN(config.vocab_size, RequiredField<int64_t>(root, "vocab_size", at));
   config.num_key_value_heads = config.num_attention_heads;
-  SY_RETURN_IF_ERROR(fields.Int("num_key_value_heads", false, &config.num_key_value_heads));
-  if (fields.Has("head_dim")) {
-    SY_RETURN_IF_ERROR(fields.Int("head_dim", true, &config.head_dim));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "num_key_value_heads", at, &config.num_key_value_heads));
+  SY_ASSIGN_OR_RETURN(std::optional<int64_t> head_dim,
+                      OptionalField<int64_t>(root, "head_dim", at));
+  if (head_dim) {
+    config.head_dim = *head_dim;
   } else {
     if (config.num_attention_heads <= 0 || config.hidden_size % config.num_attention_heads != 0) {
-      return FieldError(source, "num_attention_heads",
-                        fmt::format("{} does not divide hidden_size {} and head_dim is absent",
-                                    config.num_attention_heads, config.hidden_size));
+      return at.Child("num_attention_heads")
+          .Error(fmt::format("{} does not divide hidden_size {} and head_dim is absent",
+                             config.num_attention_heads, config.hidden_size));
     }
     config.head_dim = config.hidden_size / config.num_attention_heads;
   }
   config.max_position_embeddings = info->default_max_positions;
-  SY_RETURN_IF_ERROR(fields.Int("max_position_embeddings", false, &config.max_position_embeddings));
-  SY_RETURN_IF_ERROR(fields.Double("rms_norm_eps", &config.rms_norm_eps));
+  SY_RETURN_IF_ERROR(
+      ReadIfPresent(root, "max_position_embeddings", at, &config.max_position_embeddings));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "rms_norm_eps", at, &config.rms_norm_eps));
   const bool gemma3 = config.architecture == "Gemma3ForCausalLM";
   if (gemma3)
     config.rope_theta = kGemma3GlobalTheta;
-  SY_RETURN_IF_ERROR(fields.Double("rope_theta", &config.rope_theta));
-  SY_RETURN_IF_ERROR(ParseRopeScaling(root, source, &config.rope_scaling));
-  SY_RETURN_IF_ERROR(fields.Bool("tie_word_embeddings", &config.tie_word_embeddings));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "rope_theta", at, &config.rope_theta));
+  SY_RETURN_IF_ERROR(ParseRopeScaling(root, at, &config.rope_scaling));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "tie_word_embeddings", at, &config.tie_word_embeddings));
   // Qwen2's attention always has q/k/v biases; its config has no flag for them.
   config.attention_bias = config.architecture == "Qwen2ForCausalLM";
-  SY_RETURN_IF_ERROR(fields.Bool("attention_bias", &config.attention_bias));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "attention_bias", at, &config.attention_bias));
   config.qk_norm = config.model_type == "qwen3" || config.model_type == "qwen3_moe";
   if (config.architecture == "Qwen3MoeForCausalLM")
-    SY_RETURN_IF_ERROR(ParseQwen3Moe(root, fields, source, &config));
-  int64_t bos = 0;
-  if (fields.Has("bos_token_id")) {
-    SY_RETURN_IF_ERROR(fields.Int("bos_token_id", true, &bos));
-    config.bos_token_id = bos;
-  }
-  SY_RETURN_IF_ERROR(fields.IntList("eos_token_id", &config.eos_token_ids));
-  SY_RETURN_IF_ERROR(fields.String("torch_dtype", &config.torch_dtype));
-  if (config.torch_dtype.empty()) {
-    SY_RETURN_IF_ERROR(fields.String("dtype", &config.torch_dtype));
-  }
+    SY_RETURN_IF_ERROR(ParseQwen3Moe(root, at, &config));
+  SY_ASSIGN_OR_RETURN(config.bos_token_id, OptionalField<int64_t>(root, "bos_token_id", at));
+  SY_RETURN_IF_ERROR(ReadIntList(root, "eos_token_id", at, &config.eos_token_ids));
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "torch_dtype", at, &config.torch_dtype));
+  if (config.torch_dtype.empty())
+    SY_RETURN_IF_ERROR(ReadIfPresent(root, "dtype", at, &config.torch_dtype));
 
-  SY_RETURN_IF_ERROR(ParseActivation(fields, source, &config));
+  SY_RETURN_IF_ERROR(ParseActivation(root, at, &config));
   if (gemma3) {
-    SY_RETURN_IF_ERROR(ParseGemma3(root, fields, source, &config));
+    SY_RETURN_IF_ERROR(ParseGemma3(root, at, &config));
     SY_RETURN_IF_ERROR(ValidateModelConfig(config, source));
     return config;
   }
   // Qwen configs carry a sliding_window that only applies when use_sliding_window is set.
   bool use_sliding_window = config.model_type == "mistral";
-  SY_RETURN_IF_ERROR(fields.Bool("use_sliding_window", &use_sliding_window));
-  if (use_sliding_window && fields.Has("sliding_window")) {
-    int64_t window = 0;
-    SY_RETURN_IF_ERROR(fields.Int("sliding_window", true, &window));
-    config.sliding_window = window;
+  SY_RETURN_IF_ERROR(ReadIfPresent(root, "use_sliding_window", at, &use_sliding_window));
+  if (use_sliding_window) {
+    SY_ASSIGN_OR_RETURN(config.sliding_window, OptionalField<int64_t>(root, "sliding_window", at));
   }
   SY_RETURN_IF_ERROR(ValidateModelConfig(config, source));
   return config;

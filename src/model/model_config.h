@@ -94,7 +94,7 @@ inline constexpr std::string_view kSupportedArchitectures =
     "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM, "
     "Qwen3MoeForCausalLM, Gemma3ForCausalLM";
 
-// Parses config.json text; `source` names it in errors ("<file>: field 'x': ...").
+// Parses config.json text; `source` names it in errors ("<file>: rope_scaling.factor: ...").
 absl::StatusOr<ModelConfig> ParseModelConfigJson(std::string_view json, std::string_view source);
 absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& path);
 

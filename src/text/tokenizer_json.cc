@@ -6,16 +6,14 @@
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/json_fields.h"
 #include "base/status_macros.h"
-#include "text/internal/json_fields.h"
 #include "text/internal/tokenizer_impl.h"
 
 namespace switchyard::text {
 namespace {
 
-using internal::JsonPath;
-
-absl::StatusOr<int32_t> ParseId(simdjson::dom::element value, const JsonPath& at) {
+absl::StatusOr<int32_t> ParseId(simdjson::dom::element value, const base::JsonPath& at) {
   int64_t id = 0;
   if (value.get_int64().get(id) != simdjson::SUCCESS || id < 0 || id >= (int64_t{1} << 30)) {
     return at.Error("expected a token id (integer in [0, 2^30))");
@@ -23,12 +21,12 @@ absl::StatusOr<int32_t> ParseId(simdjson::dom::element value, const JsonPath& at
   return static_cast<int32_t>(id);
 }
 
-absl::Status ParseMerges(simdjson::dom::array merges, const JsonPath& at,
+absl::Status ParseMerges(simdjson::dom::array merges, const base::JsonPath& at,
                          std::vector<std::pair<std::string, std::string>>* out) {
   out->reserve(merges.size());
   size_t i = 0;
   for (simdjson::dom::element merge : merges) {
-    JsonPath merge_at = at.Index(i++);
+    base::JsonPath merge_at = at.Index(i++);
     std::string_view text;
     if (merge.get_string().get(text) == simdjson::SUCCESS) {
       size_t space = text.find(' ');
@@ -51,24 +49,24 @@ absl::Status ParseMerges(simdjson::dom::array merges, const JsonPath& at,
 }
 
 absl::StatusOr<std::unique_ptr<internal::BpeModel>> ParseModel(simdjson::dom::element root,
-                                                               const JsonPath& root_at,
+                                                               const base::JsonPath& root_at,
                                                                bool byte_level_input) {
-  SY_ASSIGN_OR_RETURN(simdjson::dom::element json, internal::RequiredField(root, "model", root_at));
-  JsonPath at = root_at.Child("model");
-  SY_ASSIGN_OR_RETURN(std::optional<std::string> type, internal::OptionalString(json, "type", at));
+  SY_ASSIGN_OR_RETURN(simdjson::dom::element json, base::RequiredField(root, "model", root_at));
+  base::JsonPath at = root_at.Child("model");
+  SY_ASSIGN_OR_RETURN(std::optional<std::string> type,
+                      base::OptionalField<std::string>(json, "type", at));
   if (type && *type != "BPE") {
     return at.Child("type").Error(
         fmt::format("unsupported model type \"{}\" (only BPE is supported)", *type));
   }
-  SY_ASSIGN_OR_RETURN(simdjson::dom::element vocab_json,
-                      internal::RequiredField(json, "vocab", at));
+  SY_ASSIGN_OR_RETURN(simdjson::dom::element vocab_json, base::RequiredField(json, "vocab", at));
   simdjson::dom::object vocab_object;
   if (vocab_json.get_object().get(vocab_object) != simdjson::SUCCESS) {
     return at.Child("vocab").Error("expected an object of token -> id");
   }
   absl::flat_hash_map<std::string, int32_t> vocab;
   vocab.reserve(vocab_object.size());
-  JsonPath vocab_at = at.Child("vocab");
+  base::JsonPath vocab_at = at.Child("vocab");
   for (auto field : vocab_object) {
     std::string_view key = field.key;
     SY_ASSIGN_OR_RETURN(int32_t id, ParseId(field.value, vocab_at.Child(key)));
@@ -76,7 +74,7 @@ absl::StatusOr<std::unique_ptr<internal::BpeModel>> ParseModel(simdjson::dom::el
   }
   std::vector<std::pair<std::string, std::string>> merges;
   SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> merges_json,
-                      internal::OptionalField(json, "merges", at));
+                      base::OptionalField(json, "merges", at));
   if (merges_json) {
     simdjson::dom::array merges_array;
     if (merges_json->get_array().get(merges_array) != simdjson::SUCCESS) {
@@ -86,7 +84,7 @@ absl::StatusOr<std::unique_ptr<internal::BpeModel>> ParseModel(simdjson::dom::el
   }
   internal::BpeOptions options;
   SY_ASSIGN_OR_RETURN(std::optional<std::string> unk,
-                      internal::OptionalString(json, "unk_token", at));
+                      base::OptionalField<std::string>(json, "unk_token", at));
   if (unk) {
     auto it = vocab.find(*unk);
     if (it == vocab.end()) {
@@ -95,44 +93,45 @@ absl::StatusOr<std::unique_ptr<internal::BpeModel>> ParseModel(simdjson::dom::el
     options.unk_id = it->second;
   }
   SY_ASSIGN_OR_RETURN(std::optional<std::string> prefix,
-                      internal::OptionalString(json, "continuing_subword_prefix", at));
+                      base::OptionalField<std::string>(json, "continuing_subword_prefix", at));
   SY_ASSIGN_OR_RETURN(std::optional<std::string> suffix,
-                      internal::OptionalString(json, "end_of_word_suffix", at));
+                      base::OptionalField<std::string>(json, "end_of_word_suffix", at));
   options.continuing_subword_prefix = prefix.value_or("");
   options.end_of_word_suffix = suffix.value_or("");
-  SY_ASSIGN_OR_RETURN(options.fuse_unk, internal::BoolOr(json, "fuse_unk", false, at));
-  SY_ASSIGN_OR_RETURN(options.byte_fallback, internal::BoolOr(json, "byte_fallback", false, at));
-  SY_ASSIGN_OR_RETURN(options.ignore_merges, internal::BoolOr(json, "ignore_merges", false, at));
+  SY_ASSIGN_OR_RETURN(options.fuse_unk, base::FieldOr<bool>(json, "fuse_unk", false, at));
+  SY_ASSIGN_OR_RETURN(options.byte_fallback, base::FieldOr<bool>(json, "byte_fallback", false, at));
+  SY_ASSIGN_OR_RETURN(options.ignore_merges, base::FieldOr<bool>(json, "ignore_merges", false, at));
   options.byte_level_input = byte_level_input;
-  return internal::BpeModel::Create(std::move(vocab), merges, std::move(options), root_at.source);
+  return internal::BpeModel::Create(std::move(vocab), merges, std::move(options), root_at.source());
 }
 
 absl::StatusOr<std::vector<internal::AddedToken>> ParseAddedTokens(simdjson::dom::element root,
-                                                                   const JsonPath& root_at) {
+                                                                   const base::JsonPath& root_at) {
   std::vector<internal::AddedToken> tokens;
   SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> list,
-                      internal::OptionalField(root, "added_tokens", root_at));
+                      base::OptionalField(root, "added_tokens", root_at));
   if (!list)
     return tokens;
-  JsonPath at = root_at.Child("added_tokens");
+  base::JsonPath at = root_at.Child("added_tokens");
   simdjson::dom::array array;
   if (list->get_array().get(array) != simdjson::SUCCESS)
     return at.Error("expected an array");
   size_t i = 0;
   for (simdjson::dom::element item : array) {
-    JsonPath item_at = at.Index(i++);
+    base::JsonPath item_at = at.Index(i++);
     internal::AddedToken token;
-    SY_ASSIGN_OR_RETURN(simdjson::dom::element id, internal::RequiredField(item, "id", item_at));
+    SY_ASSIGN_OR_RETURN(simdjson::dom::element id, base::RequiredField(item, "id", item_at));
     SY_ASSIGN_OR_RETURN(token.id, ParseId(id, item_at.Child("id")));
-    SY_ASSIGN_OR_RETURN(token.content, internal::RequiredString(item, "content", item_at));
+    SY_ASSIGN_OR_RETURN(token.content, base::RequiredField<std::string>(item, "content", item_at));
     if (token.content.empty())
       return item_at.Child("content").Error("must not be empty");
-    SY_ASSIGN_OR_RETURN(token.special, internal::BoolOr(item, "special", false, item_at));
-    SY_ASSIGN_OR_RETURN(token.lstrip, internal::BoolOr(item, "lstrip", false, item_at));
-    SY_ASSIGN_OR_RETURN(token.rstrip, internal::BoolOr(item, "rstrip", false, item_at));
-    SY_ASSIGN_OR_RETURN(token.single_word, internal::BoolOr(item, "single_word", false, item_at));
+    SY_ASSIGN_OR_RETURN(token.special, base::FieldOr<bool>(item, "special", false, item_at));
+    SY_ASSIGN_OR_RETURN(token.lstrip, base::FieldOr<bool>(item, "lstrip", false, item_at));
+    SY_ASSIGN_OR_RETURN(token.rstrip, base::FieldOr<bool>(item, "rstrip", false, item_at));
+    SY_ASSIGN_OR_RETURN(token.single_word,
+                        base::FieldOr<bool>(item, "single_word", false, item_at));
     SY_ASSIGN_OR_RETURN(token.normalized,
-                        internal::BoolOr(item, "normalized", !token.special, item_at));
+                        base::FieldOr<bool>(item, "normalized", !token.special, item_at));
     tokens.push_back(std::move(token));
   }
   return tokens;
@@ -167,19 +166,19 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
   SY_ASSIGN_OR_RETURN(std::unique_ptr<base::JsonDocument> doc,
                       base::JsonDocument::Parse(json, source));
   simdjson::dom::element root = doc->root();
-  JsonPath at{source, ""};
+  const base::JsonPath at(source);
   if (!root.is_object())
     return at.Error("expected a JSON object");
 
   auto impl = std::make_unique<Impl>();
   SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> normalizer,
-                      internal::OptionalField(root, "normalizer", at));
+                      base::OptionalField(root, "normalizer", at));
   if (normalizer) {
     SY_ASSIGN_OR_RETURN(impl->normalizer,
                         internal::ParseNormalizer(*normalizer, at.Child("normalizer")));
   }
   SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> pre,
-                      internal::OptionalField(root, "pre_tokenizer", at));
+                      base::OptionalField(root, "pre_tokenizer", at));
   if (pre) {
     SY_ASSIGN_OR_RETURN(impl->pre_tokenizer,
                         internal::ParsePreTokenizer(*pre, at.Child("pre_tokenizer"), true));
@@ -187,13 +186,13 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromJson(std::string_view 
   bool byte_level_input = impl->pre_tokenizer && impl->pre_tokenizer->DefersByteMapping();
   SY_ASSIGN_OR_RETURN(impl->model, ParseModel(root, at, byte_level_input));
   SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> post,
-                      internal::OptionalField(root, "post_processor", at));
+                      base::OptionalField(root, "post_processor", at));
   if (post) {
     SY_ASSIGN_OR_RETURN(impl->post_processor,
                         internal::ParsePostProcessor(*post, at.Child("post_processor")));
   }
   SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> decoder,
-                      internal::OptionalField(root, "decoder", at));
+                      base::OptionalField(root, "decoder", at));
   if (decoder) {
     SY_ASSIGN_OR_RETURN(impl->decoder, internal::ParseDecoder(*decoder, at.Child("decoder")));
   }

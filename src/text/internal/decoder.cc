@@ -305,13 +305,15 @@ std::unique_ptr<Decoder> MakeSentencePieceDecoder(bool strip_leading_space) {
 }
 
 absl::StatusOr<std::unique_ptr<Decoder>> ParseDecoder(simdjson::dom::element json,
-                                                      const JsonPath& at) {
-  SY_ASSIGN_OR_RETURN(std::string type, TypeOf(json, at));
+                                                      const base::JsonPath& at) {
+  SY_ASSIGN_OR_RETURN(std::string type, base::RequiredField<std::string>(json, "type", at));
   if (type == "Sequence") {
-    SY_ASSIGN_OR_RETURN(auto items, ParseEach<std::unique_ptr<Decoder>>(
-                                        json, "decoders", at,
-                                        [](simdjson::dom::element item, const JsonPath& item_at,
-                                           bool) { return ParseDecoder(item, item_at); }));
+    SY_ASSIGN_OR_RETURN(auto items,
+                        base::ParseEach<std::unique_ptr<Decoder>>(
+                            json, "decoders", at,
+                            [](simdjson::dom::element item, const base::JsonPath& item_at, bool) {
+                              return ParseDecoder(item, item_at);
+                            }));
     return std::make_unique<SequenceDecoder>(std::move(items));
   }
   if (type == "ByteLevel")
@@ -321,19 +323,19 @@ absl::StatusOr<std::unique_ptr<Decoder>> ParseDecoder(simdjson::dom::element jso
   if (type == "Fuse")
     return std::make_unique<FuseDecoder>();
   if (type == "Replace") {
-    SY_ASSIGN_OR_RETURN(std::string content, RequiredString(json, "content", at));
-    SY_ASSIGN_OR_RETURN(simdjson::dom::element pattern, RequiredField(json, "pattern", at));
-    JsonPath pattern_at = at.Child("pattern");
+    SY_ASSIGN_OR_RETURN(std::string content, base::RequiredField<std::string>(json, "content", at));
+    SY_ASSIGN_OR_RETURN(simdjson::dom::element pattern, base::RequiredField(json, "pattern", at));
+    base::JsonPath pattern_at = at.Child("pattern");
     SY_ASSIGN_OR_RETURN(std::optional<std::string> literal,
-                        OptionalString(pattern, "String", pattern_at));
+                        base::OptionalField<std::string>(pattern, "String", pattern_at));
     if (!literal)
       return pattern_at.Error("only String patterns are supported in decoders");
     return std::make_unique<ReplaceDecoder>(std::move(*literal), std::move(content));
   }
   if (type == "Strip") {
-    SY_ASSIGN_OR_RETURN(std::string content, RequiredString(json, "content", at));
-    SY_ASSIGN_OR_RETURN(int64_t start, IntOr(json, "start", 0, at));
-    SY_ASSIGN_OR_RETURN(int64_t stop, IntOr(json, "stop", 0, at));
+    SY_ASSIGN_OR_RETURN(std::string content, base::RequiredField<std::string>(json, "content", at));
+    SY_ASSIGN_OR_RETURN(int64_t start, base::FieldOr<int64_t>(json, "start", 0, at));
+    SY_ASSIGN_OR_RETURN(int64_t stop, base::FieldOr<int64_t>(json, "stop", 0, at));
     if (content.empty() || start < 0 || stop < 0) {
       return at.Error("Strip needs a non-empty content and non-negative start/stop");
     }
@@ -346,11 +348,13 @@ absl::StatusOr<std::unique_ptr<Decoder>> ParseDecoder(simdjson::dom::element jso
                                               options.scheme != PrependScheme::kNever);
   }
   if (type == "WordPiece") {
-    SY_ASSIGN_OR_RETURN(std::optional<std::string> prefix, OptionalString(json, "prefix", at));
+    SY_ASSIGN_OR_RETURN(std::optional<std::string> prefix,
+                        base::OptionalField<std::string>(json, "prefix", at));
     return std::make_unique<WordPieceDecoder>(prefix.value_or("##"));
   }
   if (type == "BPEDecoder") {
-    SY_ASSIGN_OR_RETURN(std::optional<std::string> suffix, OptionalString(json, "suffix", at));
+    SY_ASSIGN_OR_RETURN(std::optional<std::string> suffix,
+                        base::OptionalField<std::string>(json, "suffix", at));
     return std::make_unique<SuffixDecoder>(suffix.value_or("</w>"));
   }
   return at.Child("type").Error(fmt::format("unsupported decoder type \"{}\"", type));

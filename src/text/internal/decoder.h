@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "simdjson.h"
 
-#include "text/internal/json_fields.h"
+#include "base/json_fields.h"
 
 namespace switchyard::text::internal {
 
@@ -27,7 +27,7 @@ class Decoder {
 // Builds one from its JSON object: Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip,
 // Metaspace, WordPiece, BPEDecoder.
 absl::StatusOr<std::unique_ptr<Decoder>> ParseDecoder(simdjson::dom::element json,
-                                                      const JsonPath& at);
+                                                      const base::JsonPath& at);
 
 std::unique_ptr<Decoder> MakeByteLevelDecoder();
 // Llama-2 style: Replace("▁", " "), ByteFallback, Fuse, and Strip(" ", 1, 0) when

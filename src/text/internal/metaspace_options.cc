@@ -9,15 +9,15 @@
 namespace switchyard::text::internal {
 
 absl::StatusOr<MetaspaceOptions> ParseMetaspaceOptions(simdjson::dom::element json,
-                                                       const JsonPath& at) {
+                                                       const base::JsonPath& at) {
   MetaspaceOptions options;
   SY_ASSIGN_OR_RETURN(std::optional<std::string> replacement,
-                      OptionalString(json, "replacement", at));
+                      base::OptionalField<std::string>(json, "replacement", at));
   options.replacement = replacement.value_or("\xE2\x96\x81");
   if (options.replacement.empty())
     return at.Child("replacement").Error("must not be empty");
   SY_ASSIGN_OR_RETURN(std::optional<std::string> scheme_name,
-                      OptionalString(json, "prepend_scheme", at));
+                      base::OptionalField<std::string>(json, "prepend_scheme", at));
   if (scheme_name) {
     if (*scheme_name == "first") {
       options.scheme = PrependScheme::kFirst;
@@ -27,7 +27,8 @@ absl::StatusOr<MetaspaceOptions> ParseMetaspaceOptions(simdjson::dom::element js
       return at.Child("prepend_scheme").Error(fmt::format("unknown scheme \"{}\"", *scheme_name));
     }
   } else {
-    SY_ASSIGN_OR_RETURN(bool add_prefix_space, BoolOr(json, "add_prefix_space", true, at));
+    SY_ASSIGN_OR_RETURN(bool add_prefix_space,
+                        base::FieldOr<bool>(json, "add_prefix_space", true, at));
     if (!add_prefix_space)
       options.scheme = PrependScheme::kNever;
   }

@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "simdjson.h"
 
-#include "text/internal/json_fields.h"
+#include "base/json_fields.h"
 
 namespace switchyard::text::internal {
 
@@ -21,6 +21,6 @@ struct MetaspaceOptions {
 // Reads "replacement" and "prepend_scheme" (or, in older files, "add_prefix_space": false
 // means never). An empty replacement or an unknown scheme is an error naming the field.
 absl::StatusOr<MetaspaceOptions> ParseMetaspaceOptions(simdjson::dom::element json,
-                                                       const JsonPath& at);
+                                                       const base::JsonPath& at);
 
 }  // namespace switchyard::text::internal

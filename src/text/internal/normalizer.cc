@@ -141,13 +141,15 @@ std::unique_ptr<Normalizer> MakeSequenceNormalizer(std::vector<std::unique_ptr<N
 }
 
 absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(simdjson::dom::element json,
-                                                            const JsonPath& at) {
-  SY_ASSIGN_OR_RETURN(std::string type, TypeOf(json, at));
+                                                            const base::JsonPath& at) {
+  SY_ASSIGN_OR_RETURN(std::string type, base::RequiredField<std::string>(json, "type", at));
   if (type == "Sequence") {
-    SY_ASSIGN_OR_RETURN(auto items, ParseEach<std::unique_ptr<Normalizer>>(
-                                        json, "normalizers", at,
-                                        [](simdjson::dom::element item, const JsonPath& item_at,
-                                           bool) { return ParseNormalizer(item, item_at); }));
+    SY_ASSIGN_OR_RETURN(auto items,
+                        base::ParseEach<std::unique_ptr<Normalizer>>(
+                            json, "normalizers", at,
+                            [](simdjson::dom::element item, const base::JsonPath& item_at, bool) {
+                              return ParseNormalizer(item, item_at);
+                            }));
     return MakeSequenceNormalizer(std::move(items));
   }
   if (type == "NFC")
@@ -161,24 +163,25 @@ absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(simdjson::dom::eleme
   if (type == "Lowercase")
     return std::make_unique<FunctionNormalizer>(&ToLower);
   if (type == "Strip") {
-    SY_ASSIGN_OR_RETURN(bool left, BoolOr(json, "strip_left", true, at));
-    SY_ASSIGN_OR_RETURN(bool right, BoolOr(json, "strip_right", true, at));
+    SY_ASSIGN_OR_RETURN(bool left, base::FieldOr<bool>(json, "strip_left", true, at));
+    SY_ASSIGN_OR_RETURN(bool right, base::FieldOr<bool>(json, "strip_right", true, at));
     return std::make_unique<StripNormalizer>(left, right);
   }
   if (type == "Prepend") {
-    SY_ASSIGN_OR_RETURN(std::string prefix, RequiredString(json, "prepend", at));
+    SY_ASSIGN_OR_RETURN(std::string prefix, base::RequiredField<std::string>(json, "prepend", at));
     return MakePrependNormalizer(std::move(prefix));
   }
   if (type == "Replace") {
-    SY_ASSIGN_OR_RETURN(std::string content, RequiredString(json, "content", at));
-    SY_ASSIGN_OR_RETURN(simdjson::dom::element pattern, RequiredField(json, "pattern", at));
-    JsonPath pattern_at = at.Child("pattern");
+    SY_ASSIGN_OR_RETURN(std::string content, base::RequiredField<std::string>(json, "content", at));
+    SY_ASSIGN_OR_RETURN(simdjson::dom::element pattern, base::RequiredField(json, "pattern", at));
+    base::JsonPath pattern_at = at.Child("pattern");
     SY_ASSIGN_OR_RETURN(std::optional<std::string> literal,
-                        OptionalString(pattern, "String", pattern_at));
+                        base::OptionalField<std::string>(pattern, "String", pattern_at));
     if (literal) {
       return std::make_unique<ReplaceNormalizer>(std::move(*literal), nullptr, std::move(content));
     }
-    SY_ASSIGN_OR_RETURN(std::string regex_text, RequiredString(pattern, "Regex", pattern_at));
+    SY_ASSIGN_OR_RETURN(std::string regex_text,
+                        base::RequiredField<std::string>(pattern, "Regex", pattern_at));
     auto regex = Regex::Compile(regex_text);
     if (!regex.ok())
       return pattern_at.Child("Regex").Error(std::string(regex.status().message()));

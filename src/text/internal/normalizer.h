@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "simdjson.h"
 
-#include "text/internal/json_fields.h"
+#include "base/json_fields.h"
 
 namespace switchyard::text::internal {
 
@@ -23,7 +23,7 @@ class Normalizer {
 // Builds one from its JSON object: Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip,
 // Prepend, Replace (String or Regex pattern).
 absl::StatusOr<std::unique_ptr<Normalizer>> ParseNormalizer(simdjson::dom::element json,
-                                                            const JsonPath& at);
+                                                            const base::JsonPath& at);
 
 // Prepends `prefix` to non-empty text (used by FromVocab for SentencePiece vocabularies).
 std::unique_ptr<Normalizer> MakePrependNormalizer(std::string prefix);

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "simdjson.h"
 
-#include "text/internal/json_fields.h"
+#include "base/json_fields.h"
 
 namespace switchyard::text::internal {
 
@@ -28,6 +28,6 @@ class PostProcessor {
 // Builds one from its JSON object: TemplateProcessing, RobertaProcessing, BertProcessing,
 // ByteLevel (adds nothing) and Sequence of those.
 absl::StatusOr<std::unique_ptr<PostProcessor>> ParsePostProcessor(simdjson::dom::element json,
-                                                                  const JsonPath& at);
+                                                                  const base::JsonPath& at);
 
 }  // namespace switchyard::text::internal

@@ -179,7 +179,7 @@ class CuttingPreTokenizer : public PreTokenizer {
   bool OnlyCuts() const final { return true; }
 };
 
-absl::StatusOr<SplitBehavior> ParseBehavior(std::string_view name, const JsonPath& at) {
+absl::StatusOr<SplitBehavior> ParseBehavior(std::string_view name, const base::JsonPath& at) {
   if (name == "Removed")
     return SplitBehavior::kRemoved;
   if (name == "Isolated")
@@ -388,7 +388,8 @@ bool IsNumberCp(uint32_t cp) {
   return IsNumber(cp);
 }
 
-absl::StatusOr<std::unique_ptr<Regex>> CompileAt(std::string_view pattern, const JsonPath& at) {
+absl::StatusOr<std::unique_ptr<Regex>> CompileAt(std::string_view pattern,
+                                                 const base::JsonPath& at) {
   auto regex = Regex::Compile(pattern);
   if (!regex.ok())
     return at.Error(std::string(regex.status().message()));
@@ -407,39 +408,42 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> MakeByteLevelSplit(std::string_vie
 }
 
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(simdjson::dom::element json,
-                                                                const JsonPath& at,
+                                                                const base::JsonPath& at,
                                                                 bool defer_byte_mapping) {
-  SY_ASSIGN_OR_RETURN(std::string type, TypeOf(json, at));
+  SY_ASSIGN_OR_RETURN(std::string type, base::RequiredField<std::string>(json, "type", at));
   if (type == "Sequence") {
     // Only the last step may defer the byte mapping to the model.
     SY_ASSIGN_OR_RETURN(
-        auto items, ParseEach<std::unique_ptr<PreTokenizer>>(
+        auto items, base::ParseEach<std::unique_ptr<PreTokenizer>>(
                         json, "pretokenizers", at,
-                        [defer_byte_mapping](simdjson::dom::element item, const JsonPath& item_at,
-                                             bool is_last) {
+                        [defer_byte_mapping](simdjson::dom::element item,
+                                             const base::JsonPath& item_at, bool is_last) {
                           return ParsePreTokenizer(item, item_at, defer_byte_mapping && is_last);
                         }));
     return std::make_unique<SequencePreTokenizer>(std::move(items));
   }
   if (type == "Split") {
-    SY_ASSIGN_OR_RETURN(std::string behavior_name, RequiredString(json, "behavior", at));
+    SY_ASSIGN_OR_RETURN(std::string behavior_name,
+                        base::RequiredField<std::string>(json, "behavior", at));
     SY_ASSIGN_OR_RETURN(SplitBehavior behavior, ParseBehavior(behavior_name, at.Child("behavior")));
-    SY_ASSIGN_OR_RETURN(bool invert, BoolOr(json, "invert", false, at));
-    SY_ASSIGN_OR_RETURN(simdjson::dom::element pattern, RequiredField(json, "pattern", at));
-    JsonPath pattern_at = at.Child("pattern");
+    SY_ASSIGN_OR_RETURN(bool invert, base::FieldOr<bool>(json, "invert", false, at));
+    SY_ASSIGN_OR_RETURN(simdjson::dom::element pattern, base::RequiredField(json, "pattern", at));
+    base::JsonPath pattern_at = at.Child("pattern");
     SY_ASSIGN_OR_RETURN(std::optional<std::string> literal,
-                        OptionalString(pattern, "String", pattern_at));
+                        base::OptionalField<std::string>(pattern, "String", pattern_at));
     if (literal) {
       return std::make_unique<SplitPreTokenizer>(std::move(*literal), nullptr, behavior, invert);
     }
-    SY_ASSIGN_OR_RETURN(std::string regex_text, RequiredString(pattern, "Regex", pattern_at));
+    SY_ASSIGN_OR_RETURN(std::string regex_text,
+                        base::RequiredField<std::string>(pattern, "Regex", pattern_at));
     SY_ASSIGN_OR_RETURN(std::unique_ptr<Regex> regex,
                         CompileAt(regex_text, pattern_at.Child("Regex")));
     return std::make_unique<SplitPreTokenizer>(std::string(), std::move(regex), behavior, invert);
   }
   if (type == "ByteLevel") {
-    SY_ASSIGN_OR_RETURN(bool add_prefix_space, BoolOr(json, "add_prefix_space", true, at));
-    SY_ASSIGN_OR_RETURN(bool use_regex, BoolOr(json, "use_regex", true, at));
+    SY_ASSIGN_OR_RETURN(bool add_prefix_space,
+                        base::FieldOr<bool>(json, "add_prefix_space", true, at));
+    SY_ASSIGN_OR_RETURN(bool use_regex, base::FieldOr<bool>(json, "use_regex", true, at));
     std::unique_ptr<Regex> regex;
     if (use_regex) {
       SY_ASSIGN_OR_RETURN(regex, CompileAt(kGpt2Pattern, at));
@@ -449,18 +453,18 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(simdjson::dom::e
   }
   if (type == "Metaspace") {
     SY_ASSIGN_OR_RETURN(MetaspaceOptions options, ParseMetaspaceOptions(json, at));
-    SY_ASSIGN_OR_RETURN(bool split, BoolOr(json, "split", true, at));
+    SY_ASSIGN_OR_RETURN(bool split, base::FieldOr<bool>(json, "split", true, at));
     return std::make_unique<MetaspacePreTokenizer>(std::move(options.replacement), options.scheme,
                                                    split);
   }
   if (type == "Digits") {
-    SY_ASSIGN_OR_RETURN(bool individual, BoolOr(json, "individual_digits", false, at));
+    SY_ASSIGN_OR_RETURN(bool individual, base::FieldOr<bool>(json, "individual_digits", false, at));
     return std::make_unique<CharSplitPreTokenizer>(
         &IsNumberCp, individual ? SplitBehavior::kIsolated : SplitBehavior::kContiguous);
   }
   if (type == "Punctuation") {
     SY_ASSIGN_OR_RETURN(std::optional<std::string> behavior_name,
-                        OptionalString(json, "behavior", at));
+                        base::OptionalField<std::string>(json, "behavior", at));
     SplitBehavior behavior = SplitBehavior::kIsolated;
     if (behavior_name) {
       SY_ASSIGN_OR_RETURN(behavior, ParseBehavior(*behavior_name, at.Child("behavior")));
@@ -484,7 +488,8 @@ absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(simdjson::dom::e
     return std::make_unique<SequencePreTokenizer>(std::move(items));
   }
   if (type == "CharDelimiterSplit") {
-    SY_ASSIGN_OR_RETURN(std::string delimiter, RequiredString(json, "delimiter", at));
+    SY_ASSIGN_OR_RETURN(std::string delimiter,
+                        base::RequiredField<std::string>(json, "delimiter", at));
     size_t pos = 0;
     if (delimiter.empty() || (NextCodePoint(delimiter, &pos), pos != delimiter.size())) {
       return at.Child("delimiter").Error("expected a single character");

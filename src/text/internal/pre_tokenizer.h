@@ -12,8 +12,8 @@
 #include "absl/status/statusor.h"
 #include "simdjson.h"
 
+#include "base/json_fields.h"
 #include "text/internal/byte_ranges.h"
-#include "text/internal/json_fields.h"
 
 namespace switchyard::text::internal {
 
@@ -51,7 +51,7 @@ class PreTokenizer {
 // and DefersByteMapping() is true: the model maps bytes itself, which lets it cache by raw
 // word.
 absl::StatusOr<std::unique_ptr<PreTokenizer>> ParsePreTokenizer(simdjson::dom::element json,
-                                                                const JsonPath& at,
+                                                                const base::JsonPath& at,
                                                                 bool defer_byte_mapping);
 
 // Byte-level splitting by `pattern` (Isolated) with the byte mapping deferred to the model;

@@ -25,7 +25,7 @@ TEST(KvEventsConfigTest, UnknownLayoutNamesTheChoices) {
   auto options = ParseKvEventsConfig(R"({"enable_kv_cache_events": true, "event_layout": "x"})");
   ASSERT_FALSE(options.ok());
   EXPECT_EQ(options.status().message(),
-            R"(--kv-events-config: "event_layout" must be "array", "map" or "map_batch")");
+            R"(--kv-events-config: event_layout: expected "array", "map" or "map_batch")");
 }
 
 }  // namespace

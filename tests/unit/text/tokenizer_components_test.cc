@@ -21,7 +21,7 @@ using ::testing::ElementsAre;
 std::vector<std::string> PreTokenize(const std::string& json, const std::string& text) {
   auto doc = base::JsonDocument::Parse(json, "test");
   EXPECT_TRUE(doc.ok()) << doc.status();
-  auto pre = ParsePreTokenizer((*doc)->root(), JsonPath{"test", "pre"}, false);
+  auto pre = ParsePreTokenizer((*doc)->root(), base::JsonPath{"test", "pre"}, false);
   EXPECT_TRUE(pre.ok()) << pre.status();
   if (!pre.ok())
     return {};
@@ -116,7 +116,7 @@ TEST(PreTokenizerTest, CutGivesTheWordsOfApply) {
   for (const std::string& json : cutting) {
     auto doc = base::JsonDocument::Parse(json, "test");
     ASSERT_TRUE(doc.ok()) << doc.status();
-    auto pre = ParsePreTokenizer((*doc)->root(), JsonPath{"test", "pre"}, true);
+    auto pre = ParsePreTokenizer((*doc)->root(), base::JsonPath{"test", "pre"}, true);
     ASSERT_TRUE(pre.ok()) << pre.status();
     ASSERT_TRUE((*pre)->OnlyCuts()) << json;
     for (const std::string& text : texts) {
@@ -146,21 +146,21 @@ TEST(PreTokenizerTest, TextChangingStepsDoNotOnlyCut) {
        }) {
     auto doc = base::JsonDocument::Parse(json, "test");
     ASSERT_TRUE(doc.ok()) << doc.status();
-    auto pre = ParsePreTokenizer((*doc)->root(), JsonPath{"test", "pre"}, true);
+    auto pre = ParsePreTokenizer((*doc)->root(), base::JsonPath{"test", "pre"}, true);
     ASSERT_TRUE(pre.ok()) << pre.status();
     EXPECT_FALSE((*pre)->OnlyCuts()) << json;
   }
   // Without the deferral a ByteLevel step maps bytes to characters.
   auto doc = base::JsonDocument::Parse(
       R"({"type": "ByteLevel", "add_prefix_space": false, "use_regex": true})", "test");
-  auto pre = ParsePreTokenizer((*doc)->root(), JsonPath{"test", "pre"}, false);
+  auto pre = ParsePreTokenizer((*doc)->root(), base::JsonPath{"test", "pre"}, false);
   ASSERT_TRUE(pre.ok()) << pre.status();
   EXPECT_FALSE((*pre)->OnlyCuts());
 }
 
 std::string Normalize(const std::string& json, const std::string& text) {
   auto doc = base::JsonDocument::Parse(json, "test");
-  auto n = ParseNormalizer((*doc)->root(), JsonPath{"test", "normalizer"});
+  auto n = ParseNormalizer((*doc)->root(), base::JsonPath{"test", "normalizer"});
   EXPECT_TRUE(n.ok()) << n.status();
   return n.ok() ? (*n)->Normalize(text) : "";
 }
@@ -186,7 +186,7 @@ TEST(NormalizerTest, Basics) {
 
 std::string DecodeWith(const std::string& json, std::vector<std::string> tokens) {
   auto doc = base::JsonDocument::Parse(json, "test");
-  auto d = ParseDecoder((*doc)->root(), JsonPath{"test", "decoder"});
+  auto d = ParseDecoder((*doc)->root(), base::JsonPath{"test", "decoder"});
   EXPECT_TRUE(d.ok()) << d.status();
   if (!d.ok())
     return "";
