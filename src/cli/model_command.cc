@@ -3,10 +3,11 @@
 // the dtypes of each tensor group, tokenizer, chat template), after full validation of the
 // files, and the memory the engine needs for it at a context length: the weights plus one
 // sequence's KV cache, sized as the engine sizes its pool, at its defaults.
+#include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,10 @@
 #include "simdjson.h"
 
 #include "base/json.h"
+#include "base/json_fields.h"
+#include "base/status_macros.h"
 #include "model/model_files.h"
+#include "model/model_text.h"
 #include "runtime/dtype.h"
 
 namespace switchyard::cli {
@@ -66,57 +70,53 @@ std::string HumanBytes(uint64_t n) {
 
 // Reads the tokenizer kind and size from tokenizer.json without building a tokenizer:
 // model.type and the size of model.vocab plus added tokens not already in it.
-void DescribeHfTokenizer(const model::ModelFiles& files, TokenizerInfo* info) {
-  if (!files.tokenizer_json_path().empty()) {
-    info->source = files.tokenizer_json_path();
-    auto doc = base::JsonDocument::ParseFile(files.tokenizer_json_path());
-    if (doc.ok()) {
-      std::string_view type;
-      if (!(*doc)->root()["model"]["type"].get_string().get(type)) {
-        info->kind = std::string(type);
-      }
-      simdjson::dom::element vocab;
-      if (!(*doc)->root()["model"]["vocab"].get(vocab)) {
-        int64_t size = 0;
-        int64_t max_id = -1;
-        if (vocab.is_object()) {
-          // Bind the object first: a range-for over value_unsafe() of a temporary result
-          // would iterate a dangling reference.
-          const simdjson::dom::object entries = vocab.get_object().value_unsafe();
-          for (auto [token, id] : entries) {
-            ++size;
-            int64_t v = 0;
-            if (!id.get_int64().get(v) && v > max_id) {
-              max_id = v;
-            }
-          }
-        } else if (vocab.is_array()) {
-          size = static_cast<int64_t>(vocab.get_array().value_unsafe().size());
-          max_id = size - 1;
-        }
-        simdjson::dom::array added;
-        if (!(*doc)->root()["added_tokens"].get_array().get(added)) {
-          for (simdjson::dom::element token : added) {
-            int64_t id = 0;
-            if (!token["id"].get_int64().get(id) && id > max_id) {
-              max_id = id;
-            }
-          }
-        }
-        info->vocab_size = std::max(size, max_id + 1);
-      }
+absl::Status DescribeHfTokenizer(const model::ModelFiles& files, TokenizerInfo* info) {
+  const std::string& path = files.tokenizer_json_path();
+  if (path.empty())
+    return absl::OkStatus();
+  info->source = path;
+  SY_ASSIGN_OR_RETURN(std::unique_ptr<base::JsonDocument> doc, base::JsonDocument::ParseFile(path));
+  const base::JsonPath at(path);
+  SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> model,
+                      base::OptionalField(doc->root(), "model", at));
+  if (!model)
+    return absl::OkStatus();
+  const base::JsonPath model_at = at.Child("model");
+  SY_ASSIGN_OR_RETURN(info->kind, base::FieldOr<std::string>(*model, "type", "", model_at));
+  SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::element> vocab,
+                      base::OptionalField(*model, "vocab", model_at));
+  if (!vocab)
+    return absl::OkStatus();
+  const base::JsonPath vocab_at = model_at.Child("vocab");
+  int64_t size = 0;
+  int64_t max_id = -1;
+  simdjson::dom::object entries;
+  simdjson::dom::array list;
+  if (vocab->get_object().get(entries) == simdjson::SUCCESS) {
+    for (auto [token, id] : entries) {  // token -> id
+      ++size;
+      SY_ASSIGN_OR_RETURN(const int64_t v, base::FieldAs<int64_t>(id, token, vocab_at));
+      max_id = std::max(max_id, v);
+    }
+  } else if (vocab->get_array().get(list) == simdjson::SUCCESS) {  // [token, score] by id
+    size = static_cast<int64_t>(list.size());
+    max_id = size - 1;
+  } else {
+    return vocab_at.Error("expected an object or an array");
+  }
+  SY_ASSIGN_OR_RETURN(std::optional<simdjson::dom::array> added,
+                      base::OptionalField<simdjson::dom::array>(doc->root(), "added_tokens", at));
+  if (added) {
+    const base::JsonPath added_at = at.Child("added_tokens");
+    size_t i = 0;
+    for (simdjson::dom::element token : *added) {
+      SY_ASSIGN_OR_RETURN(const int64_t id,
+                          base::RequiredField<int64_t>(token, "id", added_at.Index(i++)));
+      max_id = std::max(max_id, id);
     }
   }
-  const std::filesystem::path dir(files.path());
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(dir / "chat_template.jinja", ec)) {
-    info->chat_template = true;
-  } else if (!files.tokenizer_config_path().empty()) {
-    auto doc = base::JsonDocument::ParseFile(files.tokenizer_config_path());
-    simdjson::dom::element tmpl;
-    info->chat_template = doc.ok() && !(*doc)->root()["chat_template"].get(tmpl) &&
-                          (tmpl.is_string() || tmpl.is_array());
-  }
+  info->vocab_size = std::max(size, max_id + 1);
+  return absl::OkStatus();
 }
 
 void DescribeGgufTokenizer(const model::GgufFile& gguf, TokenizerInfo* info) {
@@ -127,7 +127,21 @@ void DescribeGgufTokenizer(const model::GgufFile& gguf, TokenizerInfo* info) {
   if (const model::GgufValue* tokens = gguf.Find("tokenizer.ggml.tokens"); tokens != nullptr) {
     info->vocab_size = static_cast<int64_t>(tokens->count);
   }
-  info->chat_template = gguf.GetString("tokenizer.chat_template").ok();
+}
+
+// The tokenizer, and whether there is a chat template, found as the engine finds it.
+absl::StatusOr<TokenizerInfo> DescribeText(const model::ModelFiles& files) {
+  TokenizerInfo info;
+  if (files.gguf() != nullptr) {
+    DescribeGgufTokenizer(*files.gguf(), &info);
+  } else {
+    SY_RETURN_IF_ERROR(DescribeHfTokenizer(files, &info));
+  }
+  const absl::StatusOr<text::ModelChatTemplate> tmpl = model::FindModelChatTemplate(files);
+  if (!tmpl.ok() && !absl::IsNotFound(tmpl.status()))
+    return tmpl.status();
+  info.chat_template = tmpl.ok();
+  return info;
 }
 
 // One line per metadata value; long strings and arrays are summarised.
@@ -364,12 +378,9 @@ absl::Status RunInspect(const InspectOptions& opts) {
   auto files = model::ModelFiles::Open(opts.path);
   if (!files.ok())
     return InputError(files.status());
-  TokenizerInfo tok;
-  if ((*files)->gguf() != nullptr) {
-    DescribeGgufTokenizer(*(*files)->gguf(), &tok);
-  } else {
-    DescribeHfTokenizer(**files, &tok);
-  }
+  const absl::StatusOr<TokenizerInfo> tok = DescribeText(**files);
+  if (!tok.ok())
+    return InputError(tok.status());
   std::map<std::string, std::pair<int64_t, uint64_t>> dtypes;
   for (const model::TensorView& t : (*files)->tensors()) {
     auto& stats = dtypes[std::string(model::DTypeName(t.dtype))];
@@ -381,9 +392,9 @@ absl::Status RunInspect(const InspectOptions& opts) {
     return memory.status();
   const std::vector<TensorGroup> groups = GroupTensors((*files)->tensors());
   if (opts.json) {
-    PrintJson(**files, tok, dtypes, groups, *memory);
+    PrintJson(**files, *tok, dtypes, groups, *memory);
   } else {
-    PrintText(**files, tok, dtypes, groups, *memory, opts.list_tensors);
+    PrintText(**files, *tok, dtypes, groups, *memory, opts.list_tensors);
   }
   return absl::OkStatus();
 }

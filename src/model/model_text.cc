@@ -20,16 +20,23 @@ absl::StatusOr<std::unique_ptr<text::Tokenizer>> LoadModelTokenizer(const ModelF
 
 absl::StatusOr<text::ModelChatTemplate> LoadModelChatTemplate(const ModelFiles& files,
                                                               const text::Tokenizer& tokenizer) {
+  SY_ASSIGN_OR_RETURN(text::ModelChatTemplate tmpl, FindModelChatTemplate(files));
+  if (files.gguf() == nullptr)
+    return tmpl;
+  if (tokenizer.bos_id().has_value())
+    tmpl.bos_token = std::string(tokenizer.IdToToken(*tokenizer.bos_id()));
+  if (tokenizer.eos_id().has_value())
+    tmpl.eos_token = std::string(tokenizer.IdToToken(*tokenizer.eos_id()));
+  return tmpl;
+}
+
+absl::StatusOr<text::ModelChatTemplate> FindModelChatTemplate(const ModelFiles& files) {
   if (files.gguf() == nullptr)
     return text::LoadModelChatTemplate(files.path());
   text::ModelChatTemplate tmpl;
   SY_ASSIGN_OR_RETURN(std::string_view source, files.gguf()->GetString("tokenizer.chat_template"));
   tmpl.source = std::string(source);
   tmpl.origin = files.path();
-  if (tokenizer.bos_id().has_value())
-    tmpl.bos_token = std::string(tokenizer.IdToToken(*tokenizer.bos_id()));
-  if (tokenizer.eos_id().has_value())
-    tmpl.eos_token = std::string(tokenizer.IdToToken(*tokenizer.eos_id()));
   return tmpl;
 }
 

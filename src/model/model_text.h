@@ -1,8 +1,8 @@
 // The text side of a model checkpoint: its tokenizer and its chat template, from an HF
-// directory (tokenizer.json, chat_template.jinja / tokenizer_config.json) or from a GGUF
-// file's tokenizer.* metadata. Shared by `switchyard generate` and the engine, so both read a
-// checkpoint's text setup the same way. (The router reads HF directories only, with text/'s
-// loaders: router/ may not use model/, which links runtime/.)
+// directory (tokenizer.json, chat_template.jinja / chat_template.json / tokenizer_config.json)
+// or from a GGUF file's tokenizer.* metadata. Shared by `switchyard generate`, `model inspect`
+// and the engine, so all read a checkpoint's text setup the same way. (The router reads HF
+// directories only, with text/'s loaders: router/ may not use model/, which links runtime/.)
 #pragma once
 
 #include <memory>
@@ -22,5 +22,9 @@ absl::StatusOr<std::unique_ptr<text::Tokenizer>> LoadModelTokenizer(const ModelF
 // EOS taken from `tokenizer`. NotFound when the checkpoint has none.
 absl::StatusOr<text::ModelChatTemplate> LoadModelChatTemplate(const ModelFiles& files,
                                                               const text::Tokenizer& tokenizer);
+
+// The same template from the same file, for a caller without a tokenizer (`model inspect`):
+// a GGUF file's BOS and EOS tokens, which come from its vocabulary, are left empty.
+absl::StatusOr<text::ModelChatTemplate> FindModelChatTemplate(const ModelFiles& files);
 
 }  // namespace switchyard::model

@@ -432,3 +432,51 @@ def test_max_model_len_beyond_the_context_is_refused(switchyard):
     proc = switchyard("model", "inspect", MODELS_DIR / "tiny-llama3", "--max-model-len", "4096",
                       check=False)
     assert proc.returncode == 2 and b"--max-model-len (4096)" in proc.stderr
+
+
+def copy_without_template(source, target):
+    """`source`'s HF files in `target`, with tokenizer_config.json's chat_template taken out;
+    returns that template."""
+    target.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (target / name).symlink_to(source / name)
+    tokenizer_config = json.loads((source / "tokenizer_config.json").read_text())
+    template = tokenizer_config.pop("chat_template")
+    (target / "tokenizer_config.json").write_text(json.dumps(tokenizer_config))
+    return template
+
+
+def engine_chat_status(directory):
+    import requests
+    from engine_server import EngineServer
+    with EngineServer(model=directory) as engine:
+        return requests.post(f"{engine.url}/v1/chat/completions", timeout=60, json={
+            "model": engine.name, "max_tokens": 1,
+            "messages": [{"role": "user", "content": "hi"}]}).status_code
+
+
+def test_chat_template_is_found_where_the_engine_finds_it(switchyard, tmp_path):
+    """A template only in chat_template.json (transformers' own file for it) is present, as
+    the engine, which serves chat with it, finds it; with no template anywhere both agree
+    that there is none."""
+    only_json = tmp_path / "only-json"
+    template = copy_without_template(MODELS_DIR / "tiny-llama3", only_json)
+    (only_json / "chat_template.json").write_text(json.dumps({"chat_template": template}))
+    assert inspect_json(switchyard, only_json)["chat_template"] is True
+    assert b"chat template: present" in switchyard("model", "inspect", only_json).stdout
+    assert engine_chat_status(only_json) == 200
+
+    none = tmp_path / "none"
+    copy_without_template(MODELS_DIR / "tiny-llama3", none)
+    assert inspect_json(switchyard, none)["chat_template"] is False
+    assert engine_chat_status(none) == 400
+
+
+def test_unreadable_chat_template_file_is_an_error(switchyard, tmp_path):
+    """The engine refuses to start on a chat_template.json it cannot read; inspect says why."""
+    directory = tmp_path / "bad-template"
+    copy_without_template(MODELS_DIR / "tiny-llama3", directory)
+    (directory / "chat_template.json").write_text(json.dumps({"chat_template": 7}))
+    proc = switchyard("model", "inspect", directory, check=False)
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "chat_template.json" in err and "must be a string" in err, err
