@@ -3,9 +3,6 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 
-#include "base/file.h"
-#include "base/status_macros.h"
-
 namespace switchyard::base {
 
 absl::StatusOr<YAML::Node> ParseYaml(std::string_view text, std::string_view source) {
@@ -14,11 +11,6 @@ absl::StatusOr<YAML::Node> ParseYaml(std::string_view text, std::string_view sou
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(fmt::format("{}: invalid YAML: {}", source, e.what()));
   }
-}
-
-absl::StatusOr<YAML::Node> LoadYamlFile(const std::string& path) {
-  SY_ASSIGN_OR_RETURN(const std::string text, ReadFile(path));
-  return ParseYaml(text, path);
 }
 
 }  // namespace switchyard::base

@@ -14,9 +14,6 @@ namespace switchyard::base {
 // Parses YAML text. `source` names the origin in error messages (a path or "<string>").
 absl::StatusOr<YAML::Node> ParseYaml(std::string_view text, std::string_view source);
 
-// Reads and parses a YAML file.
-absl::StatusOr<YAML::Node> LoadYamlFile(const std::string& path);
-
 // Reads a scalar field of `node` as T. A missing field yields `fallback`; a field of the
 // wrong type is an InvalidArgument naming `field`.
 template <typename T>

@@ -90,20 +90,6 @@ bool IsValidUtf8(std::string_view s) {
   return true;
 }
 
-size_t CompleteUtf8Prefix(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const Utf8Decoded d = DecodeUtf8(s.substr(i));
-    // An invalid sequence cut short by the end of the buffer may still complete.
-    const unsigned char lead = static_cast<unsigned char>(s[i]);
-    if (!d.valid && i + d.length >= s.size() && lead >= 0xC2 && lead <= 0xF4) {
-      return i;
-    }
-    i += d.length;
-  }
-  return s.size();
-}
-
 std::string SanitizeUtf8(std::string_view s) {
   std::string out;
   out.reserve(s.size());

@@ -27,11 +27,6 @@ void AppendUtf8(uint32_t code_point, std::string* out);
 // True when all of `s` is valid UTF-8.
 bool IsValidUtf8(std::string_view s);
 
-// Length of the longest prefix of `s` that ends on a complete code point boundary, treating
-// a trailing incomplete-but-so-far-valid sequence as not yet complete. Used by streaming
-// detokenizers so that they never emit a split character.
-size_t CompleteUtf8Prefix(std::string_view s);
-
 // Replaces each maximal invalid subsequence with U+FFFD.
 std::string SanitizeUtf8(std::string_view s);
 

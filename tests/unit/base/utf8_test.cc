@@ -41,13 +41,6 @@ TEST(Utf8Test, MaximalSubpartLengths) {
             "b");
 }
 
-TEST(Utf8Test, CompletePrefixHoldsBackSplitCharacter) {
-  EXPECT_EQ(CompleteUtf8Prefix("ab\xE2\x82"), 2u);
-  EXPECT_EQ(CompleteUtf8Prefix("ab\xE2\x82\xAC"), 5u);
-  // An invalid byte is final: it can never complete, so it is not held back.
-  EXPECT_EQ(CompleteUtf8Prefix("ab\xFF"), 3u);
-}
-
 TEST(Utf8Test, EncodeRoundTrips) {
   for (uint32_t cp : {0x24u, 0xA2u, 0x939u, 0x20ACu, 0xD55Cu, 0x10348u, 0x10FFFFu}) {
     std::string s;
