@@ -90,9 +90,6 @@ int64_t DTypeBlockElems(DType dtype) {
 int64_t DTypeBlockBytes(DType dtype) {
   return Info(dtype).block_bytes;
 }
-bool IsQuantized(DType dtype) {
-  return Info(dtype).block_elems > 1;
-}
 
 std::optional<DType> DTypeFromSafetensorsName(std::string_view name) {
   for (const DTypeInfo& info : kInfos) {

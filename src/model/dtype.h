@@ -66,7 +66,6 @@ std::string_view DTypeName(DType dtype);
 // Number of elements per block (1 for plain types) and bytes per block.
 int64_t DTypeBlockElems(DType dtype);
 int64_t DTypeBlockBytes(DType dtype);
-bool IsQuantized(DType dtype);
 
 // Safetensors "dtype" strings; nullopt for unknown names.
 std::optional<DType> DTypeFromSafetensorsName(std::string_view name);

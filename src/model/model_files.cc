@@ -67,13 +67,12 @@ absl::StatusOr<std::unique_ptr<ModelFiles>> ModelFiles::Open(const std::string& 
 
 absl::Status ModelFiles::OpenDirectory() {
   const std::filesystem::path dir(path_);
-  config_json_path_ = IfExists(dir / "config.json");
-  if (config_json_path_.empty()) {
+  const std::string config_json = IfExists(dir / "config.json");
+  if (config_json.empty()) {
     return absl::NotFoundError(fmt::format("{}: no config.json in the model directory", path_));
   }
-  SY_ASSIGN_OR_RETURN(config_, LoadModelConfig(config_json_path_));
+  SY_ASSIGN_OR_RETURN(config_, LoadModelConfig(config_json));
   tokenizer_json_path_ = IfExists(dir / "tokenizer.json");
-  tokenizer_config_path_ = IfExists(dir / "tokenizer_config.json");
   generation_config_path_ = IfExists(dir / "generation_config.json");
 
   const std::string index = IfExists(dir / "model.safetensors.index.json");
@@ -90,7 +89,7 @@ absl::Status ModelFiles::OpenDirectory() {
   }
   const TensorView* embedding = checkpoint_->Find("model.embed_tokens.weight");
   const std::string source = embedding == nullptr ? path_ : index.empty() ? single : index;
-  return CheckEmbedding(config_, embedding, source, config_json_path_);
+  return CheckEmbedding(config_, embedding, source, config_json);
 }
 
 absl::Status ModelFiles::OpenGguf() {

@@ -43,9 +43,7 @@ class ModelFiles {
   // Null unless format() is kGguf.
   const GgufFile* gguf() const { return gguf_.get(); }
   // Paths of the HF side files; empty when absent (always empty for GGUF).
-  const std::string& config_json_path() const { return config_json_path_; }
   const std::string& tokenizer_json_path() const { return tokenizer_json_path_; }
-  const std::string& tokenizer_config_path() const { return tokenizer_config_path_; }
   const std::string& generation_config_path() const { return generation_config_path_; }
 
  private:
@@ -58,9 +56,7 @@ class ModelFiles {
   ModelConfig config_;
   std::unique_ptr<SafetensorsCheckpoint> checkpoint_;
   std::unique_ptr<GgufFile> gguf_;
-  std::string config_json_path_;
   std::string tokenizer_json_path_;
-  std::string tokenizer_config_path_;
   std::string generation_config_path_;
 };
 
