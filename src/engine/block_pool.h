@@ -67,7 +67,6 @@ class BlockPool {
   // some block is still referenced.
   bool ResetPrefixCache();
 
-  bool caching_enabled() const { return enable_caching_; }
   int32_t ref_count(BlockId block) const { return blocks_[block].ref_count; }
   // The block's hash while it is cached, else nullptr.
   const BlockHash* hash(BlockId block) const {

@@ -115,7 +115,6 @@ class EngineCore {
   void Stop();
 
   EngineSnapshot snapshot() const;
-  const RunnerLimits& runner_limits() const { return runner_->limits(); }
   const EngineCoreOptions& options() const { return options_; }
 
  private:
