@@ -48,8 +48,6 @@ class Grammar {
   int32_t root_start() const { return rule_start_[root_rule_]; }
   int32_t num_states() const { return static_cast<int32_t>(final_.size()); }
   int32_t num_rules() const { return static_cast<int32_t>(rule_start_.size()); }
-  // Whether the empty string is a sentence (only the root rule may accept it).
-  bool root_accepts_empty() const { return final_[rule_start_[root_rule_]] != 0; }
 
  private:
   friend class GrammarBuilder;
