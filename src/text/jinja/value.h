@@ -124,9 +124,6 @@ class Value {
   const List& as_list() const { return *std::get<std::shared_ptr<const List>>(data_); }
   const Dict& as_dict() const { return *std::get<std::shared_ptr<const Dict>>(data_); }
   Namespace& as_namespace() const { return *std::get<std::shared_ptr<Namespace>>(data_); }
-  const std::shared_ptr<Namespace>& namespace_ptr() const {
-    return std::get<std::shared_ptr<Namespace>>(data_);
-  }
   const Callable& as_callable() const { return *std::get<std::shared_ptr<const Callable>>(data_); }
   LoopState& as_loop() const { return *std::get<std::shared_ptr<LoopState>>(data_); }
   const std::string& undefined_hint() const { return std::get<Undefined>(data_).hint; }
