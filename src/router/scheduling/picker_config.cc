@@ -263,13 +263,6 @@ const std::map<std::string, Factory>& Registry() {
 
 }  // namespace
 
-std::vector<std::string> PluginSet::KnownTypes() {
-  std::vector<std::string> out;
-  for (const auto& [type, factory] : Registry())
-    out.push_back(type);
-  return out;
-}
-
 void PluginSet::SetEndpointKvCache(const std::string& endpoint, int64_t num_blocks,
                                    int32_t block_size) const {
   const bool known = num_blocks > 0 && block_size > 0;

@@ -46,9 +46,6 @@ class PluginSet {
   static absl::StatusOr<std::unique_ptr<PluginSet>> FromYaml(std::string_view yaml,
                                                              std::string_view source,
                                                              const PluginSetOptions& options = {});
-  // The plugin types this build knows.
-  static std::vector<std::string> KnownTypes();
-
   const SchedulingProfile* profile(const std::string& name) const;
   // The index the engines' KV events feed (KvEventIndexer), when a prefix-cache-scorer runs
   // in precise mode; null otherwise.
