@@ -264,12 +264,6 @@ absl::Status FieldReader::StringPresent(std::string_view key, std::string* out) 
   return absl::OkStatus();
 }
 
-absl::Status FieldReader::RawPresent(std::string_view key, std::string* out) {
-  if (std::optional<element> value = Find(key))
-    *out = RawJson(*value);
-  return absl::OkStatus();
-}
-
 absl::Status FieldReader::StringOrListPresent(std::string_view key, size_t max_items,
                                               std::vector<std::string>* out) {
   std::optional<element> value = Find(key);

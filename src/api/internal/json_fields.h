@@ -96,10 +96,6 @@ class FieldReader {
   absl::Status String(std::string_view key, std::string* out) {
     return Absent(key) ? absl::OkStatus() : StringPresent(key, out);
   }
-  // Any JSON value kept as minified text (empty when absent).
-  absl::Status Raw(std::string_view key, std::string* out) {
-    return Absent(key) ? absl::OkStatus() : RawPresent(key, out);
-  }
   // A string or an array of strings, at most `max_items`.
   absl::Status StringOrList(std::string_view key, size_t max_items, std::vector<std::string>* out) {
     return Absent(key) ? absl::OkStatus() : StringOrListPresent(key, max_items, out);
@@ -147,7 +143,6 @@ class FieldReader {
                           std::optional<int64_t>* out);
   absl::Status DoublePresent(std::string_view key, std::optional<double>* out);
   absl::Status StringPresent(std::string_view key, std::string* out);
-  absl::Status RawPresent(std::string_view key, std::string* out);
   absl::Status StringOrListPresent(std::string_view key, size_t max_items,
                                    std::vector<std::string>* out);
   absl::Status TokenIdsPresent(std::string_view key, size_t max_items, std::vector<int32_t>* out);
