@@ -81,14 +81,6 @@ absl::StatusOr<LatencyParams> ParseLatencyParams(std::string_view spec) {
   return params;
 }
 
-std::string FormatLatencyParams(const LatencyParams& params) {
-  std::string out;
-  for (const Field& f : kFields) {
-    out += fmt::format("{}{}={}", out.empty() ? "" : ",", f.key, params.*f.member);
-  }
-  return out;
-}
-
 StepShape ShapeOf(std::span<const runtime::AttentionSequence> sequences, int64_t window) {
   StepShape shape;
   for (const runtime::AttentionSequence& s : sequences) {

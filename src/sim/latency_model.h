@@ -71,9 +71,6 @@ struct LatencyParams {
 // the bad item (unknown or repeated key, bad number).
 absl::StatusOr<LatencyParams> ParseLatencyParams(std::string_view spec);
 
-// The flag string that parses back to `params`, for logs.
-std::string FormatLatencyParams(const LatencyParams& params);
-
 // What the model charges for: see the file comment for the decode/prefill rule.
 struct StepShape {
   int64_t prefill_tokens = 0;

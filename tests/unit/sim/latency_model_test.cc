@@ -127,15 +127,5 @@ TEST(LatencyModelTest, ParseRejectsBadItems) {
       << "the error lists the known keys: " << unknown.status();
 }
 
-TEST(LatencyModelTest, FormatParsesBack) {
-  const LatencyParams p = Params(2.25, 0.125, 3, 1e-3);
-  auto back = ParseLatencyParams(FormatLatencyParams(p));
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->overhead_ms, p.overhead_ms);
-  EXPECT_EQ(back->prefill_us_per_token, p.prefill_us_per_token);
-  EXPECT_EQ(back->decode_ms_per_seq, p.decode_ms_per_seq);
-  EXPECT_EQ(back->attention_us_per_context_token, p.attention_us_per_context_token);
-}
-
 }  // namespace
 }  // namespace switchyard::sim
