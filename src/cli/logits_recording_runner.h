@@ -23,9 +23,6 @@ class LogitsRecordingRunner final : public engine::ModelRunner {
 
   const engine::RunnerLimits& limits() const override { return inner_->limits(); }
   absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) override;
-  absl::Status CopyBlocks(std::span<const engine::BlockCopy> copies) override {
-    return inner_->CopyBlocks(copies);
-  }
   std::string backend_name() const override { return inner_->backend_name(); }
 
   // The recorded rows, vocab_size floats each, in step order.

@@ -310,38 +310,6 @@ void KvCacheManager::ReleaseBlocks(Sequence& seq) {
   seq.num_tokens = 0;
 }
 
-absl::StatusOr<std::optional<BlockCopy>> KvCacheManager::Fork(SeqId parent_id, SeqId child_id) {
-  auto parent_it = seqs_.find(parent_id);
-  if (parent_it == seqs_.end()) {
-    return absl::NotFoundError(fmt::format("KV cache: unknown sequence {}", parent_id));
-  }
-  if (seqs_.contains(child_id)) {
-    return absl::AlreadyExistsError(fmt::format("KV cache: sequence {} already exists", child_id));
-  }
-  const bool partial_tail = parent_it->second.num_tokens % block_size_ != 0;
-  if (partial_tail && pool_.num_free_blocks() == 0) {
-    return absl::ResourceExhaustedError(
-        fmt::format("KV cache: no free block to fork sequence {}", parent_id));
-  }
-  ++epoch_;
-  // try_emplace may rehash, so the parent is looked up again afterwards.
-  Sequence& child = seqs_[child_id];
-  const Sequence& parent = seqs_.at(parent_id);
-  child = parent;
-  std::optional<BlockCopy> copy;
-  std::span<const BlockId> shared =
-      std::span(parent.blocks).subspan(static_cast<size_t>(parent.num_null_blocks));
-  if (partial_tail)
-    shared = shared.first(shared.size() - 1);
-  pool_.Touch(shared);
-  if (partial_tail) {
-    child.blocks.pop_back();
-    pool_.Allocate(1, &child.blocks);
-    copy = BlockCopy{parent.blocks.back(), child.blocks.back()};
-  }
-  return copy;
-}
-
 absl::Status KvCacheManager::ResetPrefixCache() {
   if (!pool_.ResetPrefixCache()) {
     return absl::FailedPreconditionError(

@@ -88,12 +88,6 @@ struct AllocationPlan {
   uint64_t epoch = 0;
 };
 
-// A partially filled block a forked sequence must copy before writing to its own copy.
-struct BlockCopy {
-  BlockId src = 0;
-  BlockId dst = 0;
-};
-
 class KvCacheManager {
  public:
   static absl::StatusOr<std::unique_ptr<KvCacheManager>> Create(const KvCacheOptions& options);
@@ -139,13 +133,6 @@ class KvCacheManager {
   // Releases the blocks as Free does but keeps the sequence (and its computed hashes) for
   // rescheduling from GetComputedBlocks; vLLM's recompute preemption.
   absl::Status Preempt(SeqId seq);
-
-  // Makes `child` share `parent`'s blocks (n > 1 sampling). Full blocks are shared by
-  // reference (null entries stay null); a partially filled last block is given a fresh block
-  // in the child, and the caller must copy its KV (the returned BlockCopy) before the
-  // child's next step.
-  // ResourceExhausted, changing nothing, when that fresh block is not available.
-  absl::StatusOr<std::optional<BlockCopy>> Fork(SeqId parent, SeqId child);
 
   // Forgets every cached hash. FailedPrecondition while any block is referenced.
   absl::Status ResetPrefixCache();

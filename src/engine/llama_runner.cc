@@ -56,23 +56,6 @@ absl::Status LlamaRunner::Execute(const model::ForwardBatch& batch, std::span<fl
   return model_->Forward(batch, *kv_, logits);
 }
 
-absl::Status LlamaRunner::CopyBlocks(std::span<const BlockCopy> copies) {
-  const model::KvCacheShape& shape = kv_->shape();
-  for (const BlockCopy& copy : copies) {
-    if (copy.src < 0 || copy.dst < 0 || copy.src >= shape.num_blocks ||
-        copy.dst >= shape.num_blocks) {
-      return absl::InvalidArgumentError(
-          fmt::format("block copy {} -> {} outside the cache", copy.src, copy.dst));
-    }
-    for (int64_t layer = 0; layer < shape.num_layers; ++layer) {
-      for (const runtime::Tensor* pool : {&kv_->k_pool(layer), &kv_->v_pool(layer)}) {
-        SY_RETURN_IF_ERROR(backend_->Copy(pool->Slice(copy.src, 1), pool->Slice(copy.dst, 1)));
-      }
-    }
-  }
-  return absl::OkStatus();
-}
-
 std::string LlamaRunner::backend_name() const {
   return std::string(backend_->name());
 }

@@ -42,7 +42,6 @@ class LlamaRunner final : public ModelRunner {
 
   const RunnerLimits& limits() const override { return limits_; }
   absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) override;
-  absl::Status CopyBlocks(std::span<const BlockCopy> copies) override;
   std::string backend_name() const override;
 
   const model::ModelConfig& config() const { return model_->config(); }

@@ -16,7 +16,6 @@
 
 #include "absl/status/status.h"
 
-#include "engine/kv_cache_manager.h"
 #include "model/forward_batch.h"
 #include "model/model_config.h"
 
@@ -63,9 +62,6 @@ class ModelRunner {
   // logits.size() == logit rows * vocab_size, block ids < num_kv_blocks.
   // Errors are the runner's (a device failure, a malformed batch: a bug in the caller).
   virtual absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) = 0;
-
-  // Copies whole KV blocks (all layers), src to dst, before the next Execute reads dst.
-  virtual absl::Status CopyBlocks(std::span<const BlockCopy> copies) = 0;
 
   // Short name for logs and /version ("cpu", "sim").
   virtual std::string backend_name() const = 0;

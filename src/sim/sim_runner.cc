@@ -167,15 +167,4 @@ absl::Status SimRunner::Execute(const model::ForwardBatch& batch, std::span<floa
   return absl::OkStatus();
 }
 
-absl::Status SimRunner::CopyBlocks(std::span<const engine::BlockCopy> copies) {
-  for (const engine::BlockCopy& copy : copies) {
-    if (copy.src < 0 || copy.dst < 0 || copy.src >= limits_.num_kv_blocks ||
-        copy.dst >= limits_.num_kv_blocks) {
-      return Invalid(fmt::format("block copy {} -> {} outside the {} blocks", copy.src, copy.dst,
-                                 limits_.num_kv_blocks));
-    }
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace switchyard::sim

@@ -66,7 +66,6 @@ class SimRunner final : public engine::ModelRunner {
   absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) override;
 
   // Checks the ids; there is no KV to copy.
-  absl::Status CopyBlocks(std::span<const engine::BlockCopy> copies) override;
 
   std::string backend_name() const override { return "sim"; }
 

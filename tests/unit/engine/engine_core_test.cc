@@ -63,7 +63,6 @@ class FakeRunner final : public ModelRunner {
     tokens_computed_->fetch_add(static_cast<int64_t>(batch.tokens.size()));
     return absl::OkStatus();
   }
-  absl::Status CopyBlocks(std::span<const BlockCopy>) override { return absl::OkStatus(); }
   std::string backend_name() const override { return "fake"; }
 
   struct Gate {

@@ -47,7 +47,6 @@ class FavourARunner final : public ModelRunner {
       logits[i * kVocab] = 10.0f;  // 'a'
     return absl::OkStatus();
   }
-  absl::Status CopyBlocks(std::span<const BlockCopy>) override { return absl::OkStatus(); }
   std::string backend_name() const override { return "favour-a"; }
 
  private:

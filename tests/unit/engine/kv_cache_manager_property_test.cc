@@ -53,15 +53,13 @@ class Harness {
       case 0:
       case 1:
       case 2:
+      case 6:
         AddNew();
         break;
       case 3:
       case 4:
       case 5:
         Advance(PickSeq());
-        break;
-      case 6:
-        ForkOne();
         break;
       case 7:
         if (auto seq = PickSeq()) {
@@ -155,27 +153,6 @@ class Harness {
         continue;
       ASSERT_EQ(*h, ReferenceHash(seq, tokens_[seq], static_cast<int32_t>(i)));
       last_hash_[table[i]] = *h;
-    }
-  }
-
-  void ForkOne() {
-    auto parent = PickSeq();
-    if (!parent)
-      return;
-    const SeqId child = next_id_++;
-    auto copy = m_->Fork(*parent, child);
-    if (!copy.ok()) {
-      ASSERT_EQ(copy.status().code(), absl::StatusCode::kResourceExhausted);
-      ASSERT_FALSE(m_->HasSequence(child));
-      return;
-    }
-    tokens_[child] = tokens_[*parent];
-    extras_[child] = extras_[*parent];
-    const bool partial = m_->num_tokens(*parent) % config_.block_size != 0;
-    ASSERT_EQ(copy->has_value(), partial);
-    if (partial) {
-      ASSERT_EQ((*copy)->src, m_->block_table(*parent).back());
-      ASSERT_EQ((*copy)->dst, m_->block_table(child).back());
     }
   }
 

@@ -167,40 +167,6 @@ TEST(KvCacheManagerTest, DecodeCachesBlocksAsTheyFillWithChainedEvents) {
   EXPECT_EQ(Admit(*m, 2, tokens), 8);
 }
 
-TEST(KvCacheManagerTest, ForkSharesFullBlocksAndCopiesPartialTail) {
-  auto m = MakeKvCacheManager(8, 4);
-  const auto prompt = Iota(10);
-  Admit(*m, 1, prompt);
-  auto copy = m->Fork(1, 2);
-  ASSERT_TRUE(copy.ok()) << copy.status();
-  ASSERT_TRUE(copy->has_value());
-  const auto parent = m->block_table(1);
-  const auto child = m->block_table(2);
-  ASSERT_EQ(child.size(), 3u);
-  EXPECT_EQ(child[0], parent[0]);
-  EXPECT_EQ(child[1], parent[1]);
-  EXPECT_NE(child[2], parent[2]);
-  EXPECT_EQ((*copy)->src, parent[2]);
-  EXPECT_EQ((*copy)->dst, child[2]);
-  EXPECT_EQ(m->pool().ref_count(parent[0]), 2);
-  EXPECT_EQ(m->pool().ref_count(parent[2]), 1);
-  EXPECT_EQ(m->num_tokens(2), 10);
-
-  Admit(*m, 3, Iota(8));
-  auto aligned = m->Fork(3, 4);
-  ASSERT_TRUE(aligned.ok());
-  EXPECT_FALSE(aligned->has_value());
-  EXPECT_EQ(m->Fork(1, 2).status().code(), absl::StatusCode::kAlreadyExists);
-}
-
-TEST(KvCacheManagerTest, ForkFailsWithoutChangesWhenNoBlockForTail) {
-  auto m = MakeKvCacheManager(3, 4);
-  Admit(*m, 1, Iota(10));
-  EXPECT_EQ(m->Fork(1, 2).status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_FALSE(m->HasSequence(2));
-  EXPECT_EQ(m->pool().ref_count(m->block_table(1)[0]), 1);
-}
-
 TEST(KvCacheManagerTest, ResetPrefixCacheOnlyWhenIdle) {
   auto m = MakeKvCacheManager(8, 4);
   Admit(*m, 1, Iota(9));

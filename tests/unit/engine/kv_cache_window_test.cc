@@ -243,41 +243,6 @@ TEST(KvCacheWindowTest, ProbeAgreesWithGetComputedBlocks) {
   EXPECT_EQ(probe.num_tokens, hit->num_tokens);
 }
 
-TEST(KvCacheWindowTest, ForkSharesTheWindowAndKeepsNulls) {
-  auto m = MakeKvCacheManager(16, 4, 6);
-  std::vector<int32_t> tokens = Iota(18);
-  Admit(*m, 1, tokens);
-  // Position 18 sees 13..18: blocks 0-2 are gone, 3 and the partial 4 are held.
-  const std::vector<BlockId> parent = Table(*m, 1);
-  ASSERT_EQ(NumNull(*m, 1), 3);
-  auto copy = m->Fork(1, 2);
-  ASSERT_TRUE(copy.ok()) << copy.status();
-  ASSERT_TRUE(copy->has_value());
-  const std::vector<BlockId> child = Table(*m, 2);
-  ASSERT_EQ(child.size(), 5u);
-  EXPECT_EQ(std::vector<BlockId>(child.begin(), child.begin() + 4),
-            std::vector<BlockId>(parent.begin(), parent.begin() + 4));
-  EXPECT_EQ((*copy)->src, parent[4]);
-  EXPECT_EQ((*copy)->dst, child[4]);
-  EXPECT_EQ(m->pool().ref_count(parent[3]), 2);
-  EXPECT_EQ(m->pool().num_free_blocks(), 13);
-
-  ASSERT_TRUE(m->Free(1).ok());
-  EXPECT_EQ(m->pool().ref_count(parent[3]), 1);
-  EXPECT_EQ(m->pool().num_free_blocks(), 14);
-  // The child moves on alone: at 21 tokens (next sees 16..21) block 3 leaves its window and
-  // the pool.
-  for (int32_t t = 18; t < 22; ++t) {
-    tokens.push_back(t);
-    ASSERT_TRUE(Step(*m, 2, tokens, 1));
-  }
-  EXPECT_EQ(NumNull(*m, 2), 4);
-  EXPECT_EQ(m->pool().ref_count(parent[3]), 0);
-  EXPECT_EQ(m->pool().num_free_blocks(), 14);
-  ASSERT_TRUE(m->Free(2).ok());
-  EXPECT_EQ(m->pool().num_free_blocks(), 16);
-}
-
 TEST(KvCacheWindowTest, PreemptedSequenceRecomputesFromItsWindowHit) {
   auto m = MakeKvCacheManager(8, 4, 6);
   std::vector<int32_t> tokens = Iota(10);

@@ -10,6 +10,8 @@
 
 #include "gtest/gtest.h"
 
+#include "engine/block_pool.h"
+
 namespace switchyard::sim {
 namespace {
 
@@ -274,17 +276,6 @@ TEST_F(SimRunnerTest, RejectsBatchesTheRealRunnerCouldNotRun) {
     absl::Status status = runner->Execute(batch.View(), logits);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << c.name << ": " << status;
     EXPECT_TRUE(waits_.empty()) << c.name << ": a rejected step is not charged";
-  }
-}
-
-TEST_F(SimRunnerTest, CopyBlocksChecksIds) {
-  auto runner = MakeRunner();
-  const engine::BlockCopy ok[] = {{0, 1}, {kNumBlocks - 1, 3}};
-  EXPECT_TRUE(runner->CopyBlocks(ok).ok());
-  EXPECT_TRUE(runner->CopyBlocks({}).ok());
-  for (const engine::BlockCopy& bad :
-       {engine::BlockCopy{-1, 0}, engine::BlockCopy{0, kNumBlocks}}) {
-    EXPECT_EQ(runner->CopyBlocks(std::span(&bad, 1)).code(), absl::StatusCode::kInvalidArgument);
   }
 }
 
