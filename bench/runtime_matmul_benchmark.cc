@@ -233,14 +233,31 @@ void BM_Memcpy(benchmark::State& state) {
 BENCHMARK(BM_Memcpy)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // {k, m} of the projections of Llama-3.2-1B (hidden 2048, kv 512, ffn 8192; lm_head rows
-// cut to 32768 of 128256) and SmolLM2-135M (hidden 576, kv 192, ffn 1536).
-void ModelShapes(benchmark::internal::Benchmark* b) {
-  b->Args({2048, 2048})->Args({2048, 512})->Args({2048, 8192})->Args({8192, 2048});
-  b->Args({576, 576})->Args({576, 192})->Args({576, 1536})->Args({1536, 576});
+// cut to 32768 of 128256) and SmolLM2-135M (hidden 576, kv 192, ffn 1536), those whose k
+// is a multiple of `k_multiple`.
+void AddModelShapes(benchmark::internal::Benchmark* b, int64_t k_multiple) {
+  constexpr int64_t kShapes[][2] = {{2048, 2048}, {2048, 512}, {2048, 8192}, {8192, 2048},
+                                    {576, 576},   {576, 192},  {576, 1536},  {1536, 576}};
+  for (const auto& [k, m] : kShapes) {
+    if (k % k_multiple == 0)
+      b->Args({k, m});
+  }
   b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+void ModelShapes(benchmark::internal::Benchmark* b) {
+  AddModelShapes(b, 1);
+}
+// K-quant rows are whole 256-weight blocks, so SmolLM2's k = 576 has no K-quant form
+// (llama.cpp stores those tensors in another type).
+void KQuantShapes(benchmark::internal::Benchmark* b) {
+  AddModelShapes(b, DTypeBlockElems(DType::kQ4_K));
 }
 void GemvShapes(benchmark::internal::Benchmark* b) {
   ModelShapes(b);
+  b->Args({2048, 32768});
+}
+void KQuantGemvShapes(benchmark::internal::Benchmark* b) {
+  KQuantShapes(b);
   b->Args({2048, 32768});
 }
 
@@ -274,8 +291,8 @@ void BM_Gemv_Q6_K(benchmark::State& s) {
 BENCHMARK(BM_Gemv_F32)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_Q4_0)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_Q4_1)->Apply(GemvShapes);
-BENCHMARK(BM_Gemv_Q4_K)->Apply(GemvShapes);
-BENCHMARK(BM_Gemv_Q6_K)->Apply(GemvShapes);
+BENCHMARK(BM_Gemv_Q4_K)->Apply(KQuantGemvShapes);
+BENCHMARK(BM_Gemv_Q6_K)->Apply(KQuantGemvShapes);
 BENCHMARK(BM_Gemv_BF16)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_BF16_F32Act)->Apply(GemvShapes);
 BENCHMARK(BM_Gemv_F16)->Apply(GemvShapes);
@@ -304,8 +321,8 @@ void BM_Gemm512_Q6_K(benchmark::State& s) {
 }
 BENCHMARK(BM_Gemm512_F32)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_Q4_1)->Apply(ModelShapes);
-BENCHMARK(BM_Gemm512_Q4_K)->Apply(ModelShapes);
-BENCHMARK(BM_Gemm512_Q6_K)->Apply(ModelShapes);
+BENCHMARK(BM_Gemm512_Q4_K)->Apply(KQuantShapes);
+BENCHMARK(BM_Gemm512_Q6_K)->Apply(KQuantShapes);
 BENCHMARK(BM_Gemm512_BF16)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_BF16_F32Act)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_Q8_0)->Apply(ModelShapes);
