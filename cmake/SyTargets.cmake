@@ -1,6 +1,7 @@
 # Target helpers in the spirit of Abseil's absl_cc_library: one library per src/ folder,
 # named sy_<lib> with alias sy::<lib>; one gtest binary per library; fuzz targets that are
-# libFuzzer binaries under clang (SY_LIBFUZZER) and corpus-replay tests otherwise.
+# libFuzzer binaries under clang (SY_LIBFUZZER) and corpus-replay tests otherwise; benchmark
+# binaries that ctest smoke-runs once.
 
 # Warnings for our own code only; third-party headers come in as SYSTEM.
 add_library(sy_warnings INTERFACE)
@@ -63,9 +64,21 @@ function(sy_cc_fuzz)
   set_tests_properties(fuzz_replay.${SY_NAME} PROPERTIES LABELS "fuzz")
 endfunction()
 
-# sy_cc_benchmark(NAME text_tokenizer SRC x_benchmark.cc DEPS sy::text)
+# sy_cc_benchmark(NAME text_tokenizer SRC x_benchmark.cc DEPS sy::text [SMOKE_FILTER regex])
+# -> binary sy_bench_<NAME>, and a ctest bench_smoke.<NAME> (label bench) that runs each of
+# its benchmarks for one iteration, or only those SMOKE_FILTER matches (Google Benchmark's
+# --benchmark_filter) where running every size would take minutes under the sanitizers.
 function(sy_cc_benchmark)
-  cmake_parse_arguments(SY "" "NAME;SRC" "DEPS" ${ARGN})
-  add_executable(sy_bench_${SY_NAME} ${SY_SRC})
-  target_link_libraries(sy_bench_${SY_NAME} PRIVATE ${SY_DEPS} benchmark::benchmark sy::warnings)
+  cmake_parse_arguments(SY "" "NAME;SRC;SMOKE_FILTER" "DEPS" ${ARGN})
+  set(target sy_bench_${SY_NAME})
+  add_executable(${target} ${SY_SRC})
+  target_link_libraries(${target} PRIVATE ${SY_DEPS} benchmark::benchmark sy::warnings)
+  if(SY_BUILD_TESTS)
+    set(args --benchmark_min_time=0)
+    if(SY_SMOKE_FILTER)
+      list(APPEND args --benchmark_filter=${SY_SMOKE_FILTER})
+    endif()
+    add_test(NAME bench_smoke.${SY_NAME} COMMAND ${target} ${args})
+    set_tests_properties(bench_smoke.${SY_NAME} PROPERTIES LABELS "bench")
+  endif()
 endfunction()
