@@ -22,10 +22,14 @@ function(sy_cc_library)
   target_link_libraries(sy_${SY_NAME} PUBLIC ${SY_PUBLIC_DEPS} PRIVATE ${SY_PRIVATE_DEPS} sy::warnings)
 endfunction()
 
-# sy_cc_test(LIB base DEPS extra) -> binary sy_<lib>_tests from tests/unit/<lib>/*_test.cc,
-# label unit unless LABELS says otherwise.
+# sy_cc_test(LIB base DEPS extra [LABEL concurrency]) -> binary sy_<lib>_tests from
+# tests/unit/<lib>/*_test.cc, its tests labelled LABEL (default unit). One label only:
+# gtest_discover_tests writes a list of labels out as separate arguments. A binary labelled
+# concurrency (its tests start threads: the tsan preset runs those) is also a dependency of
+# sy_concurrency_tests, which tests/CMakeLists.txt defines first, so that the tsan preset
+# builds only those.
 function(sy_cc_test)
-  cmake_parse_arguments(SY "" "LIB" "DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(SY "" "LIB;LABEL" "DEPS" ${ARGN})
   set(name sy_${SY_LIB}_tests)
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/unit/${SY_LIB}/*.cc)
   add_executable(${name} ${srcs})
@@ -33,11 +37,14 @@ function(sy_cc_test)
                         GTest::gtest_main sy::warnings)
   target_compile_definitions(${name} PRIVATE
     SY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  if(NOT SY_LABELS)
-    set(SY_LABELS unit)
+  if(NOT SY_LABEL)
+    set(SY_LABEL unit)
   endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST
-    PROPERTIES LABELS "${SY_LABELS}" ENVIRONMENT "SY_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+    PROPERTIES LABELS "${SY_LABEL}" ENVIRONMENT "SY_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
+  if(SY_LABEL STREQUAL "concurrency")
+    add_dependencies(sy_concurrency_tests ${name})
+  endif()
 endfunction()
 
 # sy_cc_fuzz(NAME tokenizer_json SRC x_fuzz.cc DEPS sy::text)
