@@ -1,30 +1,39 @@
 #!/usr/bin/env bash
 # Sets up the machine (scripts/setup.sh: what running needs, with the real model;
 # scripts/setup_test.sh: what only the tests need) and runs every test CI runs, in this order:
-# format check, unit tests and fuzz-corpus replays under ASan+UBSan (the `asan` workflow),
-# then the Python end-to-end tests against the ASan build of the `switchyard` binary (and,
-# for the long parity runs on the real model, the release build: SWITCHYARD_OPTIMIZED_BIN).
+# format check; the `asan` workflow (clang 14 with -Wthread-safety as an error, ASan+UBSan:
+# unit tests, fuzz-corpus replays, one run of each benchmark); the `tsan` workflow (only the
+# test binaries whose tests start threads, under TSan); then the Python end-to-end tests
+# against the ASan build of the `switchyard` binary (and, for the long parity runs on the
+# real model, the release build: SWITCHYARD_OPTIMIZED_BIN). Each stage's line says how long
+# the script has run so far.
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
+stage() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+
 bash scripts/setup.sh
 bash scripts/setup_test.sh
 
-echo "== format check (clang-format-14)"
+stage "format check (clang-format-14)"
 bash scripts/check_format.sh
 
-echo "== configure, build and unit-test under ASan+UBSan"
+stage "configure, build and test under ASan+UBSan with clang's thread-safety analysis"
 cmake --workflow --preset asan
 
-echo "== build the release switchyard (the real-model parity runs: ~10x faster than ASan)"
+stage "build and run the threaded test binaries under TSan"
+cmake --workflow --preset tsan
+
+stage "build the release switchyard (the real-model parity runs: ~10x faster than ASan)"
 cmake --preset release >/dev/null
 cmake --build --preset release --target switchyard
 
-echo "== end-to-end tests"
+stage "end-to-end tests"
 export SWITCHYARD_BIN="$root/build/asan/src/cli/switchyard"
 export SWITCHYARD_OPTIMIZED_BIN="$root/build/release/src/cli/switchyard"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 .venv/bin/python -m pytest -q tests/e2e "$@"
+stage "done"
