@@ -48,14 +48,14 @@ function(sy_cc_test)
 endfunction()
 
 # sy_cc_fuzz(NAME tokenizer_json SRC x_fuzz.cc DEPS sy::text)
-# The source defines LLVMFuzzerTestOneInput. Under SY_LIBFUZZER it links with libFuzzer;
-# otherwise it links a replay main() and runs over tests/fuzz/<NAME>_corpus as a ctest.
+# The source defines LLVMFuzzerTestOneInput. Under SY_LIBFUZZER it links with libFuzzer
+# (everything is compiled with its coverage instrumentation: see CMakeLists.txt); otherwise
+# it links a replay main(). Either way ctest replays tests/fuzz/<NAME>_corpus once.
 function(sy_cc_fuzz)
   cmake_parse_arguments(SY "" "NAME;SRC" "DEPS" ${ARGN})
   set(target sy_fuzz_${SY_NAME})
   if(SY_LIBFUZZER)
     add_executable(${target} ${SY_SRC})
-    target_compile_options(${target} PRIVATE -fsanitize=fuzzer)
     target_link_options(${target} PRIVATE -fsanitize=fuzzer)
   else()
     add_executable(${target} ${SY_SRC} ${PROJECT_SOURCE_DIR}/tests/fuzz/replay_main.cc)
