@@ -80,6 +80,10 @@ absl::Status MethodNotAllowed(std::string message) {
 
 absl::Status TransportError(int http_status, std::string message) {
   switch (http_status) {
+    case 404:
+      return absl::NotFoundError(std::move(message));
+    case 405:
+      return MethodNotAllowed(std::move(message));
     case 408:
       return WithHttpStatus(absl::DeadlineExceededError(std::move(message)), 408);
     case 413:
@@ -89,6 +93,10 @@ absl::Status TransportError(int http_status, std::string message) {
     default:
       return absl::InvalidArgumentError(std::move(message));
   }
+}
+
+std::pair<std::string, std::string> TransportErrorBody(int http_status, std::string_view message) {
+  return {"application/json", ErrorBody(TransportError(http_status, std::string(message)))};
 }
 
 absl::Status ModelNotFound(std::string_view model_name) {

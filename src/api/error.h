@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/status.h"
 
@@ -35,9 +36,12 @@ absl::Status WithHttpStatus(absl::Status status, int http_status);
 absl::Status PayloadTooLarge(std::string message);
 absl::Status HeadersTooLarge(std::string message);
 absl::Status MethodNotAllowed(std::string message);
-// The status of an error the HTTP server decided before any route ran: 408 (timeout), 413,
-// 431; anything else is a 400.
+// The status of an error the HTTP layer decided before any handler ran: 404 and 405 (no
+// route), 408 (timeout), 413, 431; anything else is a 400.
 absl::Status TransportError(int http_status, std::string message);
+// TransportError's ("application/json", ErrorBody): what net::HttpServerOptions::error_body
+// and net::RouteTable take.
+std::pair<std::string, std::string> TransportErrorBody(int http_status, std::string_view message);
 absl::Status ModelNotFound(std::string_view model_name);
 
 // REQUIRES: !status.ok(). Unknown codes map to 500 InternalServerError.

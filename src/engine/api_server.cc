@@ -1,10 +1,10 @@
 #include "engine/api_server.h"
 
-#include <array>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
-#include "fmt/format.h"
 #include <openssl/crypto.h>
 
 #include "api/error.h"
@@ -19,36 +19,41 @@ namespace {
 using RouteFn = void (*)(const ServingContext&, const net::HttpRequest&,
                          std::shared_ptr<net::HttpResponder>);
 
-struct Route {
-  std::string_view method;
-  std::string_view path;
-  RouteFn fn;
-  bool dev_only = false;  // served only in development mode
-};
+net::RouteTable::Route Route(std::string method, std::string path, const ServingContext* ctx,
+                             RouteFn fn) {
+  return {std::move(method), std::move(path),
+          [ctx, fn](net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder) {
+            fn(*ctx, request, std::move(responder));
+          }};
+}
 
-constexpr std::array<Route, 10> kRoutes = {{
-    {"POST", "/v1/completions", &HandleCompletion},
-    {"POST", "/v1/chat/completions", &HandleChatCompletion},
-    {"GET", "/v1/models", &HandleModels},
-    {"POST", "/tokenize", &HandleTokenize},
-    {"POST", "/detokenize", &HandleDetokenize},
-    {"GET", "/health", &HandleHealth},
-    {"GET", "/version", &HandleVersion},
-    {"GET", "/metrics", &HandleMetrics},
-    {"GET", "/ping", &HandleHealth},
-    {"POST", "/reset_prefix_cache", &HandleResetPrefixCache, true},
-}};
+std::vector<net::RouteTable::Route> Routes(const ServingContext* ctx, bool dev_mode) {
+  std::vector<net::RouteTable::Route> routes = {
+      Route("POST", "/v1/completions", ctx, &HandleCompletion),
+      Route("POST", "/v1/chat/completions", ctx, &HandleChatCompletion),
+      Route("GET", "/v1/models", ctx, &HandleModels),
+      Route("POST", "/tokenize", ctx, &HandleTokenize),
+      Route("POST", "/detokenize", ctx, &HandleDetokenize),
+      Route("GET", "/health", ctx, &HandleHealth),
+      Route("GET", "/version", ctx, &HandleVersion),
+      Route("GET", "/metrics", ctx, &HandleMetrics),
+      Route("GET", "/ping", ctx, &HandleHealth),
+  };
+  if (dev_mode)
+    routes.push_back(Route("POST", "/reset_prefix_cache", ctx, &HandleResetPrefixCache));
+  return routes;
+}
 
 }  // namespace
+
+ApiServer::ApiServer(const ApiServerOptions& options, const ServingContext* ctx)
+    : options_(options), routes_(Routes(ctx, options.dev_mode), &api::TransportErrorBody) {}
 
 absl::StatusOr<std::unique_ptr<ApiServer>> ApiServer::Start(const ApiServerOptions& options,
                                                             const ServingContext* ctx) {
   std::unique_ptr<ApiServer> server(new ApiServer(options, ctx));
   net::HttpServerOptions http = options.http;
-  http.error_body = [](int status, std::string_view message) {
-    return std::make_pair(std::string("application/json"),
-                          api::ErrorBody(api::TransportError(status, std::string(message))));
-  };
+  http.error_body = &api::TransportErrorBody;
   ApiServer* self = server.get();
   SY_ASSIGN_OR_RETURN(server->http_,
                       net::HttpServer::Start(http, [self](net::HttpRequest request,
@@ -84,23 +89,7 @@ void ApiServer::Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResp
     SendError(*responder, absl::UnauthenticatedError("Unauthorized"));
     return;
   }
-  const Route* path_match = nullptr;
-  for (const Route& route : kRoutes) {
-    if (route.path != request.path || (route.dev_only && !options_.dev_mode))
-      continue;
-    path_match = &route;
-    if (route.method != request.method)
-      continue;
-    route.fn(*ctx_, request, std::move(responder));
-    return;
-  }
-  if (path_match != nullptr) {
-    SendError(*responder, api::MethodNotAllowed(fmt::format(
-                              "Method {} is not allowed on {}; use {}.",
-                              request.method.substr(0, 16), path_match->path, path_match->method)));
-    return;
-  }
-  SendError(*responder, absl::NotFoundError("Not Found"));
+  routes_.Dispatch(request, std::move(responder));
 }
 
 }  // namespace switchyard::engine

@@ -12,8 +12,8 @@
 // API), whether or not it is a route. /health, /ping, /version, /metrics, /tokenize,
 // /detokenize and the development routes stay open, as in vLLM, so that routers and
 // Prometheus scrape a keyed engine without the key. Unknown paths get 404 and known paths with
-// another method 405, all with OpenAI-shaped error bodies, as are the transport errors the
-// HTTP server decides (400, 408, 413, 431).
+// another method 405 with Allow (net::RouteTable), all with OpenAI-shaped error bodies, as are
+// the transport errors the HTTP server decides (400, 408, 413, 431).
 //
 // Threads: routes run on the HTTP loops; see HttpServer. Borrows the serving context.
 #pragma once
@@ -25,6 +25,7 @@
 
 #include "engine/serving_context.h"
 #include "net/http_server.h"
+#include "net/route_table.h"
 
 namespace switchyard::engine {
 
@@ -44,15 +45,14 @@ class ApiServer {
   void Stop() { http_->Stop(); }
 
  private:
-  ApiServer(const ApiServerOptions& options, const ServingContext* ctx)
-      : options_(options), ctx_(ctx) {}
+  ApiServer(const ApiServerOptions& options, const ServingContext* ctx);
   void Dispatch(net::HttpRequest request, std::shared_ptr<net::HttpResponder> responder);
   // The request's path is one the API key protects.
   static bool Guarded(const net::HttpRequest& request);
   bool Authorized(const net::HttpRequest& request) const;
 
   const ApiServerOptions options_;
-  const ServingContext* ctx_;
+  const net::RouteTable routes_;
   std::unique_ptr<net::HttpServer> http_;
 };
 

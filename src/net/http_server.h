@@ -91,6 +91,11 @@ class HttpResponder {
 using HttpHandler =
     std::function<void(HttpRequest&& request, std::shared_ptr<HttpResponder> responder)>;
 
+// The (content_type, body) of an error response the HTTP layer decides, from its status and
+// a message of ours.
+using ErrorBodyFormatter =
+    std::function<std::pair<std::string, std::string>(int http_status, std::string_view message)>;
+
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0 picks a free port; see HttpServer::port().
@@ -106,10 +111,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds body_idle_timeout{30'000};
   std::chrono::milliseconds keep_alive_timeout{60'000};
   std::chrono::milliseconds write_timeout{60'000};
-  // Formats the body of the transport errors above (400, 408, 413, 431). Returns
-  // (content_type, body). Default: {"error": {"message", "type", "code"}} JSON.
-  std::function<std::pair<std::string, std::string>(int http_status, std::string_view message)>
-      error_body;
+  // Formats the body of the transport errors above (400, 408, 413, 431). Default:
+  // {"error": {"message", "type", "code"}} JSON.
+  ErrorBodyFormatter error_body;
   // Value of the Server header; empty omits it.
   std::string server_name = "switchyard";
 };

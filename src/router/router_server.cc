@@ -1,15 +1,12 @@
 #include "router/router_server.h"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <random>
 #include <string_view>
 #include <utility>
 #include <vector>
-
-#include "fmt/format.h"
 
 #include "api/error.h"
 #include "api/response_writer.h"
@@ -19,6 +16,7 @@
 #include "kvx/kv_event_subscriber.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "net/route_table.h"
 #include "router/dns_pool_resolver.h"
 #include "router/endpoint_scraper.h"
 #include "router/endpoint_table.h"
@@ -169,7 +167,8 @@ class RouterServerImpl final : public RouterServer {
   explicit RouterServerImpl(RouterConfig config)
       : config_(std::move(config)),
         table_(std::chrono::milliseconds(config_.staleness_ms), config_.outlier_detection),
-        metrics_(config_.model, PoolNames(config_.pools)) {}
+        metrics_(config_.model, PoolNames(config_.pools)),
+        routes_(Routes(), &api::TransportErrorBody) {}
   ~RouterServerImpl() override { Stop(); }
 
   absl::Status Init();
@@ -187,16 +186,8 @@ class RouterServerImpl final : public RouterServer {
   // not moved whole again on the way (seven strings and the header list a move).
   using Handler = void (RouterServerImpl::*)(net::HttpRequest& request,
                                              std::shared_ptr<net::HttpResponder> responder);
-  struct Route {
-    std::string_view method;
-    std::string_view path;
-    Handler handler;
-  };
-  static const std::array<Route, 6> kRoutes;
-
-  // The route for the request's path and method; 405 with Allow for a known path with another
-  // method, 404 for an unknown path (both with OpenAI error bodies, as the engine answers).
-  void Dispatch(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
+  // The routes, each bound to this server.
+  std::vector<net::RouteTable::Route> Routes();
   void Completion(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder) {
     Generate(request, std::move(responder), false);
   }
@@ -216,6 +207,9 @@ class RouterServerImpl final : public RouterServer {
   const RouterConfig config_;
   EndpointTable table_;
   RouterMetrics metrics_;
+  // 405 with Allow for a known path with another method, 404 for an unknown path (both with
+  // OpenAI error bodies, as the engine answers).
+  const net::RouteTable routes_;
   // Before the loops and clients: calls in flight (whose tickets it counts) and scrape
   // callbacks end before it does.
   internal::Drain drain_;
@@ -234,14 +228,21 @@ class RouterServerImpl final : public RouterServer {
   std::unique_ptr<EndpointScraper> scraper_;
 };
 
-const std::array<RouterServerImpl::Route, 6> RouterServerImpl::kRoutes = {{
-    {"POST", "/v1/completions", &RouterServerImpl::Completion},
-    {"POST", "/v1/chat/completions", &RouterServerImpl::ChatCompletion},
-    {"GET", "/health", &RouterServerImpl::Health},
-    {"GET", "/debug/endpoints", &RouterServerImpl::DebugEndpoints},
-    {"GET", "/v1/models", &RouterServerImpl::Models},
-    {"GET", "/metrics", &RouterServerImpl::Metrics},
-}};
+std::vector<net::RouteTable::Route> RouterServerImpl::Routes() {
+  auto route = [this](std::string method, std::string path, Handler handler) {
+    return net::RouteTable::Route{
+        std::move(method), std::move(path),
+        [this, handler](net::HttpRequest& request, std::shared_ptr<net::HttpResponder> r) {
+          (this->*handler)(request, std::move(r));
+        }};
+  };
+  return {route("POST", "/v1/completions", &RouterServerImpl::Completion),
+          route("POST", "/v1/chat/completions", &RouterServerImpl::ChatCompletion),
+          route("GET", "/health", &RouterServerImpl::Health),
+          route("GET", "/debug/endpoints", &RouterServerImpl::DebugEndpoints),
+          route("GET", "/v1/models", &RouterServerImpl::Models),
+          route("GET", "/metrics", &RouterServerImpl::Metrics)};
+}
 
 absl::Status RouterServerImpl::Init() {
   PluginSetOptions plugin_options;
@@ -294,15 +295,12 @@ absl::Status RouterServerImpl::Init() {
   server_options.max_connections = static_cast<size_t>(config_.max_connections);
   server_options.max_connections_per_client =
       static_cast<size_t>(config_.max_connections_per_client);
-  server_options.error_body = [](int status, std::string_view message) {
-    return std::make_pair(std::string(kJson),
-                          api::ErrorBody(api::TransportError(status, std::string(message))));
-  };
+  server_options.error_body = &api::TransportErrorBody;
   SY_ASSIGN_OR_RETURN(
       server_, net::HttpServer::Start(
                    server_options,
                    [this](net::HttpRequest&& request, std::shared_ptr<net::HttpResponder> r) {
-                     Dispatch(request, std::move(r));
+                     routes_.Dispatch(request, std::move(r));
                    },
                    loops_));
   EndpointScraperOptions scraper_options;
@@ -418,34 +416,6 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
       client_.get(), &metrics_, config_.max_retries, std::move(routing));
   ticket.Attach(call);
   call->Start();
-}
-
-void RouterServerImpl::Dispatch(net::HttpRequest& request,
-                                std::shared_ptr<net::HttpResponder> responder) {
-  const Route* path_match = nullptr;
-  std::string allowed;  // the path's methods, once it is known not to have this one
-  for (const Route& route : kRoutes) {
-    if (route.path != request.path)
-      continue;
-    if (route.method == request.method) {
-      (this->*route.handler)(request, std::move(responder));
-      return;
-    }
-    path_match = &route;
-    if (!allowed.empty())
-      allowed += ", ";
-    allowed += route.method;
-  }
-  if (path_match != nullptr) {
-    const absl::Status status =
-        api::MethodNotAllowed(fmt::format("Method {} is not allowed on {}; use {}.",
-                                          request.method.substr(0, 16), path_match->path, allowed));
-    responder->Send(api::HttpErrorFor(status).http_status, kJson, api::ErrorBody(status),
-                    {{"allow", std::move(allowed)}});
-    return;
-  }
-  const absl::Status status = absl::NotFoundError("Not Found");
-  responder->Send(404, kJson, api::ErrorBody(status));
 }
 
 void RouterServerImpl::Health(net::HttpRequest&, std::shared_ptr<net::HttpResponder> responder) {

@@ -322,11 +322,15 @@ def test_number_fault_messages(engine):
 
 
 def test_wrong_method(engine):
-    for method, path in (("GET", C), ("PUT", CH), ("POST", "/v1/models"), ("DELETE", "/health"),
-                         ("POST", "/metrics")):
+    """405 with the path's methods in Allow, as the router answers."""
+    for method, path, allowed in (("GET", C, "POST"), ("PUT", CH, "POST"),
+                                  ("POST", "/v1/models", "GET"), ("DELETE", "/health", "GET"),
+                                  ("POST", "/metrics", "GET"), ("GET", "/tokenize", "POST")):
         r = requests.request(method, engine.url + path, timeout=10)
         err = check_error(r.status_code, r.content, 405)
         assert "not allowed" in err["message"]
+        assert err["message"] == f"Method {method} is not allowed on {path}; use {allowed}."
+        assert r.headers["allow"] == allowed
     assert_serves(engine)
 
 
@@ -532,6 +536,7 @@ def test_reset_prefix_cache_bad_query(slow_engine):
         check_error(r.status_code, r.content, 400, param)
     r = requests.get(f"{slow_engine.url}/reset_prefix_cache", timeout=10)
     check_error(r.status_code, r.content, 405)
+    assert r.headers["allow"] == "POST"
 
 
 def test_reset_prefix_cache_while_a_request_runs(slow_engine):

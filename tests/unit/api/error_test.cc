@@ -32,6 +32,20 @@ TEST(ErrorTest, TableMapsCodes) {
   EXPECT_EQ(HttpErrorFor(WithHttpStatus(absl::InvalidArgumentError("x"), 418)).http_status, 400);
 }
 
+TEST(ErrorTest, TransportErrorsKeepTheirHttpStatus) {
+  for (int http_status : {404, 405, 408, 413, 431, 400}) {
+    const auto [content_type, body] = TransportErrorBody(http_status, "m");
+    EXPECT_EQ(content_type, "application/json");
+    EXPECT_EQ(body, ErrorBody(TransportError(http_status, "m")));
+    EXPECT_EQ(HttpErrorFor(TransportError(http_status, "m")).http_status, http_status);
+  }
+  EXPECT_EQ(TransportErrorBody(405, "Method GET is not allowed on /x; use POST.").second,
+            R"({"error":{"message":"Method GET is not allowed on /x; use POST.",)"
+            R"("type":"MethodNotAllowedError","param":null,"code":405}})");
+  // Statuses the HTTP layer does not decide are bad requests.
+  EXPECT_EQ(HttpErrorFor(TransportError(418, "m")).http_status, 400);
+}
+
 TEST(ErrorTest, BodyIsValidUtf8AndBounded) {
   const std::string body = ErrorBody(ModelNotFound(std::string(10000, 'a') + "\xff"));
   EXPECT_LT(body.size(), 400u);
