@@ -11,6 +11,7 @@
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/json_fields.h"
 #include "base/status_macros.h"
 #include "model/model_files.h"
 #include "model/model_text.h"
@@ -106,11 +107,8 @@ absl::StatusOr<std::string> RenderChat(const ChatTemplateOptions& opts) {
         if (!field.value.is_null())
           inputs.documents_json = ToJson(field.value);
       } else if (field.key == "add_generation_prompt") {
-        bool flag = false;
-        if (field.value.get(flag) != simdjson::SUCCESS) {
-          return absl::InvalidArgumentError(fmt::format(
-              "{}: field 'add_generation_prompt' must be true or false", opts.messages_path));
-        }
+        SY_ASSIGN_OR_RETURN(bool flag, base::FieldAs<bool>(field.value, field.key,
+                                                           base::JsonPath(opts.messages_path)));
         inputs.add_generation_prompt = flag || opts.add_generation_prompt;
       } else {
         extra.emplace_back(std::string(field.key), ToJson(field.value));

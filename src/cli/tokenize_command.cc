@@ -19,6 +19,7 @@
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/json_fields.h"
 #include "base/status_macros.h"
 #include "model/gguf_tokenizer.h"
 #include "text/tokenizer.h"
@@ -70,50 +71,42 @@ std::string ErrorLine(std::string_view message) {
 }
 
 // An encode request: {"text": s | "text_b64": b64, "add_special_tokens": bool}.
-std::string EncodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::element request) {
+absl::StatusOr<std::string> EncodeRequest(const text::Tokenizer& tokenizer,
+                                          simdjson::dom::element request,
+                                          const base::JsonPath& at) {
   std::string input;
-  std::string_view s;
-  if (request["text_b64"].get_string().get(s) == simdjson::SUCCESS) {
-    if (!absl::Base64Unescape(absl::string_view(s.data(), s.size()), &input)) {
-      return ErrorLine("text_b64 is not valid base64");
-    }
-  } else if (request["text"].get_string().get(s) == simdjson::SUCCESS) {
-    input = std::string(s);
+  SY_ASSIGN_OR_RETURN(std::optional<std::string_view> b64,
+                      base::OptionalField<std::string_view>(request, "text_b64", at));
+  if (b64.has_value()) {
+    if (!absl::Base64Unescape(absl::string_view(b64->data(), b64->size()), &input))
+      return at.Child("text_b64").Error("not valid base64");
   } else {
-    return ErrorLine("missing \"text\" or \"text_b64\"");
+    SY_ASSIGN_OR_RETURN(std::optional<std::string> text,
+                        base::OptionalField<std::string>(request, "text", at));
+    if (!text.has_value())
+      return at.Child("text").Error("missing required field (or text_b64)");
+    input = *std::move(text);
   }
-  bool add_special = true;
-  simdjson::dom::element flag;
-  if (request["add_special_tokens"].get(flag) == simdjson::SUCCESS &&
-      flag.get_bool().get(add_special) != simdjson::SUCCESS) {
-    return ErrorLine("add_special_tokens must be a boolean");
-  }
-  auto ids = tokenizer.Encode(input, add_special);
-  if (!ids.ok())
-    return ErrorLine(std::string(ids.status().message()));
-  return fmt::format("{{\"ids\": {}}}", IdsJson(*ids));
+  SY_ASSIGN_OR_RETURN(bool add_special, base::FieldOr(request, "add_special_tokens", true, at));
+  SY_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tokenizer.Encode(input, add_special));
+  return fmt::format("{{\"ids\": {}}}", IdsJson(ids));
+}
+
+// One of a decode request's ids (a ParseEach parser).
+absl::StatusOr<int32_t> TokenId(simdjson::dom::element value, const base::JsonPath& at, bool) {
+  SY_ASSIGN_OR_RETURN(int64_t id, base::JsonAs<int64_t>(value, at));
+  if (id < INT32_MIN || id > INT32_MAX)
+    return at.Error("out of the int32 range");
+  return static_cast<int32_t>(id);
 }
 
 // A decode request: {"ids": [...], "skip_special_tokens": bool}.
-std::string DecodeRequest(const text::Tokenizer& tokenizer, simdjson::dom::element request) {
-  simdjson::dom::array array;
-  if (request["ids"].get_array().get(array) != simdjson::SUCCESS) {
-    return ErrorLine("missing \"ids\" array");
-  }
-  std::vector<int32_t> ids;
-  for (simdjson::dom::element e : array) {
-    int64_t id = 0;
-    if (e.get_int64().get(id) != simdjson::SUCCESS || id < INT32_MIN || id > INT32_MAX) {
-      return ErrorLine("ids must be integers");
-    }
-    ids.push_back(static_cast<int32_t>(id));
-  }
-  bool skip = false;
-  simdjson::dom::element flag;
-  if (request["skip_special_tokens"].get(flag) == simdjson::SUCCESS &&
-      flag.get_bool().get(skip) != simdjson::SUCCESS) {
-    return ErrorLine("skip_special_tokens must be a boolean");
-  }
+absl::StatusOr<std::string> DecodeRequest(const text::Tokenizer& tokenizer,
+                                          simdjson::dom::element request,
+                                          const base::JsonPath& at) {
+  SY_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+                      base::ParseEach<int32_t>(request, "ids", at, &TokenId));
+  SY_ASSIGN_OR_RETURN(bool skip, base::FieldOr(request, "skip_special_tokens", false, at));
   return fmt::format("{{\"text\": {}}}", base::JsonString(tokenizer.Decode(ids, skip)));
 }
 
@@ -125,10 +118,12 @@ std::string BatchRequest(const text::Tokenizer& tokenizer, simdjson::dom::parser
   if (parser.parse(line).get(request) != simdjson::SUCCESS || !request.is_object()) {
     return ErrorLine("request is not a JSON object");
   }
+  const base::JsonPath at("request");
   simdjson::dom::element ids;
-  if (decode_only || request["ids"].get(ids) == simdjson::SUCCESS)
-    return DecodeRequest(tokenizer, request);
-  return EncodeRequest(tokenizer, request);
+  absl::StatusOr<std::string> reply = decode_only || request["ids"].get(ids) == simdjson::SUCCESS
+                                          ? DecodeRequest(tokenizer, request, at)
+                                          : EncodeRequest(tokenizer, request, at);
+  return reply.ok() ? *std::move(reply) : ErrorLine(std::string(reply.status().message()));
 }
 
 void RunBatch(const text::Tokenizer& tokenizer, bool decode_only) {

@@ -214,3 +214,19 @@ def test_cli_flags(switchyard, tmp_path):
         "tools": [{"type": "function", "function": {"name": "f"}}],
         "add_generation_prompt": True, "enable_thinking": False})
     assert proc.stdout.decode() == expected
+
+
+def test_messages_file_add_generation_prompt(switchyard, tmp_path):
+    """A messages object's add_generation_prompt is a boolean, or an error naming the file
+    and the field."""
+    template_path = TEMPLATES_DIR / "qwen3_style.jinja"
+    inputs = {"messages": [{"role": "user", "content": "hi"}], "add_generation_prompt": True}
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps(inputs))
+    proc = ours(switchyard, template_path, messages)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode() == python_render(template_path.read_text(), inputs)
+    messages.write_text(json.dumps({**inputs, "add_generation_prompt": "yes"}))
+    proc = ours(switchyard, template_path, messages)
+    assert proc.returncode == 1
+    assert f"{messages}: add_generation_prompt: expected a boolean".encode() in proc.stderr

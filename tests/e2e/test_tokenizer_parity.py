@@ -149,3 +149,28 @@ def test_unicode16_category_probes(switchyard, path):
     mismatches = [f"U+{ord(p[1]):04X} {p!r}: hf={want} ours={got}"
                   for p, want, got in zip(probes, expected, replies) if got.get("ids") != want]
     assert not mismatches, _report(mismatches, "Unicode 16 probe")
+
+
+def test_batch_mode_answers_a_bad_request_with_an_error_line(switchyard):
+    """A bad request gets one {"error"} line naming the field, and the batch goes on."""
+    path = MODELS_DIR / "tiny-llama3" / "tokenizer.json"
+    cases = [
+        ({"text": 5}, "request: text: expected a string"),
+        ({"text_b64": "%%%"}, "request: text_b64: not valid base64"),
+        ({}, "request: text: missing required field (or text_b64)"),
+        ({"text": "hi", "add_special_tokens": "yes"},
+         "request: add_special_tokens: expected a boolean"),
+        ({"ids": "1"}, "request: ids: expected an array"),
+        ({"ids": [1, 2.5]}, "request: ids[1]: expected an integer"),
+        ({"ids": [2 ** 31]}, "request: ids[0]: out of the int32 range"),
+        ({"ids": [1], "skip_special_tokens": 0},
+         "request: skip_special_tokens: expected a boolean"),
+    ]
+    requests = [request for request, _ in cases] + [{"text": "hi"}, {"ids": []}]
+    replies = _run_jsonl(switchyard, path, requests)
+    for (request, message), reply in zip(cases, replies):
+        assert reply == {"error": message}, request
+    assert replies[-2]["ids"] and replies[-1] == {"text": ""}
+    # A null flag is an absent one, as transformers reads it.
+    assert _run_jsonl(switchyard, path, [{"text": "hi", "add_special_tokens": None}]) == \
+        [replies[-2]]
