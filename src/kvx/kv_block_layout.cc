@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 
 namespace switchyard::kvx {
 
@@ -11,9 +11,10 @@ absl::StatusOr<KvBlockLayout> KvBlockLayout::ForKvCache(int64_t num_layers, int6
                                                         int64_t kv_heads, int64_t head_dim,
                                                         int64_t dtype_bytes) {
   if (num_layers <= 0 || block_size <= 0 || kv_heads <= 0 || head_dim <= 0 || dtype_bytes <= 0)
-    return absl::InvalidArgumentError(absl::StrCat(
-        "KV block layout: sizes must be positive (layers ", num_layers, ", block ", block_size,
-        ", kv heads ", kv_heads, ", head dim ", head_dim, ", dtype bytes ", dtype_bytes, ")"));
+    return absl::InvalidArgumentError(fmt::format(
+        "KV block layout: sizes must be positive (layers {}, block {}, kv heads {}, head dim {}, "
+        "dtype bytes {})",
+        num_layers, block_size, kv_heads, head_dim, dtype_bytes));
   size_t segment = 1;
   for (int64_t factor : {block_size, kv_heads, head_dim, dtype_bytes}) {
     if (__builtin_mul_overflow(segment, static_cast<size_t>(factor), &segment))

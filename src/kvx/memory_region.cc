@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 
 namespace switchyard::kvx {
 
@@ -12,12 +12,11 @@ absl::StatusOr<MemoryRegion> MemoryRegion::Create(KvBlockLayout layout,
                                                   std::vector<std::span<std::byte>> segment_memory,
                                                   size_t block_stride, int64_t num_blocks) {
   if (segment_memory.size() != layout.num_segments())
-    return absl::InvalidArgumentError(absl::StrCat("memory region: ", segment_memory.size(),
-                                                   " segments for a layout of ",
-                                                   layout.num_segments()));
+    return absl::InvalidArgumentError(fmt::format("memory region: {} segments for a layout of {}",
+                                                  segment_memory.size(), layout.num_segments()));
   if (num_blocks < 1)
     return absl::InvalidArgumentError(
-        absl::StrCat("memory region: ", num_blocks, " blocks (at least 1)"));
+        fmt::format("memory region: {} blocks (at least 1)", num_blocks));
   std::vector<std::byte*> bases;
   bases.reserve(segment_memory.size());
   bool packed = true;
@@ -25,21 +24,21 @@ absl::StatusOr<MemoryRegion> MemoryRegion::Create(KvBlockLayout layout,
     const std::span<std::byte> memory = segment_memory[s];
     const size_t segment_bytes = layout.segment_bytes(s);
     if (block_stride < segment_bytes)
-      return absl::InvalidArgumentError(absl::StrCat("memory region: block stride ", block_stride,
-                                                     " is less than segment ", s, "'s ",
-                                                     segment_bytes, " bytes"));
+      return absl::InvalidArgumentError(
+          fmt::format("memory region: block stride {} is less than segment {}'s {} bytes",
+                      block_stride, s, segment_bytes));
     // The last block's end: (num_blocks - 1) * stride + segment bytes, overflow-checked; the
     // memory's end must not wrap the address space either.
     size_t end = 0;
     if (__builtin_mul_overflow(static_cast<size_t>(num_blocks - 1), block_stride, &end) ||
         __builtin_add_overflow(end, segment_bytes, &end) || end > memory.size())
-      return absl::InvalidArgumentError(absl::StrCat("memory region: segment ", s, "'s ",
-                                                     num_blocks, " blocks end past its ",
-                                                     memory.size(), " bytes"));
+      return absl::InvalidArgumentError(
+          fmt::format("memory region: segment {}'s {} blocks end past its {} bytes", s, num_blocks,
+                      memory.size()));
     uintptr_t last = 0;
     if (__builtin_add_overflow(reinterpret_cast<uintptr_t>(memory.data()), memory.size(), &last))
       return absl::InvalidArgumentError(
-          absl::StrCat("memory region: segment ", s, "'s memory wraps the address space"));
+          fmt::format("memory region: segment {}'s memory wraps the address space", s));
     bases.push_back(memory.data());
     packed = packed && memory.data() == bases[0] + layout.segment_offset(s);
   }
@@ -67,7 +66,7 @@ absl::StatusOr<MemoryRegion> MemoryRegion::ForInterleaved(KvBlockLayout layout,
     const size_t offset = layout.segment_offset(s);
     if (offset > store.size())
       return absl::InvalidArgumentError(
-          absl::StrCat("memory region: a ", store.size(), "-byte store holds no whole block"));
+          fmt::format("memory region: a {}-byte store holds no whole block", store.size()));
     segments.push_back(store.subspan(offset));
   }
   const size_t stride = layout.block_bytes();

@@ -10,15 +10,15 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 
 namespace switchyard::kvx {
 namespace {
 
 constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 
-absl::Status ErrnoError(int err, absl::string_view what) {
-  const std::string message = absl::StrCat(what, ": ", std::strerror(err));
+absl::Status ErrnoError(int err, std::string_view what) {
+  const std::string message = fmt::format("{}: {}", what, std::strerror(err));
   switch (err) {
     case ENOMEM:
     case EMFILE:
@@ -53,9 +53,9 @@ absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Create(size_t bytes,
     return absl::InvalidArgumentError("shared memory: zero bytes");
   UniqueFd fd(::memfd_create(name.c_str(), MFD_CLOEXEC | MFD_ALLOW_SEALING));
   if (!fd.valid())
-    return ErrnoError(errno, absl::StrCat("shared memory: memfd_create \"", name, "\""));
+    return ErrnoError(errno, fmt::format("shared memory: memfd_create \"{}\"", name));
   if (::ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0)
-    return ErrnoError(errno, absl::StrCat("shared memory: sizing to ", bytes, " bytes"));
+    return ErrnoError(errno, fmt::format("shared memory: sizing to {} bytes", bytes));
   if (::fcntl(fd.get(), F_ADD_SEALS, kSizeSeals | F_SEAL_SEAL) != 0)
     return ErrnoError(errno, "shared memory: sealing its size");
   absl::StatusOr<std::byte*> data = MapShared(fd.get(), bytes);
@@ -74,8 +74,8 @@ absl::StatusOr<SharedMemoryRegion> SharedMemoryRegion::Attach(UniqueFd fd, size_
   if (::fstat(fd.get(), &st) != 0)
     return ErrnoError(errno, "shared memory: fstat");
   if (expected_bytes == 0 || static_cast<size_t>(st.st_size) != expected_bytes)
-    return absl::InvalidArgumentError(absl::StrCat("shared memory: the memfd has ", st.st_size,
-                                                   " bytes, expected ", expected_bytes));
+    return absl::InvalidArgumentError(fmt::format(
+        "shared memory: the memfd has {} bytes, expected {}", st.st_size, expected_bytes));
   absl::StatusOr<std::byte*> data = MapShared(fd.get(), expected_bytes);
   if (!data.ok())
     return data.status();
@@ -165,7 +165,7 @@ absl::StatusOr<UniqueFd> ReceiveFd(int socket_fd) {
     return absl::InvalidArgumentError("shared memory: the peer sent too many descriptors");
   if (fds.size() != 1)
     return absl::InvalidArgumentError(
-        absl::StrCat("shared memory: expected one descriptor in the message, got ", fds.size()));
+        fmt::format("shared memory: expected one descriptor in the message, got {}", fds.size()));
   return std::move(fds[0]);
 }
 

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 
 #include "kvx/internal/block_copy.h"
 #include "kvx/internal/transfer.h"
@@ -14,11 +14,12 @@ namespace switchyard::kvx {
 namespace {
 
 absl::Status CheckIndices(std::span<const int32_t> indices, size_t table_size,
-                          absl::string_view side) {
+                          std::string_view side) {
   for (size_t i = 0; i < indices.size(); ++i) {
     if (indices[i] < 0 || static_cast<size_t>(indices[i]) >= table_size)
-      return absl::OutOfRangeError(absl::StrCat("kvx transfer: ", side, " index ", i, " is ",
-                                                indices[i], ", outside its table of ", table_size));
+      return absl::OutOfRangeError(
+          fmt::format("kvx transfer: {} index {} is {}, outside its table of {}", side, i,
+                      indices[i], table_size));
   }
   return absl::OkStatus();
 }
@@ -29,7 +30,7 @@ TransferEngine::TransferEngine(TransferEngineOptions options) : options_(std::mo
   threads_.reserve(static_cast<size_t>(options_.num_threads));
   for (int i = 0; i < options_.num_threads; ++i) {
     threads_.emplace_back([this] { ThreadLoop(); });
-    const std::string name = absl::StrCat(options_.thread_name, "-", i).substr(0, 15);
+    const std::string name = fmt::format("{}-{}", options_.thread_name, i).substr(0, 15);
     pthread_setname_np(threads_.back().native_handle(), name.c_str());
   }
 }
@@ -61,7 +62,7 @@ absl::StatusOr<BlockListHandle> TransferEngine::PrepareBlockList(
   {
     base::MutexLock lock(&registry_mu_);
     if (region.index >= regions_.size())
-      return absl::InvalidArgumentError(absl::StrCat("kvx: no registered region ", region.index));
+      return absl::InvalidArgumentError(fmt::format("kvx: no registered region {}", region.index));
     memory = regions_[region.index].get();
   }
   // Resolved outside the lock: a long list does not hold up other callers.
@@ -88,9 +89,9 @@ absl::StatusOr<TransferHandle> TransferEngine::Post(BlockListHandle src,
     transfer->dst = tables_[dst.index].get();
   }
   if (src_indices.size() != dst_indices.size())
-    return absl::InvalidArgumentError(absl::StrCat("kvx transfer: ", src_indices.size(),
-                                                   " source entries for ", dst_indices.size(),
-                                                   " destination entries"));
+    return absl::InvalidArgumentError(
+        fmt::format("kvx transfer: {} source entries for {} destination entries",
+                    src_indices.size(), dst_indices.size()));
   if (!(transfer->src->region->layout() == transfer->dst->region->layout()))
     return absl::InvalidArgumentError(
         "kvx transfer: the source and destination regions have different block layouts");
@@ -108,8 +109,8 @@ absl::StatusOr<TransferHandle> TransferEngine::Post(BlockListHandle src,
     if (stopping_)
       return absl::FailedPreconditionError("kvx transfer engine is shutting down");
     if (queue_.size() >= options_.max_queued_transfers)
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "kvx transfer queue is full (", options_.max_queued_transfers, " transfers)"));
+      return absl::ResourceExhaustedError(
+          fmt::format("kvx transfer queue is full ({} transfers)", options_.max_queued_transfers));
     queue_.push_back(transfer);
   }
   queue_cv_.NotifyOne();

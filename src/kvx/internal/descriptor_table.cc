@@ -1,7 +1,7 @@
 #include "kvx/internal/descriptor_table.h"
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
+#include "fmt/format.h"
 
 namespace switchyard::kvx::internal {
 
@@ -12,9 +12,9 @@ absl::StatusOr<DescriptorTable> DescriptorTable::Resolve(const MemoryRegion& reg
   for (size_t i = 0; i < block_ids.size(); ++i) {
     const int32_t block = block_ids[i];
     if (block < 0 || block >= region.num_blocks())
-      return absl::OutOfRangeError(absl::StrCat("block list entry ", i, ": block ", block,
-                                                " is outside the region's ", region.num_blocks(),
-                                                " blocks"));
+      return absl::OutOfRangeError(
+          fmt::format("block list entry {}: block {} is outside the region's {} blocks", i, block,
+                      region.num_blocks()));
     // Cannot overflow: MemoryRegion::Create checked the last block's end.
     table.block_offset.push_back(static_cast<size_t>(block) * region.block_stride());
   }
