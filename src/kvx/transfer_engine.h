@@ -14,7 +14,10 @@
 // cancelled or failed transfer may leave its destination partly written.
 //
 // Threads: options.num_threads transfer threads, named `<thread_name>-<i>`, owned by the
-// engine, pop transfers from one FIFO queue and run each to its end. Callbacks run on the
+// engine, pop transfers from one FIFO queue and run each to its end. Transfers on different
+// threads run at the same time in no set order: two that write the same blocks, or one that
+// reads blocks another writes, must be ordered by the caller (post the second from the
+// first's callback). Callbacks run on the
 // transfer thread that finished the transfer, exactly once per posted transfer, without
 // any engine lock held: they may call Post, Poll and Cancel but must not destroy the engine,
 // and a slow callback holds up that thread's next transfer. Every public method may be
@@ -57,7 +60,7 @@ struct TransferEngineOptions {
   // Called on the transfer thread before each copy op with its bytes, after the op has
   // passed its cancellation check: lets tracing see a transfer's progress, and tests act at
   // a known point of a running transfer. Must not block for long.
-  std::function<void(size_t bytes)> on_copy_op;
+  std::function<void(size_t bytes)> on_copy_op = nullptr;
 };
 
 // Totals since construction; each read on its own (relaxed), so a snapshot taken while
