@@ -34,7 +34,7 @@ std::string KvCompatibility::Hash() const {
   AppendString(layout, &encoded);
   AppendInt(protocol_version, &encoded);
 
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest;
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
   SHA256(reinterpret_cast<const unsigned char*>(encoded.data()), encoded.size(), digest.data());
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string hex;

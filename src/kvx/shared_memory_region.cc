@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -18,7 +19,8 @@ namespace {
 constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW;
 
 absl::Status ErrnoError(int err, std::string_view what) {
-  const std::string message = fmt::format("{}: {}", what, std::strerror(err));
+  // system_category().message is strerror_r underneath: safe on any thread.
+  const std::string message = fmt::format("{}: {}", what, std::system_category().message(err));
   switch (err) {
     case ENOMEM:
     case EMFILE:

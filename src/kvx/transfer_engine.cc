@@ -182,15 +182,15 @@ void TransferEngine::Run(internal::Transfer& transfer) {
                              return true;
                            });
   if (status.ok())
-    Finish(transfer, TransferState::kDone, std::move(status));
+    Finish(transfer, TransferState::kDone, status);
   else if (absl::IsCancelled(status))
-    Finish(transfer, TransferState::kCancelled, std::move(status));
+    Finish(transfer, TransferState::kCancelled, status);
   else
-    Finish(transfer, TransferState::kFailed, std::move(status));
+    Finish(transfer, TransferState::kFailed, status);
 }
 
 void TransferEngine::Finish(internal::Transfer& transfer, TransferState state,
-                            absl::Status status) {
+                            const absl::Status& status) {
   switch (state) {
     case TransferState::kDone:
       transfers_done_.fetch_add(1, std::memory_order_relaxed);

@@ -116,7 +116,7 @@ class TransferEngine {
   // Runs (or, when cancelled while queued, only finishes) one transfer.
   void Run(internal::Transfer& transfer);
   // Stores the final state, counts it and calls the callback.
-  void Finish(internal::Transfer& transfer, TransferState state, absl::Status status);
+  void Finish(internal::Transfer& transfer, TransferState state, const absl::Status& status);
 
   const TransferEngineOptions options_;
 
