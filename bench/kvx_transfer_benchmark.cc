@@ -6,7 +6,10 @@
 //     moving pool blocks [0, blocks) to store blocks [0, blocks), posted as <threads>
 //     transfers of equal size, waited for through their callbacks. Pool to interleaved is
 //     one copy op per segment per block (16 KiB each here).
-// Both report bytes_per_second. BM_PoolToHost also times, after each transfer and outside
+//   BM_PoolToPool/<blocks>/<threads>: the same into a second pool, where a run of blocks is
+//     one copy op per segment (the engine's own cost, with pieces as large as they get).
+//     Pools are slices of one buffer with a page between them.
+// All report bytes_per_second. The engine benchmarks also time, after each transfer and outside
 // its timed region, one memcpy of the same bytes from the same source to the same store,
 // and reports memcpy_frac = memcpy time / engine time (1.0 = memcpy's speed). 64 blocks
 // (32 MiB) stay in a large L3; 1024 blocks (512 MiB) do not.
@@ -80,28 +83,50 @@ class Completions {
   uint64_t done_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-void BM_PoolToHost(benchmark::State& state) {
+// A page between pools, so that no run continues from one pool into the next (separately
+// allocated pools are not adjacent either).
+constexpr size_t kPoolGap = 4096;
+
+size_t PoolMemoryBytes(const KvBlockLayout& layout, int32_t num_blocks) {
+  return (layout.segment_bytes(0) * static_cast<size_t>(num_blocks) + kPoolGap) *
+         layout.num_segments();
+}
+
+// Pools that are slices of `memory` (PoolMemoryBytes long), one per segment.
+std::vector<std::span<std::byte>> SlicedPools(const KvBlockLayout& layout,
+                                              std::vector<std::byte>& memory, int32_t num_blocks) {
+  std::vector<std::span<std::byte>> pools;
+  const size_t pool_bytes = layout.segment_bytes(0) * static_cast<size_t>(num_blocks);
+  for (size_t s = 0; s < layout.num_segments(); ++s)
+    pools.push_back(std::span(memory).subspan(s * (pool_bytes + kPoolGap), pool_bytes));
+  return pools;
+}
+
+void RunPoolTransfer(benchmark::State& state, bool to_pool) {
   const KvBlockLayout layout = Bench1bLayout();
   const auto num_blocks = static_cast<int32_t>(state.range(0));
   const auto num_threads = static_cast<int32_t>(state.range(1));
   const size_t bytes = layout.block_bytes() * static_cast<size_t>(num_blocks);
 
-  // The pools are slices of one buffer, so that the memcpy beside each transfer reads the
-  // very bytes the engine reads, from the same memory.
-  std::vector<std::byte> pool_memory = TouchedBuffer(bytes);
-  std::vector<std::span<std::byte>> pools;
-  const size_t pool_bytes = layout.segment_bytes(0) * static_cast<size_t>(num_blocks);
-  for (size_t s = 0; s < layout.num_segments(); ++s)
-    pools.push_back(std::span(pool_memory).subspan(s * pool_bytes, pool_bytes));
-  std::vector<std::byte> store = TouchedBuffer(bytes);
+  // The pools are slices of one buffer, so that the memcpy beside each transfer reads
+  // (nearly) the bytes the engine reads, from the same memory, into the same destination.
+  std::vector<std::byte> pool_memory = TouchedBuffer(PoolMemoryBytes(layout, num_blocks));
+  std::vector<std::byte> destination =
+      TouchedBuffer(to_pool ? PoolMemoryBytes(layout, num_blocks) : bytes);
 
   TransferEngine engine({.num_threads = num_threads});
   std::vector<int32_t> ids(static_cast<size_t>(num_blocks));
   std::iota(ids.begin(), ids.end(), 0);
   const BlockListHandle pool_table = *engine.PrepareBlockList(
-      engine.RegisterRegion(*MemoryRegion::ForPools(layout, pools, num_blocks)), ids);
-  const BlockListHandle store_table = *engine.PrepareBlockList(
-      engine.RegisterRegion(*MemoryRegion::ForInterleaved(layout, store, num_blocks)), ids);
+      engine.RegisterRegion(*MemoryRegion::ForPools(
+          layout, SlicedPools(layout, pool_memory, num_blocks), num_blocks)),
+      ids);
+  const BlockListHandle destination_table = *engine.PrepareBlockList(
+      engine.RegisterRegion(
+          to_pool ? *MemoryRegion::ForPools(layout, SlicedPools(layout, destination, num_blocks),
+                                            num_blocks)
+                  : *MemoryRegion::ForInterleaved(layout, destination, num_blocks)),
+      ids);
 
   // One transfer per thread, each an equal slice of the blocks.
   const size_t per_transfer = ids.size() / static_cast<size_t>(num_threads);
@@ -114,7 +139,7 @@ void BM_PoolToHost(benchmark::State& state) {
     for (int32_t t = 0; t < num_threads; ++t) {
       const std::span<const int32_t> slice =
           std::span(ids).subspan(static_cast<size_t>(t) * per_transfer, per_transfer);
-      if (!engine.Post(pool_table, slice, store_table, slice, completions.Callback()).ok()) {
+      if (!engine.Post(pool_table, slice, destination_table, slice, completions.Callback()).ok()) {
         state.SkipWithError("Post failed");
         return;
       }
@@ -126,8 +151,8 @@ void BM_PoolToHost(benchmark::State& state) {
     // The peer, side by side: one memcpy of the same bytes, outside the timed region.
     state.PauseTiming();
     const auto memcpy_start = std::chrono::steady_clock::now();
-    std::memcpy(store.data(), pool_memory.data(), bytes);
-    benchmark::DoNotOptimize(store.data());
+    std::memcpy(destination.data(), pool_memory.data(), bytes);
+    benchmark::DoNotOptimize(destination.data());
     benchmark::ClobberMemory();
     memcpy_time += std::chrono::steady_clock::now() - memcpy_start;
     state.ResumeTiming();
@@ -137,10 +162,25 @@ void BM_PoolToHost(benchmark::State& state) {
   state.counters["copy_ops_per_transfer"] =
       static_cast<double>(engine.counters().copy_ops) / static_cast<double>(posted);
 }
+
+void BM_PoolToHost(benchmark::State& state) {
+  RunPoolTransfer(state, /*to_pool=*/false);
+}
+
+void BM_PoolToPool(benchmark::State& state) {
+  RunPoolTransfer(state, /*to_pool=*/true);
+}
+
 BENCHMARK(BM_PoolToHost)
     ->Args({64, 1})
     ->Args({1024, 1})
     ->Args({1024, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_PoolToPool)
+    ->Args({64, 1})
+    ->Args({1024, 1})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 

@@ -17,11 +17,11 @@
 // engine, pop transfers from one FIFO queue and run each to its end. Transfers on different
 // threads run at the same time in no set order: two that write the same blocks, or one that
 // reads blocks another writes, must be ordered by the caller (post the second from the
-// first's callback). Callbacks run on the
-// transfer thread that finished the transfer, exactly once per posted transfer, without
-// any engine lock held: they may call Post, Poll and Cancel but must not destroy the engine,
-// and a slow callback holds up that thread's next transfer. Every public method may be
-// called from any thread; once the destructor has begun only callbacks may still call in.
+// first's callback). Callbacks run on the transfer thread that finished the transfer,
+// exactly once per posted transfer, without any engine lock held: they may call Post, Poll
+// and Cancel but must not destroy the engine, and a slow callback holds up that thread's
+// next transfer. Every public method may be called from any thread; once the destructor
+// has begun only callbacks may still call in.
 // The destructor cancels instead of draining: it refuses new posts, cancels every queued
 // transfer (each still gets its callback, with kCancelled, on a transfer thread), asks
 // running ones to stop at their next copy op, then joins the threads.
