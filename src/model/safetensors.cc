@@ -8,9 +8,9 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 
+#include "base/byte_reader.h"
 #include "base/json.h"
 #include "base/status_macros.h"
-#include "model/internal/byte_reader.h"
 
 namespace switchyard::model {
 namespace {
@@ -113,7 +113,7 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Parse(
     std::span<const uint8_t> bytes, std::string_view source) {
-  internal::ByteReader reader(bytes);
+  base::ByteReader reader(bytes);
   uint64_t header_len = 0;
   if (!reader.Read(&header_len)) {
     return FileError(

@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "fmt/format.h"
 
+#include "base/byte_reader.h"
 #include "base/status_macros.h"
-#include "model/internal/byte_reader.h"
 
 namespace switchyard::model::internal {
 namespace {
@@ -398,7 +398,7 @@ class Parser {
 
   const uint8_t* reader_start() const { return reader_.current() - reader_.position(); }
 
-  internal::ByteReader reader_;
+  base::ByteReader reader_;
   std::string_view source_;
 };
 

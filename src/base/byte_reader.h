@@ -1,4 +1,5 @@
-// A bounds-checked little-endian cursor over a byte buffer that the caller keeps alive.
+// A bounds-checked little-endian cursor over a byte buffer that the caller keeps alive: model
+// files and KV peer frames are read through it.
 // Every read checks the remaining length first, so a truncated or hostile buffer yields
 // false instead of a read past the end. Not thread-safe; one parser owns one reader.
 #pragma once
@@ -9,10 +10,10 @@
 #include <span>
 #include <string_view>
 
-namespace switchyard::model::internal {
+namespace switchyard::base {
 
 static_assert(std::endian::native == std::endian::little,
-              "model file readers assume a little-endian host");
+              "binary readers (model files, wire frames) assume a little-endian host");
 
 class ByteReader {
  public:
@@ -55,4 +56,4 @@ class ByteReader {
   uint64_t pos_ = 0;
 };
 
-}  // namespace switchyard::model::internal
+}  // namespace switchyard::base
