@@ -85,14 +85,14 @@ absl::StatusOr<PeerFrameHeader> DecodePeerFrameHeader(
   return header;
 }
 
-void AppendPeerFrame(PeerFrameType type, uint32_t stream_id, std::span<const uint8_t> payload,
+void AppendPeerFrame(PeerFrameType type, uint32_t stream_id, std::string_view payload,
                      std::string* out) {
   const auto header =
       EncodePeerFrameHeader({.type = type,
                              .stream_id = stream_id,
                              .payload_bytes = static_cast<uint32_t>(payload.size())});
   out->append(reinterpret_cast<const char*>(header.data()), header.size());
-  out->append(reinterpret_cast<const char*>(payload.data()), payload.size());
+  out->append(payload);
 }
 
 }  // namespace switchyard::kvx

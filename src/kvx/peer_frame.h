@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 
@@ -63,9 +64,14 @@ std::array<uint8_t, kPeerFrameHeaderBytes> EncodePeerFrameHeader(const PeerFrame
 absl::StatusOr<PeerFrameHeader> DecodePeerFrameHeader(
     std::span<const uint8_t, kPeerFrameHeaderBytes> bytes, uint32_t max_payload_bytes);
 
-// Appends a whole frame (header, then `payload`) to `out`.
-// REQUIRES: payload.size() fits in u32.
-void AppendPeerFrame(PeerFrameType type, uint32_t stream_id, std::span<const uint8_t> payload,
+// A payload held in a string (as the encoders of peer_messages.h return it) as bytes.
+inline std::span<const uint8_t> AsPeerBytes(std::string_view payload) {
+  return {reinterpret_cast<const uint8_t*>(payload.data()), payload.size()};
+}
+
+// Appends a whole frame (header, then `payload`: an encoder's output from
+// peer_messages.h) to `out`. REQUIRES: payload.size() fits in u32.
+void AppendPeerFrame(PeerFrameType type, uint32_t stream_id, std::string_view payload,
                      std::string* out);
 
 }  // namespace switchyard::kvx

@@ -15,14 +15,6 @@ namespace {
 
 constexpr std::string_view kProofLabel = "switchyard kv peer proof v1";
 
-std::span<const uint8_t> AsBytes(const std::string& s) {
-  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
-}
-
-void AppendFrame(PeerFrameType type, const std::string& payload, std::string* out) {
-  AppendPeerFrame(type, /*stream_id=*/0, AsBytes(payload), out);
-}
-
 absl::Status RefusedBy(const PeerRefuse& refuse) {
   const std::string message =
       absl::StrFormat("KV peer refused the connection: %s",
@@ -79,7 +71,7 @@ PeerHandshake::PeerHandshake(PeerHandshakeOptions options, PeerNonce nonce)
 }
 
 void PeerHandshake::Start(std::string* out) {
-  AppendFrame(PeerFrameType::kHello, EncodePeerHello(own_hello_), out);
+  AppendPeerFrame(PeerFrameType::kHello, 0, EncodePeerHello(own_hello_), out);
   state_ = State::kAwaitHello;
 }
 
@@ -117,7 +109,7 @@ absl::Status PeerHandshake::OnHello(std::span<const uint8_t> payload, std::strin
   }
   const PeerAuth auth{
       .mac = PeerProof(options_.secret, options_.role, initiator_hello(), acceptor_hello())};
-  AppendFrame(PeerFrameType::kAuth, EncodePeerAuth(auth), out);
+  AppendPeerFrame(PeerFrameType::kAuth, 0, EncodePeerAuth(auth), out);
   state_ = State::kAwaitAuth;
   return absl::OkStatus();
 }
@@ -141,8 +133,7 @@ absl::Status PeerHandshake::OnAuth(std::span<const uint8_t> payload, std::string
 }
 
 absl::Status PeerHandshake::Refuse(PeerRefusal reason, absl::Status error, std::string* out) {
-  AppendFrame(PeerFrameType::kRefuse,
-              EncodePeerRefuse({.reason = reason, .message = std::string(error.message())}), out);
+  AppendPeerRefuseFrame(reason, std::string(error.message()), out);
   state_ = State::kFailed;
   return error;
 }

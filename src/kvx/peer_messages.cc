@@ -106,6 +106,11 @@ void AppendBlockIds(std::span<const uint32_t> ids, std::string* out) {
 
 }  // namespace
 
+void AppendPeerRefuseFrame(PeerRefusal reason, std::string_view message, std::string* out) {
+  AppendPeerFrame(PeerFrameType::kRefuse, /*stream_id=*/0,
+                  EncodePeerRefuse({.reason = reason, .message = std::string(message)}), out);
+}
+
 std::string EncodePeerHello(const PeerHello& hello) {
   std::string out;
   AppendBytes(hello.compatibility_hash, &out);

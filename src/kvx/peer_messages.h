@@ -12,10 +12,13 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
+#include "kvx/peer_frame.h"
 
 namespace switchyard::kvx {
 
@@ -101,6 +104,10 @@ struct PeerBlockDataHeader {
   // Position in the kReadBlocks request's block list.
   uint32_t index = 0;
 };
+
+// A whole kRefuse frame (connection-level, stream 0) appended to `out`: what every side sends
+// before closing a connection it will not serve.
+void AppendPeerRefuseFrame(PeerRefusal reason, std::string_view message, std::string* out);
 
 std::string EncodePeerHello(const PeerHello& hello);
 std::string EncodePeerAuth(const PeerAuth& auth);

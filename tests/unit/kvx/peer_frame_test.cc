@@ -66,9 +66,8 @@ TEST(PeerFrameTest, RefusesAPayloadOverTheReceiversLimit) {
 }
 
 TEST(PeerFrameTest, AppendPeerFrameWritesHeaderThenPayload) {
-  const uint8_t payload[] = {9, 8, 7};
   std::string out = "x";
-  AppendPeerFrame(PeerFrameType::kAuth, 5, payload, &out);
+  AppendPeerFrame(PeerFrameType::kAuth, 5, "\x09\x08\x07", &out);
   ASSERT_EQ(out.size(), 1 + kPeerFrameHeaderBytes + 3);
   std::array<uint8_t, kPeerFrameHeaderBytes> header;
   std::memcpy(header.data(), out.data() + 1, header.size());
