@@ -6,6 +6,7 @@
 #include "fmt/format.h"
 
 #include "base/logging.h"
+#include "base/status_macros.h"
 
 namespace switchyard::engine {
 namespace {
@@ -221,6 +222,52 @@ void KvCacheManager::Commit(const AllocationPlan& plan, std::span<const int32_t>
   SY_CHECK(plan.epoch == epoch_);
   SY_CHECK(static_cast<int64_t>(tokens.size()) >= plan.num_tokens_after);
   Sequence& seq = seqs_.at(plan.seq);
+  TakeBlocks(plan, seq);
+  if (enable_caching_)
+    CacheFullBlocks(seq, tokens, seq.num_tokens / block_size_);
+}
+
+absl::StatusOr<KvCacheManager::LoadTarget> KvCacheManager::BeginLoad(
+    SeqId seq_id, std::span<const int32_t> tokens) {
+  if (!enable_caching_) {
+    return absl::FailedPreconditionError(
+        "KV cache: loading KV from elsewhere needs prefix caching");
+  }
+  if (window_ != 0) {
+    return absl::FailedPreconditionError(
+        "KV cache: loading KV from elsewhere is not supported under a sliding window");
+  }
+  auto it = seqs_.find(seq_id);
+  if (it == seqs_.end())
+    return absl::NotFoundError(fmt::format("KV cache: unknown sequence {}", seq_id));
+  Sequence& seq = it->second;
+  if (!seq.blocks.empty()) {
+    return absl::FailedPreconditionError(
+        fmt::format("KV cache: sequence {} already holds blocks", seq_id));
+  }
+  // The local hit, without counting a prefix-cache query: admission counts it later.
+  const PrefixHit hit = FindHit(MaxHitBlocks(tokens.size()), [&](int32_t i) -> const BlockHash& {
+    EnsureHashes(seq, tokens, i + 1);
+    return seq.hashes[i];
+  });
+  const int32_t num_blocks = MaxHitBlocks(tokens.size());
+  SY_ASSIGN_OR_RETURN(const AllocationPlan plan,
+                      Plan(seq_id, tokens, num_blocks * block_size_ - hit.num_tokens, hit));
+  TakeBlocks(plan, seq);
+  LoadTarget target;
+  target.first_block = static_cast<int32_t>(hit.blocks.size());
+  target.blocks.assign(seq.blocks.begin() + target.first_block, seq.blocks.end());
+  return target;
+}
+
+void KvCacheManager::FinishLoad(SeqId seq_id, std::span<const int32_t> tokens, bool loaded) {
+  Sequence& seq = seqs_.at(seq_id);
+  if (loaded)
+    CacheFullBlocks(seq, tokens, static_cast<int32_t>(seq.blocks.size()));
+  ReleaseBlocks(seq);
+}
+
+void KvCacheManager::TakeBlocks(const AllocationPlan& plan, Sequence& seq) {
   ++epoch_;
   if (!plan.hit_blocks.empty()) {
     const auto skipped =
@@ -233,8 +280,6 @@ void KvCacheManager::Commit(const AllocationPlan& plan, std::span<const int32_t>
   }
   pool_.Allocate(plan.num_new_blocks, &seq.blocks);
   seq.num_tokens = plan.num_tokens_after;
-  if (enable_caching_)
-    CacheFullBlocks(seq, tokens, seq.num_tokens / block_size_);
 }
 
 void KvCacheManager::ReleaseSkippedBlocks(SeqId seq_id) {

@@ -118,6 +118,31 @@ class KvCacheManager {
   // REQUIRES: `tokens` is the list the plan was made with (or an extension of it).
   void Commit(const AllocationPlan& plan, std::span<const int32_t> tokens);
 
+  // KV computed elsewhere (a peer engine's prefill, a KV tier) loaded into this cache, so
+  // that the sequence is then admitted as usual and finds it as a prefix hit:
+  //
+  //   target = BeginLoad(seq, tokens)      // holds the cached prefix, allocates the rest
+  //   ... the bytes of target.blocks arrive ...
+  //   FinishLoad(seq, tokens, loaded)      // publishes them (if loaded), releases all
+  //   GetComputedBlocks(seq, tokens) ...   // the normal admission: a hit
+  //
+  // The blocks to load are the full blocks a hit may cover (never the last token's) past
+  // the prefix already cached here; nothing is published before FinishLoad, so no other
+  // sequence reads a block whose bytes are still on their way. ResourceExhausted when the
+  // free blocks do not suffice; FailedPrecondition without prefix caching or under a
+  // sliding window (whose skipped blocks a load would not honour).
+  // REQUIRES: the sequence has no blocks yet.
+  struct LoadTarget {
+    // Index (in the sequence's block table) of target.blocks[0].
+    int32_t first_block = 0;
+    std::vector<BlockId> blocks;
+  };
+  absl::StatusOr<LoadTarget> BeginLoad(SeqId seq, std::span<const int32_t> tokens);
+  // Ends BeginLoad: with `loaded`, the target blocks are published (one BlockStored, as a
+  // computed step's would be); without, they go back unpublished. Either way the sequence
+  // keeps no blocks (as after Preempt). REQUIRES: a BeginLoad of this sequence is open.
+  void FinishLoad(SeqId seq, std::span<const int32_t> tokens, bool loaded);
+
   // Releases, oldest first, the blocks the window skips from the sequence's next position
   // (num_tokens(seq)) on; nothing under full attention. Call it once the step that computed
   // those tokens has run: that step may still read them.
@@ -177,6 +202,8 @@ class KvCacheManager {
   // The hit among the first `max_blocks` full blocks; `hash_at(i)` gives block i's hash.
   PrefixHit FindHit(int32_t max_blocks, absl::FunctionRef<const BlockHash&(int32_t)> hash_at) const;
   void ReleaseBlocks(Sequence& seq);
+  // Takes the plan's blocks: touches the hit, allocates the new ones.
+  void TakeBlocks(const AllocationPlan& plan, Sequence& seq);
   // Publishes the sequence's full blocks up to `num_full_blocks`, with one BlockStored.
   void CacheFullBlocks(Sequence& seq, std::span<const int32_t> tokens, int32_t num_full_blocks);
 
