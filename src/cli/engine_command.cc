@@ -29,6 +29,7 @@
 #include "base/status_macros.h"
 #include "engine/engine_server.h"
 #include "kvx/kv_events_config.h"
+#include "kvx/kv_transfer_config.h"
 
 namespace switchyard::cli {
 namespace {
@@ -44,6 +45,7 @@ struct EngineFlags {
   bool enable_prefix_caching = true;
   std::string scheduling_policy = "fcfs";
   std::string kv_events_config;
+  std::string kv_transfer_config;
   std::string api_key;
   int http_threads = 2;
   double timeout_keep_alive_s = 5;  // uvicorn's default, as vLLM serves
@@ -94,6 +96,16 @@ absl::Status RunEngine(const EngineFlags& f) {
   o.hash_seed = engine::BlockHasher::SeedFromEnvironment();
   if (!f.kv_events_config.empty()) {
     SY_ASSIGN_OR_RETURN(o.kv_events, kvx::ParseKvEventsConfig(f.kv_events_config));
+  }
+  if (!f.kv_transfer_config.empty()) {
+    SY_ASSIGN_OR_RETURN(o.kv_transfer, kvx::ParseKvTransferConfig(f.kv_transfer_config));
+    const char* secret = std::getenv("SWITCHYARD_KV_SECRET");
+    if (secret == nullptr || *secret == '\0') {
+      return absl::InvalidArgumentError(
+          "--kv-transfer-config needs the KV peers' shared secret in SWITCHYARD_KV_SECRET "
+          "(the same on every engine that exchanges KV)");
+    }
+    o.kv_secret = secret;
   }
   o.api.http.host = f.host;
   o.api.http.port = f.port;
@@ -180,6 +192,10 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--kv-events-config", f->kv_events_config,
                   "JSON as vLLM's KVEventsConfig, e.g. '{\"enable_kv_cache_events\": true, "
                   "\"endpoint\": \"tcp://*:5557\"}'");
+  cmd->add_option("--kv-transfer-config", f->kv_transfer_config,
+                  "JSON as vLLM's KVTransferConfig for prefill/decode disaggregation, e.g. "
+                  "'{\"kv_connector\": \"SwitchyardConnector\", \"kv_role\": "
+                  "\"kv_producer\"}'; peers share the secret in SWITCHYARD_KV_SECRET");
   cmd->add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' (or VLLM_API_KEY)");
   cmd->add_option("--dtype", f->runner.dtype,
                   "weight dtype: auto (as stored), float32, float16 or bfloat16 (also float, "

@@ -49,6 +49,8 @@ struct EngineCore::RequestState {
   // Sequences whose update entry is pending.sequences[slot]; -1 when none.
   std::vector<int32_t> pending_slot;
   FinishReason last_finish = FinishReason::kStop;
+  // Its sequences wait in loading_ for the prompt's KV (a remote prefill).
+  bool loading = false;
 };
 
 struct EngineCore::SeqState {
@@ -113,6 +115,15 @@ absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOp
       static_cast<int32_t>(limits.max_logit_rows - budget.max_num_seqs);
   std::unique_ptr<EngineCore> core(
       new EngineCore(core_options, std::move(runner), tokenizer, std::move(kv)));
+  if (options.kv_connector.has_value()) {
+    SY_ASSIGN_OR_RETURN(RunnerKvMemory memory, core->runner_->kv_memory());
+    KvConnectorOptions connector = *options.kv_connector;
+    memory.compatibility.model_fingerprint = connector.compatibility.model_fingerprint;
+    connector.compatibility = std::move(memory.compatibility);
+    SY_ASSIGN_OR_RETURN(core->connector_,
+                        KvConnector::Start(std::move(connector), std::move(memory.region),
+                                           [c = core.get()] { c->WakeForConnector(); }));
+  }
   core->thread_ = std::thread([c = core.get()] {
     pthread_setname_np(pthread_self(), "sy-engine");
     c->Run();
@@ -141,6 +152,14 @@ EngineCore::EngineCore(const EngineCoreOptions& options, std::unique_ptr<ModelRu
 
 EngineCore::~EngineCore() {
   Stop();
+}
+
+void EngineCore::WakeForConnector() {
+  {
+    base::MutexLock lock(&mu_);
+    connector_work_ = true;
+  }
+  cv_.NotifyAll();
 }
 
 void EngineCore::Stop() {
@@ -281,10 +300,20 @@ void EngineCore::Run() {
     {
       base::MutexLock lock(&mu_);
       if (table_.size() == 0) {
-        cv_.Wait(&mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return stopping_ || !intake_.empty() || !aborts_.empty() || !resets_.empty();
-        });
+        auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return stopping_ || !intake_.empty() || !aborts_.empty() || !resets_.empty() ||
+                 connector_work_;
+        };
+        // Leases end on their own: wake for the earliest.
+        const std::optional<Clock::time_point> deadline =
+            connector_ != nullptr ? connector_->NextLeaseDeadline() : std::nullopt;
+        if (deadline.has_value()) {
+          cv_.WaitUntil(&mu_, *deadline, has_work);
+        } else {
+          cv_.Wait(&mu_, has_work);
+        }
       }
+      connector_work_ = false;
       intake.swap(intake_);
       aborts.swap(aborts_);
       resets.swap(resets_);
@@ -296,6 +325,8 @@ void EngineCore::Run() {
     for (const std::string& id : aborts)
       AbortRequest(id, FinishReason::kAbort, absl::OkStatus());
     aborts.clear();
+    if (connector_ != nullptr)
+      ServiceConnector();
     for (Reset& reset : resets) {
       reset.done(stopping ? StoppingError() : ResetNow(reset.preempt_running));
     }
@@ -362,6 +393,7 @@ void EngineCore::Admit(Intake in) {
   const int32_t n = req->request.n;
   req->pending_slot.assign(static_cast<size_t>(n), -1);
   const int64_t vocab = runner_->limits().vocab_size;
+  std::vector<Sequence> seqs;
   for (int32_t i = 0; i < n; ++i) {
     const SeqId id = next_seq_id_++;
     std::optional<uint64_t> seed = req->request.sampling.seed;
@@ -381,12 +413,80 @@ void EngineCore::Admit(Intake in) {
       seq.prompt_logits_end = seq.num_prompt_tokens - 1;
       seq.skip_prefix_cache = true;
     }
-    absl::Status added = table_.Add(std::move(seq));
-    SY_CHECK(added.ok());  // ids are ours and the prompt was validated
+    seqs.push_back(std::move(seq));
     req->seqs.push_back(id);
   }
   req->num_unfinished = n;
+  const bool remote_prefill = connector_ != nullptr && connector_->consumes() &&
+                              req->request.kv_transfer.has_value() &&
+                              req->request.kv_transfer->do_remote_prefill;
+  if (!remote_prefill || !BeginRemotePrefill(*req, seqs)) {
+    for (Sequence& seq : seqs) {
+      absl::Status added = table_.Add(std::move(seq));
+      SY_CHECK(added.ok());  // ids are ours and the prompt was validated
+    }
+  }
   requests_.emplace(req->request.request_id, std::move(state));
+}
+
+bool EngineCore::BeginRemotePrefill(RequestState& req, std::vector<Sequence>& seqs) {
+  const kvx::KvTransferParams& params = *req.request.kv_transfer;
+  const Sequence& first = seqs.front();
+  absl::Status added = kv_->AddSequence(first.id, first.extras, first.lora_id);
+  SY_CHECK(added.ok());  // a new id
+  absl::StatusOr<KvCacheManager::LoadTarget> target = kv_->BeginLoad(first.id, first.tokens);
+  if (!target.ok()) {
+    SY_LOG_WARN("request {}: not pulling its prompt's KV ({}); computing it",
+                req.request.request_id, target.status().ToString());
+    connector_->StartLoad(first.id, params, 0, {});  // only releases the producer's blocks
+    return false;
+  }
+  connector_->StartLoad(first.id, params, target->first_block, std::move(target->blocks));
+  req.loading = true;
+  loading_.emplace(first.id, Loading{.seqs = std::move(seqs)});
+  return true;
+}
+
+void EngineCore::ServiceConnector() {
+  for (const KvConnector::FinishedLoad& done : connector_->TakeFinishedLoads()) {
+    auto it = loading_.find(done.seq);
+    if (it == loading_.end())
+      continue;  // a release-only job
+    Loading& loading = it->second;
+    kv_->FinishLoad(done.seq, loading.seqs.front().tokens, done.num_loaded);
+    if (loading.abandoned) {
+      absl::Status freed = kv_->Free(done.seq);
+      SY_CHECK(freed.ok());
+    } else {
+      seqs_.at(done.seq)->request->loading = false;
+      for (Sequence& seq : loading.seqs) {
+        absl::Status added = table_.Add(std::move(seq));
+        SY_CHECK(added.ok());
+      }
+    }
+    loading_.erase(it);
+  }
+  for (SeqId seq : connector_->TakeEndedLeases(Clock::now())) {
+    absl::Status freed = kv_->Free(seq);
+    SY_CHECK(freed.ok());
+  }
+}
+
+bool EngineCore::LeaseForRemoteDecode(SeqState& seq) {
+  RequestState& req = *seq.request;
+  const SeqId id = req.seqs[static_cast<size_t>(seq.index)];
+  if (connector_ == nullptr || !connector_->produces() || !req.request.kv_transfer.has_value() ||
+      !req.request.kv_transfer->do_remote_decode || seq.index != 0 || kv_->sliding_window() != 0 ||
+      !kv_->HasSequence(id)) {
+    return false;
+  }
+  const std::span<const BlockId> blocks = kv_->block_table(id);
+  req.pending.kv_transfer_params = connector_->Lease(req.request.request_id, id, blocks);
+  seq.finished = true;
+  absl::Status removed = table_.Finish(id, /*kv=*/nullptr);  // the lease keeps the blocks
+  SY_CHECK(removed.ok());
+  --req.num_unfinished;
+  return true;
 }
 
 void EngineCore::AbortRequest(const std::string& request_id, FinishReason reason,
@@ -421,9 +521,16 @@ void EngineCore::AbortRequest(const std::string& request_id, FinishReason reason
 
 void EngineCore::FinishSequence(SeqState& seq) {
   seq.finished = true;
+  --seq.request->num_unfinished;
+  if (seq.request->loading) {
+    // Not in the table yet; the load still writes into the first one's blocks.
+    auto it = loading_.find(seq.request->seqs.front());
+    if (it != loading_.end())
+      it->second.abandoned = true;
+    return;
+  }
   absl::Status freed = table_.Finish(seq.request->seqs[static_cast<size_t>(seq.index)], kv_.get());
   SY_CHECK(freed.ok());
-  --seq.request->num_unfinished;
 }
 
 absl::Status EngineCore::Step() {
@@ -584,7 +691,8 @@ void EngineCore::ProcessSamples(std::span<const SeqId> sampled, std::span<float>
       update.finish_reason = step.finish_reason;
       update.stop_reason = std::move(step.stop_reason);
       req->last_finish = *step.finish_reason;
-      FinishSequence(seq);
+      if (!LeaseForRemoteDecode(seq))
+        FinishSequence(seq);
     }
   }
   if (options_.metrics != nullptr)

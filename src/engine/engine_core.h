@@ -33,6 +33,7 @@
 #include "base/mutex.h"
 #include "engine/engine_request.h"
 #include "engine/kv_cache_manager.h"
+#include "engine/kv_connector.h"
 #include "engine/metrics.h"
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
@@ -61,6 +62,9 @@ struct EngineCoreOptions {
   // Borrowed, optional; must outlive the core.
   EngineMetrics* metrics = nullptr;
   kvx::KvEventPublisher* kv_events = nullptr;
+  // Prefill/decode disaggregation (--kv-transfer-config); the core starts the connector
+  // over its runner's KV memory. The model fingerprint in its compatibility is the caller's.
+  std::optional<KvConnectorOptions> kv_connector;
 };
 
 // Counts for /health, /debug and tests; read without stopping the loop.
@@ -116,6 +120,8 @@ class EngineCore {
 
   EngineSnapshot snapshot() const;
   const EngineCoreOptions& options() const { return options_; }
+  // Null without --kv-transfer-config.
+  const KvConnector* kv_connector() const { return connector_.get(); }
 
  private:
   struct RequestState;
@@ -128,12 +134,26 @@ class EngineCore {
     bool preempt_running = false;
     ResetCallback done;
   };
+  // A request's sequences while the first pulls the prompt's KV from a producer; they join
+  // the waiting queue when the load ends.
+  struct Loading {
+    std::vector<Sequence> seqs;
+    // The request was aborted meanwhile: the blocks are freed once the load stops writing.
+    bool abandoned = false;
+  };
 
   EngineCore(const EngineCoreOptions& options, std::unique_ptr<ModelRunner> runner,
              const text::Tokenizer* tokenizer, std::unique_ptr<KvCacheManager> kv);
 
   void Run();
   void Admit(Intake intake);
+  // Starts pulling the prompt's KV for a do_remote_prefill request; false when it cannot
+  // (the sequences then compute the prompt as usual).
+  bool BeginRemotePrefill(RequestState& req, std::vector<Sequence>& seqs);
+  // Connector work between steps: finished loads join the queue, ended leases are freed.
+  void ServiceConnector();
+  // Producer: keeps a finished sequence's blocks under a lease for a remote decode.
+  bool LeaseForRemoteDecode(SeqState& seq);
   void AbortRequest(const std::string& request_id, FinishReason reason, absl::Status error);
   absl::Status ResetNow(bool preempt_running);
   absl::Status Step();
@@ -143,6 +163,8 @@ class EngineCore {
   // logprobs for the requests' next updates.
   void ProcessPromptLogprobs(std::span<const float> logits);
   void FinishSequence(SeqState& seq);
+  // Wakes the loop for connector work; any thread.
+  void WakeForConnector();
   // The structured-output token masker, built on first use.
   structured::TokenMasker& Masker();
   void Report();
@@ -182,6 +204,7 @@ class EngineCore {
   // Requests with news since the last Report, in first-touched order.
   std::vector<RequestState*> touched_;
   PrefixCacheStats reported_prefix_stats_;
+  absl::flat_hash_map<SeqId, Loading> loading_;
   std::chrono::steady_clock::time_point next_keep_alive_sweep_;
 
   mutable base::Mutex mu_;
@@ -191,8 +214,11 @@ class EngineCore {
   std::vector<Reset> resets_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool connector_work_ ABSL_GUARDED_BY(mu_) = false;
   EngineSnapshot snapshot_ ABSL_GUARDED_BY(mu_);
 
+  // After runner_: stopped (its load thread joined) before the KV memory goes.
+  std::unique_ptr<KvConnector> connector_;
   std::thread thread_;
 };
 

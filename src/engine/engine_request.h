@@ -17,6 +17,7 @@
 #include "engine/metrics.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
+#include "kvx/kv_transfer_params.h"
 #include "structured/grammar.h"
 
 namespace switchyard::engine {
@@ -61,6 +62,10 @@ struct EngineRequest {
   int32_t priority = 0;
   // cache_salt (and later the LoRA name) for the block hashes.
   BlockHashExtras hash_extras;
+  // vLLM's kv_transfer_params (kv_connector.h): do_remote_decode asks a producer to keep the
+  // KV for a decode elsewhere, do_remote_prefill a consumer to pull it first. Ignored by an
+  // engine without --kv-transfer-config, as vLLM ignores it without a connector.
+  std::optional<kvx::KvTransferParams> kv_transfer;
   std::chrono::steady_clock::time_point arrival_time = std::chrono::steady_clock::now();
 };
 
@@ -95,6 +100,9 @@ struct RequestUpdate {
   // A liveness beat (EngineCoreOptions::keep_alive_interval): the request is in flight and
   // had no other update for the interval. Carries nothing else; never finished.
   bool keep_alive = false;
+  // On the finished update of a request whose KV a producer kept for a remote decode: the
+  // kv_transfer_params (JSON object) the response carries to the decode engine.
+  std::string kv_transfer_params;
 };
 
 }  // namespace switchyard::engine

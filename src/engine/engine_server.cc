@@ -1,6 +1,9 @@
 #include "engine/engine_server.h"
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <utility>
 
 #include "fmt/format.h"
@@ -76,7 +79,30 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   core.keep_alive_interval = o.sse_keep_alive_interval;
   core.metrics = s->metrics_.get();
   core.kv_events = s->publisher_.get();
+  if (o.kv_transfer.has_value()) {
+    KvConnectorOptions connector;
+    connector.config = *o.kv_transfer;
+    if (connector.config.engine_id.empty())
+      connector.config.engine_id = fmt::format("{}-{}", name, getpid());
+    connector.secret = o.kv_secret;
+    // Peers must serve the same weights: the file's name and the shapes that a different
+    // model would change (a re-quantised file of the same name is not caught).
+    connector.compatibility.model_fingerprint = fmt::format(
+        "{}|{}|hidden={}|vocab={}", std::filesystem::path(model_root).filename().string(),
+        config.architecture, config.hidden_size, config.vocab_size);
+    core.kv_connector = std::move(connector);
+  }
   SY_ASSIGN_OR_RETURN(s->core_, EngineCore::Start(core, std::move(runner), s->tokenizer_.get()));
+  if (const KvConnector* kv = s->core_->kv_connector(); kv != nullptr) {
+    SY_LOG_INFO("engine: KV transfer as {} (engine id {}), {}",
+                kv->produces() && kv->consumes() ? "kv_both"
+                : kv->produces()                 ? "kv_producer"
+                                                 : "kv_consumer",
+                core.kv_connector->config.engine_id,
+                kv->produces() ? fmt::format("lending blocks on {}:{}",
+                                             core.kv_connector->config.kv_ip, kv->port())
+                               : std::string("pulling blocks from producers"));
+  }
 
   ServingContext& ctx = s->ctx_;
   ctx.engine = s->core_.get();

@@ -29,6 +29,7 @@
 #include "engine/model_runner.h"
 #include "engine/serving_context.h"
 #include "kvx/kv_event_publisher.h"
+#include "kvx/kv_transfer_config.h"
 #include "model/model_files.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -48,6 +49,9 @@ struct EngineServerOptions {
   std::optional<std::string> hash_seed;
   // Unset: no KV events.
   std::optional<kvx::KvEventPublisherOptions> kv_events;
+  // Unset: no KV transfer (P/D). `kv_secret` authenticates KV peers.
+  std::optional<kvx::KvTransferConfig> kv_transfer;
+  std::string kv_secret;
   ApiServerOptions api;
   api::RequestLimits limits;
   bool use_generation_config = true;  // vLLM's --generation-config auto

@@ -18,6 +18,7 @@
 #include "engine/beam_search.h"
 #include "engine/internal/beam_search_run.h"
 #include "engine/internal/generation_stream.h"
+#include "kvx/kv_transfer_params.h"
 #include "structured/grammar_cache.h"
 #include "structured/request_grammar.h"
 #include "text/chat_prompt.h"
@@ -134,6 +135,12 @@ absl::StatusOr<EngineRequest> MakeEngineRequest(const ServingContext& ctx,
     r.prompt_logprobs = *s.prompt_logprobs;
   r.priority = s.priority;
   r.hash_extras.cache_salt = s.cache_salt;
+  if (!s.kv_transfer_params.empty()) {
+    absl::StatusOr<kvx::KvTransferParams> kv = kvx::ParseKvTransferParams(s.kv_transfer_params);
+    if (!kv.ok())
+      return api::InvalidParam("kv_transfer_params", std::string(kv.status().message()));
+    r.kv_transfer = *std::move(kv);
+  }
   SY_RETURN_IF_ERROR(ctx.engine->Validate(r));
   return r;
 }

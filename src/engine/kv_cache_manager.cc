@@ -260,10 +260,11 @@ absl::StatusOr<KvCacheManager::LoadTarget> KvCacheManager::BeginLoad(
   return target;
 }
 
-void KvCacheManager::FinishLoad(SeqId seq_id, std::span<const int32_t> tokens, bool loaded) {
+void KvCacheManager::FinishLoad(SeqId seq_id, std::span<const int32_t> tokens, int32_t num_loaded) {
   Sequence& seq = seqs_.at(seq_id);
-  if (loaded)
-    CacheFullBlocks(seq, tokens, static_cast<int32_t>(seq.blocks.size()));
+  const int32_t loaded_end = seq.num_cached_blocks + num_loaded;
+  SY_CHECK(loaded_end <= static_cast<int32_t>(seq.blocks.size()));
+  CacheFullBlocks(seq, tokens, loaded_end);
   ReleaseBlocks(seq);
 }
 

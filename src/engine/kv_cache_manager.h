@@ -123,7 +123,7 @@ class KvCacheManager {
   //
   //   target = BeginLoad(seq, tokens)      // holds the cached prefix, allocates the rest
   //   ... the bytes of target.blocks arrive ...
-  //   FinishLoad(seq, tokens, loaded)      // publishes them (if loaded), releases all
+  //   FinishLoad(seq, tokens, num_loaded)  // publishes those that arrived, releases all
   //   GetComputedBlocks(seq, tokens) ...   // the normal admission: a hit
   //
   // The blocks to load are the full blocks a hit may cover (never the last token's) past
@@ -138,10 +138,11 @@ class KvCacheManager {
     std::vector<BlockId> blocks;
   };
   absl::StatusOr<LoadTarget> BeginLoad(SeqId seq, std::span<const int32_t> tokens);
-  // Ends BeginLoad: with `loaded`, the target blocks are published (one BlockStored, as a
-  // computed step's would be); without, they go back unpublished. Either way the sequence
-  // keeps no blocks (as after Preempt). REQUIRES: a BeginLoad of this sequence is open.
-  void FinishLoad(SeqId seq, std::span<const int32_t> tokens, bool loaded);
+  // Ends BeginLoad: the first `num_loaded` target blocks, which now hold the KV, are
+  // published (one BlockStored, as a computed step's would be); the rest go back
+  // unpublished. Either way the sequence keeps no blocks (as after Preempt).
+  // REQUIRES: a BeginLoad of this sequence is open; num_loaded <= its target's blocks.
+  void FinishLoad(SeqId seq, std::span<const int32_t> tokens, int32_t num_loaded);
 
   // Releases, oldest first, the blocks the window skips from the sequence's next position
   // (num_tokens(seq)) on; nothing under full attention. Call it once the step that computed

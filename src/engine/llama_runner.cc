@@ -60,4 +60,30 @@ std::string LlamaRunner::backend_name() const {
   return std::string(backend_->name());
 }
 
+absl::StatusOr<RunnerKvMemory> LlamaRunner::kv_memory() const {
+  // The runner builds only the CPU backend today, whose device memory is the host's; a
+  // device backend will need host staging here.
+  const model::KvCacheShape& shape = kv_->shape();
+  SY_ASSIGN_OR_RETURN(kvx::KvBlockLayout layout,
+                      kvx::KvBlockLayout::ForKvCache(
+                          shape.num_layers, shape.block_size, shape.kv_heads, shape.head_dim,
+                          static_cast<int64_t>(runtime::RowBytes(shape.dtype, 1))));
+  // Segments K0, V0, K1, V1, ...: kvx's pool layout.
+  std::vector<std::span<std::byte>> pools;
+  for (int64_t layer = 0; layer < shape.num_layers; ++layer) {
+    for (const runtime::Tensor* pool : {&kv_->k_pool(layer), &kv_->v_pool(layer)})
+      pools.emplace_back(static_cast<std::byte*>(pool->data()), pool->size_bytes());
+  }
+  SY_ASSIGN_OR_RETURN(
+      kvx::MemoryRegion region,
+      kvx::MemoryRegion::ForPools(std::move(layout), std::move(pools), shape.num_blocks));
+  kvx::KvCompatibility compatibility;
+  compatibility.dtype = std::string(runtime::DTypeName(shape.dtype));
+  compatibility.num_layers = shape.num_layers;
+  compatibility.kv_heads = shape.kv_heads;
+  compatibility.head_dim = shape.head_dim;
+  compatibility.block_size = shape.block_size;
+  return RunnerKvMemory{.region = std::move(region), .compatibility = std::move(compatibility)};
+}
+
 }  // namespace switchyard::engine

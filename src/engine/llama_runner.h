@@ -43,6 +43,7 @@ class LlamaRunner final : public ModelRunner {
   const RunnerLimits& limits() const override { return limits_; }
   absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) override;
   std::string backend_name() const override;
+  absl::StatusOr<RunnerKvMemory> kv_memory() const override;
 
   const model::ModelConfig& config() const { return model_->config(); }
 

@@ -15,7 +15,10 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
+#include "kvx/kv_compatibility.h"
+#include "kvx/memory_region.h"
 #include "model/forward_batch.h"
 #include "model/model_config.h"
 
@@ -50,6 +53,13 @@ inline int32_t SlidingWindowOf(const model::ModelConfig& config) {
   return window <= std::numeric_limits<int32_t>::max() ? static_cast<int32_t>(window) : 0;
 }
 
+// The runner's KV cache memory as KV transfers address it (kv_connector.h): the region of
+// its pools, and what a peer's KV must match (the model fingerprint is the caller's).
+struct RunnerKvMemory {
+  kvx::MemoryRegion region;
+  kvx::KvCompatibility compatibility;
+};
+
 class ModelRunner {
  public:
   virtual ~ModelRunner() = default;
@@ -65,6 +75,12 @@ class ModelRunner {
 
   // Short name for logs and /version ("cpu", "sim").
   virtual std::string backend_name() const = 0;
+
+  // The KV memory, for moving blocks between engines. Unimplemented for a runner that keeps
+  // no KV bytes (the simulated one) or keeps them where the host cannot address them.
+  virtual absl::StatusOr<RunnerKvMemory> kv_memory() const {
+    return absl::UnimplementedError(backend_name() + " runner: its KV cannot be moved");
+  }
 };
 
 }  // namespace switchyard::engine

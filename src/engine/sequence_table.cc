@@ -104,7 +104,7 @@ absl::Status SequenceTable::Finish(SeqId id, KvCacheManager* kv) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), id));
   }
   seqs_.erase(it);
-  if (kv->HasSequence(id))
+  if (kv != nullptr && kv->HasSequence(id))
     return kv->Free(id);
   return absl::OkStatus();
 }

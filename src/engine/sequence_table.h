@@ -64,7 +64,8 @@ class SequenceTable {
 
   // Appends a sampled token to a running sequence whose tokens are all computed.
   absl::Status AppendToken(SeqId id, int32_t token);
-  // Removes a finished or aborted sequence from its queue and frees its blocks, if any.
+  // Removes a finished or aborted sequence from its queue and frees its blocks, if any;
+  // with a null `kv` the caller keeps them (a producer's lease for a remote decode).
   absl::Status Finish(SeqId id, KvCacheManager* kv);
 
   // Queue moves for ApplyPlan.

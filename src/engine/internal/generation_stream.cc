@@ -253,6 +253,8 @@ void GenerationStream::OnUpdate(size_t prompt, RequestUpdate update) {
     return;
   }
   cached_tokens_[prompt] = update.num_cached_tokens;
+  if (!update.kv_transfer_params.empty())
+    kv_transfer_params_ = std::move(update.kv_transfer_params);
   if (KeepsPromptLogprobs()) {
     for (const SampleResult& s : update.prompt_logprobs)
       prompt_logprobs_[prompt].push_back(ToPromptLogprob(s));
@@ -422,7 +424,7 @@ void GenerationStream::Finish() {
       if (options_.logprobs)
         out[i].logprobs = std::move(choice.logprobs);
     }
-    body = api::ChatCompletionResponse(options_.header, out, usage, {},
+    body = api::ChatCompletionResponse(options_.header, out, usage, kv_transfer_params_,
                                        options_.prompt_logprobs ? &prompt_logprobs_[0] : nullptr);
   } else {
     std::vector<api::CompletionChoice> out(source.size());
@@ -444,7 +446,7 @@ void GenerationStream::Finish() {
       if (options_.prompt_logprobs)
         out[i].prompt_logprobs = prompt_logprobs_[prompt];
     }
-    body = api::CompletionResponse(options_.header, out, usage);
+    body = api::CompletionResponse(options_.header, out, usage, kv_transfer_params_);
   }
   responder_->Send(200, kJson, std::move(body), options_.extra_headers);
   ReleaseWhenWritten();

@@ -153,6 +153,8 @@ class GenerationStream {
   base::Mutex mu_;
   std::vector<Choice> choices_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> cached_tokens_ ABSL_GUARDED_BY(mu_);
+  // A producer's kv_transfer_params for the response (a remote decode's prefill).
+  std::string kv_transfer_params_ ABSL_GUARDED_BY(mu_);
   std::vector<api::PromptLogprobs> prompt_logprobs_ ABSL_GUARDED_BY(mu_);  // per prompt
   std::vector<bool> echoed_ ABSL_GUARDED_BY(mu_);  // streaming, per prompt: echo sent
   size_t prompts_finished_ ABSL_GUARDED_BY(mu_) = 0;

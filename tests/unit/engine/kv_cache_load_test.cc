@@ -26,7 +26,7 @@ TEST(KvCacheLoadTest, LoadedBlocksBecomeThePrefixHitOfTheSequence) {
   EXPECT_EQ(m->ProbeComputedBlocks(prompt, {}, &scratch).num_tokens, 0);
   EXPECT_EQ(m->pool().num_free_blocks(), 14);
 
-  m->FinishLoad(1, prompt, /*loaded=*/true);
+  m->FinishLoad(1, prompt, /*num_loaded=*/2);
   const auto events = m->TakeEvents();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(std::get<kvx::BlockStored>(events[0]).block_hashes.size(), 2u);
@@ -55,7 +55,7 @@ TEST(KvCacheLoadTest, OnlyTheBlocksNotCachedHereAreLoaded) {
   ASSERT_TRUE(target.ok());
   EXPECT_EQ(target->first_block, 1);
   EXPECT_EQ(target->blocks.size(), 2u);
-  m->FinishLoad(2, prompt, true);
+  m->FinishLoad(2, prompt, 2);
   const auto events = m->TakeEvents();
   ASSERT_EQ(events.size(), 1u);
   const auto& stored = std::get<kvx::BlockStored>(events[0]);
@@ -69,7 +69,7 @@ TEST(KvCacheLoadTest, AFailedLoadPublishesNothingAndFreesEverything) {
   const auto prompt = Iota(9);
   ASSERT_TRUE(m->AddSequence(1, {}, std::nullopt).ok());
   ASSERT_TRUE(m->BeginLoad(1, prompt).ok());
-  m->FinishLoad(1, prompt, /*loaded=*/false);
+  m->FinishLoad(1, prompt, /*num_loaded=*/0);
   EXPECT_TRUE(m->TakeEvents().empty());
   EXPECT_EQ(m->pool().num_free_blocks(), 8);
   EXPECT_EQ(m->GetComputedBlocks(1, prompt)->num_tokens, 0);
