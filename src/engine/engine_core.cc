@@ -51,6 +51,9 @@ struct EngineCore::RequestState {
   FinishReason last_finish = FinishReason::kStop;
   // Its sequences wait in loading_ for the prompt's KV (a remote prefill).
   bool loading = false;
+  // Prompt tokens whose KV a remote prefill delivered (part of num_cached_tokens once
+  // admitted, unless evicted before).
+  int64_t num_loaded_tokens = 0;
 };
 
 struct EngineCore::SeqState {
@@ -458,7 +461,9 @@ void EngineCore::ServiceConnector() {
       absl::Status freed = kv_->Free(done.seq);
       SY_CHECK(freed.ok());
     } else {
-      seqs_.at(done.seq)->request->loading = false;
+      RequestState& req = *seqs_.at(done.seq)->request;
+      req.loading = false;
+      req.num_loaded_tokens = static_cast<int64_t>(done.num_loaded) * kv_->block_size();
       for (Sequence& seq : loading.seqs) {
         absl::Status added = table_.Add(std::move(seq));
         SY_CHECK(added.ok());
@@ -660,7 +665,7 @@ void EngineCore::ProcessSamples(std::span<const SeqId> sampled, std::span<float>
       if (!req->first_token.has_value()) {
         options_.metrics->ObserveTimeToFirstToken(Seconds(now - r.arrival_time));
         options_.metrics->AddPromptTokens(static_cast<int64_t>(r.prompt_tokens.size()),
-                                          req->num_cached_tokens);
+                                          req->num_cached_tokens, req->num_loaded_tokens);
       } else if (seq.last_token.has_value()) {
         options_.metrics->ObserveInterTokenLatency(Seconds(now - *seq.last_token));
       }

@@ -308,6 +308,7 @@ struct EngineMetrics::Impl {
   prometheus::Counter* prompt_tokens;
   prometheus::Counter* prompt_tokens_local_compute;
   prometheus::Counter* prompt_tokens_local_cache_hit;
+  prometheus::Counter* prompt_tokens_external_kv_transfer;
   prometheus::Counter* prompt_tokens_cached;
   prometheus::Counter* generation_tokens;
   std::array<prometheus::Counter*, kNumFinishReasons> request_success{};
@@ -351,7 +352,7 @@ EngineMetrics::Impl::Impl(const EngineMetricsOptions& o)
                         .Register(registry);
   prompt_tokens_local_compute = &by_source.Add(With("source", "local_compute"));
   prompt_tokens_local_cache_hit = &by_source.Add(With("source", "local_cache_hit"));
-  by_source.Add(With("source", "external_kv_transfer"));  // No KV transfer yet: stays 0.
+  prompt_tokens_external_kv_transfer = &by_source.Add(With("source", "external_kv_transfer"));
   prompt_tokens_cached =
       AddCounter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).");
   generation_tokens =
@@ -446,11 +447,15 @@ void EngineMetrics::AddPreemptions(int64_t count) {
   impl_->num_preemptions->Increment(static_cast<double>(count));
 }
 
-void EngineMetrics::AddPromptTokens(int64_t prompt_tokens, int64_t cached_tokens) {
+void EngineMetrics::AddPromptTokens(int64_t prompt_tokens, int64_t cached_tokens,
+                                    int64_t external_tokens) {
   cached_tokens = std::max<int64_t>(0, std::min(cached_tokens, prompt_tokens));
+  external_tokens = std::max<int64_t>(0, std::min(external_tokens, cached_tokens));
   impl_->prompt_tokens->Increment(static_cast<double>(prompt_tokens));
   impl_->prompt_tokens_cached->Increment(static_cast<double>(cached_tokens));
-  impl_->prompt_tokens_local_cache_hit->Increment(static_cast<double>(cached_tokens));
+  impl_->prompt_tokens_local_cache_hit->Increment(
+      static_cast<double>(cached_tokens - external_tokens));
+  impl_->prompt_tokens_external_kv_transfer->Increment(static_cast<double>(external_tokens));
   impl_->prompt_tokens_local_compute->Increment(static_cast<double>(prompt_tokens - cached_tokens));
 }
 

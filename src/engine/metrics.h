@@ -69,9 +69,10 @@ class EngineMetrics {
   void AddPrefixCache(int64_t queries, int64_t hits);
   void AddPreemptions(int64_t count);
   // vllm:prompt_tokens counts a request's whole prompt when it produces its first token;
-  // cached_tokens of them were served from the prefix cache (vllm:prompt_tokens_cached and
-  // vllm:prompt_tokens_by_source{source=local_compute|local_cache_hit}).
-  void AddPromptTokens(int64_t prompt_tokens, int64_t cached_tokens);
+  // cached_tokens of them were served from the prefix cache (vllm:prompt_tokens_cached), of
+  // which external_tokens had been loaded from a remote prefill
+  // (vllm:prompt_tokens_by_source{source=local_compute|local_cache_hit|external_kv_transfer}).
+  void AddPromptTokens(int64_t prompt_tokens, int64_t cached_tokens, int64_t external_tokens);
   void AddGenerationTokens(int64_t count);
   // vllm:iteration_tokens_total: tokens scheduled in one step.
   void ObserveIterationTokens(int64_t count);

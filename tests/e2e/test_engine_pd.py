@@ -83,6 +83,8 @@ def test_the_decode_engine_answers_from_the_prefills_kv(producer, expected):
         assert answer.choices[0].text == expected
         # The 96 tokens of the 6 full blocks came from the producer, the rest was computed.
         assert counter(consumer, "vllm:prefix_cache_hits_total") - hits_before == 96
+        by_source = requests.get(f"{consumer.url}/metrics", timeout=10).text
+        assert 'vllm:prompt_tokens_by_source_total{source="external_kv_transfer"} 96' in by_source
         # The consumer released the producer's blocks: its KV is back to empty.
         producer.wait_idle()
         consumer.wait_idle()

@@ -218,8 +218,9 @@ TEST(EngineMetricsTest, GaugesAndCountersHoldWhatWasRecorded) {
   metrics.AddPrefixCache(100, 40);
   metrics.AddPrefixCache(28, 0);
   metrics.AddPreemptions(1);
-  metrics.AddPromptTokens(100, 40);
-  metrics.AddPromptTokens(20, 0);
+  metrics.AddPromptTokens(100, 40, 0);
+  metrics.AddPromptTokens(20, 0, 0);
+  metrics.AddPromptTokens(50, 48, 32);  // a remote prefill delivered 32 of the 48
   metrics.AddGenerationTokens(7);
   metrics.AddGenerationTokens(1);
   Exposition text(metrics.Serialize());
@@ -229,12 +230,12 @@ TEST(EngineMetricsTest, GaugesAndCountersHoldWhatWasRecorded) {
   EXPECT_EQ(text.Value("vllm:prefix_cache_queries_total"), 128);
   EXPECT_EQ(text.Value("vllm:prefix_cache_hits_total"), 40);
   EXPECT_EQ(text.Value("vllm:num_preemptions_total"), 1);
-  EXPECT_EQ(text.Value("vllm:prompt_tokens_total"), 120);
-  EXPECT_EQ(text.Value("vllm:prompt_tokens_cached_total"), 40);
-  EXPECT_EQ(text.Value("vllm:prompt_tokens_by_source_total", {{"source", "local_compute"}}), 80);
-  EXPECT_EQ(text.Value("vllm:prompt_tokens_by_source_total", {{"source", "local_cache_hit"}}), 40);
+  EXPECT_EQ(text.Value("vllm:prompt_tokens_total"), 170);
+  EXPECT_EQ(text.Value("vllm:prompt_tokens_cached_total"), 88);
+  EXPECT_EQ(text.Value("vllm:prompt_tokens_by_source_total", {{"source", "local_compute"}}), 82);
+  EXPECT_EQ(text.Value("vllm:prompt_tokens_by_source_total", {{"source", "local_cache_hit"}}), 56);
   EXPECT_EQ(text.Value("vllm:prompt_tokens_by_source_total", {{"source", "external_kv_transfer"}}),
-            0);
+            32);
   EXPECT_EQ(text.Value("vllm:generation_tokens_total"), 8);
 }
 
@@ -421,7 +422,7 @@ TEST(EngineMetricsConcurrencyTest, RecordWhileSerializing) {
     for (int i = 0; i < kSteps; ++i) {
       metrics.SetSchedulerState(i % 7, i % 3, 0.5);
       metrics.AddPrefixCache(2, 1);
-      metrics.AddPromptTokens(2, 1);
+      metrics.AddPromptTokens(2, 1, 0);
       metrics.AddGenerationTokens(1);
       metrics.ObserveIterationTokens(3);
       metrics.ObserveInterTokenLatency(0.02);
