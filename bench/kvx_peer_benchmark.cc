@@ -60,9 +60,10 @@ void BM_PeerReadBlocks(benchmark::State& state) {
   }
   std::vector<std::byte> store(layout.block_bytes() * static_cast<size_t>(n));
   const MemoryRegion dst = *MemoryRegion::ForInterleaved(layout, store, n);
-  std::vector<int32_t> remote(static_cast<size_t>(n)), local(static_cast<size_t>(n));
+  std::vector<int64_t> remote(static_cast<size_t>(n));
+  std::vector<int32_t> local(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
-    remote[static_cast<size_t>(i)] = (i * 7) % static_cast<int32_t>(kPoolBlocks);
+    remote[static_cast<size_t>(i)] = (i * 7) % kPoolBlocks;
     local[static_cast<size_t>(i)] = i;
   }
   for (auto _ : state) {

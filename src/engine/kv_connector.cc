@@ -296,11 +296,7 @@ KvConnector::FinishedLoad KvConnector::RunLoad(const LoadJob& job) {
         fmt::format("kv_transfer_params name {} remote blocks; the prompt needs {}",
                     job.params.remote_block_ids.size(), first + count));
   } else if (count > 0) {
-    std::vector<int32_t> remote;
-    for (size_t i = 0; i < count; ++i) {
-      const int64_t id = job.params.remote_block_ids[first + i];
-      remote.push_back(id <= INT32_MAX ? static_cast<int32_t>(id) : -1);
-    }
+    const auto remote = std::span(job.params.remote_block_ids).subspan(first, count);
     done.status = (*client)->ReadBlocks(remote, pool_, job.local_blocks);
     if (done.status.ok()) {
       done.num_loaded = static_cast<int32_t>(count);
@@ -317,12 +313,9 @@ KvConnector::FinishedLoad KvConnector::RunLoad(const LoadJob& job) {
 
 void KvConnector::ReleaseAt(const kvx::KvTransferParams& params) {
   // The producer may free its blocks now, whether or not they came.
-  std::vector<int32_t> all;
-  for (int64_t id : params.remote_block_ids)
-    all.push_back(id <= INT32_MAX ? static_cast<int32_t>(id) : -1);
   absl::Status released = ClientFor(params).status();
   if (released.ok())
-    released = client_->Release(all);
+    released = client_->Release(params.remote_block_ids);
   if (!released.ok()) {
     client_.reset();
     SY_LOG_WARN("KV release at {}:{} failed (its lease will expire instead): {}",

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_format.h"
 
+#include "base/status_macros.h"
 #include "kvx/tcp_socket.h"
 
 namespace switchyard::kvx {
@@ -13,6 +14,18 @@ namespace {
 
 absl::Status ProtocolError(const std::string& what) {
   return absl::InvalidArgumentError("KV peer broke the protocol: " + what);
+}
+
+// The peer's block ids as the wire carries them (u32).
+absl::StatusOr<PeerBlockList> WireBlockList(std::span<const int64_t> ids) {
+  PeerBlockList list;
+  list.block_ids.reserve(ids.size());
+  for (int64_t id : ids) {
+    if (id < 0 || id > UINT32_MAX)
+      return absl::InvalidArgumentError(absl::StrFormat("KV peer block id %d is not one", id));
+    list.block_ids.push_back(static_cast<uint32_t>(id));
+  }
+  return list;
 }
 
 }  // namespace
@@ -56,7 +69,7 @@ absl::StatusOr<PeerLookupResult> PeerBlockClient::Lookup(std::span<const PeerDig
   return result;
 }
 
-absl::Status PeerBlockClient::ReadBlocks(std::span<const int32_t> remote_ids,
+absl::Status PeerBlockClient::ReadBlocks(std::span<const int64_t> remote_ids,
                                          const MemoryRegion& dst,
                                          std::span<const int32_t> local_ids) {
   if (remote_ids.size() != local_ids.size()) {
@@ -73,12 +86,7 @@ absl::Status PeerBlockClient::ReadBlocks(std::span<const int32_t> remote_ids,
           "KV peer read: local block %d is outside the region's %d", id, dst.num_blocks()));
     }
   }
-  PeerBlockList request;
-  for (int32_t id : remote_ids) {
-    if (id < 0)
-      return absl::InvalidArgumentError(absl::StrFormat("KV peer read: remote block %d", id));
-    request.block_ids.push_back(static_cast<uint32_t>(id));
-  }
+  SY_ASSIGN_OR_RETURN(const PeerBlockList request, WireBlockList(remote_ids));
   auto stream = SendRequest(PeerFrameType::kReadBlocks, EncodePeerBlockList(request));
   if (!stream.ok())
     return stream.status();
@@ -134,13 +142,8 @@ absl::Status PeerBlockClient::ReadBlocks(std::span<const int32_t> remote_ids,
   }
 }
 
-absl::Status PeerBlockClient::Release(std::span<const int32_t> remote_ids) {
-  PeerBlockList request;
-  for (int32_t id : remote_ids) {
-    if (id < 0)
-      return absl::InvalidArgumentError(absl::StrFormat("KV peer release: block %d", id));
-    request.block_ids.push_back(static_cast<uint32_t>(id));
-  }
+absl::Status PeerBlockClient::Release(std::span<const int64_t> remote_ids) {
+  SY_ASSIGN_OR_RETURN(const PeerBlockList request, WireBlockList(remote_ids));
   auto stream = SendRequest(PeerFrameType::kReleaseBlocks, EncodePeerBlockList(request));
   return stream.status();
 }

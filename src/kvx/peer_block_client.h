@@ -46,11 +46,13 @@ class PeerBlockClient {
   // it refuses (NotFound, OutOfRange, ...); Unavailable/DeadlineExceeded/InvalidArgument
   // from a broken stream (then the client is broken). On error `dst`'s blocks may be partly
   // written. REQUIRES: dst's layout is the one the compatibility hash describes.
-  absl::Status ReadBlocks(std::span<const int32_t> remote_ids, const MemoryRegion& dst,
+  // Remote ids are int64 as kv_transfer_params carry them; one outside [0, 2^32) is
+  // InvalidArgument.
+  absl::Status ReadBlocks(std::span<const int64_t> remote_ids, const MemoryRegion& dst,
                           std::span<const int32_t> local_ids);
 
   // Ends the lease on blocks a Lookup pinned.
-  absl::Status Release(std::span<const int32_t> remote_ids);
+  absl::Status Release(std::span<const int64_t> remote_ids);
 
  private:
   explicit PeerBlockClient(PeerConnection connection) : connection_(std::move(connection)) {}

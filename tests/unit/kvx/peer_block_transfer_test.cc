@@ -153,7 +153,7 @@ TEST_F(PeerBlockTransferTest, ReadBlocksArriveByteExactInTheBlocksNamed) {
   ASSERT_TRUE(client.ok()) << client.status();
   EXPECT_EQ((*client)->peer_engine_id(), "prefill-0");
   Pool local(2);
-  const std::vector<int32_t> remote = {5, 6, 7, 0, 30};
+  const std::vector<int64_t> remote = {5, 6, 7, 0, 30};
   const std::vector<int32_t> into = {1, 2, 3, 20, 4};
   const auto untouched = local.Block(0);
   ASSERT_TRUE((*client)->ReadBlocks(remote, *local.region, into).ok());
@@ -170,7 +170,7 @@ TEST_F(PeerBlockTransferTest, AnInterleavedDestinationReceivesTheSameBytes) {
   ASSERT_TRUE(client.ok());
   std::vector<std::byte> store(Layout().block_bytes() * 4);
   auto region = *MemoryRegion::ForInterleaved(Layout(), store, 4);
-  const std::vector<int32_t> remote = {9, 8};
+  const std::vector<int64_t> remote = {9, 8};
   const std::vector<int32_t> into = {3, 0};
   ASSERT_TRUE((*client)->ReadBlocks(remote, region, into).ok());
   const auto expect9 = source_pool_.Block(9);
@@ -186,7 +186,7 @@ TEST_F(PeerBlockTransferTest, LookupReturnsTheHeldPrefixAndReleaseReachesTheSour
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_THAT(result->block_ids, ElementsAre(10, 11, 12));
   EXPECT_EQ(result->lease_ms, 5000u);
-  const std::vector<int32_t> ids = {10, 11, 12};
+  const std::vector<int64_t> ids = {10, 11, 12};
   ASSERT_TRUE((*client)->Release(ids).ok());
   // The release has no reply; a later request on the same connection orders after it.
   ASSERT_TRUE((*client)->Lookup({}).ok());
@@ -197,21 +197,25 @@ TEST_F(PeerBlockTransferTest, RefusedReadsLeaveTheConnectionUsable) {
   auto client = Connect();
   ASSERT_TRUE(client.ok());
   Pool local(3);
-  const std::vector<int32_t> out_of_range = {1, 32};
+  const std::vector<int64_t> out_of_range = {1, 32};
   const std::vector<int32_t> into = {0, 1};
   absl::Status status = (*client)->ReadBlocks(out_of_range, *local.region, into);
   EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange);
   EXPECT_THAT(status.message(), HasSubstr("block id 32 is outside this engine's 32"));
 
-  const std::vector<int32_t> evicted = {31};
+  const std::vector<int64_t> evicted = {31};
+  const std::vector<int64_t> remote_one = {0};
   const std::vector<int32_t> one = {0};
   EXPECT_EQ((*client)->ReadBlocks(evicted, *local.region, one).code(), absl::StatusCode::kNotFound);
 
   const std::vector<int32_t> bad_local = {99};
-  EXPECT_EQ((*client)->ReadBlocks(one, *local.region, bad_local).code(),
+  EXPECT_EQ((*client)->ReadBlocks(remote_one, *local.region, bad_local).code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<int64_t> not_an_id = {int64_t{1} << 33};
+  EXPECT_EQ((*client)->ReadBlocks(not_an_id, *local.region, one).code(),
             absl::StatusCode::kInvalidArgument);
 
-  ASSERT_TRUE((*client)->ReadBlocks(one, *local.region, one).ok());
+  ASSERT_TRUE((*client)->ReadBlocks(remote_one, *local.region, one).ok());
   EXPECT_EQ(local.Block(0), source_pool_.Block(0));
   EXPECT_EQ(server_->counters().reads_failed, 2u);
 }
@@ -279,10 +283,11 @@ TEST_F(PeerBlockTransferTest, AServerThatGoesAwayBreaksTheClientCleanly) {
   ASSERT_TRUE(client.ok());
   server_.reset();
   Pool local(4);
+  const std::vector<int64_t> remote_one = {0};
   const std::vector<int32_t> one = {0};
-  const absl::Status status = (*client)->ReadBlocks(one, *local.region, one);
+  const absl::Status status = (*client)->ReadBlocks(remote_one, *local.region, one);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
-  EXPECT_EQ((*client)->ReadBlocks(one, *local.region, one).code(),
+  EXPECT_EQ((*client)->ReadBlocks(remote_one, *local.region, one).code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
@@ -298,8 +303,9 @@ TEST_F(PeerBlockTransferTest, ManyClientsReadConcurrently) {
       std::vector<int32_t> ids(kBlocks - 1);
       for (int32_t i = 0; i < kBlocks - 1; ++i)
         ids[i] = i;
+      const std::vector<int64_t> remote(ids.begin(), ids.end());
       for (int round = 0; round < 20; ++round) {
-        if (!(*client)->ReadBlocks(ids, *local.region, ids).ok())
+        if (!(*client)->ReadBlocks(remote, *local.region, ids).ok())
           return;
       }
       for (int32_t id : ids) {
