@@ -193,6 +193,16 @@ struct RouterMetrics::Impl {
           .Help("Times the KV event subscriber's loop failed and was restarted.")
           .Register(registry);
   prometheus::Counter& subscriber_restarts_total = subscriber_restarts.Add({});
+  prometheus::Family<prometheus::Counter>& pd_decisions =
+      prometheus::BuildCounter()
+          .Name("switchyard_router_pd_decisions_total")
+          .Help("Prefill/decode decisions by outcome (disaggregated, fallback, decode_only).")
+          .Register(registry);
+  // In PdOutcome's order.
+  std::array<prometheus::Counter*, kPdOutcomes> pd_decision_totals = {
+      &pd_decisions.Add({{"outcome", "disaggregated"}}),
+      &pd_decisions.Add({{"outcome", "fallback"}}),
+      &pd_decisions.Add({{"outcome", "decode_only"}})};
   Family<Gauge>& pool_size =
       AddGauge(registry, "switchyard_router_pool_size", "Members of each pool.");
   Family<Gauge>& pool_ready =
@@ -381,6 +391,10 @@ void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses)
     m.pool_size.Add({{"pool", pool}}).Set(counts.first);
     m.pool_ready.Add({{"pool", pool}}).Set(counts.second);
   }
+}
+
+void RouterMetrics::PdDecision(PdOutcome outcome) {
+  impl_->pd_decision_totals[static_cast<size_t>(outcome)]->Increment();
 }
 
 void RouterMetrics::SetKvEventSubscriberRestarts(int64_t restarts) {

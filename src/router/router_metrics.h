@@ -54,6 +54,11 @@
 //       prefix index was cleared and gives no credit until the stream is back in order.
 //   switchyard_router_kv_event_subscriber_restarts_total            counter
 //       the KV event subscriber's loop failed and was restarted.
+//   switchyard_router_pd_decisions_total{outcome}                   counter
+//       prefill/decode decisions (disagg-profile-handler), per attempt: disaggregated (the
+//       prefill endpoint's KV went to the decode endpoint), fallback (disaggregation was
+//       decided but no prefill endpoint was found or its leg failed: the decode endpoint
+//       computed the prompt), decode_only (the decider kept the prompt on the decode endpoint).
 //   switchyard_router_pool_size{pool}                                gauge (members)
 //   switchyard_router_pool_ready_endpoints{pool}                     gauge
 //       inference_pool_ready_pods: healthy and not ejected.
@@ -80,6 +85,8 @@
 namespace switchyard::router {
 
 enum class RetryReason { kConnect, kHttp502, kHttp503, kTimeout, kUnhealthy };
+enum class PdOutcome { kDisaggregated, kFallback, kDecodeOnly };
+inline constexpr size_t kPdOutcomes = 3;
 inline constexpr size_t kRetryReasons = 5;
 
 // The code of a request whose stream ended with an SSE error event (`code="error"`); no
@@ -148,6 +155,7 @@ class RouterMetrics {
   void ObserveSchedule(double seconds);
   // Sets the endpoint and pool gauges to what the endpoint table believes now.
   void UpdateEndpoints(const std::vector<EndpointStatus>& statuses);
+  void PdDecision(PdOutcome outcome);
   // The KV event subscriber's restarts() so far.
   void SetKvEventSubscriberRestarts(int64_t restarts);
 

@@ -56,7 +56,9 @@ std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
 }
 
 // The scheduling of one proxied request: the profile picks from a fresh snapshot per attempt,
-// without the endpoints already tried.
+// without the endpoints already tried. With a disagg-profile-handler that profile is the
+// decode one, and its decider may have the prefill profile pick a prefill endpoint for the
+// attempt too (from the whole snapshot but the decode pick).
 class RequestRouting final : public internal::ProxyRouting {
  public:
   // `ready`: when the request was ready to schedule (a clock read just made), the first
@@ -67,6 +69,7 @@ class RequestRouting final : public internal::ProxyRouting {
                  const PluginSet* plugins, std::vector<int32_t> prompt_tokens,
                  Clock::time_point ready, std::unique_ptr<internal::Drain::Ticket> ticket)
       : profile_(profile),
+        disagg_(plugins->disagg().has_value() ? &*plugins->disagg() : nullptr),
         table_(table),
         metrics_(metrics),
         plugins_(plugins),
@@ -91,7 +94,8 @@ class RequestRouting final : public internal::ProxyRouting {
     } else {
       start = Clock::now();
     }
-    last_pick_ = nullptr;  // it points into the snapshot replaced here
+    last_pick_ = nullptr;  // they point into the snapshot replaced here
+    prefill_pick_ = nullptr;
     snapshot_ = table_->Snapshot(start);
     candidates.clear();
     for (const Endpoint& e : *snapshot_) {
@@ -117,13 +121,19 @@ class RequestRouting final : public internal::ProxyRouting {
       recorder->PrefixPrediction(cycle_.prefix_match->prompt_tokens,
                                  cycle_.prefix_match->CachedTokens(picked.name));
     }
-    return internal::ProxyTarget{picked.name,          picked.address, picked.pool,
+    internal::ProxyTarget target{picked.name,          picked.address, picked.pool,
                                  picked.authorization, recorder,       picked.load.get()};
+    if (disagg_ != nullptr)
+      target.prefill = PickPrefill(picked, rng);
+    return target;
   }
 
   void Picked(const internal::ProxyTarget& target) override {
-    if (last_pick_ != nullptr && last_pick_->name == target.name)
-      profile_->NotifyPicked(request_, cycle_, *last_pick_);
+    if (last_pick_ == nullptr || last_pick_->name != target.name)
+      return;
+    profile_->NotifyPicked(request_, cycle_, *last_pick_);
+    if (prefill_pick_ != nullptr && target.prefill.has_value())
+      disagg_->prefill->NotifyPicked(request_, prefill_cycle_, *prefill_pick_);
   }
 
   std::string SessionToken(std::string_view endpoint) override {
@@ -141,6 +151,31 @@ class RequestRouting final : public internal::ProxyRouting {
     }
   }
 
+  // The disagg-profile-handler's second step, after the decode profile picked `decode`:
+  // nullopt when the decider keeps the prompt on it or no prefill endpoint is found.
+  std::optional<internal::ProxyTarget::Prefill> PickPrefill(const Endpoint& decode,
+                                                            std::mt19937_64& rng) {
+    if (!disagg_->decider->Disaggregate(request_, cycle_, decode)) {
+      metrics_->PdDecision(PdOutcome::kDecodeOnly);
+      return std::nullopt;
+    }
+    thread_local Candidates candidates;
+    candidates.clear();
+    for (const Endpoint& e : *snapshot_) {
+      if (&e != &decode)
+        candidates.push_back(&e);
+    }
+    prefill_cycle_ = CycleState();
+    ProfileResult result = disagg_->prefill->Run(request_, prefill_cycle_, candidates, rng);
+    if (result.picked.empty()) {
+      metrics_->PdDecision(PdOutcome::kFallback);
+      return std::nullopt;
+    }
+    prefill_pick_ = result.picked[0];
+    return internal::ProxyTarget::Prefill{prefill_pick_->name, prefill_pick_->address,
+                                          prefill_pick_->authorization, prefill_pick_->load.get()};
+  }
+
   void Refused(const internal::ProxyTarget& target, std::chrono::seconds retry_after) override {
     // Bounded: a Retry-After far off must not keep a restarted engine at this address out.
     table_->ReportRefusing(std::string(target.name),
@@ -149,6 +184,7 @@ class RequestRouting final : public internal::ProxyRouting {
 
  private:
   const SchedulingProfile* const profile_;
+  const DisaggProfiles* const disagg_;  // null: no prefill/decode disaggregation
   EndpointTable* const table_;
   RouterMetrics* const metrics_;
   const PluginSet* const plugins_;
@@ -158,6 +194,9 @@ class RequestRouting final : public internal::ProxyRouting {
   CycleState cycle_;
   std::shared_ptr<const std::vector<Endpoint>> snapshot_;
   const Endpoint* last_pick_ = nullptr;
+  // The prefill profile's cycle and pick, when the last pick has one.
+  CycleState prefill_cycle_;
+  const Endpoint* prefill_pick_ = nullptr;
   std::optional<Clock::time_point> first_start_;  // until the first pick
   const std::unique_ptr<internal::Drain::Ticket> ticket_;
 };
@@ -252,7 +291,7 @@ absl::Status RouterServerImpl::Init() {
   }
   SY_ASSIGN_OR_RETURN(plugins_,
                       PluginSet::FromYaml(config_.scheduling_yaml, "scheduling", plugin_options));
-  profile_ = plugins_->profiles().front().get();
+  profile_ = plugins_->primary_profile();
   SY_ASSIGN_OR_RETURN(prompt_tokenizer_, PromptTokenizer::FromConfig(config_));
   bool any_dns = false;
   for (const PoolConfig& pool : config_.pools) {
@@ -405,6 +444,7 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   proxy.arrival = arrival;
   proxy.prompt_tokens = static_cast<int64_t>(sched.prompt_tokens.size());
   proxy.stream = stream;
+  proxy.prefill_timeout = std::chrono::milliseconds(config_.request_timeout_ms);
   // A buffered response's head comes with its whole completion, after however long the
   // request queues in a healthy engine: its wait is bounded by the request timeout, and a
   // dead or frozen engine is found by health checks (which wake the request to retry it).

@@ -7,6 +7,8 @@
 
 #include "api/error.h"
 #include "api/response_writer.h"
+#include "base/logging.h"
+#include "router/internal/pd_bodies.h"
 
 namespace switchyard::router::internal {
 namespace {
@@ -38,6 +40,7 @@ ProxyCall::ProxyCall(ProxyRequest&& request, std::shared_ptr<net::HttpResponder>
       metrics_(metrics),
       max_retries_(max_retries),
       request_(std::move(request)),
+      client_body_(request_.http.body),
       routing_(std::move(routing)) {}
 
 void ProxyCall::Start() {
@@ -87,10 +90,89 @@ void ProxyCall::TryNext() {
   cut_ = absl::OkStatus();
   current_->load->Started(request_.prompt_tokens);
   routing_->Picked(*current_);
+  disaggregated_ = false;
+  if (current_->prefill.has_value()) {
+    StartPrefill();
+    return;
+  }
+  SendAttempt(std::nullopt);
+}
+
+void ProxyCall::StartPrefill() {
+  const ProxyTarget::Prefill& prefill = *current_->prefill;
+  absl::StatusOr<std::string> body = PrefillRequestBody(client_body_);
+  if (!body.ok()) {
+    metrics_->PdDecision(PdOutcome::kFallback);
+    SendAttempt(std::nullopt);
+    return;
+  }
+  net::HttpClientRequest leg;
+  leg.method = "POST";
+  leg.upstream = prefill.address;
+  leg.target = request_.http.target;
+  leg.headers.emplace_back("content-type", kJson);
+  leg.headers.emplace_back(
+      "x-request-id",
+      fmt::format("prefill-{}", request_.http.headers[request_.request_id_header].second));
+  const std::string_view authorization = prefill.authorization.empty()
+                                             ? std::string_view(request_.client_authorization)
+                                             : prefill.authorization;
+  if (!authorization.empty())
+    leg.headers.emplace_back("authorization", authorization);
+  leg.body = *std::move(body);
+  leg.first_byte_timeout = request_.prefill_timeout;
+  prefill.load->Started(request_.prompt_tokens);
+  prefill_running_ = true;
+  client_->Fetch(leg, [self = shared_from_this()](absl::StatusOr<net::HttpClient::Response> r) {
+    self->PrefillDone(std::move(r));
+  });
+}
+
+void ProxyCall::PrefillDone(absl::StatusOr<net::HttpClient::Response> response) {
+  base::MutexLock lock(&mu_);
+  prefill_running_ = false;
+  const ProxyTarget::Prefill& prefill = *current_->prefill;
+  prefill.load->Ended(request_.prompt_tokens, true);
+  if (done_)  // aborted
+    return;
+  if (client_gone_) {
+    done_ = true;
+    current_->load->Ended(request_.prompt_tokens, prefill_pending_);
+    Finished(499, std::chrono::steady_clock::now());
+    return;
+  }
+  absl::StatusOr<std::string> params =
+      !response.ok()            ? absl::StatusOr<std::string>(response.status())
+      : response->status != 200 ? absl::UnavailableError(fmt::format("HTTP {}", response->status))
+                                : KvTransferParamsOf(response->body);
+  absl::StatusOr<std::string> decode_body =
+      params.ok() ? DecodeRequestBody(client_body_, *params) : params.status();
+  if (!decode_body.ok()) {
+    metrics_->PdDecision(PdOutcome::kFallback);
+    SY_LOG_WARN("router: the prefill leg on {} failed ({}); {} computes the prompt",
+                std::string(prefill.name), std::string(decode_body.status().message()),
+                std::string(current_->name));
+    SendAttempt(std::nullopt);
+    return;
+  }
+  metrics_->PdDecision(PdOutcome::kDisaggregated);
+  disaggregated_ = true;
+  SendAttempt(*std::move(decode_body));
+}
+
+void ProxyCall::SendAttempt(std::optional<std::string> decode_body) {
   request_.http.upstream = current_->address;
-  // Each attempt's own Authorization: its endpoint's credentials, else the client's.
+  request_.http.body =
+      decode_body.has_value() ? net::SharedBody(*std::move(decode_body)) : client_body_;
+  // Each attempt's own x-prefiller-host-port and Authorization (its endpoint's credentials,
+  // else the client's), last in the list, in that order.
   if (authorization_set_)
     request_.http.headers.pop_back();
+  if (prefiller_header_set_)
+    request_.http.headers.pop_back();
+  prefiller_header_set_ = disaggregated_;
+  if (prefiller_header_set_)
+    request_.http.headers.emplace_back("x-prefiller-host-port", current_->prefill->address);
   const std::string_view authorization = current_->authorization.empty()
                                              ? std::string_view(request_.client_authorization)
                                              : current_->authorization;
@@ -136,6 +218,8 @@ void ProxyCall::OnHead(int status, const net::HeaderList& headers) {
       out.emplace_back(name, value);
   }
   out.emplace_back("x-switchyard-endpoint", current_->name);
+  if (disaggregated_)
+    out.emplace_back("x-switchyard-prefill-endpoint", current_->prefill->name);
   if (std::string token = routing_->SessionToken(current_->name); !token.empty())
     out.emplace_back("x-session-token", std::move(token));
   // The usual types need no copy of their own.
@@ -264,7 +348,7 @@ void ProxyCall::Abort(const absl::Status& error) {
       return;
     done_ = true;
     handle = std::move(handle_);
-    if (handle != nullptr)  // an attempt is running
+    if (handle != nullptr || prefill_running_)  // an attempt is running
       current_->load->Ended(request_.prompt_tokens, prefill_pending_);
     if (request_.stream && first_byte_sent_) {
       Finished(kStreamErrorCode, std::chrono::steady_clock::now());

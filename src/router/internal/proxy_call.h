@@ -39,6 +39,17 @@
 // client costs the router at most about kStreamPauseBytes (plus one unfinished event), not
 // the whole stream.
 //
+// Prefill/decode disaggregation (a target with a prefill endpoint, picked by the
+// disagg-profile-handler): each attempt first POSTs the prefill leg (pd_bodies.h: max_tokens 1,
+// no stream, kv_transfer_params {"do_remote_decode": true}) to the prefill endpoint, then sends
+// the client's request to the decode endpoint with the kv_transfer_params the prefill answered
+// and `x-prefiller-host-port`; the response names both endpoints (x-switchyard-endpoint,
+// x-switchyard-prefill-endpoint). A failed prefill leg (connect error, timeout, a non-200
+// answer, no kv_transfer_params) is no failure of the request: the decode endpoint gets the
+// client's request as it is and computes the prompt. Both count in
+// switchyard_router_pd_decisions_total. A client that leaves during the prefill leg is counted
+// (499) when the leg ends.
+//
 // Threads: Start on the HTTP server loop; the response handler's methods on an HTTP client
 // loop; the client's close callback on the server loop. A mutex orders them. The endpoint
 // table wakes a waiting attempt from any thread, only by cancelling its upstream call
@@ -75,6 +86,14 @@ struct ProxyTarget {
   std::string_view authorization;       // the endpoint's credentials; empty: none
   EndpointRecorder* metrics = nullptr;  // the endpoint's request series
   EndpointLoad* load = nullptr;         // the endpoint's in-flight accounting
+  // Set when the prompt is to be prefilled elsewhere (the views as above).
+  struct Prefill {
+    std::string_view name;
+    std::string_view address;
+    std::string_view authorization;
+    EndpointLoad* load = nullptr;
+  };
+  std::optional<Prefill> prefill;
 };
 
 struct ProxyRequest {
@@ -94,6 +113,8 @@ struct ProxyRequest {
   // event stream, the response is buffered, so any upstream failure can still be retried or
   // answered with a proper error.
   bool stream = false;
+  // The prefill leg's whole-response timeout.
+  std::chrono::milliseconds prefill_timeout{60'000};
 };
 
 // Where a ProxyCall goes: the router's scheduling for one request. Called under the
@@ -144,6 +165,12 @@ class ProxyCall final : public net::HttpResponseHandler,
 
  private:
   void TryNext() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends the attempt to current_: with `decode_body` (the disaggregated request) when set,
+  // else the client's body.
+  void SendAttempt(std::optional<std::string> decode_body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The prefill leg of a disaggregated attempt; its end continues in PrefillDone.
+  void StartPrefill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void PrefillDone(absl::StatusOr<net::HttpClient::Response> response);
   // Counts a retry for `reason` on the current endpoint and tries the next.
   void Retry(RetryReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishAttempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -174,8 +201,11 @@ class ProxyCall final : public net::HttpResponseHandler,
   const int max_retries_;
 
   base::Mutex mu_;
-  // Only its http.upstream changes, and its request id moves to the response at the end.
+  // Its http.upstream and (for a disaggregated attempt) its body and x-prefiller-host-port
+  // change per attempt, and its request id moves to the response at the end.
   ProxyRequest request_ ABSL_GUARDED_BY(mu_);
+  // The client's body, as it came (shared, not copied).
+  const net::SharedBody client_body_;
   const std::unique_ptr<ProxyRouting> routing_ ABSL_PT_GUARDED_BY(mu_);
   // Most requests go to one endpoint: no allocation for it.
   absl::InlinedVector<std::string, 2> tried_ ABSL_GUARDED_BY(mu_);
@@ -208,6 +238,10 @@ class ProxyCall final : public net::HttpResponseHandler,
   RetryReason retry_reason_ ABSL_GUARDED_BY(mu_) = RetryReason::kConnect;
   bool prefill_pending_ ABSL_GUARDED_BY(mu_) = false;
   bool authorization_set_ ABSL_GUARDED_BY(mu_) = false;  // the last header is Authorization
+  // x-prefiller-host-port is the last header (before Authorization).
+  bool prefiller_header_set_ ABSL_GUARDED_BY(mu_) = false;
+  bool prefill_running_ ABSL_GUARDED_BY(mu_) = false;
+  bool disaggregated_ ABSL_GUARDED_BY(mu_) = false;  // the attempt's prefill leg succeeded
   bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);

@@ -19,11 +19,20 @@
 namespace switchyard::router {
 namespace {
 
+// A disagg-profile-handler's parameters, resolved once every profile is built.
+struct DisaggSpec {
+  std::string decode_profile;
+  std::string prefill_profile;
+  std::string decider_ref;
+};
+
 struct Built {
   std::unique_ptr<Filter> filter;
   std::unique_ptr<Scorer> scorer;
   std::unique_ptr<Picker> picker;
   PreRequest* pre_request = nullptr;
+  std::unique_ptr<PdDecider> decider;
+  std::optional<DisaggSpec> disagg;
 };
 
 // State the plugins of one PluginSet share, created on first use.
@@ -192,6 +201,40 @@ absl::StatusOr<Built> MakeNoHitLruScorer(const YAML::Node& p, const std::string&
   return Built{nullptr, std::move(scorer), nullptr, pre};
 }
 
+absl::StatusOr<Built> MakePrefixBasedPdDecider(const YAML::Node& p, const std::string& where,
+                                               Shared) {
+  SY_ASSIGN_OR_RETURN(int64_t non_cached, base::YamlField<int64_t>(p, "nonCachedTokens", 0));
+  SY_ASSIGN_OR_RETURN(int64_t prompt, base::YamlField<int64_t>(p, "promptTokens", 0));
+  if (non_cached < 0 || prompt < 0) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: nonCachedTokens and promptTokens must be >= 0", where));
+  }
+  Built built;
+  built.decider = std::make_unique<PrefixBasedPdDecider>(non_cached, prompt);
+  return built;
+}
+
+absl::StatusOr<Built> MakeDisaggProfileHandler(const YAML::Node& p, const std::string& where,
+                                               Shared) {
+  DisaggSpec spec;
+  const YAML::Node profiles = p["profiles"] ? p["profiles"] : YAML::Node(YAML::NodeType::Map);
+  const YAML::Node deciders = p["deciders"] ? p["deciders"] : YAML::Node(YAML::NodeType::Map);
+  if (!profiles.IsMap() || !deciders.IsMap())
+    return absl::InvalidArgumentError(fmt::format("{}: profiles and deciders must be maps", where));
+  SY_ASSIGN_OR_RETURN(spec.decode_profile,
+                      base::YamlField<std::string>(profiles, "decode", "decode"));
+  SY_ASSIGN_OR_RETURN(spec.prefill_profile,
+                      base::YamlField<std::string>(profiles, "prefill", "prefill"));
+  SY_ASSIGN_OR_RETURN(spec.decider_ref, base::YamlField<std::string>(deciders, "prefill", ""));
+  if (spec.decider_ref.empty()) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: deciders.prefill must name a pd decider plugin", where));
+  }
+  Built built;
+  built.disagg = std::move(spec);
+  return built;
+}
+
 const std::map<std::string, Factory>& Registry() {
   static const auto* registry = new std::map<std::string, Factory>{
       {"queue-scorer",
@@ -257,6 +300,14 @@ const std::map<std::string, Factory>& Registry() {
        [](const YAML::Node&, const std::string&, Shared) -> absl::StatusOr<Built> {
          return Built{std::make_unique<RoleFilter>(RoleFilter::Prefill()), nullptr, nullptr};
        }},
+      {"prefix-based-pd-decider", &MakePrefixBasedPdDecider},
+      {"always-disagg-pd-decider",
+       [](const YAML::Node&, const std::string&, Shared) -> absl::StatusOr<Built> {
+         Built built;
+         built.decider = std::make_unique<AlwaysDisaggPdDecider>();
+         return built;
+       }},
+      {"disagg-profile-handler", &MakeDisaggProfileHandler},
   };
   return *registry;
 }
@@ -325,6 +376,7 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
   }
   set->session_codec_ = std::make_unique<SessionTokenCodec>(std::move(secret));
   std::vector<std::string> order;  // plugin names in config order
+  std::optional<DisaggSpec> disagg;
   const YAML::Node plugins = root["plugins"];
   if (!plugins || !plugins.IsSequence() || plugins.size() == 0)
     return absl::InvalidArgumentError(fmt::format("{}: plugins must be a non-empty list", source));
@@ -347,8 +399,19 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
                                         {&set->approx_index_, &set->precise_index_,
                                          &set->approx_block_size_, &set->precise_block_size_,
                                          set->session_codec_.get(), &set->issues_session_tokens_}));
-    set->plugins_[name] = Owned{type, std::move(built.filter), std::move(built.scorer),
-                                std::move(built.picker), built.pre_request};
+    if (built.disagg.has_value()) {
+      if (disagg.has_value()) {
+        return absl::InvalidArgumentError(
+            fmt::format("{}: more than one disagg-profile-handler", where));
+      }
+      disagg = std::move(built.disagg);
+    }
+    set->plugins_[name] = Owned{type,
+                                std::move(built.filter),
+                                std::move(built.scorer),
+                                std::move(built.picker),
+                                built.pre_request,
+                                std::move(built.decider)};
     order.push_back(name);
   }
 
@@ -393,14 +456,14 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     }
   }
 
-  // llm-d runs several profiles only through a profile handler (disagg-profile-handler for
-  // prefill/decode, header-profile-handler); the router has none of those yet and runs its one
-  // profile for every request, as llm-d's single-profile-handler does.
-  if (specs.size() > 1) {
-    return absl::InvalidArgumentError(
-        fmt::format("{}: schedulingProfiles has {} profiles; the router runs exactly one (llm-d's "
-                    "single-profile-handler: it has no disagg or header profile handler yet)",
-                    source, specs.size()));
+  // llm-d runs several profiles only through a profile handler; without the
+  // disagg-profile-handler the router runs its one profile for every request, as llm-d's
+  // single-profile-handler does.
+  if (specs.size() > 1 && !disagg.has_value()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: schedulingProfiles has {} profiles; the router runs exactly one (llm-d's "
+        "single-profile-handler) unless a disagg-profile-handler runs a decode and a prefill one",
+        source, specs.size()));
   }
   for (auto& [name, refs] : specs) {
     std::vector<Filter*> filters;
@@ -432,6 +495,29 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     }
     set->profiles_.push_back(std::make_unique<SchedulingProfile>(
         name, std::move(filters), std::move(scorers), picker, std::move(pre_requests)));
+  }
+  if (disagg.has_value()) {
+    DisaggProfiles profiles{set->profile(disagg->decode_profile),
+                            set->profile(disagg->prefill_profile), nullptr};
+    for (const auto& [profile, name] : {std::pair{profiles.decode, &disagg->decode_profile},
+                                        std::pair{profiles.prefill, &disagg->prefill_profile}}) {
+      if (profile == nullptr) {
+        return absl::InvalidArgumentError(fmt::format(
+            "{}: disagg-profile-handler: no scheduling profile named '{}'", source, *name));
+      }
+    }
+    if (profiles.decode == profiles.prefill) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: disagg-profile-handler: the decode and prefill profiles must differ", source));
+    }
+    auto decider = set->plugins_.find(disagg->decider_ref);
+    if (decider == set->plugins_.end() || decider->second.decider == nullptr) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: disagg-profile-handler: deciders.prefill '{}' is not a pd decider",
+                      source, disagg->decider_ref));
+    }
+    profiles.decider = decider->second.decider.get();
+    set->disagg_ = profiles;
   }
   return set;
 }

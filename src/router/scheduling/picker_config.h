@@ -8,7 +8,14 @@
 // configured plugin; a profile without a picker gets max-score-picker; a scorer's weight
 // defaults to 1. Errors name the offending entry (unknown type, duplicate name, dangling
 // pluginRef, a weight on a non-scorer, bad parameters, two pickers in one profile, more than
-// one profile: the router runs one for every request, as llm-d's single-profile-handler).
+// one profile without a disagg-profile-handler: the router then runs one for every request,
+// as llm-d's single-profile-handler).
+//
+// Prefill/decode disaggregation, as llm-d's disagg-profile-handler (parameters
+// `profiles: {decode, prefill}`, default names "decode" and "prefill", and
+// `deciders: {prefill: <pluginRef>}` naming a pd decider, pd_deciders.h): the decode profile
+// picks for every request, then the prefill profile only when the decider says so. With the
+// handler the config must have both profiles; at most one handler.
 //
 // The built PluginSet owns the plugins and profiles; immutable after Build, shared by every
 // request thread.
@@ -17,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +32,7 @@
 #include "absl/status/statusor.h"
 
 #include "router/prefix/prefix_index.h"
+#include "router/scheduling/pd_deciders.h"
 #include "router/scheduling/plugin.h"
 #include "router/scheduling/profile.h"
 #include "router/scheduling/session_affinity.h"
@@ -38,6 +47,13 @@ struct PluginSetOptions {
   // Key of the x-session-token HMAC; empty: 32 random bytes (tokens then do not survive a
   // router restart nor work across replicas — give every replica the same secret).
   std::string session_token_secret;
+};
+
+// What a disagg-profile-handler runs; views into the PluginSet.
+struct DisaggProfiles {
+  const SchedulingProfile* decode = nullptr;
+  const SchedulingProfile* prefill = nullptr;
+  const PdDecider* decider = nullptr;
 };
 
 class PluginSet {
@@ -57,6 +73,12 @@ class PluginSet {
     return issues_session_tokens_ ? session_codec_.get() : nullptr;
   }
   const std::vector<std::unique_ptr<SchedulingProfile>>& profiles() const { return profiles_; }
+  // The profile every request runs first: the handler's decode profile, else the only one.
+  const SchedulingProfile* primary_profile() const {
+    return disagg_.has_value() ? disagg_->decode : profiles_.front().get();
+  }
+  // Set when a disagg-profile-handler is configured.
+  const std::optional<DisaggProfiles>& disagg() const { return disagg_; }
 
   // What an endpoint's metrics say of its KV cache (vllm:cache_config_info num_gpu_blocks and
   // block_size; sglang's num_pages and page_size). As llm-d's auto-tuned prefix index, each
@@ -73,6 +95,7 @@ class PluginSet {
     std::unique_ptr<Scorer> scorer;
     std::unique_ptr<Picker> picker;
     PreRequest* pre_request = nullptr;  // points into one of the above
+    std::unique_ptr<PdDecider> decider;
   };
 
   static absl::StatusOr<std::unique_ptr<PluginSet>> Build(const YAML::Node& root,
@@ -88,6 +111,7 @@ class PluginSet {
   std::unique_ptr<SessionTokenCodec> session_codec_;
   bool issues_session_tokens_ = false;
   std::vector<std::unique_ptr<SchedulingProfile>> profiles_;
+  std::optional<DisaggProfiles> disagg_;
 };
 
 }  // namespace switchyard::router
