@@ -6,17 +6,25 @@
 // router` does (router_drain.h: requests in flight finish on the engines, up to
 // --shutdown-timeout seconds; a second Ctrl-C ends them at once with clean errors), then
 // stops the router and the engines, which have nothing of the router's left in flight.
+//
+// --pd P:D runs P prefill engines (kv_producer, llm-d.ai/role=prefill) and D decode engines
+// (kv_consumer, role=decode) instead, sharing a KV secret made for this run (never written
+// anywhere), and a router whose disagg-profile-handler moves a prompt's KV from a prefill
+// engine to the decode engine when at least kPdNonCachedTokens of it are not cached there.
 #include <signal.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "cli/commands.h"
 #include "cli/exit_code.h"
 #include "cli/memory_estimate.h"
@@ -29,6 +37,7 @@
 #include "engine/engine_server.h"
 #include "model/model_files.h"
 #include "model/model_text.h"
+#include "router/endpoint.h"
 #include "router/router_config.h"
 #include "router/router_server.h"
 
@@ -40,6 +49,7 @@ struct UpFlags {
   std::string name;
   int engines = 2;
   int sim = 0;
+  std::string pd;  // "P:D"
   std::string host = "127.0.0.1";
   int port = 8080;
   size_t threads = 0;
@@ -64,11 +74,48 @@ absl::StatusOr<int64_t> KvCacheBytes(const UpFlags& f, const RunnerFlags& runner
   return std::max<int64_t>(int64_t{64} << 20, static_cast<int64_t>(estimate.kv_cache_bytes));
 }
 
+// A prompt goes to a prefill engine when at least this many of its tokens (one block) are
+// not cached on its decode engine.
+constexpr int64_t kPdNonCachedTokens = 16;
+
+struct PdCounts {
+  int prefill = 0;
+  int decode = 0;
+};
+
+absl::StatusOr<PdCounts> ParsePd(const std::string& pd) {
+  const std::vector<std::string> parts = absl::StrSplit(pd, ':');
+  PdCounts counts;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &counts.prefill) ||
+      !absl::SimpleAtoi(parts[1], &counts.decode) || counts.prefill < 1 || counts.decode < 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("--pd must be P:D with P, D >= 1 (prefill and decode engines), got '{}'", pd));
+  }
+  return counts;
+}
+
+// 32 random bytes, hex: the KV peers' shared secret of one `up`.
+std::string RandomSecret() {
+  std::random_device rd;
+  std::string secret;
+  for (int i = 0; i < 32; ++i)
+    secret += fmt::format("{:02x}", rd() & 0xff);
+  return secret;
+}
+
 absl::Status RunUp(const UpFlags& f) {
   const bool sim = f.sim > 0;
-  const int n = sim ? f.sim : f.engines;
+  const bool pd = !f.pd.empty();
+  PdCounts pd_counts;
+  if (pd) {
+    if (sim)
+      return absl::InvalidArgumentError("--pd runs CPU engines; it does not go with --sim");
+    SY_ASSIGN_OR_RETURN(pd_counts, ParsePd(f.pd));
+  }
+  const int n = pd ? pd_counts.prefill + pd_counts.decode : sim ? f.sim : f.engines;
   if (n < 1 || n > 64)
-    return absl::InvalidArgumentError("--engines / --sim must be in [1, 64]");
+    return absl::InvalidArgumentError("--engines / --sim / --pd must make [1, 64] engines");
+  const std::string kv_secret = pd ? RandomSecret() : "";
   if (f.shutdown_timeout_s < 0)
     return absl::InvalidArgumentError("--shutdown-timeout must be >= 0");
   const std::string name =
@@ -105,7 +152,9 @@ absl::Status RunUp(const UpFlags& f) {
   } else if (std::filesystem::exists(std::filesystem::path(f.model) / "tokenizer.json")) {
     rc.tokenizer = f.model;
   }
-  rc.scheduling_yaml = router::DefaultSchedulingYaml(router::PrefixScoring::kPrecise);
+  rc.scheduling_yaml =
+      pd ? router::DisaggSchedulingYaml(router::PrefixScoring::kPrecise, kPdNonCachedTokens)
+         : router::DefaultSchedulingYaml(router::PrefixScoring::kPrecise);
   router::PoolConfig pool;
   pool.name = "local";
   for (int i = 0; i < n; ++i) {
@@ -125,6 +174,15 @@ absl::Status RunUp(const UpFlags& f) {
     o.api.http.host = "127.0.0.1";
     o.api.http.port = 0;
     o.version = SWITCHYARD_VERSION;
+    const bool prefill = pd && i < pd_counts.prefill;
+    if (pd) {
+      kvx::KvTransferConfig kv;
+      kv.role = prefill ? kvx::KvRole::kProducer : kvx::KvRole::kConsumer;
+      // The engines share this process: each needs an id of its own.
+      kv.engine_id = fmt::format("{}-{}-{}", name, prefill ? "prefill" : "decode", i);
+      o.kv_transfer = kv;
+      o.kv_secret = kv_secret;
+    }
     SY_RETURN_IF_ERROR(ApplyToolFlags(f.tools, &o));
     SY_ASSIGN_OR_RETURN(o.make_runner, MakeRunnerFactory(runner));
     SY_ASSIGN_OR_RETURN(std::unique_ptr<engine::EngineServer> server,
@@ -134,9 +192,14 @@ absl::Status RunUp(const UpFlags& f) {
     e.spec.name = e.spec.address;
     e.spec.engine = router::EngineKind::kVllm;
     e.spec.pool = pool.name;
+    if (pd)
+      e.spec.labels[router::kRoleLabel] = prefill ? "prefill" : "decode";
     e.kv_events = router::KvEventsSourceConfig{server->kv_events_endpoint(),
                                                server->kv_events_replay_endpoint(), "kv-events"};
-    std::printf("switchyard up: engine %d (%s) on http://%s\n", i, sim ? "sim" : "cpu",
+    std::printf("switchyard up: engine %d (%s%s) on http://%s\n", i, sim ? "sim" : "cpu",
+                !pd       ? ""
+                : prefill ? ", prefill"
+                          : ", decode",
                 e.spec.address.c_str());
     pool.endpoints.push_back(std::move(e));
     engines.push_back(std::move(server));
@@ -170,6 +233,9 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--served-model-name", f->name, "default: the model's directory name");
   cmd->add_option("--engines", f->engines, "CPU engines")->capture_default_str();
   cmd->add_option("--sim", f->sim, "run N simulated engines instead");
+  cmd->add_option("--pd", f->pd,
+                  "P:D: run P prefill and D decode engines instead, with prefill/decode "
+                  "disaggregation in the router");
   cmd->add_option("--host", f->host)->capture_default_str();
   cmd->add_option("--port", f->port, "router port (0 picks a free one)")->capture_default_str();
   cmd->add_option("--threads", f->threads, "compute threads per engine; 0 = cores / engines");

@@ -273,6 +273,39 @@ schedulingProfiles:
 )";
 }
 
+std::string DisaggSchedulingYaml(PrefixScoring prefix, int64_t non_cached_tokens) {
+  const std::string prefix_params = prefix == PrefixScoring::kPrecise
+                                        ? "\n  parameters: {mode: precise, blockSizeTokens: 16}"
+                                        : "";
+  constexpr std::string_view kScorers =
+      "  - {pluginRef: prefix-cache-scorer, weight: 3}\n"
+      "  - {pluginRef: queue-scorer, weight: 2}\n"
+      "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}\n"
+      "  - {pluginRef: max-score-picker}\n";
+  return fmt::format(R"(apiVersion: llm-d.ai/v1alpha1
+kind: EndpointPickerConfig
+plugins:
+- type: prefix-cache-scorer{}
+- type: queue-scorer
+- type: kv-cache-utilization-scorer
+- type: max-score-picker
+- type: decode-filter
+- type: prefill-filter
+- type: prefix-based-pd-decider
+  parameters: {{nonCachedTokens: {}}}
+- type: disagg-profile-handler
+  parameters: {{deciders: {{prefill: prefix-based-pd-decider}}}}
+schedulingProfiles:
+- name: decode
+  plugins:
+  - {{pluginRef: decode-filter}}
+{}- name: prefill
+  plugins:
+  - {{pluginRef: prefill-filter}}
+{})",
+                     prefix_params, non_cached_tokens, kScorers, kScorers);
+}
+
 absl::StatusOr<RouterConfig> ParseRouterConfig(std::string_view yaml, std::string_view source,
                                                const std::string& base_dir) {
   SY_ASSIGN_OR_RETURN(YAML::Node root, base::ParseYaml(yaml, source));

@@ -134,5 +134,9 @@ absl::StatusOr<RouterConfig> LoadRouterConfig(const std::string& path);
 // approximate (router-side LRU) or precise (fed by KV events, 16-token blocks).
 enum class PrefixScoring { kApproximate, kPrecise };
 std::string DefaultSchedulingYaml(PrefixScoring prefix = PrefixScoring::kApproximate);
+// The same scorers in a decode and a prefill profile (decode-filter, prefill-filter) under a
+// disagg-profile-handler whose prefix-based-pd-decider disaggregates a prompt with at least
+// `non_cached_tokens` tokens not cached on its decode endpoint.
+std::string DisaggSchedulingYaml(PrefixScoring prefix, int64_t non_cached_tokens);
 
 }  // namespace switchyard::router
