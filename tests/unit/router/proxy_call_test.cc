@@ -163,11 +163,56 @@ struct Reply {
   }
 };
 
-// Routes to the upstreams in the order given, with the table's in-flight accounting.
+// An upstream that answers every request with `reply` (JSON) and keeps what it was sent.
+class RecordingUpstream {
+ public:
+  explicit RecordingUpstream(std::string reply) : reply_(std::move(reply)) {
+    absl::StatusOr<std::unique_ptr<net::HttpServer>> server = net::HttpServer::Start(
+        {}, [this](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
+          {
+            std::lock_guard<std::mutex> lock(mu_);
+            bodies_.push_back(request.body);
+            prefiller_.push_back(std::string(request.Header("x-prefiller-host-port").value_or("")));
+          }
+          r->Send(200, "application/json", reply_);
+        });
+    EXPECT_TRUE(server.ok()) << server.status();
+    if (server.ok())
+      server_ = *std::move(server);
+  }
+  ~RecordingUpstream() {
+    if (server_ != nullptr)
+      server_->Stop();
+  }
+  std::string address() const { return fmt::format("127.0.0.1:{}", server_->port()); }
+  std::vector<std::string> bodies() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bodies_;
+  }
+  // Each request's x-prefiller-host-port ("" when it had none).
+  std::vector<std::string> prefiller_headers() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return prefiller_;
+  }
+
+ private:
+  const std::string reply_;
+  std::mutex mu_;
+  std::vector<std::string> bodies_;
+  std::vector<std::string> prefiller_;
+  std::unique_ptr<net::HttpServer> server_;
+};
+
+// Routes to the upstreams in the order given, with the table's in-flight accounting; with a
+// `prefill` endpoint, every attempt is disaggregated with it.
 class InOrder final : public ProxyRouting {
  public:
-  InOrder(std::vector<std::string> upstreams, EndpointTable* table, RouterMetrics* metrics)
-      : upstreams_(std::move(upstreams)), table_(table), metrics_(metrics) {}
+  InOrder(std::vector<std::string> upstreams, EndpointTable* table, RouterMetrics* metrics,
+          std::string prefill = "")
+      : upstreams_(std::move(upstreams)),
+        table_(table),
+        metrics_(metrics),
+        prefill_(std::move(prefill)) {}
 
   std::optional<ProxyTarget> NextTarget(absl::Span<const std::string> tried) override {
     // The targets view it until the next call.
@@ -176,10 +221,16 @@ class InOrder final : public ProxyRouting {
       if (std::find(tried.begin(), tried.end(), u) != tried.end())
         continue;
       for (const Endpoint& e : *snapshot_) {
-        if (e.name == u)
-          return ProxyTarget{
-              e.name,      e.address, e.pool, e.authorization, &metrics_->Endpoint(u, "default"),
-              e.load.get()};
+        if (e.name != u)
+          continue;
+        ProxyTarget target{
+            e.name,      e.address, e.pool, e.authorization, &metrics_->Endpoint(u, "default"),
+            e.load.get()};
+        for (const Endpoint& p : *snapshot_) {
+          if (p.name == prefill_)
+            target.prefill = ProxyTarget::Prefill{p.name, p.address, p.authorization, p.load.get()};
+        }
+        return target;
       }
     }
     return std::nullopt;
@@ -203,15 +254,20 @@ class InOrder final : public ProxyRouting {
   const std::vector<std::string> upstreams_;
   EndpointTable* const table_;
   RouterMetrics* const metrics_;
+  const std::string prefill_;
   std::shared_ptr<const std::vector<Endpoint>> snapshot_;
 };
 
 // A front that proxies every request with ProxyCall to `upstreams`, tried in order.
 class ProxyCallTest : public ::testing::Test {
  protected:
-  void Start(const std::vector<std::string>& upstreams) {
+  // With `prefill`, every attempt has a prefill leg there first.
+  void Start(const std::vector<std::string>& upstreams, const std::string& prefill = "") {
     std::vector<EndpointSpec> specs;
-    for (const std::string& u : upstreams)
+    std::vector<std::string> members = upstreams;
+    if (!prefill.empty())
+      members.push_back(prefill);
+    for (const std::string& u : members)
       specs.push_back({.name = u,
                        .address = u,
                        .labels = {},
@@ -224,7 +280,8 @@ class ProxyCallTest : public ::testing::Test {
     ASSERT_TRUE(client.ok()) << client.status();
     upstream_client_ = *std::move(client);
     absl::StatusOr<std::unique_ptr<net::HttpServer>> front = net::HttpServer::Start(
-        {}, [this, upstreams](net::HttpRequest request, std::shared_ptr<net::HttpResponder> r) {
+        {}, [this, upstreams, prefill](net::HttpRequest request,
+                                       std::shared_ptr<net::HttpResponder> r) {
           ProxyRequest proxy;
           proxy.http.method = request.method;
           proxy.http.target = request.target;
@@ -236,7 +293,7 @@ class ProxyCallTest : public ::testing::Test {
           proxy.prompt_tokens = 3;
           auto call = std::make_shared<ProxyCall>(
               std::move(proxy), r, upstream_client_.get(), &metrics_,
-              /*max_retries=*/2, std::make_unique<InOrder>(upstreams, &table_, &metrics_));
+              /*max_retries=*/2, std::make_unique<InOrder>(upstreams, &table_, &metrics_, prefill));
           {
             std::lock_guard<std::mutex> lock(front_mu_);
             front_responder_ = std::move(r);
@@ -329,6 +386,18 @@ class ProxyCallTest : public ::testing::Test {
     for (const PromSample& s : samples.ok() ? *samples : std::vector<PromSample>{}) {
       if (s.name == "switchyard_router_upstream_retries_total" && s.Label("endpoint") == endpoint &&
           (reason.empty() || s.Label("reason") == reason))
+        total += s.value;
+    }
+    return total;
+  }
+
+  // switchyard_router_pd_decisions_total{outcome}.
+  double PdDecisions(std::string_view outcome) {
+    absl::StatusOr<std::vector<PromSample>> samples = ParsePrometheusText(metrics_.Serialize());
+    EXPECT_TRUE(samples.ok()) << samples.status();
+    double total = 0;
+    for (const PromSample& s : samples.ok() ? *samples : std::vector<PromSample>{}) {
+      if (s.name == "switchyard_router_pd_decisions_total" && s.Label("outcome") == outcome)
         total += s.value;
     }
     return total;
@@ -746,6 +815,63 @@ TEST_F(ProxyCallTest, AbortBeforeTheFirstByteAnswers503WithRetryAfter) {
   EXPECT_EQ(r.Header("retry-after"), "1");
   EXPECT_NE(r.body.find("shutting down"), std::string::npos) << r.body;
   FrontCall()->Abort(absl::UnavailableError("again"));  // harmless once ended
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, ThePrefillLegsKvTransferParamsGoToTheDecodeEndpoint) {
+  RecordingUpstream prefill(R"({"choices":[],"kv_transfer_params":{"remote_port":7}})");
+  RecordingUpstream decode(kJsonBody);
+  Start({decode.address()}, prefill.address());
+  const Reply r = Post(false);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, kJsonBody);
+  EXPECT_EQ(r.Header("x-switchyard-endpoint"), decode.address());
+  EXPECT_EQ(r.Header("x-switchyard-prefill-endpoint"), prefill.address());
+  ASSERT_EQ(prefill.bodies().size(), 1u);
+  EXPECT_EQ(prefill.bodies()[0],
+            R"({"model":"m","prompt":"hi","kv_transfer_params":{"do_remote_decode":true,)"
+            R"("do_remote_prefill":false,"remote_engine_id":null,"remote_block_ids":null,)"
+            R"("remote_host":null,"remote_port":null},"stream":false,"max_tokens":1})");
+  ASSERT_EQ(decode.bodies().size(), 1u);
+  EXPECT_EQ(decode.bodies()[0],
+            R"({"model":"m","prompt":"hi","stream":false,"kv_transfer_params":{"remote_port":7}})");
+  EXPECT_EQ(decode.prefiller_headers(), std::vector<std::string>{prefill.address()});
+  EXPECT_EQ(PdDecisions("disaggregated"), 1);
+  EXPECT_EQ(PdDecisions("fallback"), 0);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, APrefillAnswerWithoutKvTransferParamsFallsBackToTheDecodeEndpoint) {
+  RecordingUpstream prefill(kJsonBody);
+  RecordingUpstream decode(kJsonBody);
+  Start({decode.address()}, prefill.address());
+  const Reply r = Post(false);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.Header("x-switchyard-endpoint"), decode.address());
+  EXPECT_EQ(r.Header("x-switchyard-prefill-endpoint"), "");
+  EXPECT_EQ(decode.bodies(),
+            std::vector<std::string>{R"({"model":"m","prompt":"hi","stream":false})"});
+  EXPECT_EQ(decode.prefiller_headers(), std::vector<std::string>{""});
+  EXPECT_EQ(PdDecisions("fallback"), 1);
+  EXPECT_EQ(PdDecisions("disaggregated"), 0);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, ADeadPrefillEndpointFallsBackToTheDecodeEndpointsStream) {
+  std::string gone;
+  {
+    RecordingUpstream closed("{}");
+    gone = closed.address();
+  }
+  HealthyUpstream decode;
+  Start({decode.address()}, gone);
+  const Reply r = Post(true);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, std::string(kChunk) + std::string(api::kSseDone));
+  EXPECT_EQ(r.Header("x-switchyard-endpoint"), decode.address());
+  EXPECT_EQ(r.Header("x-switchyard-prefill-endpoint"), "");
+  EXPECT_EQ(PdDecisions("fallback"), 1);
+  EXPECT_EQ(PdDecisions("disaggregated"), 0);
   ExpectIdle();
 }
 
