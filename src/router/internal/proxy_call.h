@@ -93,7 +93,7 @@ struct ProxyTarget {
     std::string_view authorization;
     EndpointLoad* load = nullptr;
   };
-  std::optional<Prefill> prefill;
+  std::optional<Prefill> prefill = std::nullopt;
 };
 
 struct ProxyRequest {

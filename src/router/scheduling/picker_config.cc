@@ -31,8 +31,8 @@ struct Built {
   std::unique_ptr<Scorer> scorer;
   std::unique_ptr<Picker> picker;
   PreRequest* pre_request = nullptr;
-  std::unique_ptr<PdDecider> decider;
-  std::optional<DisaggSpec> disagg;
+  std::unique_ptr<PdDecider> decider = nullptr;
+  std::optional<DisaggSpec> disagg = std::nullopt;
 };
 
 // State the plugins of one PluginSet share, created on first use.
@@ -376,7 +376,7 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
   }
   set->session_codec_ = std::make_unique<SessionTokenCodec>(std::move(secret));
   std::vector<std::string> order;  // plugin names in config order
-  std::optional<DisaggSpec> disagg;
+  std::optional<DisaggSpec> disagg = std::nullopt;
   const YAML::Node plugins = root["plugins"];
   if (!plugins || !plugins.IsSequence() || plugins.size() == 0)
     return absl::InvalidArgumentError(fmt::format("{}: plugins must be a non-empty list", source));
@@ -497,16 +497,16 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
         name, std::move(filters), std::move(scorers), picker, std::move(pre_requests)));
   }
   if (disagg.has_value()) {
-    DisaggProfiles profiles{set->profile(disagg->decode_profile),
-                            set->profile(disagg->prefill_profile), nullptr};
-    for (const auto& [profile, name] : {std::pair{profiles.decode, &disagg->decode_profile},
-                                        std::pair{profiles.prefill, &disagg->prefill_profile}}) {
+    DisaggProfiles handler{set->profile(disagg->decode_profile),
+                           set->profile(disagg->prefill_profile), nullptr};
+    for (const auto& [profile, name] : {std::pair{handler.decode, &disagg->decode_profile},
+                                        std::pair{handler.prefill, &disagg->prefill_profile}}) {
       if (profile == nullptr) {
         return absl::InvalidArgumentError(fmt::format(
             "{}: disagg-profile-handler: no scheduling profile named '{}'", source, *name));
       }
     }
-    if (profiles.decode == profiles.prefill) {
+    if (handler.decode == handler.prefill) {
       return absl::InvalidArgumentError(fmt::format(
           "{}: disagg-profile-handler: the decode and prefill profiles must differ", source));
     }
@@ -516,8 +516,8 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
           fmt::format("{}: disagg-profile-handler: deciders.prefill '{}' is not a pd decider",
                       source, disagg->decider_ref));
     }
-    profiles.decider = decider->second.decider.get();
-    set->disagg_ = profiles;
+    handler.decider = decider->second.decider.get();
+    set->disagg_ = handler;
   }
   return set;
 }

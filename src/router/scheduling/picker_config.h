@@ -95,7 +95,7 @@ class PluginSet {
     std::unique_ptr<Scorer> scorer;
     std::unique_ptr<Picker> picker;
     PreRequest* pre_request = nullptr;  // points into one of the above
-    std::unique_ptr<PdDecider> decider;
+    std::unique_ptr<PdDecider> decider = nullptr;
   };
 
   static absl::StatusOr<std::unique_ptr<PluginSet>> Build(const YAML::Node& root,
