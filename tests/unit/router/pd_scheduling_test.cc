@@ -5,6 +5,7 @@
 
 #include "gtest/gtest.h"
 
+#include "router/router_config.h"
 #include "router/scheduling/pd_deciders.h"
 #include "router/scheduling/picker_config.h"
 
@@ -122,6 +123,23 @@ TEST(DisaggProfileHandlerTest, NamesItsProfilesAndDecider) {
   ASSERT_TRUE(single.ok()) << single.status();
   EXPECT_FALSE((*single)->disagg().has_value());
   EXPECT_EQ((*single)->primary_profile(), (*single)->profile("default"));
+}
+
+TEST(DisaggProfileHandlerTest, TheConfigOfUpPdBuilds) {
+  for (PrefixScoring scoring : {PrefixScoring::kApproximate, PrefixScoring::kPrecise}) {
+    auto set = PluginSet::FromYaml(DisaggSchedulingYaml(scoring, 16), "up");
+    ASSERT_TRUE(set.ok()) << set.status();
+    ASSERT_TRUE((*set)->disagg().has_value());
+    EXPECT_EQ((*set)->disagg()->decode->name(), "decode");
+    EXPECT_EQ((*set)->disagg()->prefill->name(), "prefill");
+    EXPECT_EQ((*set)->precise_index() != nullptr, scoring == PrefixScoring::kPrecise);
+    // 16 uncached tokens disaggregate; 15 do not.
+    const Endpoint d = Named("d", "decode");
+    Prompt p84(84);
+    EXPECT_TRUE((*set)->disagg()->decider->Disaggregate(p84.request, p84.cycle, d));
+    Prompt p85(85);
+    EXPECT_FALSE((*set)->disagg()->decider->Disaggregate(p85.request, p85.cycle, d));
+  }
 }
 
 TEST(DisaggProfileHandlerTest, ConfigErrors) {
