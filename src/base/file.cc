@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
@@ -18,7 +18,9 @@ namespace {
 
 absl::Status ErrnoError(const std::string& what, const std::string& path) {
   const int err = errno;
-  const std::string message = fmt::format("{}: {}: {}", path, what, std::strerror(err));
+  // generic_category's message is strerror's text without strerror's shared buffer.
+  const std::string message =
+      fmt::format("{}: {}: {}", path, what, std::generic_category().message(err));
   if (err == ENOENT)
     return absl::NotFoundError(message);
   if (err == EACCES)

@@ -11,6 +11,8 @@
 #define SY_STATUS_CONCAT_INNER_(a, b) a##b
 #define SY_STATUS_CONCAT_(a, b) SY_STATUS_CONCAT_INNER_(a, b)
 
+// NOLINTBEGIN(bugprone-macro-parentheses): tmp names the variable a macro declares and lhs
+// is a declaration (`auto v`); neither is an expression that parentheses could group.
 #define SY_RETURN_IF_ERROR_IMPL_(tmp, expr) \
   do {                                      \
     ::absl::Status tmp = (expr);            \
@@ -27,6 +29,7 @@
   if (!tmp.ok())                                  \
     return std::move(tmp).status();               \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 #define SY_ASSIGN_OR_RETURN(lhs, expr) \
   SY_ASSIGN_OR_RETURN_IMPL_(SY_STATUS_CONCAT_(sy_statusor_, __LINE__), lhs, expr)
