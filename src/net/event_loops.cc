@@ -18,6 +18,7 @@ absl::StatusOr<std::shared_ptr<EventLoops>> EventLoops::Start(int num_threads,
   // start, keeps it off them.
   spdlog::default_logger_raw();
   std::vector<std::unique_ptr<internal::EventLoop>> loops;
+  loops.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i)
     loops.push_back(std::make_unique<internal::EventLoop>(fmt::format("{}-{}", name, i)));
   return std::shared_ptr<EventLoops>(new EventLoops(std::move(loops)));

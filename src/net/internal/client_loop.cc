@@ -27,7 +27,7 @@ ClientLoop::~ClientLoop() {
 
 void ClientLoop::Add(std::shared_ptr<ClientCall> call) {
   ClientCall* key = call.get();
-  calls_.emplace(key, std::move(call));
+  calls_.insert({key, std::move(call)});
 }
 
 void ClientLoop::Remove(ClientCall* call) {

@@ -133,7 +133,7 @@ bool HasHeader(const HeaderList* headers, std::string_view name) {
 
 // `value` in `base` (10 or 16), without the cost of a format string.
 void AppendNumber(uint64_t value, int base, std::string* out) {
-  std::array<char, 20> digits;  // 2^64 has 20 decimal digits
+  std::array<char, 20> digits{};  // 2^64 has 20 decimal digits
   const std::to_chars_result result =
       std::to_chars(digits.data(), digits.data() + digits.size(), value, base);
   out->append(digits.data(), result.ptr);
