@@ -48,8 +48,8 @@ constexpr HttpError kInternal = {500, "InternalServerError"};
 
 }  // namespace
 
-absl::Status InvalidParam(std::string_view param, std::string message) {
-  absl::Status status = absl::InvalidArgumentError(std::move(message));
+absl::Status InvalidParam(std::string_view param, const std::string& message) {
+  absl::Status status = absl::InvalidArgumentError(message);
   status.SetPayload(kParamUrl, absl::Cord(absl::string_view(param.data(), param.size())));
   return status;
 }
@@ -66,32 +66,32 @@ absl::Status WithHttpStatus(absl::Status status, int http_status) {
   return status;
 }
 
-absl::Status PayloadTooLarge(std::string message) {
-  return WithHttpStatus(absl::ResourceExhaustedError(std::move(message)), 413);
+absl::Status PayloadTooLarge(const std::string& message) {
+  return WithHttpStatus(absl::ResourceExhaustedError(message), 413);
 }
 
-absl::Status HeadersTooLarge(std::string message) {
-  return WithHttpStatus(absl::ResourceExhaustedError(std::move(message)), 431);
+absl::Status HeadersTooLarge(const std::string& message) {
+  return WithHttpStatus(absl::ResourceExhaustedError(message), 431);
 }
 
-absl::Status MethodNotAllowed(std::string message) {
-  return WithHttpStatus(absl::FailedPreconditionError(std::move(message)), 405);
+absl::Status MethodNotAllowed(const std::string& message) {
+  return WithHttpStatus(absl::FailedPreconditionError(message), 405);
 }
 
-absl::Status TransportError(int http_status, std::string message) {
+absl::Status TransportError(int http_status, const std::string& message) {
   switch (http_status) {
     case 404:
-      return absl::NotFoundError(std::move(message));
+      return absl::NotFoundError(message);
     case 405:
-      return MethodNotAllowed(std::move(message));
+      return MethodNotAllowed(message);
     case 408:
-      return WithHttpStatus(absl::DeadlineExceededError(std::move(message)), 408);
+      return WithHttpStatus(absl::DeadlineExceededError(message), 408);
     case 413:
-      return PayloadTooLarge(std::move(message));
+      return PayloadTooLarge(message);
     case 431:
-      return HeadersTooLarge(std::move(message));
+      return HeadersTooLarge(message);
     default:
-      return absl::InvalidArgumentError(std::move(message));
+      return absl::InvalidArgumentError(message);
   }
 }
 

@@ -23,7 +23,7 @@ struct HttpError {
 
 // InvalidArgument naming the offending request field; `param` is a field path such as
 // "temperature" or "messages[2].content".
-absl::Status InvalidParam(std::string_view param, std::string message);
+absl::Status InvalidParam(std::string_view param, const std::string& message);
 
 // The field path attached by InvalidParam, if any.
 std::optional<std::string> ErrorParam(const absl::Status& status);
@@ -33,12 +33,12 @@ std::optional<std::string> ErrorParam(const absl::Status& status);
 absl::Status WithHttpStatus(absl::Status status, int http_status);
 
 // Convenience constructors for the transport limits (decided before parsing the body).
-absl::Status PayloadTooLarge(std::string message);
-absl::Status HeadersTooLarge(std::string message);
-absl::Status MethodNotAllowed(std::string message);
+absl::Status PayloadTooLarge(const std::string& message);
+absl::Status HeadersTooLarge(const std::string& message);
+absl::Status MethodNotAllowed(const std::string& message);
 // The status of an error the HTTP layer decided before any handler ran: 404 and 405 (no
 // route), 408 (timeout), 413, 431; anything else is a 400.
-absl::Status TransportError(int http_status, std::string message);
+absl::Status TransportError(int http_status, const std::string& message);
 // TransportError's ("application/json", ErrorBody): what net::HttpServerOptions::error_body
 // and net::RouteTable take.
 std::pair<std::string, std::string> TransportErrorBody(int http_status, std::string_view message);

@@ -138,9 +138,8 @@ class Qwen3CoderToolParser : public ToolParser {
     const bool as_string = type == "string" || type == "str" || type == "text";
     if (value == "null" && !as_string) {
       out->append("null");
-    } else if (type == "boolean" && (value == "true" || value == "false")) {
-      out->append(value);
-    } else if (!as_string && IsJson(value)) {
+    } else if ((type == "boolean" && (value == "true" || value == "false")) ||
+               (!as_string && IsJson(value))) {
       out->append(value);
     } else {
       base::AppendJsonString(value, false, out);

@@ -123,8 +123,8 @@ class FieldReader {
   static uint64_t KeyBit(std::string_view key) {
     if (key.empty())
       return 1;
-    const unsigned mix = key.size() * 5 + static_cast<unsigned char>(key.front()) +
-                         static_cast<unsigned char>(key.back()) * 3;
+    const size_t mix = key.size() * 5 + static_cast<unsigned char>(key.front()) +
+                       size_t{static_cast<unsigned char>(key.back())} * 3;
     return uint64_t{1} << (mix & 63);
   }
 
