@@ -26,7 +26,7 @@ absl::Status Tokenizer::Impl::IndexTokens(const std::vector<internal::AddedToken
                     "added_tokens must number tokens densely)",
                     max_id, num_tokens));
   }
-  id_to_token.assign(static_cast<size_t>(max_id + 1), std::string());
+  id_to_token.assign(static_cast<size_t>(max_id) + 1, std::string());
   special.assign(id_to_token.size(), false);
   for (const auto& [token, id] : model->vocab())
     id_to_token[id] = token;

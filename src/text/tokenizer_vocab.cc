@@ -141,7 +141,7 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromVocab(const VocabSpec&
   }
   internal::BpeOptions options;
   if (spm) {
-    const std::string kSpace = "\xE2\x96\x81";
+    constexpr char kSpace[] = "\xE2\x96\x81";
     std::vector<std::unique_ptr<internal::Normalizer>> steps;
     if (spec.add_space_prefix)
       steps.push_back(internal::MakePrependNormalizer(kSpace));

@@ -72,9 +72,9 @@ class BpeModel {
   BpeOptions options_;
   absl::flat_hash_map<std::string, int32_t> vocab_;
   absl::flat_hash_map<uint64_t, MergeTarget> merges_;
-  std::array<int32_t, 256> byte_fallback_ids_;  // -1 where <0xNN> is missing
-  std::array<int32_t, 256> byte_level_ids_;     // byte-level char of each byte, or -1
-  bool simple_byte_level_ = false;              // byte_level_input without prefix/suffix
+  std::array<int32_t, 256> byte_fallback_ids_{};  // -1 where <0xNN> is missing
+  std::array<int32_t, 256> byte_level_ids_{};     // byte-level char of each byte, or -1
+  bool simple_byte_level_ = false;                // byte_level_input without prefix/suffix
   // SentencePiece-style models see whole texts as one word. No merge can cross a point
   // between a character c and a following "▁" unless some token holds "c▁" with c != "▁",
   // so cutting words there gives the same ids while keeping pieces short and cacheable.

@@ -7,7 +7,7 @@ namespace {
 
 struct Alphabet {
   std::array<std::string, 256> chars;
-  std::array<int, 324> byte_of;  // code points used are all below 324
+  std::array<int, 324> byte_of{};  // code points used are all below 324
 
   Alphabet() {
     byte_of.fill(-1);

@@ -164,7 +164,8 @@ class FuseDecoder final : public Decoder {
     std::string all;
     for (const std::string& token : *tokens)
       all.append(token);
-    tokens->assign(1, std::move(all));
+    tokens->clear();
+    tokens->push_back(std::move(all));
   }
   void TokenBytes(std::string*) const override {}
 };

@@ -26,7 +26,7 @@ void WordCache::Insert(std::string_view word, size_t hash, std::span<const int32
       // Release: a reader that sees the pointer sees the entry's contents.
       if (slots_[i].compare_exchange_strong(present, entry.get(), std::memory_order_release,
                                             std::memory_order_acquire)) {
-        entry.release();
+        static_cast<void>(entry.release());  // slots_[i] owns it now
         size_.fetch_add(1, std::memory_order_relaxed);
         return;
       }

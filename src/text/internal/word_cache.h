@@ -73,7 +73,7 @@ inline bool WordCache::Lookup(std::string_view word, size_t hash, std::vector<in
     const Entry* entry = slots_[i].load(std::memory_order_acquire);
     if (entry == nullptr)
       return false;
-    if (entry->hash == hash && std::string_view(entry->word) == word) {
+    if (entry->hash == hash && entry->word == word) {
       // A push_back costs a fraction of a range insert.
       if (entry->ids.size() == 1) {
         ids->push_back(entry->ids[0]);

@@ -32,7 +32,7 @@ struct Expr {
     kCompare,   // children[0] ops[0] children[1] ops[1] ...: pairwise, short-circuit
     kCondExpr,  // children[1] if children[0] else children[2] (null = undefined)
   };
-  Kind kind;
+  Kind kind = Kind::kLiteral;
   int line = 0;
   Value literal;
   std::string name;
@@ -65,7 +65,7 @@ struct Stmt {
     kContinue,
     kScope,  // with / generation: body in a new scope after assignments
   };
-  Kind kind;
+  Kind kind = Kind::kData;
   int line = 0;
   std::string text;
   ExprPtr expr;

@@ -117,6 +117,7 @@ absl::StatusOr<Value> SortBy(Interpreter& in, std::vector<Value> items, bool rev
   }
   SY_RETURN_IF_ERROR(SortKeyed(in, &keyed, reverse, case_sensitive));
   std::vector<Value> out;
+  out.reserve(keyed.size());
   for (auto& [k, v] : keyed)
     out.push_back(std::move(v));
   return List_(out);
@@ -169,8 +170,7 @@ absl::StatusOr<Value> FUnique(Interpreter& in, const Value& v, CallArgs& args) {
 absl::StatusOr<Value> MinMax(Interpreter& in, const Value& v, CallArgs& args, bool want_max) {
   SY_ASSIGN_OR_RETURN(std::vector<Value> items, Iterate(v));
   if (items.empty())
-    return Value::MakeUndefined(want_max ? "No aggregated item, sequence was empty."
-                                         : "No aggregated item, sequence was empty.");
+    return Value::MakeUndefined("No aggregated item, sequence was empty.");
   const Value* cs = Arg(args, 0, "case_sensitive");
   const Value* attribute = Arg(args, 1, "attribute");
   size_t best = 0;

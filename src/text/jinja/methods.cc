@@ -113,6 +113,7 @@ absl::StatusOr<Value> Split(const std::string& s, const CallArgs& args, bool fro
     }
   }
   std::vector<Value> items;
+  items.reserve(parts.size());
   for (auto& p : parts)
     items.emplace_back(std::move(p));
   return Value::MakeList(std::move(items));

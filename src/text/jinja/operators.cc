@@ -88,7 +88,7 @@ absl::StatusOr<Value> Arith(std::string_view op, const Value& a, const Value& b)
   }
   if (op == "**") {
     if (y < 0)
-      return Value(std::pow(double(x), double(y)));
+      return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
     r = 1;
     for (int64_t i = 0; i < y; ++i) {
       if (__builtin_mul_overflow(r, x, &r))
@@ -103,7 +103,7 @@ absl::StatusOr<Value> Arith(std::string_view op, const Value& a, const Value& b)
   if (op == "/") {
     if (y == 0)
       return ZeroDivision();
-    return Value(double(x) / double(y));
+    return Value(static_cast<double>(x) / static_cast<double>(y));
   }
   if (y == 0)
     return ZeroDivision();

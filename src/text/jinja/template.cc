@@ -58,16 +58,16 @@ absl::StatusOr<std::unique_ptr<Template>> Template::Compile(std::string_view sou
 absl::StatusOr<std::string> Template::Render(std::vector<std::pair<std::string, Value>> context,
                                              const RenderLimits& limits) const {
   std::vector<std::pair<std::string, Value>> globals = MakeGlobals();
-  for (auto& [name, value] : context) {
+  for (std::pair<std::string, Value>& entry : context) {
     bool replaced = false;
     for (auto& [k, v] : globals) {
-      if (k == name) {
-        v = value;
+      if (k == entry.first) {
+        v = entry.second;
         replaced = true;
       }
     }
     if (!replaced)
-      globals.emplace_back(std::move(name), std::move(value));
+      globals.push_back(std::move(entry));
   }
   Interpreter interpreter(limits);
   return interpreter.Render(body_, std::move(globals));

@@ -85,17 +85,19 @@ class Value {
   Value() : data_(Undefined{}) {}
   static Value MakeUndefined(std::string hint) { return Value(Undefined{std::move(hint)}); }
   static Value None() { return Value(std::monostate{}); }
-  Value(bool b) : data_(b) {}                       // NOLINT: implicit for readable builtins.
-  Value(int64_t i) : data_(i) {}                    // NOLINT
-  Value(int i) : data_(static_cast<int64_t>(i)) {}  // NOLINT
-  Value(double f) : data_(f) {}                     // NOLINT
-  Value(std::string s) : data_(std::move(s)) {}     // NOLINT
-  Value(const char* s) : data_(std::string(s)) {}   // NOLINT
-  Value(std::shared_ptr<const List> l) : data_(std::move(l)) {}      // NOLINT
-  Value(std::shared_ptr<const Dict> d) : data_(std::move(d)) {}      // NOLINT
-  Value(std::shared_ptr<Namespace> n) : data_(std::move(n)) {}       // NOLINT
-  Value(std::shared_ptr<const Callable> c) : data_(std::move(c)) {}  // NOLINT
-  Value(std::shared_ptr<LoopState> l) : data_(std::move(l)) {}       // NOLINT
+  // NOLINTBEGIN(google-explicit-constructor): implicit, so that builtins read as Python.
+  Value(bool b) : data_(b) {}
+  Value(int64_t i) : data_(i) {}
+  Value(int i) : data_(static_cast<int64_t>(i)) {}
+  Value(double f) : data_(f) {}
+  Value(std::string s) : data_(std::move(s)) {}
+  Value(const char* s) : data_(std::string(s)) {}
+  Value(std::shared_ptr<const List> l) : data_(std::move(l)) {}
+  Value(std::shared_ptr<const Dict> d) : data_(std::move(d)) {}
+  Value(std::shared_ptr<Namespace> n) : data_(std::move(n)) {}
+  Value(std::shared_ptr<const Callable> c) : data_(std::move(c)) {}
+  Value(std::shared_ptr<LoopState> l) : data_(std::move(l)) {}
+  // NOLINTEND(google-explicit-constructor)
   // Fail when the result would nest deeper than kMaxNesting.
   static absl::StatusOr<Value> MakeList(std::vector<Value> items, bool is_tuple = false);
   static absl::StatusOr<Value> MakeDict(Dict dict);
@@ -119,7 +121,9 @@ class Value {
   bool as_bool() const { return std::get<bool>(data_); }
   // Ints and bools as int64 (True is 1, as in Python).
   int64_t as_int() const { return is_bool() ? as_bool() : std::get<int64_t>(data_); }
-  double as_double() const { return is_float() ? std::get<double>(data_) : double(as_int()); }
+  double as_double() const {
+    return is_float() ? std::get<double>(data_) : static_cast<double>(as_int());
+  }
   const std::string& as_string() const { return std::get<std::string>(data_); }
   const List& as_list() const { return *std::get<std::shared_ptr<const List>>(data_); }
   const Dict& as_dict() const { return *std::get<std::shared_ptr<const Dict>>(data_); }
