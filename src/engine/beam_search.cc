@@ -41,7 +41,7 @@ double BeamSearchScore(const Beam& beam, int64_t prompt_tokens, const BeamSearch
 }
 
 BeamSearch::BeamSearch(BeamSearchOptions options, int64_t prompt_tokens)
-    : options_(std::move(options)), prompt_tokens_(prompt_tokens), live_(1) {}
+    : options_(options), prompt_tokens_(prompt_tokens), live_(1) {}
 
 void BeamSearch::Step(std::span<const SampleResult> next) {
   const bool eos_stops = options_.eos_token_id.has_value() && !options_.ignore_eos;

@@ -29,7 +29,7 @@ SequenceOutput::SequenceOutput(const text::Tokenizer* tokenizer, const EngineReq
   }
   if (!stop_.include_stop_str_in_output) {
     for (const std::string& s : stop_.stop_strings)
-      lag_bytes_ = std::max(lag_bytes_, s.size() > 0 ? s.size() - 1 : 0);
+      lag_bytes_ = std::max(lag_bytes_, s.empty() ? 0 : s.size() - 1);
   }
 }
 
