@@ -75,6 +75,7 @@ void EndpointScraper::Loop() {
 void EndpointScraper::Round() {
   const std::vector<EndpointSpec> members = table_->Members();
   std::vector<std::string> names;
+  names.reserve(members.size());
   for (const EndpointSpec& spec : members)
     names.push_back(spec.name);
   models_->Retain(names);
@@ -100,7 +101,7 @@ void EndpointScraper::ScrapeMetrics(const EndpointSpec& spec) {
   client_->Fetch(
       ScrapeRequest(spec, "/metrics"),
       [this, name = spec.name, kind = spec.engine, has_credentials = !spec.authorization.empty()](
-          absl::StatusOr<net::HttpClient::Response> response) {
+          const absl::StatusOr<net::HttpClient::Response>& response) {
         ScrapeDone(name);
         MetricsScraped(name, kind, has_credentials, response);
       });
