@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Runs clang-tidy 14 (checks in .clang-tidy) on every translation unit under src/ whose content
+# changed since it last passed, and fails, printing the findings, if any has one.
+# A unit's key is the SHA-256 of its preprocessed text (`clang++ -E -C` with the flags of the
+# asan preset's compile database, with comments, so a removed NOLINT counts), its compile
+# flags, .clang-tidy and clang-tidy's version; a unit that passes leaves an empty file named by
+# its key in .cache/tidy/, and a unit whose key is there is skipped. A change to a header thus
+# re-checks every unit that includes it; an empty cache checks everything.
+# The clang static analyzer (clang-analyzer-*) takes two thirds of clang-tidy's time, so only
+# --all runs it; --all also checks every unit, cached or not. What passes --all passes the
+# cached checks too, so it records its keys as well.
+# Usage: scripts/tidy.sh [--all]
+# Environment: TIDY_JOBS (parallel clang-tidy runs; default: the number of cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+cached_checks=--checks=-clang-analyzer-*
+use_cache=1
+tidy_args=$cached_checks
+case "${1:-}" in
+  --all) use_cache=0 tidy_args= ;;
+  "") ;;
+  *) echo "usage: scripts/tidy.sh [--all]" >&2; exit 2 ;;
+esac
+
+db=build/asan/compile_commands.json
+[ -f "$db" ] || cmake --preset asan >/dev/null
+cache=.cache/tidy
+mkdir -p "$cache"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The common part of every key: the checks a cached pass stands for and the tool that ran them.
+{ cat .clang-tidy; echo "$cached_checks"; clang-tidy-14 --version; } | sha256sum | cut -d' ' -f1 >"$work/config_key"
+
+# One line per unit in scope: its source file, then its compile command (compiler first),
+# from the compile database.
+python3 - "$db" "$root/src/" >"$work/units" <<'EOF'
+import json, shlex, sys
+db, prefix = sys.argv[1], sys.argv[2]
+for entry in json.load(open(db)):
+    if entry["file"].startswith(prefix) and entry["file"].endswith(".cc"):
+        args = entry.get("arguments") or shlex.split(entry["command"])
+        print(entry["file"], entry["directory"], shlex.join(args), sep="\t")
+EOF
+
+# Checks one unit (its units line on stdin). Prints "skipped <key>" or "passed <key>", or
+# writes its findings to a $work/findings.* file.
+check_unit() {
+  local file dir command key out
+  IFS=$'\t' read -r file dir command
+  command=$(sed 's/ -o [^ ]*//' <<<"$command")
+  # Paths are made relative to the checkout, so that a cache restored into another checkout
+  # path still matches.
+  key=$( {
+    cat "$work/config_key"
+    sed "s|$root/||g" <<<"$command"
+    (cd "$dir" && eval "$command -E -C -o -" | sed "s|$root/||g")
+  } | sha256sum | cut -d' ' -f1)
+  if [ "$use_cache" = 1 ] && [ -e "$cache/$key" ]; then
+    echo "skipped $key"
+  elif out=$(clang-tidy-14 -p build/asan --quiet ${tidy_args:+"$tidy_args"} "$file" 2>&1) &&
+    ! grep -q ': \(warning\|error\): ' <<<"$out"; then
+    touch "$cache/$key"
+    echo "passed $key"
+  else
+    printf '%s\n%s\n' "== ${file#"$root"/}" "$(grep -v '^[0-9]* warnings\? generated\.$' <<<"$out")" \
+      >"$(mktemp "$work/findings.XXXXXX")"
+  fi
+}
+export -f check_unit
+export work root use_cache cache tidy_args
+
+total=$(wc -l <"$work/units")
+start=$SECONDS
+# One xargs job per unit; the lines of those that pass go to $work/clean.
+tr '\n' '\0' <"$work/units" |
+  xargs -0 -n1 -P "${TIDY_JOBS:-$(nproc)}" bash -c 'check_unit <<<"$1"' _ >"$work/clean"
+
+# The cache keeps only the keys of the units as they are now.
+cut -d' ' -f2 "$work/clean" | sort -u >"$work/keys"
+find "$cache" -type f -printf '%f\n' | sort | comm -23 - "$work/keys" |
+  (cd "$cache" && xargs -r rm -f)
+
+skipped=$(grep -c '^skipped' "$work/clean" || true)
+summary="$total units, $skipped unchanged since they passed, $((SECONDS - start)) s"
+shopt -s nullglob
+findings=("$work"/findings.*)
+if [ ${#findings[@]} -gt 0 ]; then
+  cat "${findings[@]}"
+  echo "tidy: findings in ${#findings[@]} units ($summary)"
+  exit 1
+fi
+echo "tidy: clean ($summary)"
