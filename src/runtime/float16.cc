@@ -57,7 +57,7 @@ void QuantizeRowQ8_0(const float* x, int64_t n, void* out) {
       amax = std::max(amax, std::fabs(xb[j]));
     const float scale = amax / 127.0f;
     const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
-    BlockQ8_0 block;
+    BlockQ8_0 block{};
     block.scale_f16 = F32ToF16(scale);
     for (int64_t j = 0; j < kQ8_0BlockElems; ++j) {
       block.qs[j] = static_cast<int8_t>(std::lround(xb[j] * inv));
@@ -86,7 +86,7 @@ void DequantizeRow(DType dtype, const void* src, int64_t n, float* out) {
     case DType::kQ8_0: {
       const auto* bytes = static_cast<const uint8_t*>(src);
       for (int64_t b = 0; b < n / kQ8_0BlockElems; ++b) {
-        BlockQ8_0 block;
+        BlockQ8_0 block{};
         std::memcpy(&block, bytes + b * kQ8_0BlockBytes, sizeof(block));
         const float scale = F16ToF32(block.scale_f16);
         for (int64_t j = 0; j < kQ8_0BlockElems; ++j) {

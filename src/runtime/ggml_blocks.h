@@ -90,7 +90,7 @@ static_assert(sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20 && sizeof(Block
               sizeof(BlockQ6_K) == 210 && sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110);
 
 // Sub-block j's (j < 8) 6-bit scale and min of a Q4_K/Q5_K `scales` field.
-inline void GetScaleMinK4(int j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
+inline void GetScaleMinK4(int64_t j, const uint8_t* q, uint8_t* scale, uint8_t* min) {
   if (j < 4) {
     *scale = q[j] & 63;
     *min = q[j + 4] & 63;

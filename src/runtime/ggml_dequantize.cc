@@ -10,7 +10,7 @@ namespace {
 
 template <typename Block>
 Block ReadBlock(const uint8_t* bytes, int64_t b) {
-  Block block;
+  Block block{};
   std::memcpy(&block, bytes + static_cast<size_t>(b) * sizeof(Block), sizeof(Block));
   return block;
 }

@@ -113,8 +113,8 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
     float* running_max = scores + max_vectors * span;  // [vectors]
     float* running_sum = running_max + max_vectors;    // [vectors]
     // The K and V blocks of one step, at this item's kv head.
-    std::array<const uint8_t*, kStepPositions> k_blocks;
-    std::array<const uint8_t*, kStepPositions> v_blocks;
+    std::array<const uint8_t*, kStepPositions> k_blocks{};
+    std::array<const uint8_t*, kStepPositions> v_blocks{};
 
     for (int64_t item = begin; item < end; ++item) {
       const int64_t g = item / num_tiles;

@@ -46,7 +46,7 @@ constexpr int kDotTileRows = 4;
 constexpr int kDotTileWeights = 3;
 // Weight bytes per block of rows that every group of activation rows passes over while it
 // stays in L1 (at least one tile of rows).
-constexpr size_t kDotBlockBytes = 16 * 1024;
+constexpr size_t kDotBlockBytes = size_t{16} * 1024;
 
 // acc[i][c] += x_i[t, t + 8) * w_{j+c}[t, t + 8) lane by lane (rows[c] = w_{j+c}).
 template <int NA, int NB, typename Loader>

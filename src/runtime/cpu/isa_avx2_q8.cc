@@ -39,7 +39,7 @@ void Quantize(const float* x, int64_t k, uint8_t* q, float* scales) {
   for (int64_t b = 0; b < k / kBlock; ++b) {
     __m256 v[4];
     __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
+    for (int64_t i = 0; i < 4; ++i) {
       v[i] = _mm256_loadu_ps(x + b * kBlock + 8 * i);
       amax = _mm256_max_ps(amax, _mm256_and_ps(v[i], abs_mask));
     }

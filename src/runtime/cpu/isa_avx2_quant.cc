@@ -34,7 +34,7 @@ void Quantize(const float* x, int64_t k, int64_t ldq, int8_t* q, float* s, float
     }
     __m256 v[4];
     __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
+    for (int64_t i = 0; i < 4; ++i) {
       v[i] = _mm256_loadu_ps(x + c * kChunkElems + 8 * i);
       amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign, v[i]));
     }

@@ -105,7 +105,7 @@ void DotRows(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k, con
 
 void PackPanel(DType w_dtype, const uint8_t* w, size_t w_row_bytes, int64_t j0, int64_t rows,
                int64_t g0, int64_t num_groups, int64_t chunks, QuantPanel* panel) {
-  DecodedGroup dg;
+  DecodedGroup dg{};
   for (int64_t c = 0; c < kPanelRows; ++c) {
     const uint8_t* wr = w + static_cast<size_t>(j0 + c) * w_row_bytes;
     for (int64_t gg = 0; gg < num_groups; ++gg) {

@@ -3,7 +3,7 @@
 namespace switchyard::runtime::cpu {
 
 // Below this many scalar operations, waking the pool costs more than it saves.
-constexpr int64_t kMinParallelWork = 32 * 1024;
+constexpr int64_t kMinParallelWork = int64_t{32} * 1024;
 
 void KernelContext::ParallelFor(int64_t n, int64_t work,
                                 const std::function<void(int64_t, int64_t)>& fn) const {

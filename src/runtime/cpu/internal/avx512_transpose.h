@@ -7,6 +7,8 @@
 
 #include <immintrin.h>
 
+#include <cstdint>
+
 #if !defined(__clang__)
 // GCC 12's AVX-512 headers build "undefined" vectors by self-assignment, which its own
 // -Wuninitialized flags once inlined at -O2.
@@ -20,13 +22,13 @@ namespace switchyard::runtime::cpu {
 // On return r[c] holds what was column c of rows r[0..15].
 __attribute__((target("avx512f"), always_inline)) inline void Transpose16x16(__m512 r[16]) {
   __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
+  for (int64_t i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
     t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
   }
   // u[4g + j], 128-bit lane L: column 4L + j of rows 4g..4g+3.
   __m512 u[16];
-  for (int g = 0; g < 4; ++g) {
+  for (int64_t g = 0; g < 4; ++g) {
     u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(1, 0, 1, 0));
     u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], _MM_SHUFFLE(3, 2, 3, 2));
     u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], _MM_SHUFFLE(1, 0, 1, 0));

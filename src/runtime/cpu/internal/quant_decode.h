@@ -126,7 +126,7 @@ SY_QUANT_DECODE inline void DecodeK45(const uint8_t* row, int64_t sb, DecodedGro
   __m256i qh = _mm256_setzero_si256();
   if constexpr (kFive)
     qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ5_K, qh)));
-  for (int i = 0; i < 4; ++i) {
+  for (int64_t i = 0; i < 4; ++i) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQs + 32 * i));
     __m256i lo = _mm256_and_si256(v, mask);
     __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
@@ -159,7 +159,7 @@ SY_QUANT_DECODE inline void DecodeQ6K(const uint8_t* row, int64_t sb, DecodedGro
   const auto* scales = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ6_K, scales));
   const __m256i mask4 = _mm256_set1_epi8(0x0F);
   const __m256i mask2 = _mm256_set1_epi8(0x30);
-  for (int n = 0; n < 2; ++n) {
+  for (int64_t n = 0; n < 2; ++n) {
     const uint8_t* ql = block + offsetof(BlockQ6_K, ql) + 64 * n;
     const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
     const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
@@ -198,7 +198,7 @@ SY_QUANT_DECODE inline void DecodeK23(const uint8_t* row, int64_t sb, DecodedGro
   if constexpr (kThree)
     hmask =
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ3_K, hmask)));
-  for (int n = 0; n < 2; ++n) {
+  for (int64_t n = 0; n < 2; ++n) {
     const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQs + 32 * n));
     for (int j = 0; j < 4; ++j) {
       const int64_t c = 4 * n + j;
@@ -238,7 +238,10 @@ SY_QUANT_DECODE inline void DecodeK23(const uint8_t* row, int64_t sb, DecodedGro
 // REQUIRES: IsGgmlQuantDType(dtype); chunks == 8 for the K types.
 SY_QUANT_DECODE inline void DecodeGroup(DType dtype, const uint8_t* row, int64_t group,
                                         int64_t chunks, DecodedGroup* g) {
-  using namespace quant_decode;
+  using quant_decode::DecodeK23;
+  using quant_decode::DecodeK45;
+  using quant_decode::DecodeQ6K;
+  using quant_decode::DecodeSmallBlocks;
   switch (dtype) {
     case DType::kQ4_0:
       return DecodeSmallBlocks<DType::kQ4_0>(row, group * kGroupChunks, chunks, g);
