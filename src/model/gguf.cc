@@ -125,7 +125,7 @@ absl::Status GgufFile::KeyError(std::string_view key, std::string_view what) con
 
 #define SY_GGUF_FIND_OR_RETURN(value, key)                                            \
   const GgufValue* value = Find(key);                                                 \
-  if (value == nullptr) {                                                             \
+  if ((value) == nullptr) {                                                           \
     return absl::NotFoundError(fmt::format("{}: field '{}': missing", source_, key)); \
   }
 
