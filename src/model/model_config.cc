@@ -30,7 +30,7 @@ struct ArchInfo {
 
 constexpr ArchInfo kArchs[] = {
     {"LlamaForCausalLM", "llama", "llama", 2048},
-    {"MistralForCausalLM", "mistral", "", 4096 * 32},
+    {"MistralForCausalLM", "mistral", "", int64_t{4096} * 32},
     {"Qwen2ForCausalLM", "qwen2", "qwen2", 32768},
     {"Qwen3ForCausalLM", "qwen3", "qwen3", 32768},
     {"Qwen3MoeForCausalLM", "qwen3_moe", "qwen3moe", 32768},
