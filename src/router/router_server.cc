@@ -50,6 +50,7 @@ bool ForwardRequestHeader(std::string_view name) {
 
 std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
   std::vector<std::string> names;
+  names.reserve(pools.size());
   for (const PoolConfig& pool : pools)
     names.push_back(pool.name);
   return names;
