@@ -25,6 +25,8 @@ constexpr size_t kMaxDepth = 32;
 // msgpack-cxx output stream appending to a std::string.
 struct StringSink {
   std::string* out;
+  // Not const: msgpack takes &Stream::write as a pointer to a non-const member.
+  // NOLINTNEXTLINE(readability-make-member-function-const)
   void write(const char* data, size_t size) { out->append(data, size); }
 };
 

@@ -24,7 +24,7 @@ constexpr std::array<uint8_t, 8> kEndSeq = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 
 constexpr int kLingerMs = 1000;
 
 std::array<uint8_t, 8> BigEndian(uint64_t value) {
-  std::array<uint8_t, 8> out;
+  std::array<uint8_t, 8> out{};
   for (int i = 7; i >= 0; --i) {
     out[i] = static_cast<uint8_t>(value & 0xff);
     value >>= 8;
@@ -62,7 +62,7 @@ void ServeReplays(zmq::socket_t& replay, const std::deque<Buffered>& buffer) {
     if (!zmq::recv_multipart(replay, std::back_inserter(request), zmq::recv_flags::dontwait))
       return;
     // [client identity, empty delimiter, start seq]
-    if (request.size() != 3 || request[1].size() != 0 || request[2].size() != 8) {
+    if (request.size() != 3 || !request[1].empty() || request[2].size() != 8) {
       SY_LOG_WARN("KV events replay: ignoring a malformed request ({} frames)", request.size());
       continue;
     }

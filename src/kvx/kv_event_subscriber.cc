@@ -28,7 +28,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kReplayTimeout = std::chrono::seconds(5);
 // Live batches held during a replay; beyond this the replay is abandoned.
 constexpr size_t kMaxHeld = 100'000;
-constexpr uint64_t kEndSeq = ~uint64_t{0};
 
 std::optional<uint64_t> ReadSeq(const zmq::message_t& frame) {
   if (frame.size() != 8)
@@ -40,7 +39,7 @@ std::optional<uint64_t> ReadSeq(const zmq::message_t& frame) {
 }
 
 std::array<uint8_t, 8> BigEndian(uint64_t value) {
-  std::array<uint8_t, 8> out;
+  std::array<uint8_t, 8> out{};
   for (int i = 7; i >= 0; --i) {
     out[static_cast<size_t>(i)] = static_cast<uint8_t>(value & 0xff);
     value >>= 8;
@@ -93,7 +92,7 @@ KvEventSubscriber::~KvEventSubscriber() {
     close(wake_fd_);
 }
 
-void KvEventSubscriber::Wake() {
+void KvEventSubscriber::Wake() const {
   const uint64_t one = 1;
   (void)write(wake_fd_, &one, sizeof(one));
 }
@@ -177,7 +176,7 @@ void KvEventSubscriber::Run() {
     // What the handler was told may be out of date by the time the loop is back.
     for (const std::string& name : names) {
       KvEventBatch cleared;
-      cleared.events.push_back(AllBlocksCleared{});
+      cleared.events.emplace_back(AllBlocksCleared{});
       try {
         handler_(name, cleared);
       } catch (const std::exception& e) {
@@ -197,7 +196,7 @@ absl::Status KvEventSubscriber::RunLoop() {
     // Sources whose sockets could not be made: when to try again, and the next wait.
     struct Retry {
       Clock::time_point at;
-      std::chrono::milliseconds backoff;
+      std::chrono::milliseconds backoff{};
     };
     absl::flat_hash_map<std::string, Retry> retries;
 
@@ -207,7 +206,7 @@ absl::Status KvEventSubscriber::RunLoop() {
     };
     auto clear = [&](SourceState& s) {
       KvEventBatch cleared;
-      cleared.events.push_back(AllBlocksCleared{});
+      cleared.events.emplace_back(AllBlocksCleared{});
       s.handed_out = false;
       handler_(s.source.name, cleared);
     };
@@ -438,13 +437,14 @@ absl::Status KvEventSubscriber::RunLoop() {
             }
             on_live(*s, static_cast<int64_t>(*seq), frames[2].to_string());
           } else {
-            // ["", seq, payload]; seq = END_SEQ closes the replay.
+            // ["", seq, payload]; seq = END_SEQ (all ones) closes the replay, as any seq past
+            // int64 does.
             std::optional<uint64_t> seq = frames.size() == 3 ? ReadSeq(frames[1]) : std::nullopt;
             if (!seq.has_value()) {
               ++s->stats.decode_errors;
               continue;
             }
-            if (*seq == kEndSeq || *seq > static_cast<uint64_t>(INT64_MAX)) {
+            if (*seq > static_cast<uint64_t>(INT64_MAX)) {
               end_replay(*s);
             } else if (static_cast<int64_t>(*seq) > s->last) {
               apply(*s, static_cast<int64_t>(*seq), frames[2].to_string_view(), true);

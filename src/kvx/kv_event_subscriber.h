@@ -101,7 +101,7 @@ class KvEventSubscriber {
   void Run();
   // One life of the loop: OK when stopping, else what ended it.
   absl::Status RunLoop();
-  void Wake();
+  void Wake() const;
   // Waits up to `timeout` for Stop; true when stopping.
   bool WaitForStop(std::chrono::milliseconds timeout);
 
