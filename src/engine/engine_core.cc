@@ -713,7 +713,7 @@ void EngineCore::ProcessPromptLogprobs(std::span<const float> logits) {
     for (int32_t i = 0; i < s.num_prompt_logits; ++i, ++row) {
       // Position p's logits predict prompt token p + 1.
       SampleResult& entry = req->pending.prompt_logprobs.emplace_back();
-      entry.token = r.prompt_tokens[static_cast<size_t>(s.prompt_logits_begin + i + 1)];
+      entry.token = r.prompt_tokens[static_cast<size_t>(s.prompt_logits_begin) + i + 1];
       sampler_.ComputeLogprobs(logits.subspan(row * vocab, vocab), *r.prompt_logprobs, &entry);
     }
     if (!req->touched) {

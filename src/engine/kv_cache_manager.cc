@@ -323,7 +323,7 @@ void KvCacheManager::CacheFullBlocks(Sequence& seq, std::span<const int32_t> tok
     stored.lora_id = seq.lora_id;
     stored.medium = kvx::kMediumGpu;
     stored.lora_name = seq.extras.lora_name;
-    events_.push_back(std::move(stored));
+    events_.emplace_back(std::move(stored));
   }
 }
 

@@ -19,7 +19,7 @@ BeamSearchRun::BeamSearchRun(EngineCore* engine, const text::Tokenizer* tokenize
       options_(options),
       id_prefix_(std::move(id_prefix)),
       done_(std::move(done)),
-      search_(std::move(options), static_cast<int64_t>(request.prompt_tokens.size())) {}
+      search_(options, static_cast<int64_t>(request.prompt_tokens.size())) {}
 
 void BeamSearchRun::Start() {
   std::optional<RequestUpdate> report;
