@@ -163,7 +163,7 @@ absl::StatusOr<std::shared_ptr<const Grammar>> GrammarBuilder::Build(int32_t roo
       }
       if (color[static_cast<size_t>(callee)] == kWhite) {
         color[static_cast<size_t>(callee)] = kGrey;
-        dfs.push_back({callee, 0});
+        dfs.emplace_back(callee, 0);
       }
     }
   }

@@ -402,7 +402,7 @@ class SchemaCompiler {
       trie[at].terminal = true;
     }
     for (const TrieNode& node : trie) {
-      std::array<int32_t, 256> target;
+      std::array<int32_t, 256> target{};
       target.fill(-1);
       if (node.lead == 0) {
         for (int c = 0x20; c < 0x80; ++c)
@@ -447,7 +447,7 @@ class SchemaCompiler {
     while (c < 256) {
       const int32_t t = target[static_cast<size_t>(c)];
       int end = c;
-      while (end + 1 < 256 && target[static_cast<size_t>(end + 1)] == t)
+      while (end + 1 < 256 && target[static_cast<size_t>(end) + 1] == t)
         ++end;
       if (t >= 0)
         b_.AddBytes(from, static_cast<uint8_t>(c), static_cast<uint8_t>(end), t);
@@ -637,11 +637,11 @@ class SchemaCompiler {
       if (object_kw + array_kw + string_kw > 1)
         return SchemaError(path, "keywords of several types without 'type' are not supported");
       if (object_kw) {
-        types.push_back("object");
+        types.emplace_back("object");
       } else if (array_kw) {
-        types.push_back("array");
+        types.emplace_back("array");
       } else if (string_kw) {
-        types.push_back("string");
+        types.emplace_back("string");
       } else {
         b_.AddCall(from, AnyRule(), to);
         return absl::OkStatus();
@@ -827,6 +827,7 @@ class SchemaCompiler {
     b_.AddEpsilon(Sep(comma, ','), extra_key);
     b_.AddEpsilon(extra_done, close);
     std::vector<std::string> names;
+    names.reserve(props.size());
     for (const Property& p : props)
       names.emplace_back(p.name);
     const int32_t colon = b_.NewState();
@@ -940,9 +941,9 @@ absl::StatusOr<std::shared_ptr<const Grammar>> CompileJsonSchema(std::string_vie
 }
 
 std::shared_ptr<const Grammar> JsonObjectGrammar() {
-  static const std::shared_ptr<const Grammar> grammar =
+  static const std::shared_ptr<const Grammar> kGrammar =
       SchemaCompiler(simdjson::dom::element()).CompileAnyObject();
-  return grammar;
+  return kGrammar;
 }
 
 }  // namespace switchyard::structured
