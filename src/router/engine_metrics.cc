@@ -55,7 +55,7 @@ int64_t Count(double v) {
   // Gauges arrive as floats; negative or absurd values from a broken peer are clamped.
   if (!(v > 0))
     return 0;
-  return v > 1e12 ? int64_t{1'000'000'000'000} : static_cast<int64_t>(v + 0.5);
+  return v > 1e12 ? int64_t{1'000'000'000'000} : std::lround(v);
 }
 
 const Names& NamesOf(EngineKind kind) {

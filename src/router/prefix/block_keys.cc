@@ -46,7 +46,7 @@ uint64_t NextBlockKey(uint64_t parent, std::span<const int32_t> block_tokens) {
     }
     tokens_hash = XXH64_digest(&state);
   }
-  std::array<uint8_t, 16> chain;
+  std::array<uint8_t, 16> chain{};
   PutLe64(tokens_hash, chain.data());
   PutLe64(parent, chain.data() + 8);
   return XXH64(chain.data(), chain.size(), 0);
