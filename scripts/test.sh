@@ -2,11 +2,12 @@
 # Sets up the machine (scripts/setup.sh: what running needs, with the real model;
 # scripts/setup_test.sh: what only the tests need) and runs every test CI runs, in this order:
 # format check; the `asan` workflow (clang 14 with -Wthread-safety as an error, ASan+UBSan:
-# unit tests, fuzz-corpus replays, one run of each benchmark); the `tsan` workflow (only the
-# test binaries whose tests start threads, under TSan); then the Python end-to-end tests
-# against the ASan build of the `switchyard` binary (and, for the long parity runs on the
-# real model, the release build: SWITCHYARD_OPTIMIZED_BIN). Each stage's line says how long
-# the script has run so far.
+# unit tests, fuzz-corpus replays, one run of each benchmark); clang-tidy on the src/ units
+# that changed since they last passed (scripts/tidy.sh, with the asan compile database); the
+# `tsan` workflow (only the test binaries whose tests start threads, under TSan); then the
+# Python end-to-end tests against the ASan build of the `switchyard` binary (and, for the long
+# parity runs on the real model, the release build: SWITCHYARD_OPTIMIZED_BIN). Each stage's
+# line says how long the script has run so far.
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,9 @@ bash scripts/check_format.sh
 
 stage "configure, build and test under ASan+UBSan with clang's thread-safety analysis"
 cmake --workflow --preset asan
+
+stage "clang-tidy on the src/ units that changed since they passed (scripts/tidy.sh)"
+bash scripts/tidy.sh
 
 stage "build and run the threaded test binaries under TSan"
 cmake --workflow --preset tsan
