@@ -35,7 +35,7 @@ class RunningRequestsSizeScorer final : public Scorer {
 
 class ActiveRequestScorer final : public Scorer {
  public:
-  ActiveRequestScorer(int64_t idle_threshold = 0, double max_busy_score = 1.0)
+  explicit ActiveRequestScorer(int64_t idle_threshold = 0, double max_busy_score = 1.0)
       : idle_threshold_(idle_threshold), max_busy_score_(max_busy_score) {}
   void Score(const SchedulingRequest& request, CycleState& cycle, const Candidates& candidates,
              std::span<double> scores) override;

@@ -420,6 +420,7 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
   const YAML::Node profiles = root["schedulingProfiles"];
   if (!profiles || profiles.size() == 0) {
     std::vector<std::pair<std::string, double>> all;
+    all.reserve(order.size());
     for (const std::string& name : order)
       all.emplace_back(name, 1.0);
     specs.emplace_back("default", std::move(all));

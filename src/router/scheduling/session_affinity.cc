@@ -62,7 +62,7 @@ std::optional<std::string> FromBase64Url(std::string_view in) {
 }  // namespace
 
 std::string SessionTokenCodec::Tag(std::string_view endpoint) const {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> mac;
+  std::array<unsigned char, EVP_MAX_MD_SIZE> mac{};
   unsigned int len = 0;
   HMAC(EVP_sha256(), secret_.data(), static_cast<int>(secret_.size()),
        reinterpret_cast<const unsigned char*>(endpoint.data()), endpoint.size(), mac.data(), &len);
