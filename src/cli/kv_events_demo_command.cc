@@ -59,6 +59,7 @@ absl::StatusOr<int> RunScenario(const DemoOptions& options, kvx::KvEventPublishe
   };
   for (int i = 0; i < options.count; ++i) {
     std::vector<int32_t> tokens;
+    tokens.reserve(9);
     for (int32_t t = 0; t < 9; ++t)
       tokens.push_back(i * 100 + t);
     SY_RETURN_IF_ERROR(manager->AddSequence(i, {}, std::nullopt));

@@ -20,6 +20,8 @@ bool AwaitUnlessSignalled(const sigset_t& signals, std::chrono::steady_clock::ti
   });
   const bool done = await(deadline);
   over = true;
+  // SIGTERM is blocked in every thread (REQUIRES), so it only wakes the watcher's sigwait.
+  // NOLINTNEXTLINE(bugprone-bad-signal-to-kill-thread)
   pthread_kill(watcher.native_handle(), SIGTERM);
   watcher.join();
   return done;
