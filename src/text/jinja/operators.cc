@@ -212,7 +212,6 @@ absl::StatusOr<bool> Contains(const Value& container, const Value& item) {
     case Value::Kind::kDict:
       return container.as_dict().Find(item) != nullptr;
     case Value::Kind::kUndefined:
-      return false;
     case Value::Kind::kNamespace:
       return false;
     default:
