@@ -77,7 +77,8 @@ void DecodeGgufScalar(GgufType type, const uint8_t* p, GgufValue* v) {
       v->u = load(uint8_t{});
       break;
     case GgufType::kInt8:
-      v->i = load(int8_t{});
+      // An int8 value is a number, not a character.
+      v->i = load(int8_t{});  // NOLINT(bugprone-signed-char-misuse)
       break;
     case GgufType::kUint16:
       v->u = load(uint16_t{});
