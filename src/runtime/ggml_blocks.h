@@ -103,7 +103,7 @@ inline void GetScaleMinK4(int64_t j, const uint8_t* q, uint8_t* scale, uint8_t* 
 // Sub-block j's (j < 16) 6-bit scale of a Q3_K `scales` field: the low 4 bits are the low
 // (j < 8) or high (j >= 8) nibble of byte j % 8, the top 2 bits are bits 2 (j / 4) and
 // 2 (j / 4) + 1 of byte 8 + j % 4.
-inline int Q3KScale(const uint8_t* q, int j) {
+inline int Q3KScale(const uint8_t* q, int64_t j) {
   const int low = j < 8 ? (q[j] & 0xF) : (q[j - 8] >> 4);
   return low | (((q[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
 }

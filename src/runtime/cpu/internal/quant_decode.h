@@ -175,7 +175,7 @@ SY_QUANT_DECODE inline void DecodeQ6K(const uint8_t* row, int64_t sb, DecodedGro
         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), mask4),
                         _mm256_and_si256(_mm256_srli_epi16(h, 2), mask2)),
     };
-    for (int j = 0; j < 4; ++j) {
+    for (int64_t j = 0; j < 4; ++j) {
       const int64_t c = 4 * n + j;
       _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), q[j]);
       const float lo = d * scales[8 * n + 2 * j];
