@@ -124,7 +124,7 @@ absl::Status PeerBlockClient::ReadBlocks(std::span<const int64_t> remote_ids,
                           layout.block_bytes())));
     }
     // The sub-header first, checked, and only then the block's bytes into the block it names.
-    std::array<uint8_t, kPeerBlockDataHeaderBytes> sub;
+    std::array<uint8_t, kPeerBlockDataHeaderBytes> sub{};
     const iovec sub_iov = {sub.data(), sub.size()};
     if (absl::Status s = connection_.ReadInto({&sub_iov, 1}); !s.ok())
       return Broken(s);

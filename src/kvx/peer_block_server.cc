@@ -128,7 +128,7 @@ class ConnectionHandler {
     const size_t block_bytes = layout.block_bytes();
     std::vector<iovec> iov(1 + layout.num_segments());
     for (size_t i = 0; i < ids.size(); ++i) {
-      std::array<uint8_t, kPeerFrameHeaderBytes + kPeerBlockDataHeaderBytes> head;
+      std::array<uint8_t, kPeerFrameHeaderBytes + kPeerBlockDataHeaderBytes> head{};
       const auto frame_header = EncodePeerFrameHeader(
           {.type = PeerFrameType::kBlockData,
            .stream_id = stream_id,

@@ -56,7 +56,7 @@ absl::StatusOr<PeerConnection> PeerConnection::Open(UniqueFd fd,
 }
 
 absl::StatusOr<PeerFrameHeader> PeerConnection::ReadHeader(uint32_t max_payload_bytes) {
-  std::array<uint8_t, kPeerFrameHeaderBytes> bytes;
+  std::array<uint8_t, kPeerFrameHeaderBytes> bytes{};
   const iovec iov = Iov(bytes.data(), bytes.size());
   if (absl::Status s = ReadFully(fd_.get(), {&iov, 1}, Deadline(), cancel_fd_); !s.ok())
     return s;

@@ -46,7 +46,7 @@ std::array<uint8_t, kPeerFrameHeaderBytes> EncodePeerFrameHeader(const PeerFrame
   base::AppendLittleEndian(uint16_t{0}, &bytes);
   base::AppendLittleEndian(header.stream_id, &bytes);
   base::AppendLittleEndian(header.payload_bytes, &bytes);
-  std::array<uint8_t, kPeerFrameHeaderBytes> out;
+  std::array<uint8_t, kPeerFrameHeaderBytes> out{};
   std::memcpy(out.data(), bytes.data(), out.size());
   return out;
 }
