@@ -9,7 +9,10 @@
 # The clang static analyzer (clang-analyzer-*) takes two thirds of clang-tidy's time, so only
 # --all runs it; --all also checks every unit, cached or not. What passes --all passes the
 # cached checks too, so it records its keys as well.
-# Usage: scripts/tidy.sh [--all]
+# .ci/tidy-passed, committed, lists the keys of the units as they were when someone last ran
+# `scripts/tidy.sh --record` on a clean tree: a clean checkout (CI) skips those too, so it
+# checks only what changed since. A stale list costs time, never a missed finding.
+# Usage: scripts/tidy.sh [--all | --record]
 # Environment: TIDY_JOBS (parallel clang-tidy runs; default: the number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,11 +20,15 @@ root=$(pwd)
 cached_checks=--checks=-clang-analyzer-*
 use_cache=1
 tidy_args=$cached_checks
+record=0
 case "${1:-}" in
   --all) use_cache=0 tidy_args= ;;
+  --record) record=1 ;;
   "") ;;
-  *) echo "usage: scripts/tidy.sh [--all]" >&2; exit 2 ;;
+  *) echo "usage: scripts/tidy.sh [--all | --record]" >&2; exit 2 ;;
 esac
+passed=$root/.ci/tidy-passed
+[ -f "$passed" ] || : >"$passed"
 
 db=build/asan/compile_commands.json
 [ -f "$db" ] || cmake --preset asan >/dev/null
@@ -57,7 +64,7 @@ check_unit() {
     sed "s|$root/||g" <<<"$command"
     (cd "$dir" && eval "$command -E -C -o -" | sed "s|$root/||g")
   } | sha256sum | cut -d' ' -f1)
-  if [ "$use_cache" = 1 ] && [ -e "$cache/$key" ]; then
+  if [ "$use_cache" = 1 ] && { [ -e "$cache/$key" ] || grep -qxF "$key" "$passed"; }; then
     echo "skipped $key"
   elif out=$(clang-tidy-14 -p build/asan --quiet ${tidy_args:+"$tidy_args"} "$file" 2>&1) &&
     ! grep -q ': \(warning\|error\): ' <<<"$out"; then
@@ -69,7 +76,7 @@ check_unit() {
   fi
 }
 export -f check_unit
-export work root use_cache cache tidy_args
+export work root use_cache cache tidy_args passed
 
 total=$(wc -l <"$work/units")
 start=$SECONDS
@@ -92,3 +99,7 @@ if [ ${#findings[@]} -gt 0 ]; then
   exit 1
 fi
 echo "tidy: clean ($summary)"
+if [ "$record" = 1 ]; then
+  cp "$work/keys" "$passed"
+  echo "tidy: recorded $(wc -l <"$passed") passing units in .ci/tidy-passed"
+fi
