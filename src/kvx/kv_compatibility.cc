@@ -4,15 +4,15 @@
 
 #include <openssl/sha.h>
 
+#include "base/byte_writer.h"
+
 namespace switchyard::kvx {
 namespace {
 
 // Fixed-width little-endian integers and length-prefixed strings: the encoding is the
 // same on every machine and no field can run into the next.
 void AppendInt(int64_t value, std::string* out) {
-  const auto bits = static_cast<uint64_t>(value);
-  for (int shift = 0; shift < 64; shift += 8)
-    out->push_back(static_cast<char>((bits >> shift) & 0xff));
+  base::AppendLittleEndian(value, out);
 }
 
 void AppendString(std::string_view value, std::string* out) {
