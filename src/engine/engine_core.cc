@@ -49,8 +49,6 @@ struct EngineCore::RequestState {
   // Sequences whose update entry is pending.sequences[slot]; -1 when none.
   std::vector<int32_t> pending_slot;
   FinishReason last_finish = FinishReason::kStop;
-  // Its sequences wait in loading_ for the prompt's KV (a remote prefill).
-  bool loading = false;
   // Prompt tokens whose KV a remote prefill delivered (part of num_cached_tokens once
   // admitted, unless evicted before).
   int64_t num_loaded_tokens = 0;
@@ -445,7 +443,6 @@ bool EngineCore::BeginRemotePrefill(RequestState& req, std::vector<Sequence>& se
     return false;
   }
   connector_->StartLoad(first.id, params, target->first_block, std::move(target->blocks));
-  req.loading = true;
   loading_.emplace(first.id, Loading{.seqs = std::move(seqs)});
   return true;
 }
@@ -462,7 +459,6 @@ void EngineCore::ServiceConnector() {
       SY_CHECK(freed.ok());
     } else {
       RequestState& req = *seqs_.at(done.seq)->request;
-      req.loading = false;
       req.num_loaded_tokens = static_cast<int64_t>(done.num_loaded) * kv_->block_size();
       for (Sequence& seq : loading.seqs) {
         absl::Status added = table_.Add(std::move(seq));
@@ -477,20 +473,14 @@ void EngineCore::ServiceConnector() {
   }
 }
 
-bool EngineCore::LeaseForRemoteDecode(SeqState& seq) {
-  RequestState& req = *seq.request;
-  const SeqId id = req.seqs[static_cast<size_t>(seq.index)];
+bool EngineCore::LeaseForRemoteDecode(RequestState& req, int32_t index, SeqId id) {
   if (connector_ == nullptr || !connector_->produces() || !req.request.kv_transfer.has_value() ||
-      !req.request.kv_transfer->do_remote_decode || seq.index != 0 || kv_->sliding_window() != 0 ||
+      !req.request.kv_transfer->do_remote_decode || index != 0 || kv_->sliding_window() != 0 ||
       !kv_->HasSequence(id)) {
     return false;
   }
-  const std::span<const BlockId> blocks = kv_->block_table(id);
-  req.pending.kv_transfer_params = connector_->Lease(req.request.request_id, id, blocks);
-  seq.finished = true;
-  absl::Status removed = table_.Finish(id, /*kv=*/nullptr);  // the lease keeps the blocks
-  SY_CHECK(removed.ok());
-  --req.num_unfinished;
+  req.pending.kv_transfer_params =
+      connector_->Lease(req.request.request_id, id, kv_->block_table(id));
   return true;
 }
 
@@ -520,22 +510,24 @@ void EngineCore::AbortRequest(const std::string& request_id, FinishReason reason
       req->touched = true;
       touched_.push_back(req);
     }
-    FinishSequence(seq);
+    FinishSequence(seq, /*completed=*/false);
   }
 }
 
-void EngineCore::FinishSequence(SeqState& seq) {
+void EngineCore::FinishSequence(SeqState& seq, bool completed) {
   seq.finished = true;
-  --seq.request->num_unfinished;
-  if (seq.request->loading) {
+  RequestState& req = *seq.request;
+  --req.num_unfinished;
+  if (auto loading = loading_.find(req.seqs.front()); loading != loading_.end()) {
     // Not in the table yet; the load still writes into the first one's blocks.
-    auto it = loading_.find(seq.request->seqs.front());
-    if (it != loading_.end())
-      it->second.abandoned = true;
+    loading->second.abandoned = true;
     return;
   }
-  absl::Status freed = table_.Finish(seq.request->seqs[static_cast<size_t>(seq.index)], kv_.get());
-  SY_CHECK(freed.ok());
+  const SeqId id = req.seqs[static_cast<size_t>(seq.index)];
+  // A lease keeps the blocks for the remote decode; otherwise they are freed now.
+  const bool leased = completed && LeaseForRemoteDecode(req, seq.index, id);
+  absl::Status removed = table_.Finish(id, leased ? nullptr : kv_.get());
+  SY_CHECK(removed.ok());
 }
 
 absl::Status EngineCore::Step() {
@@ -696,8 +688,7 @@ void EngineCore::ProcessSamples(std::span<const SeqId> sampled, std::span<float>
       update.finish_reason = step.finish_reason;
       update.stop_reason = std::move(step.stop_reason);
       req->last_finish = *step.finish_reason;
-      if (!LeaseForRemoteDecode(seq))
-        FinishSequence(seq);
+      FinishSequence(seq, /*completed=*/true);
     }
   }
   if (options_.metrics != nullptr)

@@ -152,8 +152,9 @@ class EngineCore {
   bool BeginRemotePrefill(RequestState& req, std::vector<Sequence>& seqs);
   // Connector work between steps: finished loads join the queue, ended leases are freed.
   void ServiceConnector();
-  // Producer: keeps a finished sequence's blocks under a lease for a remote decode.
-  bool LeaseForRemoteDecode(SeqState& seq);
+  // Producer: when the request asked for a remote decode, puts its first sequence's blocks
+  // under a lease and the response's kv_transfer_params in its update; false otherwise.
+  bool LeaseForRemoteDecode(RequestState& req, int32_t index, SeqId id);
   void AbortRequest(const std::string& request_id, FinishReason reason, absl::Status error);
   absl::Status ResetNow(bool preempt_running);
   absl::Status Step();
@@ -162,7 +163,9 @@ class EngineCore {
   // Turns the prompt-position logit rows of the step (prompt_logit_seqs_ order) into prompt
   // logprobs for the requests' next updates.
   void ProcessPromptLogprobs(std::span<const float> logits);
-  void FinishSequence(SeqState& seq);
+  // Ends a sequence: it leaves the queues and its blocks are freed, or leased when it
+  // `completed` (stopped by itself, not aborted) and the request asked for a remote decode.
+  void FinishSequence(SeqState& seq, bool completed);
   // Wakes the loop for connector work; any thread.
   void WakeForConnector();
   // The structured-output token masker, built on first use.

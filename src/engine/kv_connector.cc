@@ -26,16 +26,28 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
     lease.deadline = deadline;
     for (BlockId block : blocks)
       by_block_[block].push_back(seq);
+    if (!next_deadline_ || deadline < *next_deadline_)
+      next_deadline_ = deadline;
   }
 
+  // Called between engine steps: O(1) unless a lease was released, a read ended, or the
+  // earliest deadline passed.
   std::vector<SeqId> TakeEnded(Clock::time_point now) {
     base::MutexLock lock(&mu_);
+    if (!maybe_ended_ && (!next_deadline_ || now < *next_deadline_))
+      return {};
+    maybe_ended_ = false;
     std::vector<SeqId> ended;
+    next_deadline_.reset();
     for (const auto& [seq, lease] : leases_) {
       if (lease.readers == 0 && (lease.released || lease.deadline <= now)) {
         ended.push_back(seq);
         if (!lease.released)
           ++expired_;
+      } else if (lease.deadline > now && (!next_deadline_ || lease.deadline < *next_deadline_)) {
+        // A lease past its deadline but still being read ends when the read does (EndRead
+        // wakes the loop): it sets no deadline, so an idle loop does not spin on it.
+        next_deadline_ = lease.deadline;
       }
     }
     for (SeqId seq : ended)
@@ -45,12 +57,7 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
 
   std::optional<Clock::time_point> NextDeadline() const {
     base::MutexLock lock(&mu_);
-    std::optional<Clock::time_point> next;
-    for (const auto& [seq, lease] : leases_) {
-      if (!next || lease.deadline < *next)
-        next = lease.deadline;
-    }
-    return next;
+    return next_deadline_;
   }
 
   std::pair<uint64_t, uint64_t> open_and_expired() const {
@@ -90,6 +97,7 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
     it->second.pop_back();
     if (it->second.empty())
       reads_.erase(it);
+    maybe_ended_ = true;
     if (wake_)
       wake_();  // an expired lease may now end
   }
@@ -102,6 +110,7 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
         if (!lease.released &&
             std::equal(lease.blocks.begin(), lease.blocks.end(), blocks.begin(), blocks.end())) {
           lease.released = true;
+          maybe_ended_ = true;
           break;
         }
       }
@@ -148,6 +157,10 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
   absl::flat_hash_map<std::vector<int32_t>, std::vector<std::vector<SeqId>>> reads_
       ABSL_GUARDED_BY(mu_);
   uint64_t expired_ ABSL_GUARDED_BY(mu_) = 0;
+  // The earliest deadline among leases that can still expire; unset when none.
+  std::optional<Clock::time_point> next_deadline_ ABSL_GUARDED_BY(mu_);
+  // A release or the end of a read may have ended a lease since the last TakeEnded.
+  bool maybe_ended_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 absl::StatusOr<std::unique_ptr<KvConnector>> KvConnector::Start(KvConnectorOptions options,
