@@ -30,8 +30,8 @@ class LendEverything : public PeerBlockSource {
   absl::StatusOr<PeerLookupResult> Lookup(std::span<const PeerDigest>) override {
     return PeerLookupResult{};
   }
-  absl::Status BeginRead(std::span<const int32_t>) override { return absl::OkStatus(); }
-  void EndRead(std::span<const int32_t>) override {}
+  absl::StatusOr<uint64_t> BeginRead(std::span<const int32_t>) override { return 0; }
+  void EndRead(uint64_t) override {}
   void Release(std::span<const int32_t>) override {}
 };
 

@@ -70,7 +70,7 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
     return absl::UnimplementedError("this engine lends leased P/D blocks only");
   }
 
-  absl::Status BeginRead(std::span<const int32_t> blocks) override {
+  absl::StatusOr<uint64_t> BeginRead(std::span<const int32_t> blocks) override {
     base::MutexLock lock(&mu_);
     std::vector<SeqId> pinned;
     for (int32_t block : blocks) {
@@ -83,20 +83,19 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
     }
     for (SeqId seq : pinned)
       ++leases_[seq].readers;
-    reads_[std::vector<int32_t>(blocks.begin(), blocks.end())].push_back(std::move(pinned));
-    return absl::OkStatus();
+    const uint64_t read = next_read_++;
+    reads_.emplace(read, std::move(pinned));
+    return read;
   }
 
-  void EndRead(std::span<const int32_t> blocks) override {
+  void EndRead(uint64_t read) override {
     base::MutexLock lock(&mu_);
-    auto it = reads_.find(std::vector<int32_t>(blocks.begin(), blocks.end()));
-    if (it == reads_.end() || it->second.empty())
+    auto it = reads_.find(read);
+    if (it == reads_.end())
       return;
-    for (SeqId seq : it->second.back())
+    for (SeqId seq : it->second)
       --leases_[seq].readers;
-    it->second.pop_back();
-    if (it->second.empty())
-      reads_.erase(it);
+    reads_.erase(it);
     maybe_ended_ = true;
     if (wake_)
       wake_();  // an expired lease may now end
@@ -153,9 +152,9 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
   mutable base::Mutex mu_;
   absl::flat_hash_map<SeqId, Lease> leases_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<BlockId, std::vector<SeqId>> by_block_ ABSL_GUARDED_BY(mu_);
-  // Reads in progress by block list: the leases each pinned (a list may be read twice).
-  absl::flat_hash_map<std::vector<int32_t>, std::vector<std::vector<SeqId>>> reads_
-      ABSL_GUARDED_BY(mu_);
+  // Reads in progress by BeginRead's token: the leases each pinned, one per block.
+  absl::flat_hash_map<uint64_t, std::vector<SeqId>> reads_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_read_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t expired_ ABSL_GUARDED_BY(mu_) = 0;
   // The earliest deadline among leases that can still expire; unset when none.
   std::optional<Clock::time_point> next_deadline_ ABSL_GUARDED_BY(mu_);

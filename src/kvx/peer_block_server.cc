@@ -107,15 +107,15 @@ class ConnectionHandler {
     if (!request.ok())
       return Refuse(request.status());
     std::vector<int32_t> ids;
-    absl::Status readable = ToLocalIds(request->block_ids, &ids);
-    if (readable.ok())
-      readable = source_.BeginRead(ids);
-    if (!readable.ok()) {
+    const absl::Status valid = ToLocalIds(request->block_ids, &ids);
+    const absl::StatusOr<uint64_t> read =
+        valid.ok() ? source_.BeginRead(ids) : absl::StatusOr<uint64_t>(valid);
+    if (!read.ok()) {
       reads_failed_.fetch_add(1, std::memory_order_relaxed);
-      return SendReadDone(stream_id, readable);
+      return SendReadDone(stream_id, read.status());
     }
     absl::Status sent = SendBlocks(stream_id, ids);
-    source_.EndRead(ids);
+    source_.EndRead(*read);
     if (!sent.ok()) {
       reads_failed_.fetch_add(1, std::memory_order_relaxed);
       return sent;  // the connection is broken mid-frame

@@ -45,11 +45,12 @@ class PeerBlockSource {
   // The longest leading run of `hashes` whose blocks this engine holds, pinned until
   // Release or the lease's end.
   virtual absl::StatusOr<PeerLookupResult> Lookup(std::span<const PeerDigest> hashes) = 0;
-  // Pins `block_ids` for a read about to start, or says why they cannot be read (an error
-  // the peer receives in kReadDone: NotFound for a block no longer held).
-  virtual absl::Status BeginRead(std::span<const int32_t> block_ids) = 0;
-  // The read BeginRead allowed has ended (sent or failed).
-  virtual void EndRead(std::span<const int32_t> block_ids) = 0;
+  // Pins `block_ids` for a read about to start and returns a token for EndRead, or says why
+  // they cannot be read (an error the peer receives in kReadDone: NotFound for a block no
+  // longer held).
+  virtual absl::StatusOr<uint64_t> BeginRead(std::span<const int32_t> block_ids) = 0;
+  // The read BeginRead returned `read` for has ended (sent or failed).
+  virtual void EndRead(uint64_t read) = 0;
   // The peer is done with blocks a Lookup pinned.
   virtual void Release(std::span<const int32_t> block_ids) = 0;
 };

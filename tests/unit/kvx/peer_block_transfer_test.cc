@@ -85,17 +85,17 @@ class FakeSource : public PeerBlockSource {
       pinned_.push_back(static_cast<int32_t>(id));
     return result;
   }
-  absl::Status BeginRead(std::span<const int32_t> ids) override {
+  absl::StatusOr<uint64_t> BeginRead(std::span<const int32_t> ids) override {
     for (int32_t id : ids) {
       if (id == 31)
         return absl::NotFoundError("block 31 was evicted");
     }
     base::MutexLock lock(&mu_);
-    ++reads_begun_;
-    return absl::OkStatus();
+    return static_cast<uint64_t>(reads_begun_++);
   }
-  void EndRead(std::span<const int32_t>) override {
+  void EndRead(uint64_t read) override {
     base::MutexLock lock(&mu_);
+    EXPECT_LT(read, static_cast<uint64_t>(reads_begun_));  // a token BeginRead gave
     ++reads_ended_;
   }
   void Release(std::span<const int32_t> ids) override {
