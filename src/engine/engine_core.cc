@@ -439,6 +439,8 @@ bool EngineCore::BeginRemotePrefill(RequestState& req, std::vector<Sequence>& se
   if (!target.ok()) {
     SY_LOG_WARN("request {}: not pulling its prompt's KV ({}); computing it",
                 req.request.request_id, target.status().ToString());
+    if (options_.metrics != nullptr)
+      options_.metrics->AddKvTransferLoad(/*loaded=*/false);
     connector_->StartLoad(first.id, params, 0, {});  // only releases the producer's blocks
     return false;
   }
@@ -454,6 +456,8 @@ void EngineCore::ServiceConnector() {
       continue;  // a release-only job
     Loading& loading = it->second;
     kv_->FinishLoad(done.seq, loading.seqs.front().tokens, done.num_loaded);
+    if (options_.metrics != nullptr)
+      options_.metrics->AddKvTransferLoad(done.status.ok());
     if (loading.abandoned) {
       absl::Status freed = kv_->Free(done.seq);
       SY_CHECK(freed.ok());
@@ -467,9 +471,11 @@ void EngineCore::ServiceConnector() {
     }
     loading_.erase(it);
   }
-  for (SeqId seq : connector_->TakeEndedLeases(Clock::now())) {
-    absl::Status freed = kv_->Free(seq);
+  for (const KvConnector::EndedLease& lease : connector_->TakeEndedLeases(Clock::now())) {
+    absl::Status freed = kv_->Free(lease.seq);
     SY_CHECK(freed.ok());
+    if (options_.metrics != nullptr)
+      options_.metrics->AddKvTransferLeaseEnded(lease.expired);
   }
 }
 

@@ -32,37 +32,30 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
 
   // Called between engine steps: O(1) unless a lease was released, a read ended, or the
   // earliest deadline passed.
-  std::vector<SeqId> TakeEnded(Clock::time_point now) {
+  std::vector<EndedLease> TakeEnded(Clock::time_point now) {
     base::MutexLock lock(&mu_);
     if (!maybe_ended_ && (!next_deadline_ || now < *next_deadline_))
       return {};
     maybe_ended_ = false;
-    std::vector<SeqId> ended;
+    std::vector<EndedLease> ended;
     next_deadline_.reset();
     for (const auto& [seq, lease] : leases_) {
       if (lease.readers == 0 && (lease.released || lease.deadline <= now)) {
-        ended.push_back(seq);
-        if (!lease.released)
-          ++expired_;
+        ended.push_back({.seq = seq, .expired = !lease.released});
       } else if (lease.deadline > now && (!next_deadline_ || lease.deadline < *next_deadline_)) {
         // A lease past its deadline but still being read ends when the read does (EndRead
         // wakes the loop): it sets no deadline, so an idle loop does not spin on it.
         next_deadline_ = lease.deadline;
       }
     }
-    for (SeqId seq : ended)
-      Remove(seq);
+    for (const EndedLease& lease : ended)
+      Remove(lease.seq);
     return ended;
   }
 
   std::optional<Clock::time_point> NextDeadline() const {
     base::MutexLock lock(&mu_);
     return next_deadline_;
-  }
-
-  std::pair<uint64_t, uint64_t> open_and_expired() const {
-    base::MutexLock lock(&mu_);
-    return {leases_.size(), expired_};
   }
 
   // Prefix lookups by hash (P2P pull) are not lent from here: leases serve P/D reads.
@@ -155,7 +148,6 @@ class KvConnector::LeaseTable : public kvx::PeerBlockSource {
   // Reads in progress by BeginRead's token: the leases each pinned, one per block.
   absl::flat_hash_map<uint64_t, std::vector<SeqId>> reads_ ABSL_GUARDED_BY(mu_);
   uint64_t next_read_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t expired_ ABSL_GUARDED_BY(mu_) = 0;
   // The earliest deadline among leases that can still expire; unset when none.
   std::optional<Clock::time_point> next_deadline_ ABSL_GUARDED_BY(mu_);
   // A release or the end of a read may have ended a lease since the last TakeEnded.
@@ -223,7 +215,7 @@ std::string KvConnector::Lease(const std::string& request_id, SeqId seq,
   return kvx::EncodeKvTransferParams(params);
 }
 
-std::vector<SeqId> KvConnector::TakeEndedLeases(Clock::time_point now) {
+std::vector<KvConnector::EndedLease> KvConnector::TakeEndedLeases(Clock::time_point now) {
   return leases_->TakeEnded(now);
 }
 
@@ -248,16 +240,6 @@ std::vector<KvConnector::FinishedLoad> KvConnector::TakeFinishedLoads() {
   return std::exchange(finished_, {});
 }
 
-KvConnectorCounters KvConnector::counters() const {
-  const auto [open, expired] = leases_->open_and_expired();
-  return {.loads_done = loads_done_.load(std::memory_order_relaxed),
-          .loads_failed = loads_failed_.load(std::memory_order_relaxed),
-          .blocks_loaded = blocks_loaded_.load(std::memory_order_relaxed),
-          .bytes_loaded = bytes_loaded_.load(std::memory_order_relaxed),
-          .leases_open = open,
-          .leases_expired = expired};
-}
-
 void KvConnector::LoadLoop() {
   pthread_setname_np(pthread_self(), "sy-kvload");
   while (true) {
@@ -277,10 +259,7 @@ void KvConnector::LoadLoop() {
       }
     }
     FinishedLoad done = RunLoad(job);
-    if (done.status.ok()) {
-      loads_done_.fetch_add(1, std::memory_order_relaxed);
-    } else if (!job.local_blocks.empty()) {
-      loads_failed_.fetch_add(1, std::memory_order_relaxed);
+    if (!done.status.ok() && !job.local_blocks.empty()) {
       SY_LOG_WARN("KV load for {} from {}:{} failed, computing the prompt instead: {}",
                   job.params.remote_request_id, job.params.remote_host, job.params.remote_port,
                   done.status.ToString());
@@ -310,11 +289,8 @@ KvConnector::FinishedLoad KvConnector::RunLoad(const LoadJob& job) {
   } else if (count > 0) {
     const auto remote = std::span(job.params.remote_block_ids).subspan(first, count);
     done.status = (*client)->ReadBlocks(remote, pool_, job.local_blocks);
-    if (done.status.ok()) {
+    if (done.status.ok())
       done.num_loaded = static_cast<int32_t>(count);
-      blocks_loaded_.fetch_add(count, std::memory_order_relaxed);
-      bytes_loaded_.fetch_add(count * pool_.layout().block_bytes(), std::memory_order_relaxed);
-    }
   }
   // A failed read may have broken the connection: release over a fresh one.
   if (!done.status.ok())

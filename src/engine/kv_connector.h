@@ -22,7 +22,6 @@
 // queued loads, finishes the running one (bounded by io_timeout_ms) and joins.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -57,16 +56,6 @@ struct KvConnectorOptions {
   kvx::KvCompatibility compatibility;
 };
 
-// Counts for metrics and /debug/kv, each read on its own.
-struct KvConnectorCounters {
-  uint64_t loads_done = 0;
-  uint64_t loads_failed = 0;  // fell back to computing the prompt
-  uint64_t blocks_loaded = 0;
-  uint64_t bytes_loaded = 0;
-  uint64_t leases_open = 0;
-  uint64_t leases_expired = 0;
-};
-
 class KvConnector {
  public:
   using Clock = std::chrono::steady_clock;
@@ -89,9 +78,13 @@ class KvConnector {
   // request asked for a remote decode; the blocks stay with `seq` until TakeEndedLeases
   // names it. Returns the response's kv_transfer_params.
   std::string Lease(const std::string& request_id, SeqId seq, std::span<const BlockId> blocks);
-  // Loop thread: the leased sequences whose blocks the loop must free now (released by the
-  // peer, or expired and not being read).
-  std::vector<SeqId> TakeEndedLeases(Clock::time_point now);
+  // Loop thread: the leased sequences whose blocks the loop must free now, released by the
+  // peer or expired (and not being read).
+  struct EndedLease {
+    SeqId seq = 0;
+    bool expired = false;
+  };
+  std::vector<EndedLease> TakeEndedLeases(Clock::time_point now);
   // The earliest lease deadline, for the idle loop's wait.
   std::optional<Clock::time_point> NextLeaseDeadline() const;
 
@@ -107,8 +100,6 @@ class KvConnector {
     absl::Status status;
   };
   std::vector<FinishedLoad> TakeFinishedLoads();
-
-  KvConnectorCounters counters() const;
 
  private:
   class LeaseTable;
@@ -145,11 +136,6 @@ class KvConnector {
   // Load thread only.
   std::unique_ptr<kvx::PeerBlockClient> client_;
   std::string client_peer_;
-
-  std::atomic<uint64_t> loads_done_{0};
-  std::atomic<uint64_t> loads_failed_{0};
-  std::atomic<uint64_t> blocks_loaded_{0};
-  std::atomic<uint64_t> bytes_loaded_{0};
 
   std::thread load_thread_;
 };

@@ -311,6 +311,10 @@ struct EngineMetrics::Impl {
   prometheus::Counter* prompt_tokens_external_kv_transfer;
   prometheus::Counter* prompt_tokens_cached;
   prometheus::Counter* generation_tokens;
+  prometheus::Counter* kv_transfer_loaded;
+  prometheus::Counter* kv_transfer_fell_back;
+  prometheus::Counter* kv_transfer_leases_released;
+  prometheus::Counter* kv_transfer_leases_expired;
   std::array<prometheus::Counter*, kNumFinishReasons> request_success{};
   Histogram* request_prompt_tokens;
   Histogram* request_generation_tokens;
@@ -357,6 +361,20 @@ EngineMetrics::Impl::Impl(const EngineMetricsOptions& o)
       AddCounter("vllm:prompt_tokens_cached", "Number of cached prompt tokens (local + external).");
   generation_tokens =
       AddCounter("vllm:generation_tokens", "Number of generation tokens processed.");
+  auto& loads = prometheus::BuildCounter()
+                    .Name("switchyard:kv_transfer_loads")
+                    .Help(
+                        "Remote prefills pulled by this engine, by outcome (fell_back: the "
+                        "prompt was computed here instead).")
+                    .Register(registry);
+  kv_transfer_loaded = &loads.Add(With("outcome", "loaded"));
+  kv_transfer_fell_back = &loads.Add(With("outcome", "fell_back"));
+  auto& leases = prometheus::BuildCounter()
+                     .Name("switchyard:kv_transfer_leases_ended")
+                     .Help("KV leases this engine held for remote decodes, by how they ended.")
+                     .Register(registry);
+  kv_transfer_leases_released = &leases.Add(With("how", "released"));
+  kv_transfer_leases_expired = &leases.Add(With("how", "expired"));
   auto& success = prometheus::BuildCounter()
                       .Name("vllm:request_success")
                       .Help("Count of successfully processed requests.")
@@ -457,6 +475,14 @@ void EngineMetrics::AddPromptTokens(int64_t prompt_tokens, int64_t cached_tokens
       static_cast<double>(cached_tokens - external_tokens));
   impl_->prompt_tokens_external_kv_transfer->Increment(static_cast<double>(external_tokens));
   impl_->prompt_tokens_local_compute->Increment(static_cast<double>(prompt_tokens - cached_tokens));
+}
+
+void EngineMetrics::AddKvTransferLoad(bool loaded) {
+  (loaded ? impl_->kv_transfer_loaded : impl_->kv_transfer_fell_back)->Increment();
+}
+
+void EngineMetrics::AddKvTransferLeaseEnded(bool expired) {
+  (expired ? impl_->kv_transfer_leases_expired : impl_->kv_transfer_leases_released)->Increment();
 }
 
 void EngineMetrics::AddGenerationTokens(int64_t count) {

@@ -74,6 +74,12 @@ class EngineMetrics {
   // (vllm:prompt_tokens_by_source{source=local_compute|local_cache_hit|external_kv_transfer}).
   void AddPromptTokens(int64_t prompt_tokens, int64_t cached_tokens, int64_t external_tokens);
   void AddGenerationTokens(int64_t count);
+  // Prefill/decode disaggregation (kv_connector.h), Switchyard's own series (vLLM has no
+  // names for these): switchyard:kv_transfer_loads{outcome=loaded|fell_back}, a consumer's
+  // pulls of a remote prefill (fell_back: the prompt was computed instead), and
+  // switchyard:kv_transfer_leases_ended{how=released|expired}, a producer's leases.
+  void AddKvTransferLoad(bool loaded);
+  void AddKvTransferLeaseEnded(bool expired);
   // vllm:iteration_tokens_total: tokens scheduled in one step.
   void ObserveIterationTokens(int64_t count);
   void ObserveTimeToFirstToken(double seconds);

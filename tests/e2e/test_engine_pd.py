@@ -57,13 +57,25 @@ def counter(engine, name):
     return engine.metrics().get(name, 0.0)
 
 
-def external_tokens(engine):
-    """vllm:prompt_tokens_by_source_total{source="external_kv_transfer"}."""
+def series(engine, name, label, value):
+    """The sample of counter `name` whose `label` is `value` (other labels ignored)."""
     text = requests.get(f"{engine.url}/metrics", timeout=10).text
-    match = re.search(r'^vllm:prompt_tokens_by_source_total\{[^}]*source="external_kv_transfer"'
-                      r'[^}]*\} (\S+)$', text, re.M)
-    assert match, "no external_kv_transfer series"
+    match = re.search(rf'^{re.escape(name)}\{{[^}}]*{label}="{value}"[^}}]*\}} (\S+)$', text,
+                      re.M)
+    assert match, f"no {name}{{{label}={value}}} series"
     return float(match.group(1))
+
+
+def external_tokens(engine):
+    return series(engine, "vllm:prompt_tokens_by_source_total", "source", "external_kv_transfer")
+
+
+def loads(engine, outcome):
+    return series(engine, "switchyard:kv_transfer_loads_total", "outcome", outcome)
+
+
+def leases_ended(engine, how):
+    return series(engine, "switchyard:kv_transfer_leases_ended_total", "how", how)
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +106,11 @@ def test_the_decode_engine_answers_from_the_prefills_kv(producer, expected):
         # The 96 tokens of the 6 full blocks came from the producer, the rest was computed.
         assert counter(consumer, "vllm:prefix_cache_hits_total") - hits_before == 96
         assert external_tokens(consumer) == 96
+        assert (loads(consumer, "loaded"), loads(consumer, "fell_back")) == (1, 0)
         # The consumer released the producer's blocks: its KV is back to empty.
         producer.wait_idle()
         consumer.wait_idle()
+        assert (leases_ended(producer, "released"), leases_ended(producer, "expired")) == (1, 0)
 
 
 def test_kv_transfer_params_ride_on_chat_completions_too(producer):
@@ -119,9 +133,11 @@ def test_a_wrong_secret_falls_back_to_computing_the_prompt(producer, expected):
     with consumer_engine(secret="not-the-secret") as consumer:
         params = prefill(producer)
         assert complete(consumer, MAX_TOKENS, params).choices[0].text == expected
+        assert loads(consumer, "fell_back") == 1
         # Nobody released the producer's blocks: its lease (3 s) ends them.
         producer.wait_idle(timeout=15)
         consumer.wait_idle()
+        assert leases_ended(producer, "expired") == 1
 
 
 def test_a_dead_producer_falls_back_to_computing_the_prompt(expected, switchyard):
@@ -133,21 +149,34 @@ def test_a_dead_producer_falls_back_to_computing_the_prompt(expected, switchyard
         producer.kill()
     with consumer_engine() as consumer:
         assert complete(consumer, MAX_TOKENS, params).choices[0].text == expected
+        assert loads(consumer, "fell_back") == 1
         consumer.wait_idle()
 
 
 def test_blocks_the_producer_does_not_lend_fall_back(producer, expected):
+    params = prefill(producer)
+    top = max(params["remote_block_ids"])
+    refused = {
+        # Ids outside the producer's pool.
+        "out of range": [10**6 + i for i in range(7)],
+        # Ids inside it that no lease lends (free, or another request's).
+        "not leased": [top + 1 + i for i in range(7)],
+    }
+    # A fresh consumer each: one that computed the prompt would hit its own prefix cache and
+    # pull nothing the next time.
+    for case, ids in refused.items():
+        with consumer_engine() as consumer:
+            answer = complete(consumer, MAX_TOKENS, {**params, "remote_block_ids": ids})
+            assert answer.choices[0].text == expected, case
+            assert loads(consumer, "fell_back") == 1, case
+            assert external_tokens(consumer) == 0, case
+            consumer.wait_idle()
+    # The real lease still serves, after both refusals.
     with consumer_engine() as consumer:
-        params = prefill(producer)
-        out_of_range = {**params, "remote_block_ids": [10**6 + i for i in range(7)]}
-        assert complete(consumer, MAX_TOKENS, out_of_range).choices[0].text == expected
-        # Blocks in range but not leased (another request's, or free) are refused too.
-        not_leased = {**params, "remote_block_ids": [b + 1 for b in params["remote_block_ids"]]}
-        assert complete(consumer, MAX_TOKENS, not_leased).choices[0].text == expected
-        # The real lease still serves.
         assert complete(consumer, MAX_TOKENS, params).choices[0].text == expected
-        producer.wait_idle(timeout=15)
-        consumer.wait_idle()
+        assert loads(consumer, "loaded") == 1
+        assert external_tokens(consumer) == 96
+    producer.wait_idle(timeout=15)
 
 
 def test_malformed_kv_transfer_params_are_a_400(producer):

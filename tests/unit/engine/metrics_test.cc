@@ -188,6 +188,8 @@ TEST(EngineMetricsTest, TypesAndCounterTotalSuffix) {
       {"vllm:request_prefill_time_seconds", "histogram"},
       {"vllm:request_decode_time_seconds", "histogram"},
       {"vllm:request_prefill_kv_computed_tokens", "histogram"},
+      {"switchyard:kv_transfer_loads_total", "counter"},
+      {"switchyard:kv_transfer_leases_ended_total", "counter"},
   };
   EXPECT_EQ(text.types, expected_types);
   // Counters: `# TYPE x_total counter` and samples x_total, as prometheus_client writes them.
@@ -223,6 +225,10 @@ TEST(EngineMetricsTest, GaugesAndCountersHoldWhatWasRecorded) {
   metrics.AddPromptTokens(50, 48, 32);  // a remote prefill delivered 32 of the 48
   metrics.AddGenerationTokens(7);
   metrics.AddGenerationTokens(1);
+  metrics.AddKvTransferLoad(true);
+  metrics.AddKvTransferLoad(true);
+  metrics.AddKvTransferLoad(false);
+  metrics.AddKvTransferLeaseEnded(/*expired=*/true);
   Exposition text(metrics.Serialize());
   EXPECT_EQ(text.Value("vllm:num_requests_running"), 3);
   EXPECT_EQ(text.Value("vllm:num_requests_waiting"), 2);
@@ -237,6 +243,10 @@ TEST(EngineMetricsTest, GaugesAndCountersHoldWhatWasRecorded) {
   EXPECT_EQ(text.Value("vllm:prompt_tokens_by_source_total", {{"source", "external_kv_transfer"}}),
             32);
   EXPECT_EQ(text.Value("vllm:generation_tokens_total"), 8);
+  EXPECT_EQ(text.Value("switchyard:kv_transfer_loads_total", {{"outcome", "loaded"}}), 2);
+  EXPECT_EQ(text.Value("switchyard:kv_transfer_loads_total", {{"outcome", "fell_back"}}), 1);
+  EXPECT_EQ(text.Value("switchyard:kv_transfer_leases_ended_total", {{"how", "released"}}), 0);
+  EXPECT_EQ(text.Value("switchyard:kv_transfer_leases_ended_total", {{"how", "expired"}}), 1);
 }
 
 TEST(EngineMetricsTest, ValuesAreWrittenAsPrometheusClientWritesThem) {
