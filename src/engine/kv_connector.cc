@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/escaping.h"
 #include "fmt/format.h"
 
 #include "base/logging.h"
@@ -182,9 +181,7 @@ KvConnector::KvConnector(KvConnectorOptions options, kvx::MemoryRegion pool,
       leases_(std::make_unique<LeaseTable>(wake_)) {
   handshake_.engine_id = options_.config.engine_id;
   handshake_.secret = options_.secret;
-  const std::string digest = absl::HexStringToBytes(options_.compatibility.Hash());
-  std::copy_n(digest.begin(), std::min(digest.size(), handshake_.compatibility_hash.size()),
-              reinterpret_cast<char*>(handshake_.compatibility_hash.data()));
+  handshake_.compatibility_hash = options_.compatibility.Digest();
 }
 
 KvConnector::~KvConnector() {

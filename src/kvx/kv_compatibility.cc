@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "absl/strings/escaping.h"
 #include <openssl/sha.h>
 
 #include "base/byte_writer.h"
@@ -22,7 +23,7 @@ void AppendString(std::string_view value, std::string* out) {
 
 }  // namespace
 
-std::string KvCompatibility::Hash() const {
+std::array<uint8_t, 32> KvCompatibility::Digest() const {
   std::string encoded;
   AppendString("switchyard.kvx.compatibility", &encoded);
   AppendString(model_fingerprint, &encoded);
@@ -34,16 +35,16 @@ std::string KvCompatibility::Hash() const {
   AppendString(layout, &encoded);
   AppendInt(protocol_version, &encoded);
 
-  std::array<unsigned char, SHA256_DIGEST_LENGTH> digest{};
+  static_assert(SHA256_DIGEST_LENGTH == 32);
+  std::array<uint8_t, 32> digest{};
   SHA256(reinterpret_cast<const unsigned char*>(encoded.data()), encoded.size(), digest.data());
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(digest.size() * 2);
-  for (unsigned char b : digest) {
-    hex.push_back(kDigits[b >> 4]);
-    hex.push_back(kDigits[b & 0xf]);
-  }
-  return hex;
+  return digest;
+}
+
+std::string KvCompatibility::Hash() const {
+  const std::array<uint8_t, 32> digest = Digest();
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 }  // namespace switchyard::kvx

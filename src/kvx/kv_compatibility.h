@@ -7,6 +7,7 @@
 // Plain value; any thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -31,8 +32,10 @@ struct KvCompatibility {
   std::string layout{kLayerPoolsLayout};
   int32_t protocol_version = kKvxProtocolVersion;
 
-  // Lower-case hex SHA-256 of a length-prefixed encoding of every field in declaration
-  // order, so that no two different records share an encoding.
+  // SHA-256 of a length-prefixed encoding of every field in declaration order, so that no
+  // two different records share an encoding: what a peer handshake compares.
+  std::array<uint8_t, 32> Digest() const;
+  // Digest() in lower-case hex, for logs and keys.
   std::string Hash() const;
 
   bool operator==(const KvCompatibility&) const = default;

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_format.h"
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -32,11 +33,9 @@ absl::Status RefusedBy(const PeerRefuse& refuse) {
   return absl::InvalidArgumentError(message);
 }
 
-std::string Hex(std::span<const uint8_t> bytes) {
-  std::string out;
-  for (uint8_t b : bytes)
-    absl::StrAppendFormat(&out, "%02x", b);
-  return out;
+std::string HexOf(const PeerDigest& digest) {
+  return absl::BytesToHexString(
+      absl::string_view(reinterpret_cast<const char*>(digest.data()), digest.size()));
 }
 
 }  // namespace
@@ -103,8 +102,8 @@ absl::Status PeerHandshake::OnHello(std::span<const uint8_t> payload, std::strin
                   absl::FailedPreconditionError(absl::StrFormat(
                       "KV peer '%s' holds incompatible KV (compatibility hash %s, ours %s): "
                       "a different model, dtype, layout or block size",
-                      peer_hello_.engine_id, Hex(peer_hello_.compatibility_hash),
-                      Hex(own_hello_.compatibility_hash))),
+                      peer_hello_.engine_id, HexOf(peer_hello_.compatibility_hash),
+                      HexOf(own_hello_.compatibility_hash))),
                   out);
   }
   const PeerAuth auth{

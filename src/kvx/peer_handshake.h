@@ -26,7 +26,7 @@ enum class PeerRole { kInitiator, kAcceptor };
 
 struct PeerHandshakeOptions {
   PeerRole role = PeerRole::kInitiator;
-  // KvCompatibility::Hash() of this side's KV layout (kv_block_layout.h), as bytes.
+  // KvCompatibility::Digest() of this side's KV (kv_compatibility.h).
   PeerDigest compatibility_hash{};
   std::string engine_id;
   // The secret both peers are configured with. Empty is allowed (both sides must agree); the
