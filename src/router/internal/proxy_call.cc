@@ -98,6 +98,11 @@ void ProxyCall::TryNext() {
   SendAttempt(std::nullopt);
 }
 
+std::string_view ProxyCall::AuthorizationFor(std::string_view endpoint_credentials) const {
+  return endpoint_credentials.empty() ? std::string_view(request_.client_authorization)
+                                      : endpoint_credentials;
+}
+
 void ProxyCall::StartPrefill() {
   const ProxyTarget::Prefill& prefill = *current_->prefill;
   absl::StatusOr<std::string> body = PrefillRequestBody(client_body_);
@@ -114,9 +119,7 @@ void ProxyCall::StartPrefill() {
   leg.headers.emplace_back(
       "x-request-id",
       fmt::format("prefill-{}", request_.http.headers[request_.request_id_header].second));
-  const std::string_view authorization = prefill.authorization.empty()
-                                             ? std::string_view(request_.client_authorization)
-                                             : prefill.authorization;
+  const std::string_view authorization = AuthorizationFor(prefill.authorization);
   if (!authorization.empty())
     leg.headers.emplace_back("authorization", authorization);
   leg.body = *std::move(body);
@@ -173,9 +176,7 @@ void ProxyCall::SendAttempt(std::optional<std::string> decode_body) {
   prefiller_header_set_ = disaggregated_;
   if (prefiller_header_set_)
     request_.http.headers.emplace_back("x-prefiller-host-port", current_->prefill->address);
-  const std::string_view authorization = current_->authorization.empty()
-                                             ? std::string_view(request_.client_authorization)
-                                             : current_->authorization;
+  const std::string_view authorization = AuthorizationFor(current_->authorization);
   authorization_set_ = !authorization.empty();
   if (authorization_set_)
     request_.http.headers.emplace_back("authorization", authorization);

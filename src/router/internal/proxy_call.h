@@ -168,6 +168,9 @@ class ProxyCall final : public net::HttpResponseHandler,
   // Sends the attempt to current_: with `decode_body` (the disaggregated request) when set,
   // else the client's body.
   void SendAttempt(std::optional<std::string> decode_body) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The Authorization an upstream gets: its endpoint's credentials, else the client's.
+  std::string_view AuthorizationFor(std::string_view endpoint_credentials) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The prefill leg of a disaggregated attempt; its end continues in PrefillDone.
   void StartPrefill() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void PrefillDone(absl::StatusOr<net::HttpClient::Response> response);
