@@ -38,8 +38,7 @@ TransferEngine::TransferEngine(TransferEngineOptions options) : options_(std::mo
 TransferEngine::~TransferEngine() {
   {
     base::MutexLock lock(&queue_mu_);
-    stopping_ = true;
-    shutting_down_.store(true, std::memory_order_release);
+    stopping_.store(true, std::memory_order_release);
     // Cancelled here, so that Poll shows it at once; the threads pop them only to run their
     // callbacks.
     for (const std::shared_ptr<internal::Transfer>& transfer : queue_)
@@ -106,7 +105,7 @@ absl::StatusOr<TransferHandle> TransferEngine::Post(BlockListHandle src,
   transfer->on_done = std::move(on_done);
   {
     base::MutexLock lock(&queue_mu_);
-    if (stopping_)
+    if (stopping_.load(std::memory_order_acquire))
       return absl::FailedPreconditionError("kvx transfer engine is shutting down");
     if (queue_.size() >= options_.max_queued_transfers)
       return absl::ResourceExhaustedError(
@@ -150,7 +149,7 @@ void TransferEngine::ThreadLoop() {
     {
       base::MutexLock lock(&queue_mu_);
       queue_cv_.Wait(&queue_mu_, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_) {
-        return stopping_ || !queue_.empty();
+        return stopping_.load(std::memory_order_acquire) || !queue_.empty();
       });
       if (queue_.empty())
         return;
@@ -173,7 +172,7 @@ void TransferEngine::Run(internal::Transfer& transfer) {
       internal::CopyBlocks(*transfer.src, transfer.src_entries, *transfer.dst, transfer.dst_entries,
                            [this, &transfer](size_t bytes) {
                              if (transfer.cancel_requested.load(std::memory_order_acquire) ||
-                                 shutting_down_.load(std::memory_order_acquire))
+                                 stopping_.load(std::memory_order_acquire))
                                return false;
                              if (options_.on_copy_op)
                                options_.on_copy_op(bytes);

@@ -128,9 +128,9 @@ class TransferEngine {
   base::Mutex queue_mu_;
   base::CondVar queue_cv_;
   std::deque<std::shared_ptr<internal::Transfer>> queue_ ABSL_GUARDED_BY(queue_mu_);
-  bool stopping_ ABSL_GUARDED_BY(queue_mu_) = false;
-  // stopping_'s copy for running transfers to read between copy ops without the lock.
-  std::atomic<bool> shutting_down_{false};
+  // Set once, under queue_mu_ (so that a thread waiting on queue_cv_ sees it); running
+  // transfers read it between copy ops without the lock.
+  std::atomic<bool> stopping_{false};
 
   std::atomic<uint64_t> bytes_moved_{0};
   std::atomic<uint64_t> copy_ops_{0};
