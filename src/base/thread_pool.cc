@@ -1,11 +1,10 @@
 #include "base/thread_pool.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <utility>
 
 #include "base/logging.h"
+#include "base/thread_name.h"
 
 namespace switchyard::base {
 namespace {
@@ -42,9 +41,7 @@ ThreadPool::ThreadPool(size_t num_threads, std::string name) : name_(std::move(n
   workers_.reserve(num_threads);
   for (size_t i = 0; i < num_threads; ++i) {
     workers_.emplace_back([this] { WorkerLoop(); });
-    // Linux limits thread names to 15 bytes.
-    const std::string thread_name = (name_ + "-" + std::to_string(i)).substr(0, 15);
-    pthread_setname_np(workers_.back().native_handle(), thread_name.c_str());
+    SetThreadName(workers_.back(), name_ + "-" + std::to_string(i));
   }
 }
 

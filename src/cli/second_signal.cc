@@ -5,6 +5,8 @@
 #include <atomic>
 #include <thread>
 
+#include "base/thread_name.h"
+
 namespace switchyard::cli {
 
 bool AwaitUnlessSignalled(const sigset_t& signals, std::chrono::steady_clock::time_point deadline,
@@ -12,7 +14,7 @@ bool AwaitUnlessSignalled(const sigset_t& signals, std::chrono::steady_clock::ti
                           const std::function<void(int signal)>& interrupt) {
   std::atomic<bool> over{false};
   std::thread watcher([&signals, &interrupt, &over] {
-    pthread_setname_np(pthread_self(), "sy-signals");
+    base::SetCurrentThreadName("sy-signals");
     int signal = 0;
     sigwait(&signals, &signal);
     if (!over.load())

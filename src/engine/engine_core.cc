@@ -1,7 +1,5 @@
 #include "engine/engine_core.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -10,6 +8,7 @@
 
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/thread_name.h"
 #include "engine/bad_words.h"
 #include "engine/step_apply.h"
 
@@ -126,7 +125,7 @@ absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOp
                                            [c = core.get()] { c->WakeForConnector(); }));
   }
   core->thread_ = std::thread([c = core.get()] {
-    pthread_setname_np(pthread_self(), "sy-engine");
+    base::SetCurrentThreadName("sy-engine");
     c->Run();
   });
   return core;

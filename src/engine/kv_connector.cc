@@ -1,7 +1,5 @@
 #include "engine/kv_connector.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <utility>
 
@@ -9,6 +7,7 @@
 
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/thread_name.h"
 
 namespace switchyard::engine {
 
@@ -238,7 +237,7 @@ std::vector<KvConnector::FinishedLoad> KvConnector::TakeFinishedLoads() {
 }
 
 void KvConnector::LoadLoop() {
-  pthread_setname_np(pthread_self(), "sy-kvload");
+  base::SetCurrentThreadName("sy-kvload");
   while (true) {
     LoadJob job;
     {

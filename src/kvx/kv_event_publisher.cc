@@ -1,6 +1,5 @@
 #include "kvx/kv_event_publisher.h"
 
-#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "base/logging.h"
+#include "base/thread_name.h"
 #include <zmq_addon.hpp>
 
 namespace switchyard::kvx {
@@ -95,9 +95,7 @@ absl::StatusOr<std::unique_ptr<KvEventPublisher>> KvEventPublisher::Start(
   if (publisher->wake_fd_ < 0)
     return absl::InternalError("KV events: eventfd failed");
   publisher->thread_ = std::thread([p = publisher.get()] { p->Run(); });
-  // Linux limits thread names to 15 bytes.
-  pthread_setname_np(publisher->thread_.native_handle(),
-                     publisher->options_.thread_name.substr(0, 15).c_str());
+  base::SetThreadName(publisher->thread_, publisher->options_.thread_name);
   absl::Status status;
   {
     base::MutexLock lock(&publisher->mu_);

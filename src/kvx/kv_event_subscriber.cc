@@ -1,7 +1,6 @@
 #include "kvx/kv_event_subscriber.h"
 
 #include <poll.h>
-#include <pthread.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <zmq.hpp>
 
 #include "base/logging.h"
+#include "base/thread_name.h"
 #include "kvx/kv_event_codec.h"
 #include <zmq_addon.hpp>
 
@@ -77,7 +77,7 @@ absl::StatusOr<std::unique_ptr<KvEventSubscriber>> KvEventSubscriber::Start(
   if (s->wake_fd_ < 0)
     return absl::InternalError("KV event subscriber: eventfd failed");
   s->thread_ = std::thread([p = s.get()] {
-    pthread_setname_np(pthread_self(), "sy-kv-sub");
+    base::SetCurrentThreadName("sy-kv-sub");
     p->Run();
   });
   return s;

@@ -12,16 +12,13 @@
 #include "absl/strings/str_format.h"
 
 #include "base/logging.h"
+#include "base/thread_name.h"
 #include "kvx/peer_connection.h"
 #include "kvx/peer_frame.h"
 #include "kvx/tcp_socket.h"
 
 namespace switchyard::kvx {
 namespace {
-
-void NameThread(const std::string& name) {
-  pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
-}
 
 // Refuses a connection over the limit without a handshake: the peer's handshake reads the
 // kRefuse (or, if its hello crossed our close, a reset) and reports the peer busy.
@@ -236,7 +233,7 @@ PeerBlockServerCounters PeerBlockServer::counters() const {
 }
 
 void PeerBlockServer::AcceptLoop() {
-  NameThread(options_.thread_name + "-acc");
+  base::SetCurrentThreadName(options_.thread_name + "-acc");
   while (true) {
     std::array<pollfd, 2> fds = {pollfd{listen_fd_.get(), POLLIN, 0},
                                  pollfd{stop_fd_.get(), POLLIN, 0}};
@@ -260,7 +257,7 @@ void PeerBlockServer::AcceptLoop() {
     }
     Worker& worker = workers_.emplace_back();
     worker.thread = std::thread([this, &worker, conn = *std::move(fd)]() mutable {
-      NameThread(options_.thread_name + "-conn");
+      base::SetCurrentThreadName(options_.thread_name + "-conn");
       Serve(std::move(conn));
       worker.finished.store(true, std::memory_order_release);
     });

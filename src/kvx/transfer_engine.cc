@@ -1,12 +1,11 @@
 #include "kvx/transfer_engine.h"
 
-#include <pthread.h>
-
 #include <utility>
 
 #include "absl/status/status.h"
 #include "fmt/format.h"
 
+#include "base/thread_name.h"
 #include "kvx/internal/block_copy.h"
 #include "kvx/internal/transfer.h"
 
@@ -30,8 +29,7 @@ TransferEngine::TransferEngine(TransferEngineOptions options) : options_(std::mo
   threads_.reserve(static_cast<size_t>(options_.num_threads));
   for (int i = 0; i < options_.num_threads; ++i) {
     threads_.emplace_back([this] { ThreadLoop(); });
-    const std::string name = fmt::format("{}-{}", options_.thread_name, i).substr(0, 15);
-    pthread_setname_np(threads_.back().native_handle(), name.c_str());
+    base::SetThreadName(threads_.back(), fmt::format("{}-{}", options_.thread_name, i));
   }
 }
 

@@ -1,7 +1,6 @@
 #include "router/dns_pool_resolver.h"
 
 #include <netdb.h>
-#include <pthread.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include "fmt/format.h"
 
 #include "base/logging.h"
+#include "base/thread_name.h"
 
 namespace switchyard::router {
 namespace {
@@ -92,7 +92,7 @@ DnsPoolResolver::~DnsPoolResolver() {
 void DnsPoolResolver::Start() {
   const Clock::time_point next = RefreshDue(Clock::now());
   thread_ = std::thread([this, next] {
-    pthread_setname_np(pthread_self(), "sy-dns");
+    base::SetCurrentThreadName("sy-dns");
     Loop(next);
   });
 }

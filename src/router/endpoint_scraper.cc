@@ -1,7 +1,5 @@
 #include "router/endpoint_scraper.h"
 
-#include <pthread.h>
-
 #include <optional>
 #include <utility>
 #include <vector>
@@ -10,6 +8,7 @@
 
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "base/thread_name.h"
 
 namespace switchyard::router {
 namespace {
@@ -38,7 +37,7 @@ absl::StatusOr<std::unique_ptr<EndpointScraper>> EndpointScraper::Start(
   SY_ASSIGN_OR_RETURN(scraper->client_, net::HttpClient::Start(client_options));
   EndpointScraper* self = scraper.get();
   scraper->thread_ = std::thread([self] {
-    pthread_setname_np(pthread_self(), "sy-scrape");
+    base::SetCurrentThreadName("sy-scrape");
     self->Loop();
   });
   return scraper;

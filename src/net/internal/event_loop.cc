@@ -1,11 +1,10 @@
 #include "net/internal/event_loop.h"
 
-#include <pthread.h>
-
 #include <string>
 #include <utility>
 
 #include "base/logging.h"
+#include "base/thread_name.h"
 
 namespace switchyard::net::internal {
 namespace {
@@ -23,8 +22,7 @@ EventLoop::EventLoop(const std::string& thread_name)
         // handler throws, and that is a bug to crash on.
         context_.run();
       }) {
-  // Linux limits thread names to 15 bytes.
-  pthread_setname_np(thread_.native_handle(), thread_name.substr(0, 15).c_str());
+  base::SetThreadName(thread_, thread_name);
 }
 
 EventLoop::~EventLoop() {
