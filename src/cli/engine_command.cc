@@ -46,6 +46,9 @@ struct EngineFlags {
   std::string scheduling_policy = "fcfs";
   std::string kv_events_config;
   std::string kv_transfer_config;
+  double kv_offloading_size_gib = 0;
+  std::string kv_offloading_backend = "native";
+  int32_t kv_offloading_store_threshold = 1;
   std::string api_key;
   int http_threads = 2;
   double timeout_keep_alive_s = 5;  // uvicorn's default, as vLLM serves
@@ -106,6 +109,20 @@ absl::Status RunEngine(const EngineFlags& f) {
           "(the same on every engine that exchanges KV)");
     }
     o.kv_secret = secret;
+  }
+  if (f.kv_offloading_size_gib < 0 || f.kv_offloading_store_threshold < 1) {
+    return absl::InvalidArgumentError(
+        "--kv-offloading-size must be >= 0 and --kv-offloading-store-threshold >= 1");
+  }
+  if (f.kv_offloading_size_gib > 0) {
+    if (f.kv_offloading_backend != "native") {
+      return absl::InvalidArgumentError(fmt::format(
+          "--kv-offloading-backend {} is not supported (native is)", f.kv_offloading_backend));
+    }
+    engine::KvOffloadOptions offload;
+    offload.capacity_bytes = static_cast<int64_t>(f.kv_offloading_size_gib * (1LL << 30));
+    offload.store_threshold = f.kv_offloading_store_threshold;
+    o.kv_offload = offload;
   }
   o.api.http.host = f.host;
   o.api.http.port = f.port;
@@ -196,6 +213,16 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
                   "JSON as vLLM's KVTransferConfig for prefill/decode disaggregation, e.g. "
                   "'{\"kv_connector\": \"SwitchyardConnector\", \"kv_role\": "
                   "\"kv_producer\"}'; peers share the secret in SWITCHYARD_KV_SECRET");
+  cmd->add_option("--kv-offloading-size", f->kv_offloading_size_gib,
+                  "GiB of host memory for a KV tier under the pool: blocks leaving the pool are "
+                  "kept there and loaded back on a prefix hit (0: none)")
+      ->capture_default_str();
+  cmd->add_option("--kv-offloading-backend", f->kv_offloading_backend,
+                  "the KV tier's implementation: native")
+      ->capture_default_str();
+  cmd->add_option("--kv-offloading-store-threshold", f->kv_offloading_store_threshold,
+                  "store a block in the KV tier only once prompts looked it up this many times")
+      ->capture_default_str();
   cmd->add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' (or VLLM_API_KEY)");
   cmd->add_option("--dtype", f->runner.dtype,
                   "weight dtype: auto (as stored), float32, float16 or bfloat16 (also float, "

@@ -1,5 +1,6 @@
 #include "engine/admin_routes.h"
 
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "base/json.h"
 #include "base/status_macros.h"
 #include "engine/generation_handler.h"
+#include "kvx/kv_events.h"
 #include "net/query_string.h"
 #include "text/chat_prompt.h"
 
@@ -144,6 +146,30 @@ void HandleMetrics(const ServingContext& ctx, const net::HttpRequest&,
                    std::shared_ptr<net::HttpResponder> responder) {
   responder->Send(200, "text/plain; version=0.0.4; charset=utf-8",
                   ctx.metrics != nullptr ? ctx.metrics->Serialize() : std::string());
+}
+
+void HandleDebugKv(const ServingContext& ctx, const net::HttpRequest&,
+                   std::shared_ptr<net::HttpResponder> responder) {
+  const EngineSnapshot s = ctx.engine->snapshot();
+  auto rate = [](int64_t hits, int64_t queries) {
+    return queries > 0 ? static_cast<double>(hits) / static_cast<double>(queries) : 0.0;
+  };
+  std::string body = fmt::format(
+      "{{\"tiers\":[{{\"medium\":\"{}\",\"capacity_blocks\":{},\"used_blocks\":{},"
+      "\"hit_rate\":{}}}",
+      kvx::kMediumGpu, s.num_blocks, s.num_blocks - s.num_free_blocks,
+      rate(s.prefix_cache_hits, s.prefix_cache_queries));
+  if (s.host_tier.has_value()) {
+    const KvTierStats& t = *s.host_tier;
+    fmt::format_to(std::back_inserter(body),
+                   ",{{\"medium\":\"{}\",\"capacity_blocks\":{},\"used_blocks\":{},"
+                   "\"hit_rate\":{},\"block_bytes\":{},\"stored_blocks\":{},"
+                   "\"evicted_blocks\":{},\"loads\":{},\"failed_loads\":{}}}",
+                   t.medium, t.capacity_blocks, t.used_blocks, rate(t.hit_tokens, t.query_tokens),
+                   t.block_bytes, t.stored_blocks, t.evicted_blocks, t.loads_done, t.loads_failed);
+  }
+  body += "]}";
+  responder->Send(200, kJson, std::move(body));
 }
 
 void HandleResetPrefixCache(const ServingContext& ctx, const net::HttpRequest& request,

@@ -1,5 +1,5 @@
 // The engine's non-generation routes: /v1/models, /tokenize, /detokenize (vLLM's forms,
-// /tokenize also with chat messages), /health, /version, /metrics and vLLM's development
+// /tokenize also with chat messages), /health, /version, /metrics, /debug/kv and vLLM's development
 // route POST /reset_prefix_cache. Each answers on the HTTP loop thread, except the reset,
 // which answers from the engine loop once it is done. Stateless; borrows the context.
 #pragma once
@@ -24,6 +24,10 @@ void HandleHealth(const ServingContext& ctx, const net::HttpRequest& request,
 void HandleVersion(const ServingContext& ctx, const net::HttpRequest& request,
                    std::shared_ptr<net::HttpResponder> responder);
 void HandleMetrics(const ServingContext& ctx, const net::HttpRequest& request,
+                   std::shared_ptr<net::HttpResponder> responder);
+// GET /debug/kv: each KV medium the engine keeps blocks in (the pool as "GPU", as vLLM
+// names it, then its tiers) with capacity, used blocks and prefix hit rate, as JSON.
+void HandleDebugKv(const ServingContext& ctx, const net::HttpRequest& request,
                    std::shared_ptr<net::HttpResponder> responder);
 // POST /reset_prefix_cache[?reset_running_requests=BOOL&reset_external=BOOL]: 200 with an
 // empty body once the prefix cache is dropped; 409 while running requests hold KV blocks

@@ -37,6 +37,7 @@ std::vector<net::RouteTable::Route> Routes(const ServingContext* ctx, bool dev_m
       Route("GET", "/health", ctx, &HandleHealth),
       Route("GET", "/version", ctx, &HandleVersion),
       Route("GET", "/metrics", ctx, &HandleMetrics),
+      Route("GET", "/debug/kv", ctx, &HandleDebugKv),
       Route("GET", "/ping", ctx, &HandleHealth),
   };
   if (dev_mode)

@@ -109,6 +109,13 @@ absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOp
   kv_options.enable_prefix_caching = options.enable_prefix_caching;
   kv_options.hash_seed = options.hash_seed;
   kv_options.enable_events = options.kv_events != nullptr;
+  kv_options.track_released_blocks = options.kv_offload.has_value();
+  if (options.kv_offload.has_value() &&
+      (!options.enable_prefix_caching || limits.sliding_window != 0)) {
+    return absl::InvalidArgumentError(
+        "--kv-offloading-size needs prefix caching and a model with full attention (no "
+        "sliding window)");
+  }
   SY_ASSIGN_OR_RETURN(std::unique_ptr<KvCacheManager> kv, KvCacheManager::Create(kv_options));
   EngineCoreOptions core_options = options;
   core_options.budget.max_prompt_logit_rows =
@@ -122,7 +129,16 @@ absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOp
     connector.compatibility = std::move(memory.compatibility);
     SY_ASSIGN_OR_RETURN(core->connector_,
                         KvConnector::Start(std::move(connector), std::move(memory.region),
-                                           [c = core.get()] { c->WakeForConnector(); }));
+                                           [c = core.get()] { c->WakeForKvWork(); }));
+  }
+  if (options.kv_offload.has_value()) {
+    SY_ASSIGN_OR_RETURN(RunnerKvMemory memory, core->runner_->kv_memory());
+    SY_ASSIGN_OR_RETURN(
+        core->offloader_,
+        KvOffloader::Start(*options.kv_offload, std::move(memory.region), limits.block_size,
+                           [c = core.get()] { c->WakeForKvWork(); }));
+    base::MutexLock lock(&core->mu_);
+    core->snapshot_.host_tier = core->offloader_->stats();
   }
   core->thread_ = std::thread([c = core.get()] {
     base::SetCurrentThreadName("sy-engine");
@@ -154,10 +170,10 @@ EngineCore::~EngineCore() {
   Stop();
 }
 
-void EngineCore::WakeForConnector() {
+void EngineCore::WakeForKvWork() {
   {
     base::MutexLock lock(&mu_);
-    connector_work_ = true;
+    kv_work_ = true;
   }
   cv_.NotifyAll();
 }
@@ -301,8 +317,7 @@ void EngineCore::Run() {
       base::MutexLock lock(&mu_);
       if (table_.size() == 0) {
         auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          return stopping_ || !intake_.empty() || !aborts_.empty() || !resets_.empty() ||
-                 connector_work_;
+          return stopping_ || !intake_.empty() || !aborts_.empty() || !resets_.empty() || kv_work_;
         };
         // Leases end on their own: wake for the earliest.
         const std::optional<Clock::time_point> deadline =
@@ -313,7 +328,7 @@ void EngineCore::Run() {
           cv_.Wait(&mu_, has_work);
         }
       }
-      connector_work_ = false;
+      kv_work_ = false;
       intake.swap(intake_);
       aborts.swap(aborts_);
       resets.swap(resets_);
@@ -327,6 +342,8 @@ void EngineCore::Run() {
     aborts.clear();
     if (connector_ != nullptr)
       ServiceConnector();
+    if (offloader_ != nullptr)
+      ServiceOffloader();
     for (Reset& reset : resets) {
       reset.done(stopping ? StoppingError() : ResetNow(reset.preempt_running));
     }
@@ -353,6 +370,9 @@ void EngineCore::Run() {
           AbortRequest(id, FinishReason::kError, status);
       }
     }
+    // The blocks the step released go to the tier now, while the loop may go idle.
+    if (offloader_ != nullptr)
+      ServiceOffloader();
     // Gauges first, so that a client who got its last update sees its blocks freed.
     UpdateGauges();
     PublishEvents();
@@ -420,7 +440,9 @@ void EngineCore::Admit(Intake in) {
   const bool remote_prefill = connector_ != nullptr && connector_->consumes() &&
                               req->request.kv_transfer.has_value() &&
                               req->request.kv_transfer->do_remote_prefill;
-  if (!remote_prefill || !BeginRemotePrefill(*req, seqs)) {
+  const bool loading = remote_prefill ? BeginRemotePrefill(*req, seqs)
+                                      : offloader_ != nullptr && BeginTierLoad(seqs);
+  if (!loading) {
     for (Sequence& seq : seqs) {
       absl::Status added = table_.Add(std::move(seq));
       SY_CHECK(added.ok());  // ids are ours and the prompt was validated
@@ -448,27 +470,57 @@ bool EngineCore::BeginRemotePrefill(RequestState& req, std::vector<Sequence>& se
   return true;
 }
 
+bool EngineCore::BeginTierLoad(std::vector<Sequence>& seqs) {
+  const Sequence& first = seqs.front();
+  if (first.skip_prefix_cache)
+    return false;  // prompt logprobs: every position is computed
+  absl::Status added = kv_->AddSequence(first.id, first.extras, first.lora_id);
+  SY_CHECK(added.ok());  // a new id
+  const KvCacheManager::PrefixProbe probe = kv_->ProbePrefix(first.id, first.tokens);
+  const int32_t num_in_tier = offloader_->Lookup(probe.hashes, probe.num_cached_blocks);
+  if (num_in_tier == 0)
+    return false;
+  const std::vector<BlockHash> hashes(probe.hashes.begin() + probe.num_cached_blocks,
+                                      probe.hashes.begin() + probe.num_cached_blocks + num_in_tier);
+  absl::StatusOr<KvCacheManager::LoadTarget> target =
+      kv_->BeginLoad(first.id, first.tokens, probe.num_cached_blocks + num_in_tier);
+  if (!target.ok())
+    return false;  // no room for the blocks now: the prompt is computed as it fits
+  SY_CHECK(target->blocks.size() == hashes.size());
+  if (!offloader_->StartLoad(first.id, hashes, target->blocks)) {
+    kv_->FinishLoad(first.id, first.tokens, 0);
+    return false;
+  }
+  loading_.emplace(first.id, Loading{.seqs = std::move(seqs)});
+  return true;
+}
+
+void EngineCore::EndLoad(SeqId seq_id, int32_t num_loaded) {
+  auto it = loading_.find(seq_id);
+  SY_CHECK(it != loading_.end());
+  Loading& loading = it->second;
+  kv_->FinishLoad(seq_id, loading.seqs.front().tokens, num_loaded);
+  if (loading.abandoned) {
+    absl::Status freed = kv_->Free(seq_id);
+    SY_CHECK(freed.ok());
+  } else {
+    RequestState& req = *seqs_.at(seq_id)->request;
+    req.num_loaded_tokens = static_cast<int64_t>(num_loaded) * kv_->block_size();
+    for (Sequence& seq : loading.seqs) {
+      absl::Status added = table_.Add(std::move(seq));
+      SY_CHECK(added.ok());
+    }
+  }
+  loading_.erase(it);
+}
+
 void EngineCore::ServiceConnector() {
   for (const KvConnector::FinishedLoad& done : connector_->TakeFinishedLoads()) {
-    auto it = loading_.find(done.seq);
-    if (it == loading_.end())
+    if (!loading_.contains(done.seq))
       continue;  // a release-only job
-    Loading& loading = it->second;
-    kv_->FinishLoad(done.seq, loading.seqs.front().tokens, done.num_loaded);
     if (options_.metrics != nullptr)
       options_.metrics->AddKvTransferLoad(done.status.ok());
-    if (loading.abandoned) {
-      absl::Status freed = kv_->Free(done.seq);
-      SY_CHECK(freed.ok());
-    } else {
-      RequestState& req = *seqs_.at(done.seq)->request;
-      req.num_loaded_tokens = static_cast<int64_t>(done.num_loaded) * kv_->block_size();
-      for (Sequence& seq : loading.seqs) {
-        absl::Status added = table_.Add(std::move(seq));
-        SY_CHECK(added.ok());
-      }
-    }
-    loading_.erase(it);
+    EndLoad(done.seq, done.num_loaded);
   }
   for (const KvConnector::EndedLease& lease : connector_->TakeEndedLeases(Clock::now())) {
     absl::Status freed = kv_->Free(lease.seq);
@@ -487,6 +539,15 @@ bool EngineCore::LeaseForRemoteDecode(RequestState& req, int32_t index, SeqId id
   req.pending.kv_transfer_params =
       connector_->Lease(req.request.request_id, id, kv_->block_table(id));
   return true;
+}
+
+void EngineCore::ServiceOffloader() {
+  KvOffloader::Finished finished = offloader_->TakeFinished();
+  kv_->UnpinBlocks(finished.unpin);
+  for (const KvOffloader::Finished::Load& load : finished.loads)
+    EndLoad(load.seq, load.num_loaded);
+  const std::vector<BlockId> reading = offloader_->StartStores(kv_->TakeReleasedBlocks());
+  kv_->PinBlocks(reading);
 }
 
 void EngineCore::AbortRequest(const std::string& request_id, FinishReason reason,
@@ -791,6 +852,10 @@ void EngineCore::Report() {
 
 void EngineCore::PublishEvents() {
   std::vector<kvx::KvCacheEvent> events = kv_->TakeEvents();
+  if (offloader_ != nullptr) {
+    for (kvx::KvCacheEvent& event : offloader_->TakeEvents())
+      events.push_back(std::move(event));
+  }
   if (options_.kv_events == nullptr || events.empty())
     return;
   kvx::KvEventBatch batch;
@@ -811,7 +876,16 @@ void EngineCore::UpdateGauges() {
                                      stats.hits - reported_prefix_stats_.hits);
   }
   reported_prefix_stats_ = stats;
+  std::optional<KvTierStats> host_tier;
+  if (offloader_ != nullptr) {
+    host_tier = offloader_->stats();
+    if (options_.metrics != nullptr)
+      options_.metrics->SetKvTier(*host_tier);
+  }
   base::MutexLock lock(&mu_);
+  snapshot_.host_tier = host_tier;
+  snapshot_.prefix_cache_queries = stats.queries;
+  snapshot_.prefix_cache_hits = stats.hits;
   snapshot_.num_running = static_cast<int64_t>(table_.running().size());
   snapshot_.num_waiting = static_cast<int64_t>(table_.waiting().size());
   snapshot_.num_requests = static_cast<int64_t>(requests_.size());

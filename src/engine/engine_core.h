@@ -34,6 +34,8 @@
 #include "engine/engine_request.h"
 #include "engine/kv_cache_manager.h"
 #include "engine/kv_connector.h"
+#include "engine/kv_offloader.h"
+#include "engine/kv_tier_stats.h"
 #include "engine/metrics.h"
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
@@ -65,6 +67,9 @@ struct EngineCoreOptions {
   // Prefill/decode disaggregation (--kv-transfer-config); the core starts the connector
   // over its runner's KV memory. The model fingerprint in its compatibility is the caller's.
   std::optional<KvConnectorOptions> kv_connector;
+  // The host KV tier (--kv-offloading-size), over the runner's KV memory. Needs prefix
+  // caching and full attention.
+  std::optional<KvOffloadOptions> kv_offload;
 };
 
 // Counts for /health, /debug and tests; read without stopping the loop.
@@ -75,6 +80,11 @@ struct EngineSnapshot {
   int32_t num_free_blocks = 0;
   int32_t num_blocks = 0;
   int64_t num_steps = 0;
+  // The pool's prefix cache, in tokens (vllm:prefix_cache_queries / _hits).
+  int64_t prefix_cache_queries = 0;
+  int64_t prefix_cache_hits = 0;
+  // The host KV tier, when there is one.
+  std::optional<KvTierStats> host_tier;
 };
 
 class EngineCore {
@@ -134,8 +144,8 @@ class EngineCore {
     bool preempt_running = false;
     ResetCallback done;
   };
-  // A request's sequences while the first pulls the prompt's KV from a producer; they join
-  // the waiting queue when the load ends.
+  // A request's sequences while the first loads the prompt's KV (from a producer or a KV
+  // tier); they join the waiting queue when the load ends.
   struct Loading {
     std::vector<Sequence> seqs;
     // The request was aborted meanwhile: the blocks are freed once the load stops writing.
@@ -150,8 +160,16 @@ class EngineCore {
   // Starts pulling the prompt's KV for a do_remote_prefill request; false when it cannot
   // (the sequences then compute the prompt as usual).
   bool BeginRemotePrefill(RequestState& req, std::vector<Sequence>& seqs);
+  // Starts loading the prompt's prefix from the host tier when it holds blocks past the
+  // pool's hit; false when it does not or cannot (the sequences then start as usual).
+  bool BeginTierLoad(std::vector<Sequence>& seqs);
+  // Ends a load BeginRemotePrefill or BeginTierLoad started: the loaded blocks are
+  // published and the request's sequences join the queue (or are freed when it was aborted).
+  void EndLoad(SeqId seq, int32_t num_loaded);
   // Connector work between steps: finished loads join the queue, ended leases are freed.
   void ServiceConnector();
+  // Host tier work between steps: finished copies are collected, released blocks stored.
+  void ServiceOffloader();
   // Producer: when the request asked for a remote decode, puts its first sequence's blocks
   // under a lease and the response's kv_transfer_params in its update; false otherwise.
   bool LeaseForRemoteDecode(RequestState& req, int32_t index, SeqId id);
@@ -166,8 +184,8 @@ class EngineCore {
   // Ends a sequence: it leaves the queues and its blocks are freed, or leased when it
   // `completed` (stopped by itself, not aborted) and the request asked for a remote decode.
   void FinishSequence(SeqState& seq, bool completed);
-  // Wakes the loop for connector work; any thread.
-  void WakeForConnector();
+  // Wakes the loop for connector or tier work; any thread.
+  void WakeForKvWork();
   // The structured-output token masker, built on first use.
   structured::TokenMasker& Masker();
   void Report();
@@ -217,11 +235,12 @@ class EngineCore {
   std::vector<Reset> resets_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<std::string> in_flight_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool connector_work_ ABSL_GUARDED_BY(mu_) = false;
+  bool kv_work_ ABSL_GUARDED_BY(mu_) = false;
   EngineSnapshot snapshot_ ABSL_GUARDED_BY(mu_);
 
   // After runner_: stopped (its load thread joined) before the KV memory goes.
   std::unique_ptr<KvConnector> connector_;
+  std::unique_ptr<KvOffloader> offloader_;
   std::thread thread_;
 };
 

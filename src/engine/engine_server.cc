@@ -62,6 +62,7 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   metrics_options.num_gpu_blocks = limits.num_kv_blocks;
   metrics_options.enable_prefix_caching = o.enable_prefix_caching;
   metrics_options.cache_dtype = o.cache_dtype;
+  metrics_options.host_kv_tier = o.kv_offload.has_value();
   s->metrics_ = std::make_unique<EngineMetrics>(metrics_options);
 
   if (o.kv_events.has_value()) {
@@ -92,7 +93,16 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
         config.architecture, config.hidden_size, config.vocab_size);
     core.kv_connector = std::move(connector);
   }
+  core.kv_offload = o.kv_offload;
   SY_ASSIGN_OR_RETURN(s->core_, EngineCore::Start(core, std::move(runner), s->tokenizer_.get()));
+  if (const std::optional<KvTierStats> tier = s->core_->snapshot().host_tier; tier.has_value()) {
+    SY_LOG_INFO(
+        "engine: KV tier {} (host memory): {} blocks of {} bytes ({:.2f} GiB), store "
+        "threshold {}",
+        tier->medium, tier->capacity_blocks, tier->block_bytes,
+        static_cast<double>(tier->capacity_blocks * tier->block_bytes) / (1 << 30),
+        o.kv_offload->store_threshold);
+  }
   if (const KvConnector* kv = s->core_->kv_connector(); kv != nullptr) {
     SY_LOG_INFO("engine: KV transfer as {} (engine id {}), {}",
                 kv->produces() && kv->consumes() ? "kv_both"

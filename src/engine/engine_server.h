@@ -52,6 +52,8 @@ struct EngineServerOptions {
   // Unset: no KV transfer (P/D). `kv_secret` authenticates KV peers.
   std::optional<kvx::KvTransferConfig> kv_transfer;
   std::string kv_secret;
+  // Unset: no host KV tier (--kv-offloading-size).
+  std::optional<KvOffloadOptions> kv_offload;
   ApiServerOptions api;
   api::RequestLimits limits;
   bool use_generation_config = true;  // vLLM's --generation-config auto

@@ -1,6 +1,7 @@
 #include "engine/kv_cache_manager.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "fmt/format.h"
@@ -69,6 +70,7 @@ KvCacheManager::KvCacheManager(const KvCacheOptions& options, BlockHasher hasher
       enable_caching_(options.enable_prefix_caching),
       enable_events_(options.enable_events),
       hasher_(std::move(hasher)),
+      track_released_(options.track_released_blocks),
       pool_(options.num_blocks, options.enable_prefix_caching,
             options.enable_events ? &events_ : nullptr) {}
 
@@ -229,6 +231,11 @@ void KvCacheManager::Commit(const AllocationPlan& plan, std::span<const int32_t>
 
 absl::StatusOr<KvCacheManager::LoadTarget> KvCacheManager::BeginLoad(
     SeqId seq_id, std::span<const int32_t> tokens) {
+  return BeginLoad(seq_id, tokens, std::numeric_limits<int32_t>::max());
+}
+
+absl::StatusOr<KvCacheManager::LoadTarget> KvCacheManager::BeginLoad(
+    SeqId seq_id, std::span<const int32_t> tokens, int32_t end_block) {
   if (!enable_caching_) {
     return absl::FailedPreconditionError(
         "KV cache: loading KV from elsewhere needs prefix caching");
@@ -250,14 +257,48 @@ absl::StatusOr<KvCacheManager::LoadTarget> KvCacheManager::BeginLoad(
     EnsureHashes(seq, tokens, i + 1);
     return seq.hashes[i];
   });
-  const int32_t num_blocks = MaxHitBlocks(tokens.size());
+  const auto hit_blocks = static_cast<int32_t>(hit.blocks.size());
+  const int32_t num_blocks = std::max(hit_blocks, std::min(MaxHitBlocks(tokens.size()), end_block));
   SY_ASSIGN_OR_RETURN(const AllocationPlan plan,
                       Plan(seq_id, tokens, num_blocks * block_size_ - hit.num_tokens, hit));
   TakeBlocks(plan, seq);
   LoadTarget target;
-  target.first_block = static_cast<int32_t>(hit.blocks.size());
+  target.first_block = hit_blocks;
   target.blocks.assign(seq.blocks.begin() + target.first_block, seq.blocks.end());
   return target;
+}
+
+KvCacheManager::PrefixProbe KvCacheManager::ProbePrefix(SeqId seq_id,
+                                                        std::span<const int32_t> tokens) {
+  SY_CHECK(window_ == 0);
+  Sequence& seq = seqs_.at(seq_id);
+  const int32_t max_blocks = MaxHitBlocks(tokens.size());
+  EnsureHashes(seq, tokens, max_blocks);
+  const PrefixHit hit =
+      FindHit(max_blocks, [&](int32_t i) -> const BlockHash& { return seq.hashes[i]; });
+  return PrefixProbe{
+      .hashes = std::span<const BlockHash>(seq.hashes).first(static_cast<size_t>(max_blocks)),
+      .num_cached_blocks = static_cast<int32_t>(hit.blocks.size())};
+}
+
+std::vector<KvCacheManager::ReleasedBlock> KvCacheManager::TakeReleasedBlocks() {
+  std::vector<ReleasedBlock> released = std::exchange(released_, {});
+  std::erase_if(released, [&](const ReleasedBlock& r) {
+    const BlockHash* hash = pool_.hash(r.block);
+    return hash == nullptr || *hash != r.hash;
+  });
+  return released;
+}
+
+void KvCacheManager::PinBlocks(std::span<const BlockId> blocks) {
+  ++epoch_;
+  pool_.Touch(blocks);
+}
+
+void KvCacheManager::UnpinBlocks(std::span<const BlockId> blocks) {
+  ++epoch_;
+  for (BlockId block : blocks)
+    pool_.Release(block);
 }
 
 void KvCacheManager::FinishLoad(SeqId seq_id, std::span<const int32_t> tokens, int32_t num_loaded) {
@@ -348,8 +389,17 @@ absl::Status KvCacheManager::Preempt(SeqId seq_id) {
 
 void KvCacheManager::ReleaseBlocks(Sequence& seq) {
   ++epoch_;
-  for (auto i = static_cast<int32_t>(seq.blocks.size()) - 1; i >= seq.num_null_blocks; --i)
-    pool_.Release(seq.blocks[i]);
+  const size_t first_released = released_.size();
+  for (auto i = static_cast<int32_t>(seq.blocks.size()) - 1; i >= seq.num_null_blocks; --i) {
+    const BlockId block = seq.blocks[i];
+    pool_.Release(block);
+    if (track_released_ && pool_.ref_count(block) == 0) {
+      if (const BlockHash* hash = pool_.hash(block); hash != nullptr)
+        released_.push_back({block, *hash});
+    }
+  }
+  // In block-table order, so that a tier's copies of adjacent blocks coalesce.
+  std::reverse(released_.begin() + static_cast<std::ptrdiff_t>(first_released), released_.end());
   seq.blocks.clear();
   seq.num_null_blocks = 0;
   seq.num_cached_blocks = 0;

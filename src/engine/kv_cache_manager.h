@@ -53,6 +53,9 @@ struct KvCacheOptions {
   bool enable_events = false;
   // The attention window W in tokens (Hugging Face's `sliding_window`); 0: full attention.
   int32_t sliding_window = 0;
+  // Keep the cached blocks whose last reference goes for TakeReleasedBlocks (a KV tier
+  // copies them).
+  bool track_released_blocks = false;
 };
 
 // The most blocks one sequence holds at once: every block of max_model_len tokens under
@@ -138,11 +141,41 @@ class KvCacheManager {
     std::vector<BlockId> blocks;
   };
   absl::StatusOr<LoadTarget> BeginLoad(SeqId seq, std::span<const int32_t> tokens);
+  // With `end_block`, the target stops before block end_block of the sequence (it may then
+  // be empty).
+  absl::StatusOr<LoadTarget> BeginLoad(SeqId seq, std::span<const int32_t> tokens,
+                                       int32_t end_block);
   // Ends BeginLoad: the first `num_loaded` target blocks, which now hold the KV, are
   // published (one BlockStored, as a computed step's would be); the rest go back
   // unpublished. Either way the sequence keeps no blocks (as after Preempt).
   // REQUIRES: a BeginLoad of this sequence is open; num_loaded <= its target's blocks.
   void FinishLoad(SeqId seq, std::span<const int32_t> tokens, int32_t num_loaded);
+
+  // A new sequence's prompt as a KV tier sees it: the hashes of the full blocks a hit may
+  // cover (see GetComputedBlocks) and how many leading ones this cache holds. Counts no
+  // query. The span lives until the sequence's next call here.
+  // REQUIRES: the sequence has no blocks yet; full attention.
+  struct PrefixProbe {
+    std::span<const BlockHash> hashes;
+    int32_t num_cached_blocks = 0;
+  };
+  PrefixProbe ProbePrefix(SeqId seq, std::span<const int32_t> tokens);
+
+  // A cached full block whose last reference a sequence dropped (Free, Preempt, FinishLoad)
+  // and which still holds that hash: a tier may copy it before the pool hands it out again.
+  struct ReleasedBlock {
+    BlockId block = 0;
+    BlockHash hash;
+  };
+  // The blocks released since the last call (with track_released_blocks), leaving out those
+  // the pool has since evicted. Call it between steps: a block published in a step's
+  // Commit holds its KV only once that step has run.
+  std::vector<ReleasedBlock> TakeReleasedBlocks();
+  // One more reference on each block, keeping it out of the free queue (and from being
+  // evicted) while a tier copies it; UnpinBlocks drops it. Pins are no sequence's release.
+  // REQUIRES (Unpin): each block was pinned.
+  void PinBlocks(std::span<const BlockId> blocks);
+  void UnpinBlocks(std::span<const BlockId> blocks);
 
   // Releases, oldest first, the blocks the window skips from the sequence's next position
   // (num_tokens(seq)) on; nothing under full attention. Call it once the step that computed
@@ -214,6 +247,8 @@ class KvCacheManager {
   const bool enable_events_;
   BlockHasher hasher_;
   std::vector<kvx::KvCacheEvent> events_;
+  const bool track_released_;
+  std::vector<ReleasedBlock> released_;
   BlockPool pool_;
   absl::flat_hash_map<SeqId, Sequence> seqs_;
   PrefixCacheStats stats_;

@@ -296,6 +296,67 @@ struct EngineMetrics::Impl {
                                                                                       buckets);
   }
 
+  struct KvTierSeries {
+    prometheus::Counter* store_bytes;
+    prometheus::Counter* load_bytes;
+    prometheus::Counter* store_seconds;
+    prometheus::Counter* load_seconds;
+    prometheus::Gauge* capacity_blocks;
+    prometheus::Gauge* used_blocks;
+    prometheus::Counter* queries;
+    prometheus::Counter* hits;
+    prometheus::Counter* stored_blocks;
+    prometheus::Counter* evicted_blocks;
+    prometheus::Counter* loads_done;
+    prometheus::Counter* loads_failed;
+    KvTierStats reported;
+  };
+  std::unique_ptr<KvTierSeries> AddKvTierSeries(const char* medium) {
+    auto t = std::make_unique<KvTierSeries>();
+    auto& bytes = prometheus::BuildCounter()
+                      .Name("vllm:kv_offload_total_bytes")
+                      .Help("Number of bytes offloaded by KV connector")
+                      .Register(registry);
+    t->store_bytes = &bytes.Add(With("transfer_type", "GPU_to_CPU"));
+    t->load_bytes = &bytes.Add(With("transfer_type", "CPU_to_GPU"));
+    auto& time = prometheus::BuildCounter()
+                     .Name("vllm:kv_offload_total_time")
+                     .Help("Total time measured by all KV offloading operations")
+                     .Register(registry);
+    t->store_seconds = &time.Add(With("transfer_type", "GPU_to_CPU"));
+    t->load_seconds = &time.Add(With("transfer_type", "CPU_to_GPU"));
+    auto gauge = [&](const char* name, const char* help) {
+      return &prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(
+          With("medium", medium));
+    };
+    auto counter = [&](const char* name, const char* help) {
+      return &prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add(
+          With("medium", medium));
+    };
+    t->capacity_blocks = gauge("switchyard:kv_tier_capacity_blocks", "KV blocks the tier holds.");
+    t->used_blocks =
+        gauge("switchyard:kv_tier_used_blocks", "KV blocks the tier holds or is writing now.");
+    t->queries = counter("switchyard:kv_tier_queries",
+                         "Prompt tokens looked up in the tier (past the pool's prefix hit).");
+    t->hits = counter("switchyard:kv_tier_hits", "Prompt tokens loaded from the tier.");
+    t->stored_blocks = counter("switchyard:kv_tier_stored_blocks", "KV blocks stored in the tier.");
+    t->evicted_blocks =
+        counter("switchyard:kv_tier_evicted_blocks", "KV blocks evicted from the tier.");
+    auto& loads = prometheus::BuildCounter()
+                      .Name("switchyard:kv_tier_loads")
+                      .Help(
+                          "Prompt prefixes loaded from the tier, by outcome (fell_back: "
+                          "the prompt was computed instead).")
+                      .Register(registry);
+    Labels loaded = With("medium", medium);
+    loaded["outcome"] = "loaded";
+    Labels fell_back = With("medium", medium);
+    fell_back["outcome"] = "fell_back";
+    t->loads_done = &loads.Add(loaded);
+    t->loads_failed = &loads.Add(fell_back);
+    return t;
+  }
+
   Registry registry;
   const Labels labels;
 
@@ -315,6 +376,8 @@ struct EngineMetrics::Impl {
   prometheus::Counter* kv_transfer_fell_back;
   prometheus::Counter* kv_transfer_leases_released;
   prometheus::Counter* kv_transfer_leases_expired;
+  // Host KV tier; null without one.
+  std::unique_ptr<KvTierSeries> kv_tier;
   std::array<prometheus::Counter*, kNumFinishReasons> request_success{};
   Histogram* request_prompt_tokens;
   Histogram* request_generation_tokens;
@@ -375,6 +438,8 @@ EngineMetrics::Impl::Impl(const EngineMetricsOptions& o)
                      .Register(registry);
   kv_transfer_leases_released = &leases.Add(With("how", "released"));
   kv_transfer_leases_expired = &leases.Add(With("how", "expired"));
+  if (o.host_kv_tier)
+    kv_tier = AddKvTierSeries(kvx::kMediumCpu);
   auto& success = prometheus::BuildCounter()
                       .Name("vllm:request_success")
                       .Help("Count of successfully processed requests.")
@@ -483,6 +548,28 @@ void EngineMetrics::AddKvTransferLoad(bool loaded) {
 
 void EngineMetrics::AddKvTransferLeaseEnded(bool expired) {
   (expired ? impl_->kv_transfer_leases_expired : impl_->kv_transfer_leases_released)->Increment();
+}
+
+void EngineMetrics::SetKvTier(const KvTierStats& stats) {
+  Impl::KvTierSeries& t = *impl_->kv_tier;
+  const KvTierStats& last = t.reported;
+  auto add = [](prometheus::Counter* counter, double delta) {
+    if (delta > 0)
+      counter->Increment(delta);
+  };
+  add(t.store_bytes, static_cast<double>(stats.store_bytes - last.store_bytes));
+  add(t.load_bytes, static_cast<double>(stats.load_bytes - last.load_bytes));
+  add(t.store_seconds, stats.store_seconds - last.store_seconds);
+  add(t.load_seconds, stats.load_seconds - last.load_seconds);
+  add(t.queries, static_cast<double>(stats.query_tokens - last.query_tokens));
+  add(t.hits, static_cast<double>(stats.hit_tokens - last.hit_tokens));
+  add(t.stored_blocks, static_cast<double>(stats.stored_blocks - last.stored_blocks));
+  add(t.evicted_blocks, static_cast<double>(stats.evicted_blocks - last.evicted_blocks));
+  add(t.loads_done, static_cast<double>(stats.loads_done - last.loads_done));
+  add(t.loads_failed, static_cast<double>(stats.loads_failed - last.loads_failed));
+  t.capacity_blocks->Set(static_cast<double>(stats.capacity_blocks));
+  t.used_blocks->Set(static_cast<double>(stats.used_blocks));
+  t.reported = stats;
 }
 
 void EngineMetrics::AddGenerationTokens(int64_t count) {

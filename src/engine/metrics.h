@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "engine/kv_tier_stats.h"
+
 namespace switchyard::engine {
 
 struct EngineMetricsOptions {
@@ -26,6 +28,8 @@ struct EngineMetricsOptions {
   bool enable_prefix_caching = true;
   std::string cache_dtype = "auto";
   std::string prefix_caching_hash_algo = "sha256_cbor";
+  // Registers the host KV tier's series (--kv-offloading-size).
+  bool host_kv_tier = false;
 };
 
 // vLLM's finished_reason label values.
@@ -80,6 +84,15 @@ class EngineMetrics {
   // switchyard:kv_transfer_leases_ended{how=released|expired}, a producer's leases.
   void AddKvTransferLoad(bool loaded);
   void AddKvTransferLeaseEnded(bool expired);
+  // The host KV tier's totals (REQUIRES: options.host_kv_tier), published as vLLM's offload
+  // series vllm:kv_offload_total_bytes / vllm:kv_offload_total_time
+  // {transfer_type=GPU_to_CPU|CPU_to_GPU} and Switchyard's own, labelled {medium}:
+  // switchyard:kv_tier_capacity_blocks, switchyard:kv_tier_used_blocks (gauges),
+  // switchyard:kv_tier_queries / switchyard:kv_tier_hits (tokens),
+  // switchyard:kv_tier_stored_blocks, switchyard:kv_tier_evicted_blocks and
+  // switchyard:kv_tier_loads{outcome=loaded|fell_back}. Counters advance by the change since
+  // the last call.
+  void SetKvTier(const KvTierStats& stats);
   // vllm:iteration_tokens_total: tokens scheduled in one step.
   void ObserveIterationTokens(int64_t count);
   void ObserveTimeToFirstToken(double seconds);
