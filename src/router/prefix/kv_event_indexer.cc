@@ -54,6 +54,9 @@ void KvEventIndexer::Stored(const std::string& endpoint, const kvx::BlockStored&
 }
 
 void KvEventIndexer::Removed(const std::string& endpoint, const kvx::BlockRemoved& e) {
+  // Only the pool's blocks are indexed: a tier dropping its copy leaves the pool's as it is.
+  if (e.medium.has_value() && *e.medium != kvx::kMediumGpu)
+    return;
   auto found = keys_.find(endpoint);
   if (found == keys_.end())
     return;

@@ -1,7 +1,8 @@
 // KvEventIndexer: the precise prefix index's writer. It applies one engine's KV events to a
 // PrefixIndex: BlockStored blocks are keyed from their token ids (block_keys.h), chained to
 // the parent block's key, so the router's keys never depend on the engine's hash function
-// or seed; BlockRemoved drops the keys of the engine hashes it names; AllBlocksCleared
+// or seed; BlockRemoved drops the keys of the engine hashes it names; events of a KV tier
+// (medium other than "GPU", which carry no tokens) are not indexed yet; AllBlocksCleared
 // drops the endpoint's whole entry. Events for blocks whose parent is unknown (the router
 // joined late and the replay did not reach back far enough) are skipped: without the
 // parent's key their prefix cannot be named.

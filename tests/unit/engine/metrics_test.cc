@@ -249,6 +249,48 @@ TEST(EngineMetricsTest, GaugesAndCountersHoldWhatWasRecorded) {
   EXPECT_EQ(text.Value("switchyard:kv_transfer_leases_ended_total", {{"how", "expired"}}), 1);
 }
 
+TEST(EngineMetricsTest, TheHostTierSeriesExistOnlyWithATier) {
+  EXPECT_TRUE(Exposition(EngineMetrics(Options()).Serialize())
+                  .Find("switchyard:kv_tier_capacity_blocks")
+                  .empty());
+  EngineMetricsOptions options = Options();
+  options.host_kv_tier = true;
+  EngineMetrics metrics(options);
+  KvTierStats stats;
+  stats.capacity_blocks = 100;
+  stats.used_blocks = 7;
+  stats.query_tokens = 160;
+  stats.hit_tokens = 96;
+  stats.stored_blocks = 7;
+  stats.store_bytes = 7 * 4096;
+  stats.store_seconds = 0.5;
+  stats.loads_done = 1;
+  metrics.SetKvTier(stats);
+  // Counters advance by the change since the last call; gauges take the value.
+  stats.used_blocks = 9;
+  stats.stored_blocks = 9;
+  stats.store_bytes = 9 * 4096;
+  stats.evicted_blocks = 1;
+  stats.load_bytes = 6 * 4096;
+  stats.loads_failed = 1;
+  metrics.SetKvTier(stats);
+  Exposition text(metrics.Serialize());
+  const std::map<std::string, std::string> cpu = {{"medium", "CPU"}};
+  EXPECT_EQ(text.Value("switchyard:kv_tier_capacity_blocks", cpu), 100);
+  EXPECT_EQ(text.Value("switchyard:kv_tier_used_blocks", cpu), 9);
+  EXPECT_EQ(text.Value("switchyard:kv_tier_queries_total", cpu), 160);
+  EXPECT_EQ(text.Value("switchyard:kv_tier_hits_total", cpu), 96);
+  EXPECT_EQ(text.Value("switchyard:kv_tier_stored_blocks_total", cpu), 9);
+  EXPECT_EQ(text.Value("switchyard:kv_tier_evicted_blocks_total", cpu), 1);
+  EXPECT_EQ(text.Value("switchyard:kv_tier_loads_total", {{"outcome", "loaded"}}), 1);
+  EXPECT_EQ(text.Value("switchyard:kv_tier_loads_total", {{"outcome", "fell_back"}}), 1);
+  EXPECT_EQ(text.Value("vllm:kv_offload_total_bytes_total", {{"transfer_type", "GPU_to_CPU"}}),
+            9 * 4096);
+  EXPECT_EQ(text.Value("vllm:kv_offload_total_bytes_total", {{"transfer_type", "CPU_to_GPU"}}),
+            6 * 4096);
+  EXPECT_EQ(text.Value("vllm:kv_offload_total_time_total", {{"transfer_type", "GPU_to_CPU"}}), 0.5);
+}
+
 TEST(EngineMetricsTest, ValuesAreWrittenAsPrometheusClientWritesThem) {
   EngineMetricsOptions options = Options();
   options.model_name = "we\"ird\\name\nx";

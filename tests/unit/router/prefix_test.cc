@@ -100,6 +100,13 @@ TEST(KvEventIndexerTest, EventsKeyBlocksLikeRequests) {
   ASSERT_EQ(m.size(), 1u);
   EXPECT_EQ(m[0].blocks, 3u);
 
+  // A host tier dropping its copy of block 1 leaves the pool's copy indexed.
+  kvx::KvEventBatch tier_removed;
+  tier_removed.events.push_back(
+      kvx::BlockRemoved{{kvx::EventHash::FromInt(101)}, kvx::kMediumCpu, {}});
+  indexer.Apply("e1", tier_removed);
+  EXPECT_EQ(index.Match(keys)[0].blocks, 3u);
+
   kvx::KvEventBatch removed;
   removed.events.push_back(kvx::BlockRemoved{{kvx::EventHash::FromInt(101)}, {}, {}});
   indexer.Apply("e1", removed);
