@@ -49,6 +49,8 @@ struct EngineFlags {
   double kv_offloading_size_gib = 0;
   std::string kv_offloading_backend = "native";
   int32_t kv_offloading_store_threshold = 1;
+  std::string kv_offloading_disk_path;
+  double kv_offloading_disk_size_gib = 0;
   std::string api_key;
   int http_threads = 2;
   double timeout_keep_alive_s = 5;  // uvicorn's default, as vLLM serves
@@ -122,7 +124,12 @@ absl::Status RunEngine(const EngineFlags& f) {
     engine::KvOffloadOptions offload;
     offload.capacity_bytes = static_cast<int64_t>(f.kv_offloading_size_gib * (1LL << 30));
     offload.store_threshold = f.kv_offloading_store_threshold;
+    offload.disk_path = f.kv_offloading_disk_path;
+    offload.disk_capacity_bytes = static_cast<int64_t>(f.kv_offloading_disk_size_gib * (1LL << 30));
     o.kv_offload = offload;
+  } else if (!f.kv_offloading_disk_path.empty()) {
+    return absl::InvalidArgumentError(
+        "--kv-offloading-disk-path needs the host tier too (--kv-offloading-size)");
   }
   o.api.http.host = f.host;
   o.api.http.port = f.port;
@@ -222,6 +229,12 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--kv-offloading-store-threshold", f->kv_offloading_store_threshold,
                   "store a block in the KV tier only once prompts looked it up this many times")
+      ->capture_default_str();
+  cmd->add_option("--kv-offloading-disk-path", f->kv_offloading_disk_path,
+                  "directory for a disk KV tier beside the host tier (the engine keeps its "
+                  "entries in a folder of its own there, removed when it exits)");
+  cmd->add_option("--kv-offloading-disk-size", f->kv_offloading_disk_size_gib,
+                  "GiB of disk for that tier")
       ->capture_default_str();
   cmd->add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' (or VLLM_API_KEY)");
   cmd->add_option("--dtype", f->runner.dtype,

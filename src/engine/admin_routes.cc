@@ -159,8 +159,7 @@ void HandleDebugKv(const ServingContext& ctx, const net::HttpRequest&,
       "\"hit_rate\":{}}}",
       kvx::kMediumGpu, s.num_blocks, s.num_blocks - s.num_free_blocks,
       rate(s.prefix_cache_hits, s.prefix_cache_queries));
-  if (s.host_tier.has_value()) {
-    const KvTierStats& t = *s.host_tier;
+  for (const KvTierStats& t : s.kv_tiers) {
     fmt::format_to(std::back_inserter(body),
                    ",{{\"medium\":\"{}\",\"capacity_blocks\":{},\"used_blocks\":{},"
                    "\"hit_rate\":{},\"block_bytes\":{},\"stored_blocks\":{},"

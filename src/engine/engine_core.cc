@@ -136,9 +136,9 @@ absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOp
     SY_ASSIGN_OR_RETURN(
         core->offloader_,
         KvOffloader::Start(*options.kv_offload, std::move(memory.region), limits.block_size,
-                           [c = core.get()] { c->WakeForKvWork(); }));
+                           memory.compatibility, [c = core.get()] { c->WakeForKvWork(); }));
     base::MutexLock lock(&core->mu_);
-    core->snapshot_.host_tier = core->offloader_->stats();
+    core->snapshot_.kv_tiers = core->offloader_->stats();
   }
   core->thread_ = std::thread([c = core.get()] {
     base::SetCurrentThreadName("sy-engine");
@@ -876,14 +876,16 @@ void EngineCore::UpdateGauges() {
                                      stats.hits - reported_prefix_stats_.hits);
   }
   reported_prefix_stats_ = stats;
-  std::optional<KvTierStats> host_tier;
+  std::vector<KvTierStats> tiers;
   if (offloader_ != nullptr) {
-    host_tier = offloader_->stats();
-    if (options_.metrics != nullptr)
-      options_.metrics->SetKvTier(*host_tier);
+    tiers = offloader_->stats();
+    if (options_.metrics != nullptr) {
+      for (const KvTierStats& tier : tiers)
+        options_.metrics->SetKvTier(tier);
+    }
   }
   base::MutexLock lock(&mu_);
-  snapshot_.host_tier = host_tier;
+  snapshot_.kv_tiers = std::move(tiers);
   snapshot_.prefix_cache_queries = stats.queries;
   snapshot_.prefix_cache_hits = stats.hits;
   snapshot_.num_running = static_cast<int64_t>(table_.running().size());

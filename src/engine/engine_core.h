@@ -67,8 +67,8 @@ struct EngineCoreOptions {
   // Prefill/decode disaggregation (--kv-transfer-config); the core starts the connector
   // over its runner's KV memory. The model fingerprint in its compatibility is the caller's.
   std::optional<KvConnectorOptions> kv_connector;
-  // The host KV tier (--kv-offloading-size), over the runner's KV memory. Needs prefix
-  // caching and full attention.
+  // The KV tiers under the pool (--kv-offloading-size and the disk flags), over the
+  // runner's KV memory. Need prefix caching and full attention.
   std::optional<KvOffloadOptions> kv_offload;
 };
 
@@ -83,8 +83,8 @@ struct EngineSnapshot {
   // The pool's prefix cache, in tokens (vllm:prefix_cache_queries / _hits).
   int64_t prefix_cache_queries = 0;
   int64_t prefix_cache_hits = 0;
-  // The host KV tier, when there is one.
-  std::optional<KvTierStats> host_tier;
+  // The KV tiers under the pool (host, then disk), when there are any.
+  std::vector<KvTierStats> kv_tiers;
 };
 
 class EngineCore {
@@ -160,7 +160,7 @@ class EngineCore {
   // Starts pulling the prompt's KV for a do_remote_prefill request; false when it cannot
   // (the sequences then compute the prompt as usual).
   bool BeginRemotePrefill(RequestState& req, std::vector<Sequence>& seqs);
-  // Starts loading the prompt's prefix from the host tier when it holds blocks past the
+  // Starts loading the prompt's prefix from the KV tiers when they hold blocks past the
   // pool's hit; false when it does not or cannot (the sequences then start as usual).
   bool BeginTierLoad(std::vector<Sequence>& seqs);
   // Ends a load BeginRemotePrefill or BeginTierLoad started: the loaded blocks are
@@ -168,7 +168,7 @@ class EngineCore {
   void EndLoad(SeqId seq, int32_t num_loaded);
   // Connector work between steps: finished loads join the queue, ended leases are freed.
   void ServiceConnector();
-  // Host tier work between steps: finished copies are collected, released blocks stored.
+  // KV tier work between steps: finished copies are collected, released blocks stored.
   void ServiceOffloader();
   // Producer: when the request asked for a remote decode, puts its first sequence's blocks
   // under a lease and the response's kv_transfer_params in its update; false otherwise.

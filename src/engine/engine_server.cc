@@ -62,7 +62,11 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   metrics_options.num_gpu_blocks = limits.num_kv_blocks;
   metrics_options.enable_prefix_caching = o.enable_prefix_caching;
   metrics_options.cache_dtype = o.cache_dtype;
-  metrics_options.host_kv_tier = o.kv_offload.has_value();
+  if (o.kv_offload.has_value()) {
+    metrics_options.kv_tier_media.push_back(kvx::kMediumCpu);
+    if (!o.kv_offload->disk_path.empty())
+      metrics_options.kv_tier_media.push_back(kvx::kMediumDisk);
+  }
   s->metrics_ = std::make_unique<EngineMetrics>(metrics_options);
 
   if (o.kv_events.has_value()) {
@@ -95,12 +99,13 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   }
   core.kv_offload = o.kv_offload;
   SY_ASSIGN_OR_RETURN(s->core_, EngineCore::Start(core, std::move(runner), s->tokenizer_.get()));
-  if (const std::optional<KvTierStats> tier = s->core_->snapshot().host_tier; tier.has_value()) {
+  for (const KvTierStats& tier : s->core_->snapshot().kv_tiers) {
     SY_LOG_INFO(
-        "engine: KV tier {} (host memory): {} blocks of {} bytes ({:.2f} GiB), store "
-        "threshold {}",
-        tier->medium, tier->capacity_blocks, tier->block_bytes,
-        static_cast<double>(tier->capacity_blocks * tier->block_bytes) / (1 << 30),
+        "engine: KV tier {} ({}): {} blocks of {} bytes ({:.2f} GiB), store threshold {}",
+        tier.medium,
+        tier.medium == std::string_view(kvx::kMediumCpu) ? "host memory" : o.kv_offload->disk_path,
+        tier.capacity_blocks, tier.block_bytes,
+        static_cast<double>(tier.capacity_blocks * tier.block_bytes) / (1 << 30),
         o.kv_offload->store_threshold);
   }
   if (const KvConnector* kv = s->core_->kv_connector(); kv != nullptr) {

@@ -1,5 +1,6 @@
 #include "engine/kv_offloader.h"
 
+#include <algorithm>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -22,33 +23,60 @@ std::vector<int32_t> Iota(int64_t n) {
   return ids;
 }
 
-std::vector<int32_t> ToIndices(std::span<const int64_t> slots) {
-  return {slots.begin(), slots.end()};
+// Blocks of `block_bytes` in `bytes` (at most int32's range: block ids are int32).
+absl::StatusOr<int64_t> NumSlots(int64_t bytes, size_t block_bytes, const char* flag) {
+  const int64_t n = std::min<int64_t>(bytes / static_cast<int64_t>(block_bytes),
+                                      std::numeric_limits<int32_t>::max());
+  if (n < 1) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: {} bytes hold no KV block ({} bytes each)", flag, bytes, block_bytes));
+  }
+  return n;
+}
+
+kvx::KvCacheEvent Removed(const kvx::BlockTierIndex::Key& key, const char* medium) {
+  kvx::BlockRemoved removed;
+  removed.block_hashes.push_back(kvx::EventHash::FromBytes(key));
+  removed.medium = medium;
+  return removed;
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<KvOffloader>> KvOffloader::Start(const KvOffloadOptions& options,
-                                                                kvx::MemoryRegion pool,
-                                                                int32_t block_size,
-                                                                std::function<void()> wake) {
+KvOffloader::Tier::Tier(int64_t num_slots, const char* medium, size_t block_bytes)
+    : index(num_slots) {
+  stats.medium = medium;
+  stats.capacity_blocks = num_slots;
+  stats.block_bytes = static_cast<int64_t>(block_bytes);
+}
+
+absl::StatusOr<std::unique_ptr<KvOffloader>> KvOffloader::Start(
+    const KvOffloadOptions& options, kvx::MemoryRegion pool, int32_t block_size,
+    const kvx::KvCompatibility& compatibility, std::function<void()> wake) {
   SY_CHECK(options.store_threshold >= 1);
   const size_t block_bytes = pool.layout().block_bytes();
-  const int64_t num_slots =
-      std::min<int64_t>(options.capacity_bytes / static_cast<int64_t>(block_bytes),
-                        std::numeric_limits<int32_t>::max());
-  if (num_slots < 1) {
-    return absl::InvalidArgumentError(
-        fmt::format("--kv-offloading-size: {} bytes hold no KV block ({} bytes each)",
-                    options.capacity_bytes, block_bytes));
+  SY_ASSIGN_OR_RETURN(const int64_t host_slots,
+                      NumSlots(options.capacity_bytes, block_bytes, "--kv-offloading-size"));
+  int64_t disk_slots = 0;
+  if (!options.disk_path.empty()) {
+    SY_ASSIGN_OR_RETURN(disk_slots, NumSlots(options.disk_capacity_bytes, block_bytes,
+                                             "--kv-offloading-disk-size"));
   }
   SY_ASSIGN_OR_RETURN(kvx::SharedMemoryRegion memory,
-                      kvx::SharedMemoryRegion::Create(static_cast<size_t>(num_slots) * block_bytes,
+                      kvx::SharedMemoryRegion::Create(static_cast<size_t>(host_slots) * block_bytes,
                                                       "switchyard-kv-host-tier"));
   SY_ASSIGN_OR_RETURN(kvx::MemoryRegion tier,
-                      kvx::MemoryRegion::ForInterleaved(pool.layout(), memory.bytes(), num_slots));
-  std::unique_ptr<KvOffloader> offloader(new KvOffloader(options, std::move(memory), num_slots,
-                                                         block_size, block_bytes, std::move(wake)));
+                      kvx::MemoryRegion::ForInterleaved(pool.layout(), memory.bytes(), host_slots));
+  std::unique_ptr<KvOffloader> offloader(new KvOffloader(options, std::move(memory), host_slots,
+                                                         disk_slots, block_size, block_bytes,
+                                                         std::move(wake)));
+  if (!options.disk_path.empty()) {
+    kvx::DiskBlockStoreOptions disk;
+    disk.directory = options.disk_path;
+    disk.num_threads = options.num_disk_threads;
+    disk.compatibility = compatibility.Digest();
+    SY_ASSIGN_OR_RETURN(offloader->disk_store_, kvx::DiskBlockStore::Open(disk, pool));
+  }
   const int64_t num_pool_blocks = pool.num_blocks();
   const kvx::RegionHandle pool_region = offloader->transfers_.RegisterRegion(std::move(pool));
   const kvx::RegionHandle tier_region = offloader->transfers_.RegisterRegion(std::move(tier));
@@ -56,24 +84,23 @@ absl::StatusOr<std::unique_ptr<KvOffloader>> KvOffloader::Start(const KvOffloadO
   SY_ASSIGN_OR_RETURN(offloader->pool_table_,
                       offloader->transfers_.PrepareBlockList(pool_region, Iota(num_pool_blocks)));
   SY_ASSIGN_OR_RETURN(offloader->tier_table_,
-                      offloader->transfers_.PrepareBlockList(tier_region, Iota(num_slots)));
+                      offloader->transfers_.PrepareBlockList(tier_region, Iota(host_slots)));
   return offloader;
 }
 
 KvOffloader::KvOffloader(const KvOffloadOptions& options, kvx::SharedMemoryRegion memory,
-                         int64_t num_slots, int32_t block_size, size_t block_bytes,
-                         std::function<void()> wake)
+                         int64_t host_slots, int64_t disk_slots, int32_t block_size,
+                         size_t block_bytes, std::function<void()> wake)
     : options_(options),
       block_size_(block_size),
       block_bytes_(block_bytes),
       wake_(std::move(wake)),
       memory_(std::move(memory)),
-      index_(num_slots),
+      host_(host_slots, kvx::kMediumCpu, block_bytes),
+      disk_(disk_slots > 0 ? std::make_unique<Tier>(disk_slots, kvx::kMediumDisk, block_bytes)
+                           : nullptr),
       transfers_(kvx::TransferEngineOptions{.num_threads = options.num_transfer_threads,
-                                            .thread_name = "sy-kvtier"}) {
-  stats_.capacity_blocks = num_slots;
-  stats_.block_bytes = static_cast<int64_t>(block_bytes);
-}
+                                            .thread_name = "sy-kvtier"}) {}
 
 KvOffloader::~KvOffloader() = default;
 
@@ -82,68 +109,131 @@ int32_t KvOffloader::Lookup(std::span<const BlockHash> hashes, int32_t num_cache
     lookups_.Add(KeyOf(hash));
   const auto n = static_cast<int32_t>(hashes.size());
   int32_t end = num_cached;
-  while (end < n && index_.IsReadable(KeyOf(hashes[static_cast<size_t>(end)])))
-    ++end;
-  stats_.query_tokens += static_cast<int64_t>(n - num_cached) * block_size_;
+  for (; end < n; ++end) {
+    const kvx::BlockTierIndex::Key key = KeyOf(hashes[static_cast<size_t>(end)]);
+    host_.stats.query_tokens += block_size_;
+    if (host_.index.IsReadable(key))
+      continue;
+    if (disk_ == nullptr)
+      break;
+    disk_->stats.query_tokens += block_size_;
+    if (!disk_->index.IsReadable(key))
+      break;
+  }
   return end - num_cached;
 }
 
 bool KvOffloader::StartLoad(SeqId seq, std::span<const BlockHash> hashes,
                             std::span<const BlockId> local_blocks) {
   SY_CHECK(hashes.size() == local_blocks.size());
-  Job job;
-  job.seq = seq;
-  job.blocks.assign(local_blocks.begin(), local_blocks.end());
-  for (const BlockHash& hash : hashes) {
-    const std::optional<int64_t> slot = index_.Acquire(KeyOf(hash));
+  Job host{.to_disk = false, .seq = seq};
+  Job disk{.to_disk = true, .seq = seq};
+  auto give_back = [&] {
+    for (int64_t slot : host.slots)
+      host_.index.Release(slot);
+    for (int64_t slot : disk.slots)
+      disk_->index.Release(slot);
+  };
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    const kvx::BlockTierIndex::Key key = KeyOf(hashes[i]);
+    std::optional<int64_t> slot = host_.index.Acquire(key);
+    Job* job = &host;
+    if (!slot.has_value() && disk_ != nullptr) {
+      slot = disk_->index.Acquire(key);
+      job = &disk;
+    }
     if (!slot.has_value()) {
-      for (int64_t s : job.slots)
-        index_.Release(s);
+      give_back();
       return false;
     }
-    job.slots.push_back(*slot);
+    job->slots.push_back(*slot);
+    job->blocks.push_back(local_blocks[i]);
+    job->hashes.push_back(hashes[i]);
   }
-  return Post(std::move(job));
+  PendingLoad pending;
+  pending.host_blocks = static_cast<int32_t>(host.blocks.size());
+  pending.disk_blocks = static_cast<int32_t>(disk.blocks.size());
+  pending.parts = (pending.host_blocks > 0 ? 1 : 0) + (pending.disk_blocks > 0 ? 1 : 0);
+  if (pending.host_blocks > 0) {
+    if (!Post(std::move(host))) {
+      for (int64_t slot : disk.slots)
+        disk_->index.Release(slot);
+      return false;
+    }
+  }
+  pending_loads_.emplace(seq, pending);
+  if (pending.disk_blocks > 0)
+    Post(std::move(disk));  // the disk store queues without limit
+  return true;
 }
 
-std::vector<BlockId> KvOffloader::StartStores(
-    std::span<const KvCacheManager::ReleasedBlock> released) {
-  Job job;
-  job.is_store = true;
+void KvOffloader::CollectStores(std::span<const KvCacheManager::ReleasedBlock> released, Tier& tier,
+                                Job& job) {
   for (const KvCacheManager::ReleasedBlock& r : released) {
     const kvx::BlockTierIndex::Key key = KeyOf(r.hash);
-    if (lookups_.Count(key) < options_.store_threshold || index_.Contains(key))
+    if (lookups_.Count(key) < options_.store_threshold || tier.index.Contains(key))
       continue;
     std::optional<kvx::BlockTierIndex::Key> evicted;
-    const std::optional<int64_t> slot = index_.BeginWrite(key, &evicted);
+    const std::optional<int64_t> slot = tier.index.BeginWrite(key, &evicted);
     if (!slot.has_value())
       break;  // every slot is busy: the rest would not fit either
     if (evicted.has_value()) {
-      kvx::BlockRemoved removed;
-      removed.block_hashes.push_back(kvx::EventHash::FromBytes(*evicted));
-      removed.medium = kvx::kMediumCpu;
-      events_.emplace_back(std::move(removed));
-      ++stats_.evicted_blocks;
+      events_.push_back(Removed(*evicted, tier.stats.medium));
+      ++tier.stats.evicted_blocks;
     }
     job.blocks.push_back(r.block);
     job.slots.push_back(*slot);
     job.hashes.push_back(r.hash);
   }
-  if (job.blocks.empty())
-    return {};
-  std::vector<BlockId> reading = job.blocks;
-  if (!Post(std::move(job)))
-    return {};
+}
+
+std::vector<BlockId> KvOffloader::StartStores(
+    std::span<const KvCacheManager::ReleasedBlock> released) {
+  std::vector<BlockId> reading;
+  for (Tier* tier : {&host_, disk_.get()}) {
+    if (tier == nullptr)
+      continue;
+    Job job{.to_disk = tier != &host_, .is_store = true};
+    CollectStores(released, *tier, job);
+    if (job.blocks.empty())
+      continue;
+    const std::vector<BlockId> blocks = job.blocks;
+    if (Post(std::move(job)))
+      reading.insert(reading.end(), blocks.begin(), blocks.end());
+  }
   return reading;
 }
 
 bool KvOffloader::Post(Job job) {
   const uint64_t id = next_job_++;
   job.posted = Clock::now();
-  const std::vector<int32_t> slots = ToIndices(job.slots);
   const Clock::time_point posted = job.posted;
-  auto on_done = [this, id, posted](kvx::TransferState state, const absl::Status&) {
-    OnDone(id, state, posted);
+  if (job.to_disk) {
+    std::vector<kvx::DiskBlockStore::Op> ops;
+    for (size_t i = 0; i < job.blocks.size(); ++i)
+      ops.push_back({job.slots[i], KeyOf(job.hashes[i]), job.blocks[i]});
+    auto on_done = [this, id, posted](std::vector<absl::Status> results) {
+      std::vector<bool> ok;
+      for (const absl::Status& status : results) {
+        if (!status.ok())
+          SY_LOG_WARN("KV disk tier: {}", status.ToString());
+        ok.push_back(status.ok());
+      }
+      OnDone(id, std::move(ok), posted);
+    };
+    const bool is_store = job.is_store;
+    jobs_.emplace(id, std::move(job));
+    if (is_store) {
+      disk_store_->Write(std::move(ops), std::move(on_done));
+    } else {
+      disk_store_->Read(std::move(ops), std::move(on_done));
+    }
+    return true;
+  }
+  const std::vector<int32_t> slots(job.slots.begin(), job.slots.end());
+  const size_t n = job.blocks.size();
+  auto on_done = [this, id, posted, n](kvx::TransferState state, const absl::Status&) {
+    OnDone(id, std::vector<bool>(n, state == kvx::TransferState::kDone), posted);
   };
   absl::StatusOr<kvx::TransferHandle> handle =
       job.is_store ? transfers_.Post(pool_table_, job.blocks, tier_table_, slots, on_done)
@@ -153,9 +243,9 @@ bool KvOffloader::Post(Job job) {
                 job.blocks.size(), handle.status().ToString());
     for (int64_t slot : job.slots) {
       if (job.is_store) {
-        index_.EndWrite(slot, /*ok=*/false);
+        host_.index.EndWrite(slot, /*ok=*/false);
       } else {
-        index_.Release(slot);
+        host_.index.Release(slot);
       }
     }
     return false;
@@ -164,11 +254,11 @@ bool KvOffloader::Post(Job job) {
   return true;
 }
 
-void KvOffloader::OnDone(uint64_t job, kvx::TransferState state, Clock::time_point posted) {
+void KvOffloader::OnDone(uint64_t job, std::vector<bool> ok, Clock::time_point posted) {
   const double seconds = std::chrono::duration<double>(Clock::now() - posted).count();
   {
     base::MutexLock lock(&mu_);
-    done_.push_back({job, state == kvx::TransferState::kDone, seconds});
+    done_.push_back({job, std::move(ok), seconds});
   }
   wake_();
 }
@@ -183,51 +273,79 @@ KvOffloader::Finished KvOffloader::TakeFinished() {
   for (const Done& d : done) {
     auto it = jobs_.find(d.job);
     SY_CHECK(it != jobs_.end());
-    Job& job = it->second;
-    const auto bytes = static_cast<int64_t>(job.blocks.size() * block_bytes_);
-    if (job.is_store) {
-      kvx::BlockStored stored;
-      for (size_t i = 0; i < job.slots.size(); ++i) {
-        index_.EndWrite(job.slots[i], d.ok);
-        if (d.ok)
-          stored.block_hashes.push_back(job.hashes[i].event_hash());
-      }
-      if (d.ok) {
-        // As vLLM's offloading events: hashes only, no tokens or parent.
-        stored.block_size = block_size_;
-        stored.medium = kvx::kMediumCpu;
-        events_.emplace_back(std::move(stored));
-        stats_.stored_blocks += static_cast<int64_t>(job.blocks.size());
-        stats_.store_bytes += bytes;
-        stats_.store_seconds += d.seconds;
-      }
-      finished.unpin.insert(finished.unpin.end(), job.blocks.begin(), job.blocks.end());
-    } else {
-      for (int64_t slot : job.slots)
-        index_.Release(slot);
-      const auto n = static_cast<int32_t>(job.blocks.size());
-      finished.loads.push_back({job.seq, d.ok ? n : 0});
-      if (d.ok) {
-        stats_.hit_tokens += static_cast<int64_t>(n) * block_size_;
-        stats_.load_bytes += bytes;
-        stats_.load_seconds += d.seconds;
-        ++stats_.loads_done;
-      } else {
-        ++stats_.loads_failed;
-      }
-    }
+    Finish(it->second, d, finished);
     jobs_.erase(it);
   }
   return finished;
+}
+
+void KvOffloader::Finish(Job& job, const Done& done, Finished& finished) {
+  Tier& tier = TierOf(job);
+  const bool all_ok = std::find(done.ok.begin(), done.ok.end(), false) == done.ok.end();
+  if (job.is_store) {
+    kvx::BlockStored stored;
+    for (size_t i = 0; i < job.slots.size(); ++i) {
+      tier.index.EndWrite(job.slots[i], done.ok[i]);
+      if (done.ok[i])
+        stored.block_hashes.push_back(job.hashes[i].event_hash());
+    }
+    const auto num_stored = static_cast<int64_t>(stored.block_hashes.size());
+    if (num_stored > 0) {
+      // As vLLM's offloading events: hashes only, no tokens or parent.
+      stored.block_size = block_size_;
+      stored.medium = tier.stats.medium;
+      events_.emplace_back(std::move(stored));
+      tier.stats.stored_blocks += num_stored;
+      tier.stats.store_bytes += num_stored * static_cast<int64_t>(block_bytes_);
+      tier.stats.store_seconds += done.seconds;
+    }
+    finished.unpin.insert(finished.unpin.end(), job.blocks.begin(), job.blocks.end());
+    return;
+  }
+  for (size_t i = 0; i < job.slots.size(); ++i) {
+    const int64_t slot = job.slots[i];
+    tier.index.Release(slot);
+    // A disk entry that did not read back whole is dropped: it would fail again.
+    if (!done.ok[i] && job.to_disk && !tier.index.IsPinned(slot)) {
+      events_.push_back(Removed(KeyOf(job.hashes[i]), tier.stats.medium));
+      tier.index.Discard(slot);
+    }
+  }
+  tier.stats.load_bytes += static_cast<int64_t>(job.blocks.size() * block_bytes_);
+  tier.stats.load_seconds += done.seconds;
+  PendingLoad& pending = pending_loads_.at(job.seq);
+  pending.ok = pending.ok && all_ok;
+  if (--pending.parts > 0)
+    return;
+  const int32_t n = pending.host_blocks + pending.disk_blocks;
+  finished.loads.push_back({job.seq, pending.ok ? n : 0});
+  for (Tier* t : {&host_, disk_.get()}) {
+    const int32_t blocks = t == &host_ ? pending.host_blocks : pending.disk_blocks;
+    if (t == nullptr || blocks == 0)
+      continue;
+    if (pending.ok) {
+      t->stats.hit_tokens += static_cast<int64_t>(blocks) * block_size_;
+      ++t->stats.loads_done;
+    } else {
+      ++t->stats.loads_failed;
+    }
+  }
+  pending_loads_.erase(job.seq);
 }
 
 std::vector<kvx::KvCacheEvent> KvOffloader::TakeEvents() {
   return std::exchange(events_, {});
 }
 
-KvTierStats KvOffloader::stats() const {
-  KvTierStats stats = stats_;
-  stats.used_blocks = index_.num_used();
+std::vector<KvTierStats> KvOffloader::stats() const {
+  std::vector<KvTierStats> stats;
+  for (const Tier* tier :
+       {static_cast<const Tier*>(&host_), static_cast<const Tier*>(disk_.get())}) {
+    if (tier == nullptr)
+      continue;
+    stats.push_back(tier->stats);
+    stats.back().used_blocks = tier->index.num_used();
+  }
   return stats;
 }
 

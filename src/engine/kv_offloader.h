@@ -1,22 +1,26 @@
-// KvOffloader: the host-memory KV tier under the engine's pool (vLLM's native
-// OffloadingConnector, `--kv-offloading-size`), driven by the engine loop:
+// KvOffloader: the KV tiers under the engine's pool (vLLM's native OffloadingConnector,
+// `--kv-offloading-size`): a host-memory tier and, optionally, a disk tier beside it
+// (`--kv-offloading-disk-path`), driven by the engine loop:
 //
-//  - store (write-behind): a cached full block whose last reference goes is copied to the
-//    tier before the pool can hand it out again, when it was looked up at least
-//    store_threshold times (vLLM's `store_threshold`; prompts' blocks are counted at
+//  - store (write-behind): a cached full block whose last reference goes is copied to each
+//    tier that lacks it before the pool can hand it out again, when it was looked up at
+//    least store_threshold times (vLLM's `store_threshold`; prompts' blocks are counted at
 //    admission, so generated blocks are only stored once a later prompt repeats them). The
-//    loop pins the blocks StartStores names until TakeFinished hands them back.
-//  - load: an admitted prompt whose prefix runs on past the pool's hit into the tier loads
-//    those blocks into blocks of its own (KvCacheManager::BeginLoad) and waits, as a
-//    loading request, while the other requests run; a failed load is a fallback to compute.
+//    loop pins the blocks StartStores names (once per tier copying them) until TakeFinished
+//    hands them back.
+//  - load: an admitted prompt whose prefix runs on past the pool's hit into the tiers loads
+//    those blocks (each from the host tier when it has it, else from disk) into blocks of
+//    its own (KvCacheManager::BeginLoad) and waits, as a loading request, while the other
+//    requests run. A failed load (a corrupt disk entry, say) is a fallback to compute.
 //
-// Copies run on the transfer engine's threads, never on the loop: completions are queued
-// and `wake` is called; the loop collects them with TakeFinished. A tier slot being written
-// is never read and one being read is never rewritten (kvx::BlockTierIndex). Tier changes
-// come out as KV events of medium "CPU" (TakeEvents).
+// Copies run on the transfer engine's threads (host) and the disk store's threads, never on
+// the loop: completions are queued and `wake` is called; the loop collects them with
+// TakeFinished. A tier slot being written is never read and one being read is never
+// rewritten (kvx::BlockTierIndex). Tier changes come out as KV events of medium "CPU" or
+// "DISK" (TakeEvents).
 //
-// Threads: every method is for the engine loop; `wake` runs on transfer threads. The
-// destructor cancels what is queued and joins; the pool's memory must outlive it.
+// Threads: every method is for the engine loop; `wake` runs on copy threads. The destructor
+// finishes or cancels what is queued and joins; the pool's memory must outlive it.
 #pragma once
 
 #include <chrono>
@@ -36,6 +40,8 @@
 #include "engine/kv_tier_stats.h"
 #include "kvx/block_lookup_counter.h"
 #include "kvx/block_tier_index.h"
+#include "kvx/disk_block_store.h"
+#include "kvx/kv_compatibility.h"
 #include "kvx/kv_events.h"
 #include "kvx/memory_region.h"
 #include "kvx/shared_memory_region.h"
@@ -49,34 +55,40 @@ struct KvOffloadOptions {
   // Store only blocks looked up at least this many times. REQUIRES: >= 1.
   int32_t store_threshold = 1;
   int num_transfer_threads = 1;
+  // A disk tier as well (--kv-offloading-disk-path / -disk-size): the directory its entries
+  // go under, empty for none, and its size, floor(bytes / block bytes) blocks.
+  std::string disk_path;
+  int64_t disk_capacity_bytes = 0;
+  int num_disk_threads = 2;
 };
 
 class KvOffloader {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Maps the tier's memory and starts the transfer threads. `pool` is the runner's KV memory
-  // and `block_size` its tokens per block. InvalidArgument when the tier holds no block.
-  static absl::StatusOr<std::unique_ptr<KvOffloader>> Start(const KvOffloadOptions& options,
-                                                            kvx::MemoryRegion pool,
-                                                            int32_t block_size,
-                                                            std::function<void()> wake);
+  // Maps the host tier's memory, opens the disk tier and starts their threads. `pool` is the
+  // runner's KV memory, `block_size` its tokens per block and `compatibility` what its
+  // blocks are (checked on every disk read). InvalidArgument when a tier holds no block;
+  // the system's error when the disk directory cannot be made.
+  static absl::StatusOr<std::unique_ptr<KvOffloader>> Start(
+      const KvOffloadOptions& options, kvx::MemoryRegion pool, int32_t block_size,
+      const kvx::KvCompatibility& compatibility, std::function<void()> wake);
   ~KvOffloader();
   KvOffloader(const KvOffloader&) = delete;
   KvOffloader& operator=(const KvOffloader&) = delete;
 
   // Admission of a prompt whose full blocks hash to `hashes`, the first `num_cached` of them
-  // in the pool: counts one lookup of every block (store threshold, hit rate) and returns
-  // how many of the blocks after the pool's hit the tier can load now.
+  // in the pool: counts one lookup of every block (store threshold, hit rates) and returns
+  // how many of the blocks after the pool's hit the tiers can load now.
   int32_t Lookup(std::span<const BlockHash> hashes, int32_t num_cached);
-  // Copies the tier's blocks `hashes` into `local_blocks` (same length) for `seq`; the
+  // Copies the tiers' blocks `hashes` into `local_blocks` (same length) for `seq`; the
   // outcome comes back from TakeFinished. False, with nothing started, when a block is no
   // longer readable or the transfer queue is full.
   bool StartLoad(SeqId seq, std::span<const BlockHash> hashes,
                  std::span<const BlockId> local_blocks);
-  // Starts storing the released blocks that pass the threshold and the tier lacks, while
-  // the tier has room; returns the pool blocks being read, which the caller pins until
-  // TakeFinished returns them.
+  // Starts storing the released blocks that pass the threshold in each tier that lacks them,
+  // while it has room; returns the pool blocks being read, once per tier reading them, which
+  // the caller pins until TakeFinished returns them.
   std::vector<BlockId> StartStores(std::span<const KvCacheManager::ReleasedBlock> released);
 
   struct Finished {
@@ -90,31 +102,53 @@ class KvOffloader {
     std::vector<Load> loads;
   };
   Finished TakeFinished();
-  // BlockStored / BlockRemoved of medium "CPU" since the last call.
+  // BlockStored / BlockRemoved of the tiers' media since the last call.
   std::vector<kvx::KvCacheEvent> TakeEvents();
 
-  KvTierStats stats() const;
+  // The host tier's, then the disk tier's.
+  std::vector<KvTierStats> stats() const;
 
  private:
+  struct Tier {
+    Tier(int64_t num_slots, const char* medium, size_t block_bytes);
+    kvx::BlockTierIndex index;
+    KvTierStats stats;
+  };
   struct Job {
+    bool to_disk = false;  // which tier
     bool is_store = false;
     SeqId seq = 0;  // loads
     std::vector<BlockId> blocks;
     std::vector<int64_t> slots;
-    std::vector<BlockHash> hashes;  // stores
+    std::vector<BlockHash> hashes;
     Clock::time_point posted;
   };
   struct Done {
     uint64_t job = 0;
-    bool ok = false;
+    // One per block.
+    std::vector<bool> ok;
     double seconds = 0;
   };
+  // A sequence's load: its host and disk parts still copying, and how each went.
+  struct PendingLoad {
+    int parts = 0;
+    bool ok = true;
+    int32_t host_blocks = 0;
+    int32_t disk_blocks = 0;
+  };
 
-  KvOffloader(const KvOffloadOptions& options, kvx::SharedMemoryRegion memory, int64_t num_slots,
-              int32_t block_size, size_t block_bytes, std::function<void()> wake);
-  // Posts a copy for `job` (pool -> tier for a store, tier -> pool for a load).
+  KvOffloader(const KvOffloadOptions& options, kvx::SharedMemoryRegion memory, int64_t host_slots,
+              int64_t disk_slots, int32_t block_size, size_t block_bytes,
+              std::function<void()> wake);
+  Tier& TierOf(const Job& job) { return job.to_disk ? *disk_ : host_; }
+  // Adds the released blocks `tier` lacks to `job` (a store), while it has room.
+  void CollectStores(std::span<const KvCacheManager::ReleasedBlock> released, Tier& tier, Job& job);
+  // Posts the job's copies: pool -> tier for a store, tier -> pool for a load. False when
+  // the transfer queue refused it (its slots are then given back).
   bool Post(Job job);
-  void OnDone(uint64_t job, kvx::TransferState state, Clock::time_point posted);
+  void OnDone(uint64_t job, std::vector<bool> ok, Clock::time_point posted);
+  // The loop's side of a finished job.
+  void Finish(Job& job, const Done& done, Finished& finished);
 
   const KvOffloadOptions options_;
   const int32_t block_size_;
@@ -123,17 +157,20 @@ class KvOffloader {
   kvx::SharedMemoryRegion memory_;
 
   // Loop thread only.
-  kvx::BlockTierIndex index_;
+  Tier host_;
+  std::unique_ptr<Tier> disk_;
   kvx::BlockLookupCounter lookups_;
   absl::flat_hash_map<uint64_t, Job> jobs_;
+  absl::flat_hash_map<SeqId, PendingLoad> pending_loads_;
   uint64_t next_job_ = 1;
   std::vector<kvx::KvCacheEvent> events_;
-  KvTierStats stats_;
 
   base::Mutex mu_;
   std::vector<Done> done_ ABSL_GUARDED_BY(mu_);
 
-  // Last: destroyed first, its callbacks still find everything above.
+  // Last: destroyed first (they run or cancel what is queued, and join), while their
+  // callbacks still find everything above.
+  std::unique_ptr<kvx::DiskBlockStore> disk_store_;
   kvx::TransferEngine transfers_;
   kvx::BlockListHandle pool_table_;
   kvx::BlockListHandle tier_table_;

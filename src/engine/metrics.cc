@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -311,20 +312,22 @@ struct EngineMetrics::Impl {
     prometheus::Counter* loads_failed;
     KvTierStats reported;
   };
-  std::unique_ptr<KvTierSeries> AddKvTierSeries(const char* medium) {
+  std::unique_ptr<KvTierSeries> AddKvTierSeries(const std::string& medium) {
     auto t = std::make_unique<KvTierSeries>();
     auto& bytes = prometheus::BuildCounter()
                       .Name("vllm:kv_offload_total_bytes")
                       .Help("Number of bytes offloaded by KV connector")
                       .Register(registry);
-    t->store_bytes = &bytes.Add(With("transfer_type", "GPU_to_CPU"));
-    t->load_bytes = &bytes.Add(With("transfer_type", "CPU_to_GPU"));
+    const std::string to_tier = "GPU_to_" + medium;
+    const std::string from_tier = medium + "_to_GPU";
+    t->store_bytes = &bytes.Add(With("transfer_type", to_tier));
+    t->load_bytes = &bytes.Add(With("transfer_type", from_tier));
     auto& time = prometheus::BuildCounter()
                      .Name("vllm:kv_offload_total_time")
                      .Help("Total time measured by all KV offloading operations")
                      .Register(registry);
-    t->store_seconds = &time.Add(With("transfer_type", "GPU_to_CPU"));
-    t->load_seconds = &time.Add(With("transfer_type", "CPU_to_GPU"));
+    t->store_seconds = &time.Add(With("transfer_type", to_tier));
+    t->load_seconds = &time.Add(With("transfer_type", from_tier));
     auto gauge = [&](const char* name, const char* help) {
       return &prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(
           With("medium", medium));
@@ -376,8 +379,8 @@ struct EngineMetrics::Impl {
   prometheus::Counter* kv_transfer_fell_back;
   prometheus::Counter* kv_transfer_leases_released;
   prometheus::Counter* kv_transfer_leases_expired;
-  // Host KV tier; null without one.
-  std::unique_ptr<KvTierSeries> kv_tier;
+  // By medium.
+  std::map<std::string, std::unique_ptr<KvTierSeries>> kv_tiers;
   std::array<prometheus::Counter*, kNumFinishReasons> request_success{};
   Histogram* request_prompt_tokens;
   Histogram* request_generation_tokens;
@@ -438,8 +441,8 @@ EngineMetrics::Impl::Impl(const EngineMetricsOptions& o)
                      .Register(registry);
   kv_transfer_leases_released = &leases.Add(With("how", "released"));
   kv_transfer_leases_expired = &leases.Add(With("how", "expired"));
-  if (o.host_kv_tier)
-    kv_tier = AddKvTierSeries(kvx::kMediumCpu);
+  for (const std::string& medium : o.kv_tier_media)
+    kv_tiers.emplace(medium, AddKvTierSeries(medium));
   auto& success = prometheus::BuildCounter()
                       .Name("vllm:request_success")
                       .Help("Count of successfully processed requests.")
@@ -551,7 +554,7 @@ void EngineMetrics::AddKvTransferLeaseEnded(bool expired) {
 }
 
 void EngineMetrics::SetKvTier(const KvTierStats& stats) {
-  Impl::KvTierSeries& t = *impl_->kv_tier;
+  Impl::KvTierSeries& t = *impl_->kv_tiers.at(stats.medium);
   const KvTierStats& last = t.reported;
   auto add = [](prometheus::Counter* counter, double delta) {
     if (delta > 0)

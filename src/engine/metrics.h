@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/kv_tier_stats.h"
 
@@ -28,8 +29,8 @@ struct EngineMetricsOptions {
   bool enable_prefix_caching = true;
   std::string cache_dtype = "auto";
   std::string prefix_caching_hash_algo = "sha256_cbor";
-  // Registers the host KV tier's series (--kv-offloading-size).
-  bool host_kv_tier = false;
+  // The media of the KV tiers under the pool ("CPU", "DISK"), whose series are registered.
+  std::vector<std::string> kv_tier_media;
 };
 
 // vLLM's finished_reason label values.
@@ -84,9 +85,9 @@ class EngineMetrics {
   // switchyard:kv_transfer_leases_ended{how=released|expired}, a producer's leases.
   void AddKvTransferLoad(bool loaded);
   void AddKvTransferLeaseEnded(bool expired);
-  // The host KV tier's totals (REQUIRES: options.host_kv_tier), published as vLLM's offload
-  // series vllm:kv_offload_total_bytes / vllm:kv_offload_total_time
-  // {transfer_type=GPU_to_CPU|CPU_to_GPU} and Switchyard's own, labelled {medium}:
+  // A KV tier's totals (REQUIRES: stats.medium is in options.kv_tier_media), published as
+  // vLLM's offload series vllm:kv_offload_total_bytes / vllm:kv_offload_total_time
+  // {transfer_type=GPU_to_<medium>|<medium>_to_GPU} and Switchyard's own, labelled {medium}:
   // switchyard:kv_tier_capacity_blocks, switchyard:kv_tier_used_blocks (gauges),
   // switchyard:kv_tier_queries / switchyard:kv_tier_hits (tokens),
   // switchyard:kv_tier_stored_blocks, switchyard:kv_tier_evicted_blocks and

@@ -71,6 +71,22 @@ void BlockTierIndex::Release(int64_t slot) {
     s.lru_position = lru_.insert(lru_.end(), slot);
 }
 
+void BlockTierIndex::Discard(int64_t slot) {
+  Slot& s = slots_[static_cast<size_t>(slot)];
+  SY_CHECK(s.state == State::kReadable && s.pins == 0);
+  lru_.erase(s.lru_position);
+  slots_by_key_.erase(s.key);
+  s.state = State::kFree;
+  --num_readable_;
+  free_.push_back(slot);
+}
+
+bool BlockTierIndex::IsPinned(int64_t slot) const {
+  const Slot& s = slots_[static_cast<size_t>(slot)];
+  SY_CHECK(s.state == State::kReadable);
+  return s.pins > 0;
+}
+
 bool BlockTierIndex::IsReadable(const Key& key) const {
   auto it = slots_by_key_.find(key);
   return it != slots_by_key_.end() &&

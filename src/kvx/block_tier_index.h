@@ -53,6 +53,13 @@ class BlockTierIndex {
   // REQUIRES: the slot is readable and pinned.
   void Release(int64_t slot);
 
+  // Forgets a readable, unpinned block whose bytes turned out bad (a corrupt disk entry):
+  // the slot is free again. REQUIRES: the slot is readable and unpinned.
+  void Discard(int64_t slot);
+
+  // Whether a readable slot has pins. REQUIRES: the slot is readable.
+  bool IsPinned(int64_t slot) const;
+
   // Whether `key` is readable now.
   bool IsReadable(const Key& key) const;
   // Whether `key` is readable or being written.

@@ -49,6 +49,8 @@ class EventHash {
 
 inline constexpr char kMediumGpu[] = "GPU";
 inline constexpr char kMediumCpu[] = "CPU";
+// Switchyard's disk tier (vLLM names no medium for it).
+inline constexpr char kMediumDisk[] = "DISK";
 
 // One per caching pass of one sequence: all blocks that became full in that pass. Field
 // order and optionality follow vLLM's BlockStored.

@@ -1,11 +1,14 @@
-"""The host KV tier under the engine's pool (vLLM's `--kv-offloading-size`,
-`--kv-offloading-backend native`): a prompt's blocks that leave a small pool are written to
-host memory, and the same prompt later loads them back instead of computing them. The answer
-must be the one an engine without the tier gives (the KV loaded is the KV computed), the
-tier's traffic shows in vLLM's offload series and Switchyard's tier series, and the KV pool
-goes back to its baseline."""
-import json
+"""The KV tiers under the engine's pool: host memory (vLLM's `--kv-offloading-size`,
+`--kv-offloading-backend native`) and disk (`--kv-offloading-disk-path`). A prompt's blocks
+that leave a small pool are written to the tiers, and the same prompt later loads them back
+instead of computing them. The answer must be the one an engine without tiers gives (the KV
+loaded is the KV computed), the traffic shows in vLLM's offload series and Switchyard's tier
+series, the KV pool goes back to its baseline, and a corrupt or torn disk entry is a
+fallback to computing, never wrong KV."""
+import os
+import pathlib
 import re
+import signal
 
 import msgpack
 import openai
@@ -44,8 +47,8 @@ def series(engine, name, label, value):
     return float(match.group(1))
 
 
-def tier(engine, name):
-    return series(engine, f"switchyard:kv_tier_{name}", "medium", "CPU")
+def tier(engine, name, medium="CPU"):
+    return series(engine, f"switchyard:kv_tier_{name}", "medium", medium)
 
 
 def stored_all(engine, blocks):
@@ -179,3 +182,75 @@ def test_bad_tier_flags_are_refused_at_startup(switchyard, flags, message):
     with pytest.raises(AssertionError, match="exited"):
         engine.start()
     assert message in engine.stderr_tail()
+
+
+# Host tier of 2 blocks (the tiny model's blocks are 8 KiB), so that the prompt's blocks only
+# stay on disk.
+SMALL_HOST = ["--kv-offloading-size", str(2.5 * 8192 / 2**30)]
+
+
+def disk_flags(path):
+    return ["--kv-offloading-disk-path", str(path), "--kv-offloading-disk-size", "0.01"]
+
+
+def entry_dir(engine, root):
+    return pathlib.Path(root) / f"switchyard-kv-{engine.proc.pid}"
+
+
+def test_a_prefix_that_left_the_pool_and_the_host_tier_comes_back_from_disk(expected, tmp_path):
+    with EngineServer(*SMALL_POOL, *SMALL_HOST, *disk_flags(tmp_path)) as engine:
+        assert complete(engine, PROMPT) == expected
+        wait_until(lambda: tier(engine, "stored_blocks_total", "DISK") >= 6, "6 blocks on disk")
+        evict_from_pool(engine)
+        assert complete(engine, PROMPT) == expected
+        from_disk = tier(engine, "hits_total", "DISK")
+        assert from_disk > 0
+        assert from_disk + tier(engine, "hits_total") == 96
+        assert series(engine, "vllm:kv_offload_total_bytes_total", "transfer_type",
+                      "DISK_to_GPU") > 0
+        assert len(list(entry_dir(engine, tmp_path).glob("*.kv"))) >= 6
+        body = requests.get(f"{engine.url}/debug/kv", timeout=10).json()
+        assert [t["medium"] for t in body["tiers"]] == ["GPU", "CPU", "DISK"]
+        engine.wait_idle()
+        directory = entry_dir(engine, tmp_path)
+    # The engine removes its entries when it exits.
+    assert not directory.exists()
+
+
+def test_a_corrupt_disk_entry_falls_back_to_computing(expected, tmp_path):
+    with EngineServer(*SMALL_POOL, *SMALL_HOST, *disk_flags(tmp_path)) as engine:
+        assert complete(engine, PROMPT) == expected
+        wait_until(lambda: tier(engine, "stored_blocks_total", "DISK") >= 6, "6 blocks on disk")
+        evict_from_pool(engine)
+        # Flip one payload byte of every entry on disk.
+        for path in entry_dir(engine, tmp_path).glob("*.kv"):
+            data = bytearray(path.read_bytes())
+            data[200] ^= 0xFF
+            path.write_bytes(bytes(data))
+        assert complete(engine, PROMPT) == expected
+        assert series(engine, "switchyard:kv_tier_loads_total", "outcome", "fell_back") >= 1
+        assert tier(engine, "hits_total", "DISK") == 0
+        engine.wait_idle()
+
+
+def test_a_killed_engines_disk_entries_are_removed_by_the_next(tmp_path):
+    engine = EngineServer(*SMALL_POOL, *SMALL_HOST, *disk_flags(tmp_path)).start()
+    try:
+        complete(engine, PROMPT)
+        wait_until(lambda: tier(engine, "stored_blocks_total", "DISK") >= 6, "6 blocks on disk")
+        directory = entry_dir(engine, tmp_path)
+        os.kill(engine.proc.pid, signal.SIGKILL)
+        engine.proc.wait()
+    finally:
+        engine.kill()
+    assert directory.exists()
+    with EngineServer(*SMALL_POOL, *SMALL_HOST, *disk_flags(tmp_path)) as second:
+        assert not directory.exists()
+        assert entry_dir(second, tmp_path).is_dir()
+
+
+def test_the_disk_tier_needs_the_host_tier(switchyard, tmp_path):
+    engine = EngineServer(*SMALL_POOL, *disk_flags(tmp_path))
+    with pytest.raises(AssertionError, match="exited"):
+        engine.start()
+    assert "needs the host tier" in engine.stderr_tail()

@@ -254,7 +254,7 @@ TEST(EngineMetricsTest, TheHostTierSeriesExistOnlyWithATier) {
                   .Find("switchyard:kv_tier_capacity_blocks")
                   .empty());
   EngineMetricsOptions options = Options();
-  options.host_kv_tier = true;
+  options.kv_tier_media = {"CPU"};
   EngineMetrics metrics(options);
   KvTierStats stats;
   stats.capacity_blocks = 100;
