@@ -20,32 +20,11 @@
 #include <xxhash.h>
 
 #include "base/status_macros.h"
+#include "kvx/kv_block_entry.h"
 #include "kvx/unique_fd.h"
 
 namespace switchyard::kvx {
 namespace {
-
-constexpr char kMagic[8] = {'S', 'Y', 'K', 'V', 'B', 'L', 'K', '1'};
-constexpr size_t kKeyOffset = 8;
-constexpr size_t kDigestOffset = 40;
-constexpr size_t kSizeOffset = 72;
-constexpr size_t kPayloadSumOffset = 80;
-constexpr size_t kHeaderSumOffset = 88;
-constexpr size_t kHeaderBytes = 96;
-
-using Header = std::array<uint8_t, kHeaderBytes>;
-
-void PutU64(uint64_t v, uint8_t* out) {
-  for (int i = 0; i < 8; ++i)
-    out[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-
-uint64_t GetU64(const uint8_t* in) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i)
-    v = (v << 8) | in[i];
-  return v;
-}
 
 absl::Status SystemError(const std::string& what, int err) {
   const std::string message = fmt::format("{}: {}", what, std::strerror(err));
@@ -64,14 +43,6 @@ std::vector<iovec> BlockIovecs(const MemoryRegion& pool, int32_t block, iovec fi
   for (size_t s = 0; s < pool.layout().num_segments(); ++s)
     iov.push_back({pool.addr(block, s), pool.layout().segment_bytes(s)});
   return iov;
-}
-
-uint64_t PayloadSum(const MemoryRegion& pool, int32_t block) {
-  XXH3_state_t state;
-  XXH3_64bits_reset(&state);
-  for (size_t s = 0; s < pool.layout().num_segments(); ++s)
-    XXH3_64bits_update(&state, pool.addr(block, s), pool.layout().segment_bytes(s));
-  return XXH3_64bits_digest(&state);
 }
 
 // Writes or reads all of `iov` at offset 0, going on after short transfers.
@@ -183,15 +154,8 @@ void DiskBlockStore::Read(std::vector<Op> ops, Callback done) {
 }
 
 absl::Status DiskBlockStore::WriteOne(const Op& op) const {
-  Header header{};
-  std::memcpy(header.data(), kMagic, sizeof(kMagic));
-  std::memcpy(header.data() + kKeyOffset, op.key.data(), op.key.size());
-  std::memcpy(header.data() + kDigestOffset, options_.compatibility.data(),
-              options_.compatibility.size());
-  PutU64(pool_.layout().block_bytes(), header.data() + kSizeOffset);
-  PutU64(PayloadSum(pool_, op.block), header.data() + kPayloadSumOffset);
-  PutU64(XXH3_64bits(header.data(), kHeaderSumOffset), header.data() + kHeaderSumOffset);
-
+  KvBlockEntryHeader header =
+      MakeKvBlockEntryHeader(op.key, options_.compatibility, pool_, op.block);
   const std::string path = EntryPath(op.slot);
   const std::string temporary = fmt::format("{}/{}.tmp", entry_directory_, op.slot);
   UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
@@ -220,29 +184,12 @@ absl::Status DiskBlockStore::ReadOne(const Op& op) const {
   if (::fstat(fd.get(), &st) != 0)
     return SystemError(path, errno);
   const size_t payload = pool_.layout().block_bytes();
-  if (static_cast<size_t>(st.st_size) != kHeaderBytes + payload)
+  if (static_cast<size_t>(st.st_size) != kKvBlockEntryHeaderBytes + payload)
     return absl::DataLossError(fmt::format("{}: {} bytes, not a whole entry", path, st.st_size));
-  Header header{};
+  KvBlockEntryHeader header{};
   SY_RETURN_IF_ERROR(TransferAll(
       fd.get(), BlockIovecs(pool_, op.block, {header.data(), header.size()}), ::preadv, path));
-  auto bad = [&](const char* what) {
-    return absl::DataLossError(fmt::format("{}: {}", path, what));
-  };
-  if (std::memcmp(header.data(), kMagic, sizeof(kMagic)) != 0)
-    return bad("not a KV block entry");
-  if (GetU64(header.data() + kHeaderSumOffset) != XXH3_64bits(header.data(), kHeaderSumOffset))
-    return bad("header checksum mismatch");
-  if (std::memcmp(header.data() + kKeyOffset, op.key.data(), op.key.size()) != 0)
-    return bad("holds another block");
-  if (std::memcmp(header.data() + kDigestOffset, options_.compatibility.data(),
-                  options_.compatibility.size()) != 0) {
-    return bad("written for other KV (model, dtype or layout)");
-  }
-  if (GetU64(header.data() + kSizeOffset) != payload)
-    return bad("payload size mismatch");
-  if (GetU64(header.data() + kPayloadSumOffset) != PayloadSum(pool_, op.block))
-    return bad("payload checksum mismatch");
-  return absl::OkStatus();
+  return CheckKvBlockEntry(header, op.key, options_.compatibility, pool_, op.block, path);
 }
 
 }  // namespace switchyard::kvx

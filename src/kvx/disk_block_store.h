@@ -1,15 +1,11 @@
 // DiskBlockStore: KV blocks as files, one per tier slot, in a directory of this process's
 // own (`<directory>/switchyard-kv-<pid>`, emptied at Open and removed at destruction: the
 // slot index lives in memory, so nothing is reused across runs; Open also removes the
-// directories of processes that no longer exist, killed before they could). An entry is
-//
-//   magic "SYKVBLK1" | key (32) | compatibility digest (32) | payload bytes (u64 LE) |
-//   XXH3-64 of the payload (u64 LE) | XXH3-64 of the 88 bytes before (u64 LE) | payload
-//
-// where the payload is the block's segments back to back in layout order. A write goes to
-// `<slot>.tmp` and is renamed to `<slot>.kv` once whole, so a slot's file is a complete
-// entry or absent; a read checks magic, key, digest, size and both checksums, so a torn,
-// truncated, corrupted or foreign file is a DataLoss miss, never wrong KV.
+// directories of processes that no longer exist, killed before they could). A file is one
+// self-checking KvBlockEntry (kv_block_entry.h). A write goes to `<slot>.tmp` and is renamed
+// to `<slot>.kv` once whole, so a slot's file is a complete entry or absent; a read checks
+// the entry, so a torn, truncated, corrupted or foreign file is a DataLoss miss, never
+// wrong KV.
 //
 // Copies go straight between the files and the pool's block segments (pwritev/preadv), on
 // the store's own threads: Write and Read queue a batch and return; `done` runs on a store
