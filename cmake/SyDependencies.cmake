@@ -15,6 +15,8 @@ find_package(OpenSSL REQUIRED)
 # KV events (kvx/): ZeroMQ through cppzmq, msgpack-cxx (which brings Boost headers).
 find_package(cppzmq CONFIG REQUIRED)
 find_package(msgpackc-cxx CONFIG REQUIRED NAMES msgpack)
+# The remote KV tier (kvx/redis_block_store) speaks to Redis through hiredis.
+pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 # Engine metrics.
 find_package(prometheus-cpp CONFIG REQUIRED)
 if(SY_BUILD_TESTS)

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "cli/commands.h"
 #include "cli/exit_code.h"
 #include "cli/runner_factory.h"
@@ -51,6 +52,7 @@ struct EngineFlags {
   int32_t kv_offloading_store_threshold = 1;
   std::string kv_offloading_disk_path;
   double kv_offloading_disk_size_gib = 0;
+  std::string kv_offloading_redis;
   std::string api_key;
   int http_threads = 2;
   double timeout_keep_alive_s = 5;  // uvicorn's default, as vLLM serves
@@ -126,10 +128,23 @@ absl::Status RunEngine(const EngineFlags& f) {
     offload.store_threshold = f.kv_offloading_store_threshold;
     offload.disk_path = f.kv_offloading_disk_path;
     offload.disk_capacity_bytes = static_cast<int64_t>(f.kv_offloading_disk_size_gib * (1LL << 30));
+    if (!f.kv_offloading_redis.empty()) {
+      const size_t colon = f.kv_offloading_redis.rfind(':');
+      int port = 0;
+      if (colon == std::string::npos || colon == 0 ||
+          !absl::SimpleAtoi(f.kv_offloading_redis.substr(colon + 1), &port) || port < 1 ||
+          port > 65535) {
+        return absl::InvalidArgumentError(
+            fmt::format("--kv-offloading-redis: '{}' is not HOST:PORT", f.kv_offloading_redis));
+      }
+      offload.redis_host = f.kv_offloading_redis.substr(0, colon);
+      offload.redis_port = port;
+    }
     o.kv_offload = offload;
-  } else if (!f.kv_offloading_disk_path.empty()) {
+  } else if (!f.kv_offloading_disk_path.empty() || !f.kv_offloading_redis.empty()) {
     return absl::InvalidArgumentError(
-        "--kv-offloading-disk-path needs the host tier too (--kv-offloading-size)");
+        "--kv-offloading-disk-path and --kv-offloading-redis need the host tier too "
+        "(--kv-offloading-size)");
   }
   o.api.http.host = f.host;
   o.api.http.port = f.port;
@@ -236,6 +251,10 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--kv-offloading-disk-size", f->kv_offloading_disk_size_gib,
                   "GiB of disk for that tier")
       ->capture_default_str();
+  cmd->add_option("--kv-offloading-redis", f->kv_offloading_redis,
+                  "HOST:PORT of a Redis server for a remote KV tier shared by every engine "
+                  "pointed at it (same model and PYTHONHASHSEED); bound its memory with "
+                  "Redis's maxmemory and an LRU policy");
   cmd->add_option("--api-key", f->api_key, "require 'Authorization: Bearer KEY' (or VLLM_API_KEY)");
   cmd->add_option("--dtype", f->runner.dtype,
                   "weight dtype: auto (as stored), float32, float16 or bfloat16 (also float, "

@@ -133,6 +133,7 @@ absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOp
   }
   if (options.kv_offload.has_value()) {
     SY_ASSIGN_OR_RETURN(RunnerKvMemory memory, core->runner_->kv_memory());
+    memory.compatibility.model_fingerprint = options.kv_offload->model_fingerprint;
     SY_ASSIGN_OR_RETURN(
         core->offloader_,
         KvOffloader::Start(*options.kv_offload, std::move(memory.region), limits.block_size,
@@ -477,17 +478,18 @@ bool EngineCore::BeginTierLoad(std::vector<Sequence>& seqs) {
   absl::Status added = kv_->AddSequence(first.id, first.extras, first.lora_id);
   SY_CHECK(added.ok());  // a new id
   const KvCacheManager::PrefixProbe probe = kv_->ProbePrefix(first.id, first.tokens);
-  const int32_t num_in_tier = offloader_->Lookup(probe.hashes, probe.num_cached_blocks);
-  if (num_in_tier == 0)
+  const KvOffloader::LookupResult found = offloader_->Lookup(probe.hashes, probe.num_cached_blocks);
+  const int32_t num_blocks = found.local + found.remote;
+  if (num_blocks == 0)
     return false;
   const std::vector<BlockHash> hashes(probe.hashes.begin() + probe.num_cached_blocks,
-                                      probe.hashes.begin() + probe.num_cached_blocks + num_in_tier);
+                                      probe.hashes.begin() + probe.num_cached_blocks + num_blocks);
   absl::StatusOr<KvCacheManager::LoadTarget> target =
-      kv_->BeginLoad(first.id, first.tokens, probe.num_cached_blocks + num_in_tier);
+      kv_->BeginLoad(first.id, first.tokens, probe.num_cached_blocks + num_blocks);
   if (!target.ok())
     return false;  // no room for the blocks now: the prompt is computed as it fits
   SY_CHECK(target->blocks.size() == hashes.size());
-  if (!offloader_->StartLoad(first.id, hashes, target->blocks)) {
+  if (!offloader_->StartLoad(first.id, hashes, target->blocks, found.remote)) {
     kv_->FinishLoad(first.id, first.tokens, 0);
     return false;
   }

@@ -66,6 +66,8 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
     metrics_options.kv_tier_media.push_back(kvx::kMediumCpu);
     if (!o.kv_offload->disk_path.empty())
       metrics_options.kv_tier_media.push_back(kvx::kMediumDisk);
+    if (!o.kv_offload->redis_host.empty())
+      metrics_options.kv_tier_media.push_back(kvx::kMediumRedis);
   }
   s->metrics_ = std::make_unique<EngineMetrics>(metrics_options);
 
@@ -84,29 +86,40 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   core.keep_alive_interval = o.sse_keep_alive_interval;
   core.metrics = s->metrics_.get();
   core.kv_events = s->publisher_.get();
+  // KV moved between engines or kept outside the process must come from the same weights:
+  // the file's name and the shapes that a different model would change (a re-quantised file
+  // of the same name is not caught).
+  const std::string model_fingerprint =
+      fmt::format("{}|{}|hidden={}|vocab={}", std::filesystem::path(model_root).filename().string(),
+                  config.architecture, config.hidden_size, config.vocab_size);
   if (o.kv_transfer.has_value()) {
     KvConnectorOptions connector;
     connector.config = *o.kv_transfer;
     if (connector.config.engine_id.empty())
       connector.config.engine_id = fmt::format("{}-{}", name, getpid());
     connector.secret = o.kv_secret;
-    // Peers must serve the same weights: the file's name and the shapes that a different
-    // model would change (a re-quantised file of the same name is not caught).
-    connector.compatibility.model_fingerprint = fmt::format(
-        "{}|{}|hidden={}|vocab={}", std::filesystem::path(model_root).filename().string(),
-        config.architecture, config.hidden_size, config.vocab_size);
+    connector.compatibility.model_fingerprint = model_fingerprint;
     core.kv_connector = std::move(connector);
   }
   core.kv_offload = o.kv_offload;
+  if (core.kv_offload.has_value())
+    core.kv_offload->model_fingerprint = model_fingerprint;
   SY_ASSIGN_OR_RETURN(s->core_, EngineCore::Start(core, std::move(runner), s->tokenizer_.get()));
   for (const KvTierStats& tier : s->core_->snapshot().kv_tiers) {
-    SY_LOG_INFO(
-        "engine: KV tier {} ({}): {} blocks of {} bytes ({:.2f} GiB), store threshold {}",
-        tier.medium,
-        tier.medium == std::string_view(kvx::kMediumCpu) ? "host memory" : o.kv_offload->disk_path,
-        tier.capacity_blocks, tier.block_bytes,
-        static_cast<double>(tier.capacity_blocks * tier.block_bytes) / (1 << 30),
-        o.kv_offload->store_threshold);
+    const std::string_view medium = tier.medium;
+    if (medium == kvx::kMediumRedis) {
+      SY_LOG_INFO(
+          "engine: KV tier {} (redis {}:{}, shared; its size is Redis's maxmemory), "
+          "store threshold {}",
+          medium, o.kv_offload->redis_host, o.kv_offload->redis_port,
+          o.kv_offload->store_threshold);
+      continue;
+    }
+    SY_LOG_INFO("engine: KV tier {} ({}): {} blocks of {} bytes ({:.2f} GiB), store threshold {}",
+                medium, medium == kvx::kMediumCpu ? "host memory" : o.kv_offload->disk_path,
+                tier.capacity_blocks, tier.block_bytes,
+                static_cast<double>(tier.capacity_blocks * tier.block_bytes) / (1 << 30),
+                o.kv_offload->store_threshold);
   }
   if (const KvConnector* kv = s->core_->kv_connector(); kv != nullptr) {
     SY_LOG_INFO("engine: KV transfer as {} (engine id {}), {}",

@@ -44,7 +44,7 @@ kvx::KvCacheEvent Removed(const kvx::BlockTierIndex::Key& key, const char* mediu
 }  // namespace
 
 KvOffloader::Tier::Tier(int64_t num_slots, const char* medium, size_t block_bytes)
-    : index(num_slots) {
+    : index(num_slots > 0 ? std::make_unique<kvx::BlockTierIndex>(num_slots) : nullptr) {
   stats.medium = medium;
   stats.capacity_blocks = num_slots;
   stats.block_bytes = static_cast<int64_t>(block_bytes);
@@ -77,6 +77,16 @@ absl::StatusOr<std::unique_ptr<KvOffloader>> KvOffloader::Start(
     disk.compatibility = compatibility.Digest();
     SY_ASSIGN_OR_RETURN(offloader->disk_store_, kvx::DiskBlockStore::Open(disk, pool));
   }
+  if (!options.redis_host.empty()) {
+    kvx::RedisBlockStoreOptions redis;
+    redis.host = options.redis_host;
+    redis.port = options.redis_port;
+    redis.key_prefix = fmt::format("switchyard:kv:{}:", compatibility.Hash());
+    redis.compatibility = compatibility.Digest();
+    redis.num_threads = options.num_redis_threads;
+    SY_ASSIGN_OR_RETURN(offloader->redis_store_, kvx::RedisBlockStore::Open(redis, pool));
+    offloader->redis_ = std::make_unique<Tier>(0, kvx::kMediumRedis, block_bytes);
+  }
   const int64_t num_pool_blocks = pool.num_blocks();
   const kvx::RegionHandle pool_region = offloader->transfers_.RegisterRegion(std::move(pool));
   const kvx::RegionHandle tier_region = offloader->transfers_.RegisterRegion(std::move(tier));
@@ -104,7 +114,21 @@ KvOffloader::KvOffloader(const KvOffloadOptions& options, kvx::SharedMemoryRegio
 
 KvOffloader::~KvOffloader() = default;
 
-int32_t KvOffloader::Lookup(std::span<const BlockHash> hashes, int32_t num_cached) {
+KvOffloader::Tier& KvOffloader::TierOf(Medium medium) {
+  switch (medium) {
+    case Medium::kHost:
+      return host_;
+    case Medium::kDisk:
+      return *disk_;
+    case Medium::kRedis:
+      return *redis_;
+  }
+  SY_CHECK(false);
+  return host_;
+}
+
+KvOffloader::LookupResult KvOffloader::Lookup(std::span<const BlockHash> hashes,
+                                              int32_t num_cached) {
   for (const BlockHash& hash : hashes)
     lookups_.Add(KeyOf(hash));
   const auto n = static_cast<int32_t>(hashes.size());
@@ -112,58 +136,71 @@ int32_t KvOffloader::Lookup(std::span<const BlockHash> hashes, int32_t num_cache
   for (; end < n; ++end) {
     const kvx::BlockTierIndex::Key key = KeyOf(hashes[static_cast<size_t>(end)]);
     host_.stats.query_tokens += block_size_;
-    if (host_.index.IsReadable(key))
+    if (host_.index->IsReadable(key))
       continue;
     if (disk_ == nullptr)
       break;
     disk_->stats.query_tokens += block_size_;
-    if (!disk_->index.IsReadable(key))
+    if (!disk_->index->IsReadable(key))
       break;
   }
-  return end - num_cached;
+  LookupResult result;
+  result.local = end - num_cached;
+  if (redis_ != nullptr)
+    result.remote = n - end;  // its tokens are counted as queries when the load ends
+  return result;
 }
 
 bool KvOffloader::StartLoad(SeqId seq, std::span<const BlockHash> hashes,
-                            std::span<const BlockId> local_blocks) {
+                            std::span<const BlockId> local_blocks, int32_t num_remote) {
   SY_CHECK(hashes.size() == local_blocks.size());
-  Job host{.to_disk = false, .seq = seq};
-  Job disk{.to_disk = true, .seq = seq};
+  SY_CHECK(num_remote == 0 || redis_ != nullptr);
+  const size_t num_local = hashes.size() - static_cast<size_t>(num_remote);
+  Job host{.medium = Medium::kHost, .seq = seq};
+  Job disk{.medium = Medium::kDisk, .seq = seq};
+  Job redis{.medium = Medium::kRedis, .seq = seq};
   auto give_back = [&] {
     for (int64_t slot : host.slots)
-      host_.index.Release(slot);
+      host_.index->Release(slot);
     for (int64_t slot : disk.slots)
-      disk_->index.Release(slot);
+      disk_->index->Release(slot);
   };
   for (size_t i = 0; i < hashes.size(); ++i) {
-    const kvx::BlockTierIndex::Key key = KeyOf(hashes[i]);
-    std::optional<int64_t> slot = host_.index.Acquire(key);
-    Job* job = &host;
-    if (!slot.has_value() && disk_ != nullptr) {
-      slot = disk_->index.Acquire(key);
-      job = &disk;
+    Job* job = &redis;
+    if (i < num_local) {
+      const kvx::BlockTierIndex::Key key = KeyOf(hashes[i]);
+      std::optional<int64_t> slot = host_.index->Acquire(key);
+      job = &host;
+      if (!slot.has_value() && disk_ != nullptr) {
+        slot = disk_->index->Acquire(key);
+        job = &disk;
+      }
+      if (!slot.has_value()) {
+        give_back();
+        return false;
+      }
+      job->slots.push_back(*slot);
     }
-    if (!slot.has_value()) {
-      give_back();
-      return false;
-    }
-    job->slots.push_back(*slot);
     job->blocks.push_back(local_blocks[i]);
     job->hashes.push_back(hashes[i]);
   }
   PendingLoad pending;
   pending.host_blocks = static_cast<int32_t>(host.blocks.size());
   pending.disk_blocks = static_cast<int32_t>(disk.blocks.size());
-  pending.parts = (pending.host_blocks > 0 ? 1 : 0) + (pending.disk_blocks > 0 ? 1 : 0);
-  if (pending.host_blocks > 0) {
-    if (!Post(std::move(host))) {
-      for (int64_t slot : disk.slots)
-        disk_->index.Release(slot);
-      return false;
-    }
+  pending.redis_blocks = num_remote;
+  for (int32_t blocks : {pending.host_blocks, pending.disk_blocks, pending.redis_blocks})
+    pending.parts += blocks > 0 ? 1 : 0;
+  if (pending.host_blocks > 0 && !Post(std::move(host))) {
+    for (int64_t slot : disk.slots)
+      disk_->index->Release(slot);
+    return false;
   }
   pending_loads_.emplace(seq, pending);
+  // The disk and Redis stores queue without limit.
   if (pending.disk_blocks > 0)
-    Post(std::move(disk));  // the disk store queues without limit
+    Post(std::move(disk));
+  if (pending.redis_blocks > 0)
+    Post(std::move(redis));
   return true;
 }
 
@@ -171,18 +208,26 @@ void KvOffloader::CollectStores(std::span<const KvCacheManager::ReleasedBlock> r
                                 Job& job) {
   for (const KvCacheManager::ReleasedBlock& r : released) {
     const kvx::BlockTierIndex::Key key = KeyOf(r.hash);
-    if (lookups_.Count(key) < options_.store_threshold || tier.index.Contains(key))
+    if (lookups_.Count(key) < options_.store_threshold)
       continue;
-    std::optional<kvx::BlockTierIndex::Key> evicted;
-    const std::optional<int64_t> slot = tier.index.BeginWrite(key, &evicted);
-    if (!slot.has_value())
-      break;  // every slot is busy: the rest would not fit either
-    if (evicted.has_value()) {
-      events_.push_back(Removed(*evicted, tier.stats.medium));
-      ++tier.stats.evicted_blocks;
+    if (tier.index == nullptr) {  // Redis
+      if (redis_written_.Count(key) > 0)
+        continue;
+      redis_written_.Add(key);
+    } else {
+      if (tier.index->Contains(key))
+        continue;
+      std::optional<kvx::BlockTierIndex::Key> evicted;
+      const std::optional<int64_t> slot = tier.index->BeginWrite(key, &evicted);
+      if (!slot.has_value())
+        break;  // every slot is busy: the rest would not fit either
+      if (evicted.has_value()) {
+        events_.push_back(Removed(*evicted, tier.stats.medium));
+        ++tier.stats.evicted_blocks;
+      }
+      job.slots.push_back(*slot);
     }
     job.blocks.push_back(r.block);
-    job.slots.push_back(*slot);
     job.hashes.push_back(r.hash);
   }
 }
@@ -190,10 +235,14 @@ void KvOffloader::CollectStores(std::span<const KvCacheManager::ReleasedBlock> r
 std::vector<BlockId> KvOffloader::StartStores(
     std::span<const KvCacheManager::ReleasedBlock> released) {
   std::vector<BlockId> reading;
-  for (Tier* tier : {&host_, disk_.get()}) {
+  if (released.empty())
+    return reading;
+  for (auto [medium, tier] :
+       {std::pair{Medium::kHost, &host_}, std::pair{Medium::kDisk, disk_.get()},
+        std::pair{Medium::kRedis, redis_.get()}}) {
     if (tier == nullptr)
       continue;
-    Job job{.to_disk = tier != &host_, .is_store = true};
+    Job job{.medium = medium, .is_store = true};
     CollectStores(released, *tier, job);
     if (job.blocks.empty())
       continue;
@@ -208,32 +257,43 @@ bool KvOffloader::Post(Job job) {
   const uint64_t id = next_job_++;
   job.posted = Clock::now();
   const Clock::time_point posted = job.posted;
-  if (job.to_disk) {
+  auto on_results = [this, id, posted](std::vector<absl::Status> results) {
+    OnDone(id, std::move(results), posted);
+  };
+  if (job.medium == Medium::kDisk) {
     std::vector<kvx::DiskBlockStore::Op> ops;
     for (size_t i = 0; i < job.blocks.size(); ++i)
       ops.push_back({job.slots[i], KeyOf(job.hashes[i]), job.blocks[i]});
-    auto on_done = [this, id, posted](std::vector<absl::Status> results) {
-      std::vector<bool> ok;
-      for (const absl::Status& status : results) {
-        if (!status.ok())
-          SY_LOG_WARN("KV disk tier: {}", status.ToString());
-        ok.push_back(status.ok());
-      }
-      OnDone(id, std::move(ok), posted);
-    };
     const bool is_store = job.is_store;
     jobs_.emplace(id, std::move(job));
     if (is_store) {
-      disk_store_->Write(std::move(ops), std::move(on_done));
+      disk_store_->Write(std::move(ops), std::move(on_results));
     } else {
-      disk_store_->Read(std::move(ops), std::move(on_done));
+      disk_store_->Read(std::move(ops), std::move(on_results));
+    }
+    return true;
+  }
+  if (job.medium == Medium::kRedis) {
+    std::vector<kvx::RedisBlockStore::Op> ops;
+    for (size_t i = 0; i < job.blocks.size(); ++i)
+      ops.push_back({KeyOf(job.hashes[i]), job.blocks[i]});
+    const bool is_store = job.is_store;
+    jobs_.emplace(id, std::move(job));
+    if (is_store) {
+      redis_store_->Write(std::move(ops), std::move(on_results));
+    } else {
+      redis_store_->Read(std::move(ops), std::move(on_results));
     }
     return true;
   }
   const std::vector<int32_t> slots(job.slots.begin(), job.slots.end());
   const size_t n = job.blocks.size();
-  auto on_done = [this, id, posted, n](kvx::TransferState state, const absl::Status&) {
-    OnDone(id, std::vector<bool>(n, state == kvx::TransferState::kDone), posted);
+  auto on_done = [this, id, posted, n](kvx::TransferState state, const absl::Status& status) {
+    OnDone(id,
+           std::vector<absl::Status>(n, state == kvx::TransferState::kDone
+                                            ? absl::OkStatus()
+                                            : (status.ok() ? absl::CancelledError() : status)),
+           posted);
   };
   absl::StatusOr<kvx::TransferHandle> handle =
       job.is_store ? transfers_.Post(pool_table_, job.blocks, tier_table_, slots, on_done)
@@ -243,9 +303,9 @@ bool KvOffloader::Post(Job job) {
                 job.blocks.size(), handle.status().ToString());
     for (int64_t slot : job.slots) {
       if (job.is_store) {
-        host_.index.EndWrite(slot, /*ok=*/false);
+        host_.index->EndWrite(slot, /*ok=*/false);
       } else {
-        host_.index.Release(slot);
+        host_.index->Release(slot);
       }
     }
     return false;
@@ -254,11 +314,12 @@ bool KvOffloader::Post(Job job) {
   return true;
 }
 
-void KvOffloader::OnDone(uint64_t job, std::vector<bool> ok, Clock::time_point posted) {
+void KvOffloader::OnDone(uint64_t job, std::vector<absl::Status> results,
+                         Clock::time_point posted) {
   const double seconds = std::chrono::duration<double>(Clock::now() - posted).count();
   {
     base::MutexLock lock(&mu_);
-    done_.push_back({job, std::move(ok), seconds});
+    done_.push_back({job, std::move(results), seconds});
   }
   wake_();
 }
@@ -273,60 +334,87 @@ KvOffloader::Finished KvOffloader::TakeFinished() {
   for (const Done& d : done) {
     auto it = jobs_.find(d.job);
     SY_CHECK(it != jobs_.end());
-    Finish(it->second, d, finished);
+    if (it->second.is_store) {
+      FinishStore(it->second, d, finished);
+    } else {
+      FinishLoad(it->second, d, finished);
+    }
     jobs_.erase(it);
   }
   return finished;
 }
 
-void KvOffloader::Finish(Job& job, const Done& done, Finished& finished) {
-  Tier& tier = TierOf(job);
-  const bool all_ok = std::find(done.ok.begin(), done.ok.end(), false) == done.ok.end();
-  if (job.is_store) {
-    kvx::BlockStored stored;
-    for (size_t i = 0; i < job.slots.size(); ++i) {
-      tier.index.EndWrite(job.slots[i], done.ok[i]);
-      if (done.ok[i])
-        stored.block_hashes.push_back(job.hashes[i].event_hash());
-    }
-    const auto num_stored = static_cast<int64_t>(stored.block_hashes.size());
-    if (num_stored > 0) {
+void KvOffloader::FinishStore(Job& job, const Done& done, Finished& finished) {
+  Tier& tier = TierOf(job.medium);
+  kvx::BlockStored stored;
+  for (size_t i = 0; i < job.blocks.size(); ++i) {
+    const bool ok = done.results[i].ok();
+    if (tier.index != nullptr)
+      tier.index->EndWrite(job.slots[i], ok);
+    if (ok)
+      stored.block_hashes.push_back(job.hashes[i].event_hash());
+    else if (job.medium != Medium::kHost)
+      SY_LOG_WARN("KV {} tier: {}", tier.stats.medium, done.results[i].ToString());
+  }
+  const auto num_stored = static_cast<int64_t>(stored.block_hashes.size());
+  if (num_stored > 0) {
+    tier.stats.stored_blocks += num_stored;
+    tier.stats.store_bytes += num_stored * static_cast<int64_t>(block_bytes_);
+    tier.stats.store_seconds += done.seconds;
+    if (job.medium != Medium::kRedis) {
       // As vLLM's offloading events: hashes only, no tokens or parent.
       stored.block_size = block_size_;
       stored.medium = tier.stats.medium;
       events_.emplace_back(std::move(stored));
-      tier.stats.stored_blocks += num_stored;
-      tier.stats.store_bytes += num_stored * static_cast<int64_t>(block_bytes_);
-      tier.stats.store_seconds += done.seconds;
-    }
-    finished.unpin.insert(finished.unpin.end(), job.blocks.begin(), job.blocks.end());
-    return;
-  }
-  for (size_t i = 0; i < job.slots.size(); ++i) {
-    const int64_t slot = job.slots[i];
-    tier.index.Release(slot);
-    // A disk entry that did not read back whole is dropped: it would fail again.
-    if (!done.ok[i] && job.to_disk && !tier.index.IsPinned(slot)) {
-      events_.push_back(Removed(KeyOf(job.hashes[i]), tier.stats.medium));
-      tier.index.Discard(slot);
     }
   }
-  tier.stats.load_bytes += static_cast<int64_t>(job.blocks.size() * block_bytes_);
-  tier.stats.load_seconds += done.seconds;
+  finished.unpin.insert(finished.unpin.end(), job.blocks.begin(), job.blocks.end());
+}
+
+void KvOffloader::FinishLoad(Job& job, const Done& done, Finished& finished) {
+  Tier& tier = TierOf(job.medium);
   PendingLoad& pending = pending_loads_.at(job.seq);
-  pending.ok = pending.ok && all_ok;
+  int32_t num_ok = 0;
+  while (num_ok < static_cast<int32_t>(done.results.size()) && done.results[num_ok].ok())
+    ++num_ok;
+  if (job.medium == Medium::kRedis) {
+    // Past the run Redis held: a miss ends it; anything else is a failure.
+    pending.redis_found = num_ok;
+    tier.stats.query_tokens += static_cast<int64_t>(job.blocks.size()) * block_size_;
+    const bool missed = num_ok == static_cast<int32_t>(done.results.size()) ||
+                        absl::IsNotFound(done.results[num_ok]);
+    if (!missed) {
+      SY_LOG_WARN("KV Redis tier: {}", done.results[num_ok].ToString());
+      ++tier.stats.loads_failed;
+    }
+  } else {
+    for (size_t i = 0; i < job.slots.size(); ++i) {
+      const int64_t slot = job.slots[i];
+      tier.index->Release(slot);
+      // A disk entry that did not read back whole is dropped: it would fail again.
+      if (!done.results[i].ok() && job.medium == Medium::kDisk && !tier.index->IsPinned(slot)) {
+        SY_LOG_WARN("KV disk tier: {}", done.results[i].ToString());
+        events_.push_back(Removed(KeyOf(job.hashes[i]), tier.stats.medium));
+        tier.index->Discard(slot);
+      }
+    }
+    pending.ok = pending.ok && num_ok == static_cast<int32_t>(job.blocks.size());
+  }
+  tier.stats.load_bytes += static_cast<int64_t>(num_ok) * static_cast<int64_t>(block_bytes_);
+  tier.stats.load_seconds += done.seconds;
   if (--pending.parts > 0)
     return;
-  const int32_t n = pending.host_blocks + pending.disk_blocks;
-  finished.loads.push_back({job.seq, pending.ok ? n : 0});
-  for (Tier* t : {&host_, disk_.get()}) {
-    const int32_t blocks = t == &host_ ? pending.host_blocks : pending.disk_blocks;
+  const int32_t local = pending.host_blocks + pending.disk_blocks;
+  finished.loads.push_back({job.seq, pending.ok ? local + pending.redis_found : 0});
+  for (auto [t, blocks] :
+       {std::pair{&host_, pending.host_blocks}, std::pair{disk_.get(), pending.disk_blocks},
+        std::pair{redis_.get(), pending.redis_found}}) {
     if (t == nullptr || blocks == 0)
       continue;
     if (pending.ok) {
       t->stats.hit_tokens += static_cast<int64_t>(blocks) * block_size_;
       ++t->stats.loads_done;
-    } else {
+    } else if (t != redis_.get()) {
       ++t->stats.loads_failed;
     }
   }
@@ -339,12 +427,12 @@ std::vector<kvx::KvCacheEvent> KvOffloader::TakeEvents() {
 
 std::vector<KvTierStats> KvOffloader::stats() const {
   std::vector<KvTierStats> stats;
-  for (const Tier* tier :
-       {static_cast<const Tier*>(&host_), static_cast<const Tier*>(disk_.get())}) {
+  for (const Tier* tier : {static_cast<const Tier*>(&host_), static_cast<const Tier*>(disk_.get()),
+                           static_cast<const Tier*>(redis_.get())}) {
     if (tier == nullptr)
       continue;
     stats.push_back(tier->stats);
-    stats.back().used_blocks = tier->index.num_used();
+    stats.back().used_blocks = tier->index != nullptr ? tier->index->num_used() : 0;
   }
   return stats;
 }

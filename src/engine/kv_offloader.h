@@ -1,6 +1,7 @@
 // KvOffloader: the KV tiers under the engine's pool (vLLM's native OffloadingConnector,
 // `--kv-offloading-size`): a host-memory tier and, optionally, a disk tier beside it
-// (`--kv-offloading-disk-path`), driven by the engine loop:
+// (`--kv-offloading-disk-path`) and a remote tier on Redis shared with other engines
+// (`--kv-offloading-redis`), driven by the engine loop:
 //
 //  - store (write-behind): a cached full block whose last reference goes is copied to each
 //    tier that lacks it before the pool can hand it out again, when it was looked up at
@@ -10,14 +11,16 @@
 //    hands them back.
 //  - load: an admitted prompt whose prefix runs on past the pool's hit into the tiers loads
 //    those blocks (each from the host tier when it has it, else from disk) into blocks of
-//    its own (KvCacheManager::BeginLoad) and waits, as a loading request, while the other
-//    requests run. A failed load (a corrupt disk entry, say) is a fallback to compute.
+//    its own (KvCacheManager::BeginLoad), then as many of the following blocks as Redis
+//    holds (what Redis holds is only known by asking it, so those are looked for as part of
+//    the load), and waits, as a loading request, while the other requests run. A failed
+//    load (a corrupt disk entry, Redis gone) is a fallback to compute.
 //
-// Copies run on the transfer engine's threads (host) and the disk store's threads, never on
-// the loop: completions are queued and `wake` is called; the loop collects them with
+// Copies run on the transfer engine's threads (host) and the disk and Redis stores' threads,
+// never on the loop: completions are queued and `wake` is called; the loop collects them with
 // TakeFinished. A tier slot being written is never read and one being read is never
 // rewritten (kvx::BlockTierIndex). Tier changes come out as KV events of medium "CPU" or
-// "DISK" (TakeEvents).
+// "DISK" (TakeEvents); Redis, shared and evicting on its own, publishes none.
 //
 // Threads: every method is for the engine loop; `wake` runs on copy threads. The destructor
 // finishes or cancels what is queued and joins; the pool's memory must outlive it.
@@ -44,6 +47,7 @@
 #include "kvx/kv_compatibility.h"
 #include "kvx/kv_events.h"
 #include "kvx/memory_region.h"
+#include "kvx/redis_block_store.h"
 #include "kvx/shared_memory_region.h"
 #include "kvx/transfer_engine.h"
 
@@ -60,16 +64,25 @@ struct KvOffloadOptions {
   std::string disk_path;
   int64_t disk_capacity_bytes = 0;
   int num_disk_threads = 2;
+  // A remote tier on Redis as well (--kv-offloading-redis HOST:PORT): empty host for none.
+  std::string redis_host;
+  int redis_port = 6379;
+  int num_redis_threads = 2;
+  // Names the weights in the KV compatibility the disk and Redis entries carry (Redis keys
+  // are namespaced by it).
+  std::string model_fingerprint;
 };
 
 class KvOffloader {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Maps the host tier's memory, opens the disk tier and starts their threads. `pool` is the
-  // runner's KV memory, `block_size` its tokens per block and `compatibility` what its
-  // blocks are (checked on every disk read). InvalidArgument when a tier holds no block;
-  // the system's error when the disk directory cannot be made.
+  // Maps the host tier's memory, opens the disk and Redis tiers and starts their threads.
+  // `pool` is the runner's KV memory, `block_size` its tokens per block and `compatibility`
+  // what its blocks are (checked on every disk and Redis read; Redis keys are namespaced by
+  // it, model fingerprint included). InvalidArgument when a tier holds no block; the
+  // system's error when the disk directory cannot be made; Unavailable when Redis does not
+  // answer.
   static absl::StatusOr<std::unique_ptr<KvOffloader>> Start(
       const KvOffloadOptions& options, kvx::MemoryRegion pool, int32_t block_size,
       const kvx::KvCompatibility& compatibility, std::function<void()> wake);
@@ -78,14 +91,20 @@ class KvOffloader {
   KvOffloader& operator=(const KvOffloader&) = delete;
 
   // Admission of a prompt whose full blocks hash to `hashes`, the first `num_cached` of them
-  // in the pool: counts one lookup of every block (store threshold, hit rates) and returns
-  // how many of the blocks after the pool's hit the tiers can load now.
-  int32_t Lookup(std::span<const BlockHash> hashes, int32_t num_cached);
-  // Copies the tiers' blocks `hashes` into `local_blocks` (same length) for `seq`; the
-  // outcome comes back from TakeFinished. False, with nothing started, when a block is no
-  // longer readable or the transfer queue is full.
+  // in the pool: counts one lookup of every block (store threshold, hit rates) and says how
+  // many of the blocks after the pool's hit the host and disk tiers can load now (`local`)
+  // and how many after those to look for in Redis (`remote`: all the rest, 0 without it).
+  struct LookupResult {
+    int32_t local = 0;
+    int32_t remote = 0;
+  };
+  LookupResult Lookup(std::span<const BlockHash> hashes, int32_t num_cached);
+  // Copies the tiers' blocks `hashes` into `local_blocks` (same length) for `seq`: the last
+  // `num_remote` from Redis, as many of them as it holds, the others from the host or disk
+  // tier. The outcome comes back from TakeFinished. False, with nothing started, when a
+  // block is no longer readable or the transfer queue is full.
   bool StartLoad(SeqId seq, std::span<const BlockHash> hashes,
-                 std::span<const BlockId> local_blocks);
+                 std::span<const BlockId> local_blocks, int32_t num_remote);
   // Starts storing the released blocks that pass the threshold in each tier that lacks them,
   // while it has room; returns the pool blocks being read, once per tier reading them, which
   // the caller pins until TakeFinished returns them.
@@ -96,7 +115,8 @@ class KvOffloader {
     std::vector<BlockId> unpin;
     struct Load {
       SeqId seq = 0;
-      // The loaded blocks: all of them, or 0 after a failure.
+      // The leading blocks loaded: those of the host and disk tiers and the run Redis held,
+      // or 0 after a failure.
       int32_t num_loaded = 0;
     };
     std::vector<Load> loads;
@@ -105,50 +125,57 @@ class KvOffloader {
   // BlockStored / BlockRemoved of the tiers' media since the last call.
   std::vector<kvx::KvCacheEvent> TakeEvents();
 
-  // The host tier's, then the disk tier's.
+  // The host tier's, then the disk tier's, then Redis's (whose capacity and use are not
+  // known here: 0).
   std::vector<KvTierStats> stats() const;
 
  private:
+  enum class Medium { kHost, kDisk, kRedis };
   struct Tier {
+    // A null index for Redis, which keeps its own.
     Tier(int64_t num_slots, const char* medium, size_t block_bytes);
-    kvx::BlockTierIndex index;
+    std::unique_ptr<kvx::BlockTierIndex> index;
     KvTierStats stats;
   };
   struct Job {
-    bool to_disk = false;  // which tier
+    Medium medium = Medium::kHost;
     bool is_store = false;
     SeqId seq = 0;  // loads
     std::vector<BlockId> blocks;
-    std::vector<int64_t> slots;
+    std::vector<int64_t> slots;  // host and disk
     std::vector<BlockHash> hashes;
     Clock::time_point posted;
   };
   struct Done {
     uint64_t job = 0;
     // One per block.
-    std::vector<bool> ok;
+    std::vector<absl::Status> results;
     double seconds = 0;
   };
-  // A sequence's load: its host and disk parts still copying, and how each went.
+  // A sequence's load: its parts still copying, and how each went.
   struct PendingLoad {
     int parts = 0;
     bool ok = true;
     int32_t host_blocks = 0;
     int32_t disk_blocks = 0;
+    // Redis's part: its blocks, and the leading run it held.
+    int32_t redis_blocks = 0;
+    int32_t redis_found = 0;
   };
 
   KvOffloader(const KvOffloadOptions& options, kvx::SharedMemoryRegion memory, int64_t host_slots,
               int64_t disk_slots, int32_t block_size, size_t block_bytes,
               std::function<void()> wake);
-  Tier& TierOf(const Job& job) { return job.to_disk ? *disk_ : host_; }
+  Tier& TierOf(Medium medium);
   // Adds the released blocks `tier` lacks to `job` (a store), while it has room.
   void CollectStores(std::span<const KvCacheManager::ReleasedBlock> released, Tier& tier, Job& job);
   // Posts the job's copies: pool -> tier for a store, tier -> pool for a load. False when
   // the transfer queue refused it (its slots are then given back).
   bool Post(Job job);
-  void OnDone(uint64_t job, std::vector<bool> ok, Clock::time_point posted);
+  void OnDone(uint64_t job, std::vector<absl::Status> results, Clock::time_point posted);
   // The loop's side of a finished job.
-  void Finish(Job& job, const Done& done, Finished& finished);
+  void FinishStore(Job& job, const Done& done, Finished& finished);
+  void FinishLoad(Job& job, const Done& done, Finished& finished);
 
   const KvOffloadOptions options_;
   const int32_t block_size_;
@@ -159,7 +186,10 @@ class KvOffloader {
   // Loop thread only.
   Tier host_;
   std::unique_ptr<Tier> disk_;
+  std::unique_ptr<Tier> redis_;
   kvx::BlockLookupCounter lookups_;
+  // Blocks lately written to Redis, not written again while remembered.
+  kvx::BlockLookupCounter redis_written_;
   absl::flat_hash_map<uint64_t, Job> jobs_;
   absl::flat_hash_map<SeqId, PendingLoad> pending_loads_;
   uint64_t next_job_ = 1;
@@ -171,6 +201,7 @@ class KvOffloader {
   // Last: destroyed first (they run or cancel what is queued, and join), while their
   // callbacks still find everything above.
   std::unique_ptr<kvx::DiskBlockStore> disk_store_;
+  std::unique_ptr<kvx::RedisBlockStore> redis_store_;
   kvx::TransferEngine transfers_;
   kvx::BlockListHandle pool_table_;
   kvx::BlockListHandle tier_table_;

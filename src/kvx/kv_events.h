@@ -51,6 +51,8 @@ inline constexpr char kMediumGpu[] = "GPU";
 inline constexpr char kMediumCpu[] = "CPU";
 // Switchyard's disk tier (vLLM names no medium for it).
 inline constexpr char kMediumDisk[] = "DISK";
+// Switchyard's remote tier on Redis.
+inline constexpr char kMediumRedis[] = "REDIS";
 
 // One per caching pass of one sequence: all blocks that became full in that pass. Field
 // order and optionality follow vLLM's BlockStored.

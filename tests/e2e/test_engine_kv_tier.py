@@ -9,6 +9,9 @@ import os
 import pathlib
 import re
 import signal
+import socket
+import subprocess
+import time
 
 import msgpack
 import openai
@@ -47,6 +50,15 @@ def series(engine, name, label, value):
     return float(match.group(1))
 
 
+def tier_loads(engine, medium, outcome):
+    text = requests.get(f"{engine.url}/metrics", timeout=10).text
+    for line in text.splitlines():
+        if (line.startswith("switchyard:kv_tier_loads_total{") and f'medium="{medium}"' in line
+                and f'outcome="{outcome}"' in line):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no kv_tier_loads_total for {medium} {outcome}")
+
+
 def tier(engine, name, medium="CPU"):
     return series(engine, f"switchyard:kv_tier_{name}", "medium", medium)
 
@@ -77,8 +89,8 @@ def test_a_prefix_evicted_from_the_pool_comes_back_from_the_host_tier(expected):
         assert complete(engine, PROMPT) == expected
         # Every full block the prompt's hit may cover came back from the tier.
         assert tier(engine, "hits_total") - hits_before == 96
-        assert series(engine, "switchyard:kv_tier_loads_total", "outcome", "loaded") == 1
-        assert series(engine, "switchyard:kv_tier_loads_total", "outcome", "fell_back") == 0
+        assert tier_loads(engine, "CPU", "loaded") == 1
+        assert tier_loads(engine, "CPU", "fell_back") == 0
         assert series(engine, "vllm:prompt_tokens_by_source_total", "source",
                       "external_kv_transfer") == 96
         stored_bytes = series(engine, "vllm:kv_offload_total_bytes_total", "transfer_type",
@@ -97,7 +109,7 @@ def test_the_tier_serves_many_requests_and_the_pool_goes_back_to_empty(expected)
             assert complete(engine, PROMPT) == expected
             evict_from_pool(engine)
         # Rounds two and three load every prompt from the tier: PROMPT and the four others.
-        assert series(engine, "switchyard:kv_tier_loads_total", "outcome", "loaded") == 10
+        assert tier_loads(engine, "CPU", "loaded") == 10
         wait_until(lambda: engine.metrics()["vllm:kv_cache_usage_perc"] == 0,
                    "the pool's blocks all free (no store still pinning one)")
 
@@ -228,7 +240,7 @@ def test_a_corrupt_disk_entry_falls_back_to_computing(expected, tmp_path):
             data[200] ^= 0xFF
             path.write_bytes(bytes(data))
         assert complete(engine, PROMPT) == expected
-        assert series(engine, "switchyard:kv_tier_loads_total", "outcome", "fell_back") >= 1
+        assert tier_loads(engine, "DISK", "fell_back") == 1
         assert tier(engine, "hits_total", "DISK") == 0
         engine.wait_idle()
 
@@ -253,4 +265,79 @@ def test_the_disk_tier_needs_the_host_tier(switchyard, tmp_path):
     engine = EngineServer(*SMALL_POOL, *disk_flags(tmp_path))
     with pytest.raises(AssertionError, match="exited"):
         engine.start()
-    assert "needs the host tier" in engine.stderr_tail()
+    assert "need the host tier" in engine.stderr_tail()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RedisServer:
+    """Debian's redis-server on a free loopback port, without persistence."""
+
+    def __init__(self):
+        self.port = free_port()
+        self.proc = subprocess.Popen(
+            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                assert self.proc.poll() is None, "redis-server exited"
+                assert time.monotonic() < deadline, "redis-server did not start"
+                time.sleep(0.02)
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.fixture
+def redis():
+    server = RedisServer()
+    yield server
+    server.kill()
+
+
+def redis_engine(redis):
+    # Engines share blocks only when their block hashes agree: the same PYTHONHASHSEED.
+    return EngineServer(*SMALL_POOL, *TIER, "--kv-offloading-redis", f"127.0.0.1:{redis.port}",
+                        env={"PYTHONHASHSEED": "0"})
+
+
+def test_a_prefix_one_engine_computed_comes_to_another_through_redis(expected, redis):
+    with redis_engine(redis) as first, redis_engine(redis) as second:
+        assert complete(first, PROMPT) == expected
+        wait_until(lambda: tier(first, "stored_blocks_total", "REDIS") >= 6, "6 blocks in Redis")
+        assert complete(second, PROMPT) == expected
+        assert tier(second, "hits_total", "REDIS") == 96
+        assert series(second, "vllm:prompt_tokens_by_source_total", "source",
+                      "external_kv_transfer") == 96
+        # Another tenant's prompt shares no key with it.
+        assert complete(second, PROMPT, cache_salt="other-tenant") == expected
+        assert tier(second, "hits_total", "REDIS") == 96
+        first.wait_idle()
+        second.wait_idle()
+
+
+def test_redis_gone_mid_run_is_a_fallback_to_computing(expected, redis):
+    with redis_engine(redis) as engine:
+        assert complete(engine, other_prompt(7)) is not None
+        redis.kill()
+        assert complete(engine, PROMPT) == expected
+        assert tier_loads(engine, "REDIS", "fell_back") >= 1
+        assert complete(engine, PROMPT) == expected
+        engine.wait_idle()
+
+
+def test_an_unreachable_redis_is_refused_at_startup(switchyard):
+    engine = EngineServer(*SMALL_POOL, *TIER, "--kv-offloading-redis",
+                          f"127.0.0.1:{free_port()}")
+    with pytest.raises(AssertionError, match="exited"):
+        engine.start()
+    assert "cannot reach" in engine.stderr_tail()
