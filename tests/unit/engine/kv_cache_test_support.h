@@ -22,9 +22,11 @@ inline std::vector<int32_t> Iota(int32_t n, int32_t start = 0) {
 }
 
 // A manager of `num_blocks` blocks of `block_size` tokens, hash seed "0", events enabled;
-// `window` 0 is full attention. Fails the test (and returns null) when creation fails.
+// `window` 0 is full attention; `track_released` keeps released blocks for
+// TakeReleasedBlocks. Fails the test (and returns null) when creation fails.
 inline std::unique_ptr<KvCacheManager> MakeKvCacheManager(int32_t num_blocks, int32_t block_size,
-                                                          int32_t window = 0, bool caching = true) {
+                                                          int32_t window = 0, bool caching = true,
+                                                          bool track_released = false) {
   KvCacheOptions options;
   options.num_blocks = num_blocks;
   options.block_size = block_size;
@@ -32,6 +34,7 @@ inline std::unique_ptr<KvCacheManager> MakeKvCacheManager(int32_t num_blocks, in
   options.hash_seed = "0";
   options.enable_events = true;
   options.sliding_window = window;
+  options.track_released_blocks = track_released;
   auto manager = KvCacheManager::Create(options);
   EXPECT_TRUE(manager.ok()) << manager.status();
   return manager.ok() ? std::move(*manager) : nullptr;
