@@ -132,22 +132,23 @@ KvOffloader::LookupResult KvOffloader::Lookup(std::span<const BlockHash> hashes,
   for (const BlockHash& hash : hashes)
     lookups_.Add(KeyOf(hash));
   const auto n = static_cast<int32_t>(hashes.size());
+  // Every tier is asked for the blocks past the pool's hit: its hit rate is its share.
+  const int64_t query_tokens = static_cast<int64_t>(n - num_cached) * block_size_;
+  for (Tier* tier : {&host_, disk_.get(), redis_.get()}) {
+    if (tier != nullptr)
+      tier->stats.query_tokens += query_tokens;
+  }
   int32_t end = num_cached;
-  for (; end < n; ++end) {
+  while (end < n) {
     const kvx::BlockTierIndex::Key key = KeyOf(hashes[static_cast<size_t>(end)]);
-    host_.stats.query_tokens += block_size_;
-    if (host_.index->IsReadable(key))
-      continue;
-    if (disk_ == nullptr)
+    if (!host_.index->IsReadable(key) && (disk_ == nullptr || !disk_->index->IsReadable(key)))
       break;
-    disk_->stats.query_tokens += block_size_;
-    if (!disk_->index->IsReadable(key))
-      break;
+    ++end;
   }
   LookupResult result;
   result.local = end - num_cached;
   if (redis_ != nullptr)
-    result.remote = n - end;  // its tokens are counted as queries when the load ends
+    result.remote = n - end;
   return result;
 }
 
@@ -380,7 +381,6 @@ void KvOffloader::FinishLoad(Job& job, const Done& done, Finished& finished) {
   if (job.medium == Medium::kRedis) {
     // Past the run Redis held: a miss ends it; anything else is a failure.
     pending.redis_found = num_ok;
-    tier.stats.query_tokens += static_cast<int64_t>(job.blocks.size()) * block_size_;
     const bool missed = num_ok == static_cast<int32_t>(done.results.size()) ||
                         absl::IsNotFound(done.results[num_ok]);
     if (!missed) {

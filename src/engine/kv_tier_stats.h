@@ -14,7 +14,8 @@ struct KvTierStats {
   int64_t capacity_blocks = 0;
   int64_t used_blocks = 0;
   int64_t block_bytes = 0;
-  // Prompt tokens looked up in the tier (those past the pool's hit) and loaded from it.
+  // Prompt tokens looked up in the tier (those past the pool's hit: every tier is asked for
+  // them, so its hit rate is its share) and loaded from it.
   int64_t query_tokens = 0;
   int64_t hit_tokens = 0;
   int64_t stored_blocks = 0;

@@ -67,7 +67,7 @@ class KvOffloaderTest : public ::testing::Test {
   void Start(int64_t capacity_blocks, int32_t store_threshold = 1) {
     auto offloader = KvOffloader::Start(
         {.capacity_bytes = capacity_blocks * block_bytes(), .store_threshold = store_threshold},
-        *pool_.region, kBlockSize, wakes_.Callback());
+        *pool_.region, kBlockSize, kvx::KvCompatibility{}, wakes_.Callback());
     ASSERT_TRUE(offloader.ok()) << offloader.status();
     offloader_ = std::move(*offloader);
   }
@@ -109,7 +109,7 @@ class KvOffloaderTest : public ::testing::Test {
   }
 
   int32_t LoadableAfter(const std::vector<BlockHash>& hashes, int32_t num_cached) {
-    return offloader_->Lookup(hashes, num_cached);
+    return offloader_->Lookup(hashes, num_cached).local;
   }
 
   kvx::KvBlockLayout layout_;
@@ -127,7 +127,7 @@ TEST_F(KvOffloaderTest, AReleasedBlockLookedUpOnceIsStored) {
             std::vector<BlockId>{2});
   // Not readable before its copy is collected.
   EXPECT_EQ(LoadableAfter({H(1)}, 0), 0);
-  EXPECT_FALSE(offloader_->StartLoad(1, std::vector<BlockHash>{H(1)}, std::vector<BlockId>{5}));
+  EXPECT_FALSE(offloader_->StartLoad(1, std::vector<BlockHash>{H(1)}, std::vector<BlockId>{5}, 0));
 
   const KvOffloader::Finished finished = FinishJob();
   EXPECT_EQ(finished.unpin, std::vector<BlockId>{2});
@@ -143,7 +143,7 @@ TEST_F(KvOffloaderTest, AReleasedBlockLookedUpOnceIsStored) {
   EXPECT_TRUE(offloader_->TakeEvents().empty());
 
   EXPECT_EQ(LoadableAfter({H(1)}, 0), 1);
-  const KvTierStats stats = offloader_->stats();
+  const KvTierStats stats = offloader_->stats().front();
   EXPECT_EQ(stats.stored_blocks, 1);
   EXPECT_EQ(stats.used_blocks, 1);
   EXPECT_EQ(stats.capacity_blocks, 4);
@@ -159,20 +159,20 @@ TEST_F(KvOffloaderTest, BlocksLookedUpLessThanTheThresholdAreNotStored) {
   LoadableAfter({H(1)}, 0);
   EXPECT_TRUE(offloader_->StartStores(released).empty());
   EXPECT_TRUE(offloader_->TakeEvents().empty());
-  EXPECT_EQ(offloader_->stats().used_blocks, 0);
+  EXPECT_EQ(offloader_->stats().front().used_blocks, 0);
 
   // The second lookup passes the threshold for H(1) only.
   LoadableAfter({H(1)}, 0);
   EXPECT_EQ(offloader_->StartStores(released), std::vector<BlockId>{0});
   EXPECT_EQ(FinishJob().unpin, std::vector<BlockId>{0});
-  EXPECT_EQ(offloader_->stats().stored_blocks, 1);
+  EXPECT_EQ(offloader_->stats().front().stored_blocks, 1);
 }
 
 TEST_F(KvOffloaderTest, BlocksThePoolAlreadyHoldsCountTowardTheThreshold) {
   Start(4, /*store_threshold=*/2);
   for (int i = 0; i < 2; ++i)
     EXPECT_EQ(LoadableAfter({H(1), H(2)}, /*num_cached=*/2), 0);
-  EXPECT_EQ(offloader_->stats().query_tokens, 0);
+  EXPECT_EQ(offloader_->stats().front().query_tokens, 0);
   EXPECT_EQ(offloader_->StartStores(std::vector<ReleasedBlock>{{3, H(1)}, {4, H(2)}}),
             (std::vector<BlockId>{3, 4}));
   FinishJob();
@@ -189,8 +189,8 @@ TEST_F(KvOffloaderTest, ABlockIsStoredOnce) {
   EXPECT_EQ(FinishJob().unpin, std::vector<BlockId>{0});
   // Once it is readable.
   EXPECT_TRUE(offloader_->StartStores(std::vector<ReleasedBlock>{{6, H(1)}}).empty());
-  EXPECT_EQ(offloader_->stats().stored_blocks, 1);
-  EXPECT_EQ(offloader_->stats().used_blocks, 1);
+  EXPECT_EQ(offloader_->stats().front().stored_blocks, 1);
+  EXPECT_EQ(offloader_->stats().front().used_blocks, 1);
   EXPECT_EQ(offloader_->TakeEvents().size(), 1u);
 }
 
@@ -201,14 +201,14 @@ TEST_F(KvOffloaderTest, NothingIsStoredWhileEverySlotIsBeingWritten) {
             std::vector<BlockId>{0});
   EXPECT_TRUE(offloader_->StartStores(std::vector<ReleasedBlock>{{1, H(2)}}).empty());
   FinishJob();
-  EXPECT_EQ(offloader_->stats().evicted_blocks, 0);
+  EXPECT_EQ(offloader_->stats().front().evicted_blocks, 0);
   EXPECT_EQ(LoadableAfter({H(1)}, 0), 1);
 }
 
 TEST_F(KvOffloaderTest, LookupFindsTheRunOfStoredBlocksAfterThePoolsHit) {
   Start(8);
   Store({{1, H(1)}, {2, H(2)}, {4, H(4)}});
-  EXPECT_EQ(offloader_->stats().query_tokens, 0);  // Store looked up no block past the pool
+  EXPECT_EQ(offloader_->stats().front().query_tokens, 0);  // Store looked up no block past the pool
   const std::vector<BlockHash> hashes = {H(0), H(1), H(2), H(3), H(4)};
   EXPECT_EQ(LoadableAfter(hashes, 1), 2);  // H(3) is missing
   EXPECT_EQ(LoadableAfter(hashes, 0), 0);  // H(0) is missing
@@ -216,8 +216,8 @@ TEST_F(KvOffloaderTest, LookupFindsTheRunOfStoredBlocksAfterThePoolsHit) {
   EXPECT_EQ(LoadableAfter(hashes, 4), 1);
   EXPECT_EQ(LoadableAfter(hashes, 5), 0);
   // Query tokens: those of the blocks past the pool's hit.
-  EXPECT_EQ(offloader_->stats().query_tokens, (4 + 5 + 2 + 1 + 0) * kBlockSize);
-  EXPECT_EQ(offloader_->stats().hit_tokens, 0);  // loads count hits, lookups do not
+  EXPECT_EQ(offloader_->stats().front().query_tokens, (4 + 5 + 2 + 1 + 0) * kBlockSize);
+  EXPECT_EQ(offloader_->stats().front().hit_tokens, 0);  // loads count hits, lookups do not
 }
 
 TEST_F(KvOffloaderTest, ALoadCopiesTheStoredBytesIntoOtherPoolBlocks) {
@@ -235,7 +235,7 @@ TEST_F(KvOffloaderTest, ALoadCopiesTheStoredBytesIntoOtherPoolBlocks) {
 
   ASSERT_EQ(LoadableAfter({H(1), H(2)}, 0), 2);
   ASSERT_TRUE(
-      offloader_->StartLoad(7, std::vector<BlockHash>{H(1), H(2)}, std::vector<BlockId>{5, 6}));
+      offloader_->StartLoad(7, std::vector<BlockHash>{H(1), H(2)}, std::vector<BlockId>{5, 6}, 0));
   KvOffloader::Finished finished = FinishJob();
   EXPECT_TRUE(finished.unpin.empty());
   ASSERT_EQ(finished.loads.size(), 1u);
@@ -246,7 +246,7 @@ TEST_F(KvOffloaderTest, ALoadCopiesTheStoredBytesIntoOtherPoolBlocks) {
 
   // In another order, into blocks apart.
   ASSERT_TRUE(
-      offloader_->StartLoad(8, std::vector<BlockHash>{H(2), H(1)}, std::vector<BlockId>{3, 7}));
+      offloader_->StartLoad(8, std::vector<BlockHash>{H(2), H(1)}, std::vector<BlockId>{3, 7}, 0));
   finished = FinishJob();
   ASSERT_EQ(finished.loads.size(), 1u);
   EXPECT_EQ(finished.loads[0].seq, 8);
@@ -254,7 +254,7 @@ TEST_F(KvOffloaderTest, ALoadCopiesTheStoredBytesIntoOtherPoolBlocks) {
   EXPECT_EQ(Bytes(3), second);
   EXPECT_EQ(Bytes(7), first);
 
-  const KvTierStats stats = offloader_->stats();
+  const KvTierStats stats = offloader_->stats().front();
   EXPECT_EQ(stats.loads_done, 2);
   EXPECT_EQ(stats.loads_failed, 0);
   EXPECT_EQ(stats.hit_tokens, 4 * kBlockSize);
@@ -267,7 +267,7 @@ TEST_F(KvOffloaderTest, ALoadOfABlockNotInTheTierStartsNothing) {
   Start(1);
   Store({{0, H(1)}});
   EXPECT_FALSE(
-      offloader_->StartLoad(7, std::vector<BlockHash>{H(1), H(9)}, std::vector<BlockId>{5, 6}));
+      offloader_->StartLoad(7, std::vector<BlockHash>{H(1), H(9)}, std::vector<BlockId>{5, 6}, 0));
   offloader_->TakeEvents();
   // H(1) was left unpinned: the next store may evict it.
   Store({{1, H(2)}});
@@ -276,7 +276,7 @@ TEST_F(KvOffloaderTest, ALoadOfABlockNotInTheTierStartsNothing) {
   const auto& removed = std::get<kvx::BlockRemoved>(events[0]);
   EXPECT_EQ(removed.block_hashes, std::vector<kvx::EventHash>{H(1).event_hash()});
   EXPECT_EQ(removed.medium, std::string(kvx::kMediumCpu));
-  EXPECT_EQ(offloader_->stats().loads_done + offloader_->stats().loads_failed, 0);
+  EXPECT_EQ(offloader_->stats().front().loads_done + offloader_->stats().front().loads_failed, 0);
 }
 
 TEST_F(KvOffloaderTest, AFullTierEvictsTheLeastRecentlyUsedBlock) {
@@ -284,7 +284,7 @@ TEST_F(KvOffloaderTest, AFullTierEvictsTheLeastRecentlyUsedBlock) {
   Store({{0, H(1)}});
   Store({{1, H(2)}});
   // Reading H(1) makes it the more recent of the two.
-  ASSERT_TRUE(offloader_->StartLoad(7, std::vector<BlockHash>{H(1)}, std::vector<BlockId>{5}));
+  ASSERT_TRUE(offloader_->StartLoad(7, std::vector<BlockHash>{H(1)}, std::vector<BlockId>{5}, 0));
   ASSERT_EQ(FinishJob().loads.size(), 1u);
   offloader_->TakeEvents();
 
@@ -305,7 +305,7 @@ TEST_F(KvOffloaderTest, AFullTierEvictsTheLeastRecentlyUsedBlock) {
             std::vector<kvx::EventHash>{H(3).event_hash()});
   EXPECT_EQ(LoadableAfter({H(1)}, 0), 1);
   EXPECT_EQ(LoadableAfter({H(3)}, 0), 1);
-  const KvTierStats stats = offloader_->stats();
+  const KvTierStats stats = offloader_->stats().front();
   EXPECT_EQ(stats.evicted_blocks, 1);
   EXPECT_EQ(stats.stored_blocks, 3);
   EXPECT_EQ(stats.used_blocks, 2);
@@ -314,14 +314,15 @@ TEST_F(KvOffloaderTest, AFullTierEvictsTheLeastRecentlyUsedBlock) {
 TEST_F(KvOffloaderTest, StartSizesTheTierInWholeBlocks) {
   for (int64_t capacity : {int64_t{0}, block_bytes() - 1}) {
     auto refused = KvOffloader::Start({.capacity_bytes = capacity}, *pool_.region, kBlockSize,
-                                      wakes_.Callback());
+                                      kvx::KvCompatibility{}, wakes_.Callback());
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << capacity;
   }
-  auto started = KvOffloader::Start({.capacity_bytes = 2 * block_bytes() + block_bytes() / 2},
-                                    *pool_.region, kBlockSize, wakes_.Callback());
+  auto started =
+      KvOffloader::Start({.capacity_bytes = 2 * block_bytes() + block_bytes() / 2}, *pool_.region,
+                         kBlockSize, kvx::KvCompatibility{}, wakes_.Callback());
   ASSERT_TRUE(started.ok()) << started.status();
-  EXPECT_EQ((*started)->stats().capacity_blocks, 2);
-  EXPECT_EQ((*started)->stats().used_blocks, 0);
+  EXPECT_EQ((*started)->stats().front().capacity_blocks, 2);
+  EXPECT_EQ((*started)->stats().front().used_blocks, 0);
 }
 
 }  // namespace
