@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -28,6 +29,7 @@
 #include "cli/commands.h"
 #include "cli/exit_code.h"
 #include "cli/memory_estimate.h"
+#include "cli/redis_child.h"
 #include "cli/router_drain.h"
 #include "cli/runner_factory.h"
 #include "cli/tool_flags.h"
@@ -55,6 +57,9 @@ struct UpFlags {
   size_t threads = 0;
   int64_t max_model_len = 0;
   int64_t kv_cache_memory_bytes = 0;
+  double kv_offloading_size_gib = 0;
+  bool kv_redis = false;
+  double kv_redis_size_gib = 1;
   double shutdown_timeout_s = kDefaultShutdownTimeoutS;
   ToolFlags tools;  // passed to every engine
 };
@@ -118,6 +123,25 @@ absl::Status RunUp(const UpFlags& f) {
   const std::string kv_secret = pd ? RandomSecret() : "";
   if (f.shutdown_timeout_s < 0)
     return absl::InvalidArgumentError("--shutdown-timeout must be >= 0");
+  if (f.kv_offloading_size_gib < 0 || f.kv_redis_size_gib <= 0)
+    return absl::InvalidArgumentError("--kv-offloading-size and --kv-redis-size must be >= 0");
+  if (f.kv_redis && (sim || f.kv_offloading_size_gib <= 0)) {
+    return absl::InvalidArgumentError(
+        "--kv-redis needs CPU engines with a host KV tier (--kv-offloading-size)");
+  }
+  std::unique_ptr<RedisChild> redis;
+  if (f.kv_redis) {
+    SY_ASSIGN_OR_RETURN(redis,
+                        RedisChild::Start(static_cast<int64_t>(f.kv_redis_size_gib * (1LL << 30))));
+    std::printf("switchyard up: redis-server on 127.0.0.1:%d, the engines' shared KV tier\n",
+                redis->port());
+  }
+  // Engines find each other's blocks in Redis only when their block hashes agree: one seed
+  // for all of them (PYTHONHASHSEED when set).
+  const std::optional<std::string> hash_seed =
+      redis != nullptr && !engine::BlockHasher::SeedFromEnvironment().has_value()
+          ? std::optional<std::string>(RandomSecret())
+          : engine::BlockHasher::SeedFromEnvironment();
   const std::string name =
       f.name.empty() ? std::filesystem::path(f.model).filename().string() : f.name;
   RunnerFlags runner;
@@ -164,7 +188,16 @@ absl::Status RunUp(const UpFlags& f) {
     o.max_model_len = f.max_model_len;
     o.budget.max_num_seqs = runner.max_num_seqs;
     o.budget.max_num_batched_tokens = runner.max_num_batched_tokens;
-    o.hash_seed = engine::BlockHasher::SeedFromEnvironment();
+    o.hash_seed = hash_seed;
+    if (!sim && f.kv_offloading_size_gib > 0) {
+      engine::KvOffloadOptions offload;
+      offload.capacity_bytes = static_cast<int64_t>(f.kv_offloading_size_gib * (1LL << 30));
+      if (redis != nullptr) {
+        offload.redis_host = "127.0.0.1";
+        offload.redis_port = redis->port();
+      }
+      o.kv_offload = offload;
+    }
     kvx::KvEventPublisherOptions events;
     events.endpoint = "tcp://127.0.0.1:*";
     events.replay_endpoint = "tcp://127.0.0.1:*";
@@ -243,6 +276,15 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--kv-cache-memory-bytes", f->kv_cache_memory_bytes,
                   "KV cache per engine; 0 = 64 MiB, or one max-model-len sequence if more")
+      ->capture_default_str();
+  cmd->add_option("--kv-offloading-size", f->kv_offloading_size_gib,
+                  "GiB of host memory per engine for a KV tier under its pool (0: none)")
+      ->capture_default_str();
+  cmd->add_flag("--kv-redis", f->kv_redis,
+                "run a redis-server as a KV tier all engines share (needs Debian's "
+                "redis-server and --kv-offloading-size)");
+  cmd->add_option("--kv-redis-size", f->kv_redis_size_gib,
+                  "GiB the shared Redis tier holds before it evicts old blocks")
       ->capture_default_str();
   cmd->add_option("--shutdown-timeout", f->shutdown_timeout_s,
                   "seconds requests in flight may take to finish after SIGTERM/Ctrl-C")

@@ -1,0 +1,73 @@
+"""`switchyard up --kv-offloading-size G --kv-redis`: every engine of the fleet gets a host KV
+tier, and `up` runs a redis-server that all of them use as a shared tier, so a prefix one
+engine computed is loaded, not recomputed, by another. The Redis child goes away with `up`:
+on Ctrl-C and when `up` is killed."""
+import os
+import re
+import signal
+
+import requests
+
+from conftest import wait_until
+from test_up import Up, child_pids
+
+_REDIS = re.compile(r"redis-server on 127\.0\.0\.1:(\d+)")
+# 100 tokens: 6 full blocks that a prefix hit may cover.
+PROMPT = [(7 * i + 3) % 500 + 10 for i in range(100)]
+
+
+def complete(url, prompt):
+    r = requests.post(f"{url}/v1/completions", json={
+        "model": "tiny-llama3", "prompt": prompt, "max_tokens": 8, "temperature": 0}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()["choices"][0]["text"]
+
+
+def redis_counter(url, name):
+    text = requests.get(f"{url}/metrics", timeout=10).text
+    for line in text.splitlines():
+        if line.startswith(name + "{") and 'medium="REDIS"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {name}{{medium=REDIS}}")
+
+
+def redis_children(up):
+    return [pid for pid in child_pids(up.proc.pid)
+            if open(f"/proc/{pid}/comm").read().strip().startswith("redis-server")]
+
+
+def test_up_shares_a_redis_tier_between_its_engines():
+    up = Up("--engines", 2, "--threads", 1, "--kv-offloading-size", 0.01, "--kv-redis")
+    try:
+        assert _REDIS.search(up.text()), up.text()
+        assert len(redis_children(up)) == 1
+        (_, first), (_, second) = up.engines
+        answer = complete(first, PROMPT)
+        wait_until(lambda: redis_counter(first, "switchyard:kv_tier_stored_blocks_total") >= 6,
+                   "the first engine's blocks in Redis")
+        assert complete(second, PROMPT) == answer
+        assert redis_counter(second, "switchyard:kv_tier_hits_total") == 96
+    finally:
+        up.stop()
+    assert redis_children(up) == []
+
+
+def test_redis_dies_with_a_killed_up():
+    up = Up("--engines", 1, "--threads", 1, "--kv-offloading-size", 0.01, "--kv-redis")
+    [redis] = redis_children(up)
+    os.kill(up.proc.pid, signal.SIGKILL)
+    up.proc.wait()
+
+    def gone():
+        try:
+            with open(f"/proc/{redis}/stat") as f:
+                return f.read().split(") ", 1)[1].startswith("Z")  # reaped by init soon
+        except OSError:
+            return True
+    wait_until(gone, "redis-server to exit with its parent")
+
+
+def test_kv_redis_needs_the_host_tier(switchyard):
+    result = switchyard("up", "--engines", "1", "--kv-redis", "--port", "0", check=False)
+    assert result.returncode != 0
+    assert b"--kv-redis needs CPU engines with a host KV tier" in result.stderr
