@@ -9,6 +9,8 @@ must fall back to computing the prompt: the same answer, later. Both engines' KV
 to its baseline: the producer frees its lease when the consumer releases it."""
 import json
 import re
+import signal
+import time
 
 import openai
 import pytest
@@ -151,6 +153,25 @@ def test_a_dead_producer_falls_back_to_computing_the_prompt(expected, switchyard
         assert complete(consumer, MAX_TOKENS, params).choices[0].text == expected
         assert loads(consumer, "fell_back") == 1
         consumer.wait_idle()
+
+
+def test_a_frozen_producer_times_out_into_computing_the_prompt(producer, expected):
+    """SIGSTOP: the producer's port still accepts (the kernel completes the handshake) but
+    nothing answers; the consumer's pull gives up after io_timeout_ms (2 s) and computes."""
+    params = prefill(producer)
+    with consumer_engine() as consumer:
+        producer.proc.send_signal(signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            assert complete(consumer, MAX_TOKENS, params).choices[0].text == expected
+            assert time.monotonic() - started < 15
+            assert loads(consumer, "fell_back") == 1
+            consumer.wait_idle()
+        finally:
+            producer.proc.send_signal(signal.SIGCONT)
+        # Thawed, the producer serves on, and its lease still ends (released or expired).
+        assert complete(producer, MAX_TOKENS).choices[0].text == expected
+        producer.wait_idle(timeout=15)
 
 
 def test_blocks_the_producer_does_not_lend_fall_back(producer, expected):
