@@ -53,6 +53,7 @@ struct EngineFlags {
   std::string kv_offloading_disk_path;
   double kv_offloading_disk_size_gib = 0;
   std::string kv_offloading_redis;
+  std::string kv_offloading_shared;
   std::string api_key;
   int http_threads = 2;
   double timeout_keep_alive_s = 5;  // uvicorn's default, as vLLM serves
@@ -127,6 +128,7 @@ absl::Status RunEngine(const EngineFlags& f) {
     offload.capacity_bytes = static_cast<int64_t>(f.kv_offloading_size_gib * (1LL << 30));
     offload.store_threshold = f.kv_offloading_store_threshold;
     offload.disk_path = f.kv_offloading_disk_path;
+    offload.shared_host_tier = f.kv_offloading_shared;
     offload.disk_capacity_bytes = static_cast<int64_t>(f.kv_offloading_disk_size_gib * (1LL << 30));
     if (!f.kv_offloading_redis.empty()) {
       const size_t colon = f.kv_offloading_redis.rfind(':');
@@ -141,10 +143,11 @@ absl::Status RunEngine(const EngineFlags& f) {
       offload.redis_port = port;
     }
     o.kv_offload = offload;
-  } else if (!f.kv_offloading_disk_path.empty() || !f.kv_offloading_redis.empty()) {
+  } else if (!f.kv_offloading_disk_path.empty() || !f.kv_offloading_redis.empty() ||
+             !f.kv_offloading_shared.empty()) {
     return absl::InvalidArgumentError(
-        "--kv-offloading-disk-path and --kv-offloading-redis need the host tier too "
-        "(--kv-offloading-size)");
+        "--kv-offloading-disk-path, --kv-offloading-redis and --kv-offloading-shared need the "
+        "host tier (--kv-offloading-size)");
   }
   o.api.http.host = f.host;
   o.api.http.port = f.port;
@@ -251,6 +254,10 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--kv-offloading-disk-size", f->kv_offloading_disk_size_gib,
                   "GiB of disk for that tier")
       ->capture_default_str();
+  cmd->add_option("--kv-offloading-shared", f->kv_offloading_shared,
+                  "NAME: share the host KV tier with every engine on this host given the same "
+                  "NAME (same model, --kv-offloading-size and PYTHONHASHSEED), in "
+                  "/dev/shm/switchyard-kv-NAME");
   cmd->add_option("--kv-offloading-redis", f->kv_offloading_redis,
                   "HOST:PORT of a Redis server for a remote KV tier shared by every engine "
                   "pointed at it (same model and PYTHONHASHSEED); bound its memory with "

@@ -43,8 +43,12 @@ kvx::KvCacheEvent Removed(const kvx::BlockTierIndex::Key& key, const char* mediu
 
 }  // namespace
 
-KvOffloader::Tier::Tier(int64_t num_slots, const char* medium, size_t block_bytes)
-    : index(num_slots > 0 ? std::make_unique<kvx::BlockTierIndex>(num_slots) : nullptr) {
+KvOffloader::Tier::Tier(int64_t num_slots, const char* medium, size_t block_bytes,
+                        kvx::BlockTierIndex* shared_index)
+    : own_index(shared_index == nullptr && num_slots > 0
+                    ? std::make_unique<kvx::BlockTierIndex>(num_slots)
+                    : nullptr),
+      index(shared_index != nullptr ? shared_index : own_index.get()) {
   stats.medium = medium;
   stats.capacity_blocks = num_slots;
   stats.block_bytes = static_cast<int64_t>(block_bytes);
@@ -62,11 +66,18 @@ absl::StatusOr<std::unique_ptr<KvOffloader>> KvOffloader::Start(
     SY_ASSIGN_OR_RETURN(disk_slots, NumSlots(options.disk_capacity_bytes, block_bytes,
                                              "--kv-offloading-disk-size"));
   }
-  SY_ASSIGN_OR_RETURN(kvx::SharedMemoryRegion memory,
-                      kvx::SharedMemoryRegion::Create(static_cast<size_t>(host_slots) * block_bytes,
-                                                      "switchyard-kv-host-tier"));
-  SY_ASSIGN_OR_RETURN(kvx::MemoryRegion tier,
-                      kvx::MemoryRegion::ForInterleaved(pool.layout(), memory.bytes(), host_slots));
+  HostMemory memory;
+  if (options.shared_host_tier.empty()) {
+    SY_ASSIGN_OR_RETURN(
+        memory.own, kvx::SharedMemoryRegion::Create(static_cast<size_t>(host_slots) * block_bytes,
+                                                    "switchyard-kv-host-tier"));
+  } else {
+    SY_ASSIGN_OR_RETURN(memory.shared,
+                        kvx::SharedHostTier::Open(options.shared_host_tier, host_slots, block_bytes,
+                                                  compatibility.Digest()));
+  }
+  SY_ASSIGN_OR_RETURN(kvx::MemoryRegion tier, kvx::MemoryRegion::ForInterleaved(
+                                                  pool.layout(), memory.blocks(), host_slots));
   std::unique_ptr<KvOffloader> offloader(new KvOffloader(options, std::move(memory), host_slots,
                                                          disk_slots, block_size, block_bytes,
                                                          std::move(wake)));
@@ -98,15 +109,16 @@ absl::StatusOr<std::unique_ptr<KvOffloader>> KvOffloader::Start(
   return offloader;
 }
 
-KvOffloader::KvOffloader(const KvOffloadOptions& options, kvx::SharedMemoryRegion memory,
-                         int64_t host_slots, int64_t disk_slots, int32_t block_size,
-                         size_t block_bytes, std::function<void()> wake)
+KvOffloader::KvOffloader(const KvOffloadOptions& options, HostMemory memory, int64_t host_slots,
+                         int64_t disk_slots, int32_t block_size, size_t block_bytes,
+                         std::function<void()> wake)
     : options_(options),
       block_size_(block_size),
       block_bytes_(block_bytes),
       wake_(std::move(wake)),
       memory_(std::move(memory)),
-      host_(host_slots, kvx::kMediumCpu, block_bytes),
+      host_(host_slots, kvx::kMediumCpu, block_bytes,
+            memory_.shared != nullptr ? &memory_.shared->index() : nullptr),
       disk_(disk_slots > 0 ? std::make_unique<Tier>(disk_slots, kvx::kMediumDisk, block_bytes)
                            : nullptr),
       transfers_(kvx::TransferEngineOptions{.num_threads = options.num_transfer_threads,

@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -48,6 +49,7 @@
 #include "kvx/kv_events.h"
 #include "kvx/memory_region.h"
 #include "kvx/redis_block_store.h"
+#include "kvx/shared_host_tier.h"
 #include "kvx/shared_memory_region.h"
 #include "kvx/transfer_engine.h"
 
@@ -68,6 +70,9 @@ struct KvOffloadOptions {
   std::string redis_host;
   int redis_port = 6379;
   int num_redis_threads = 2;
+  // Shares the host tier with every engine on this host that opens the same name
+  // (--kv-offloading-shared, kvx::SharedHostTier); empty: a tier of this engine's own.
+  std::string shared_host_tier;
   // Names the weights in the KV compatibility the disk and Redis entries carry (Redis keys
   // are namespaced by it).
   std::string model_fingerprint;
@@ -132,9 +137,12 @@ class KvOffloader {
  private:
   enum class Medium { kHost, kDisk, kRedis };
   struct Tier {
-    // A null index for Redis, which keeps its own.
-    Tier(int64_t num_slots, const char* medium, size_t block_bytes);
-    std::unique_ptr<kvx::BlockTierIndex> index;
+    // `index`: the tier's own (made here when null) or, for Redis, which keeps its own,
+    // none (num_slots 0).
+    Tier(int64_t num_slots, const char* medium, size_t block_bytes,
+         kvx::BlockTierIndex* shared_index = nullptr);
+    std::unique_ptr<kvx::BlockTierIndex> own_index;
+    kvx::BlockTierIndex* index;
     KvTierStats stats;
   };
   struct Job {
@@ -163,7 +171,14 @@ class KvOffloader {
     int32_t redis_found = 0;
   };
 
-  KvOffloader(const KvOffloadOptions& options, kvx::SharedMemoryRegion memory, int64_t host_slots,
+  // The host tier's memory: a private memfd, or a tier shared with other engines.
+  struct HostMemory {
+    std::optional<kvx::SharedMemoryRegion> own;
+    std::unique_ptr<kvx::SharedHostTier> shared;
+    std::span<std::byte> blocks() const { return shared ? shared->blocks() : own->bytes(); }
+  };
+
+  KvOffloader(const KvOffloadOptions& options, HostMemory memory, int64_t host_slots,
               int64_t disk_slots, int32_t block_size, size_t block_bytes,
               std::function<void()> wake);
   Tier& TierOf(Medium medium);
@@ -181,7 +196,7 @@ class KvOffloader {
   const int32_t block_size_;
   const size_t block_bytes_;
   const std::function<void()> wake_;
-  kvx::SharedMemoryRegion memory_;
+  HostMemory memory_;
 
   // Loop thread only.
   Tier host_;

@@ -16,16 +16,23 @@
 // 32-byte chained block digests, which already carry the tokens before the block, the LoRA
 // and the cache_salt, so one tier safely holds every tenant's blocks.
 //
-// Not thread-safe: one owner (the engine loop) makes every call.
+// The index is a fixed-size record (no pointers, no allocation after creation) in memory it
+// is given, so it can live in shared memory and serve several processes at once
+// (SharedHostTier): every call takes its lock, a process-shared robust mutex, so calls from
+// any thread of any process attached to it are safe. A process that dies while writing a
+// slot leaves it to be reclaimed (its pid is kept); one that dies holding pins leaks those
+// slots until the memory is made again.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
-#include <list>
+#include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 
 namespace switchyard::kvx {
 
@@ -33,8 +40,17 @@ class BlockTierIndex {
  public:
   using Key = std::array<uint8_t, 32>;
 
-  // REQUIRES: num_slots >= 1.
+  // An index of its own (private memory). REQUIRES: num_slots >= 1.
   explicit BlockTierIndex(int64_t num_slots);
+  // The bytes an index of `num_slots` takes in memory.
+  static size_t BytesFor(int64_t num_slots);
+  // An index in `memory` (at least BytesFor(num_slots), 8-byte aligned), which outlives it:
+  // with `initialize` a new empty one (nobody else may be using the memory yet), else the
+  // one already there. FailedPrecondition when `memory` holds no index of num_slots.
+  static absl::StatusOr<std::unique_ptr<BlockTierIndex>> InMemory(std::span<std::byte> memory,
+                                                                  int64_t num_slots,
+                                                                  bool initialize);
+  ~BlockTierIndex();
 
   BlockTierIndex(const BlockTierIndex&) = delete;
   BlockTierIndex& operator=(const BlockTierIndex&) = delete;
@@ -63,30 +79,38 @@ class BlockTierIndex {
   // Whether `key` is readable now.
   bool IsReadable(const Key& key) const;
   // Whether `key` is readable or being written.
-  bool Contains(const Key& key) const { return slots_by_key_.contains(key); }
+  bool Contains(const Key& key) const;
 
-  int64_t num_slots() const { return static_cast<int64_t>(slots_.size()); }
+  int64_t num_slots() const { return num_slots_; }
   // Slots readable or being written.
-  int64_t num_used() const { return num_slots() - static_cast<int64_t>(free_.size()); }
-  int64_t num_readable() const { return num_readable_; }
+  int64_t num_used() const;
+  int64_t num_readable() const;
 
  private:
-  enum class State : uint8_t { kFree, kWriting, kReadable };
-  struct Slot {
-    Key key{};
-    State state = State::kFree;
-    int32_t pins = 0;
-    // Position in lru_ while readable and unpinned.
-    std::list<int64_t>::iterator lru_position;
-  };
+  struct Header;
+  struct Slot;
+  class Lock;
 
-  std::vector<Slot> slots_;
-  absl::flat_hash_map<Key, int64_t> slots_by_key_;
-  // Free slots, taken from the back.
-  std::vector<int64_t> free_;
-  // Readable unpinned slots, least recently used first: the eviction candidates.
-  std::list<int64_t> lru_;
-  int64_t num_readable_ = 0;
+  BlockTierIndex(std::byte* memory, int64_t num_slots);
+  void Bind(std::byte* memory, int64_t num_slots);
+  // Makes an empty index in the bound memory.
+  void Initialize();
+
+  // All REQUIRE the lock.
+  int64_t Find(const Key& key) const;
+  void Unlink(int64_t slot);
+  void PushBack(int64_t slot);
+  void RemoveFromBucket(int64_t slot);
+  void Free(int64_t slot);
+  // A slot being written by a process that no longer exists, taken out of its bucket for
+  // reuse (it stays counted as used); -1 when none.
+  int64_t ReclaimOrphanWrite();
+
+  std::vector<std::byte> own_memory_;
+  Header* header_ = nullptr;
+  Slot* slots_ = nullptr;
+  int64_t* buckets_ = nullptr;
+  int64_t num_slots_ = 0;
 };
 
 }  // namespace switchyard::kvx

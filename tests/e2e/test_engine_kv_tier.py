@@ -19,7 +19,7 @@ import pytest
 import requests
 import zmq
 
-from conftest import wait_until
+from conftest import MODELS_DIR, wait_until
 from engine_server import EngineServer, kv_events_flags
 from kv_wire import as_dict
 
@@ -341,3 +341,47 @@ def test_an_unreachable_redis_is_refused_at_startup(switchyard):
     with pytest.raises(AssertionError, match="exited"):
         engine.start()
     assert "cannot reach" in engine.stderr_tail()
+
+
+@pytest.fixture
+def shared_name():
+    name = f"test-{os.getpid()}-{time.monotonic_ns()}"
+    yield name
+    pathlib.Path(f"/dev/shm/switchyard-kv-{name}").unlink(missing_ok=True)
+
+
+def shared_engine(name, size=TIER[1], model=None):
+    flags = [*SMALL_POOL, "--kv-offloading-size", size, "--kv-offloading-shared", name]
+    extra = {} if model is None else {"model": model}
+    return EngineServer(*flags, env={"PYTHONHASHSEED": "0"}, **extra)
+
+
+def test_engines_on_one_host_share_the_host_tier(expected, shared_name):
+    with shared_engine(shared_name) as first, shared_engine(shared_name) as second:
+        assert complete(first, PROMPT) == expected
+        stored_all(first, 6)
+        # The second engine never saw the prompt: the blocks come from the first's stores.
+        assert complete(second, PROMPT) == expected
+        assert tier(second, "hits_total") == 96
+        assert tier(second, "stored_blocks_total") == 0
+        # One index: both see the same used slots.
+        assert tier(first, "used_blocks") == tier(second, "used_blocks") >= 6
+        first.wait_idle()
+        second.wait_idle()
+    # The tier outlives its engines: a later one still finds the prefix.
+    with shared_engine(shared_name) as later:
+        assert complete(later, PROMPT) == expected
+        assert tier(later, "hits_total") == 96
+
+
+def test_a_shared_tier_refuses_another_geometry_or_model(shared_name):
+    with shared_engine(shared_name):
+        other_size = shared_engine(shared_name, size="0.02")
+        with pytest.raises(AssertionError, match="exited"):
+            other_size.start()
+        assert "--kv-offloading-size" in other_size.stderr_tail()
+        other_model = shared_engine(shared_name, model=MODELS_DIR / "tiny-qwen2")
+        with pytest.raises(AssertionError, match="exited"):
+            other_model.start()
+        assert "holds other KV" in other_model.stderr_tail() or \
+            "--kv-offloading-size" in other_model.stderr_tail()
