@@ -12,6 +12,8 @@
 // anywhere), and a router whose disagg-profile-handler moves a prompt's KV from a prefill
 // engine to the decode engine when at least kPdNonCachedTokens of it are not cached there.
 #include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -58,6 +60,7 @@ struct UpFlags {
   int64_t max_model_len = 0;
   int64_t kv_cache_memory_bytes = 0;
   double kv_offloading_size_gib = 0;
+  bool kv_shared = false;
   bool kv_redis = false;
   double kv_redis_size_gib = 1;
   double shutdown_timeout_s = kDefaultShutdownTimeoutS;
@@ -125,10 +128,20 @@ absl::Status RunUp(const UpFlags& f) {
     return absl::InvalidArgumentError("--shutdown-timeout must be >= 0");
   if (f.kv_offloading_size_gib < 0 || f.kv_redis_size_gib <= 0)
     return absl::InvalidArgumentError("--kv-offloading-size and --kv-redis-size must be >= 0");
-  if (f.kv_redis && (sim || f.kv_offloading_size_gib <= 0)) {
+  if ((f.kv_redis || f.kv_shared) && (sim || f.kv_offloading_size_gib <= 0)) {
     return absl::InvalidArgumentError(
-        "--kv-redis needs CPU engines with a host KV tier (--kv-offloading-size)");
+        "--kv-redis and --kv-offloading-shared need CPU engines with a host KV tier "
+        "(--kv-offloading-size)");
   }
+  // One host tier for every engine: this run's own, removed when it ends.
+  const std::string shared_tier = f.kv_shared ? fmt::format("up-{}", getpid()) : "";
+  struct SharedTierRemover {
+    std::string name;
+    ~SharedTierRemover() {
+      if (!name.empty())
+        shm_unlink(("/switchyard-kv-" + name).c_str());
+    }
+  } remove_shared_tier{shared_tier};
   std::unique_ptr<RedisChild> redis;
   if (f.kv_redis) {
     SY_ASSIGN_OR_RETURN(redis,
@@ -136,10 +149,10 @@ absl::Status RunUp(const UpFlags& f) {
     std::printf("switchyard up: redis-server on 127.0.0.1:%d, the engines' shared KV tier\n",
                 redis->port());
   }
-  // Engines find each other's blocks in Redis only when their block hashes agree: one seed
-  // for all of them (PYTHONHASHSEED when set).
+  // Engines find each other's blocks in a shared tier only when their block hashes agree:
+  // one seed for all of them (PYTHONHASHSEED when set).
   const std::optional<std::string> hash_seed =
-      redis != nullptr && !engine::BlockHasher::SeedFromEnvironment().has_value()
+      (redis != nullptr || f.kv_shared) && !engine::BlockHasher::SeedFromEnvironment().has_value()
           ? std::optional<std::string>(RandomSecret())
           : engine::BlockHasher::SeedFromEnvironment();
   const std::string name =
@@ -192,6 +205,7 @@ absl::Status RunUp(const UpFlags& f) {
     if (!sim && f.kv_offloading_size_gib > 0) {
       engine::KvOffloadOptions offload;
       offload.capacity_bytes = static_cast<int64_t>(f.kv_offloading_size_gib * (1LL << 30));
+      offload.shared_host_tier = shared_tier;
       if (redis != nullptr) {
         offload.redis_host = "127.0.0.1";
         offload.redis_port = redis->port();
@@ -280,6 +294,8 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--kv-offloading-size", f->kv_offloading_size_gib,
                   "GiB of host memory per engine for a KV tier under its pool (0: none)")
       ->capture_default_str();
+  cmd->add_flag("--kv-offloading-shared", f->kv_shared,
+                "one host KV tier shared by all the engines (in /dev/shm, removed on exit)");
   cmd->add_flag("--kv-redis", f->kv_redis,
                 "run a redis-server as a KV tier all engines share (needs Debian's "
                 "redis-server and --kv-offloading-size)");

@@ -1,8 +1,9 @@
-"""`switchyard up --kv-offloading-size G --kv-redis`: every engine of the fleet gets a host KV
-tier, and `up` runs a redis-server that all of them use as a shared tier, so a prefix one
-engine computed is loaded, not recomputed, by another. The Redis child goes away with `up`:
-on Ctrl-C and when `up` is killed."""
+"""`switchyard up --kv-offloading-size G` with `--kv-offloading-shared` (one host KV tier in
+shared memory for all engines) or `--kv-redis` (a redis-server that all of them use as a
+shared tier): a prefix one engine computed is loaded, not recomputed, by another. The Redis
+child and the shared memory go away with `up`."""
 import os
+import pathlib
 import re
 import signal
 
@@ -70,4 +71,29 @@ def test_redis_dies_with_a_killed_up():
 def test_kv_redis_needs_the_host_tier(switchyard):
     result = switchyard("up", "--engines", "1", "--kv-redis", "--port", "0", check=False)
     assert result.returncode != 0
-    assert b"--kv-redis needs CPU engines with a host KV tier" in result.stderr
+    assert b"need CPU engines with a host KV tier" in result.stderr
+
+
+def cpu_counter(url, name):
+    text = requests.get(f"{url}/metrics", timeout=10).text
+    for line in text.splitlines():
+        if line.startswith(name + "{") and 'medium="CPU"' in line:
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"no {name}{{medium=CPU}}")
+
+
+def test_up_shares_one_host_tier_between_its_engines():
+    up = Up("--engines", 2, "--threads", 1, "--kv-offloading-size", 0.01,
+            "--kv-offloading-shared")
+    shm = pathlib.Path(f"/dev/shm/switchyard-kv-up-{up.proc.pid}")
+    try:
+        assert shm.exists()
+        (_, first), (_, second) = up.engines
+        answer = complete(first, PROMPT)
+        wait_until(lambda: cpu_counter(first, "switchyard:kv_tier_stored_blocks_total") >= 6,
+                   "the first engine's blocks in the shared tier")
+        assert complete(second, PROMPT) == answer
+        assert cpu_counter(second, "switchyard:kv_tier_hits_total") == 96
+    finally:
+        up.stop()
+    assert not shm.exists()
