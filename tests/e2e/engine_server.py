@@ -164,6 +164,11 @@ class EngineServer:
         response.raise_for_status()
         return parse_metrics(response.text)
 
+    def sample(self, name, **labels):
+        """The sum of the samples of `name` whose labels include `labels`; fails when there
+        is none."""
+        return sample(self.url, name, **labels)
+
     def wait_idle(self, timeout=15):
         """Waits until nothing runs or waits and no KV block is held; returns the metrics.
         Freeing after a disconnect happens on the engine loop, so it is polled for."""
@@ -180,6 +185,18 @@ class EngineServer:
 
 IDLE_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting",
                "vllm:kv_cache_usage_perc")
+
+
+def sample(url, name, **labels):
+    """The sum of the samples of `name` at url/metrics whose labels include `labels`; fails
+    when there is none."""
+    wanted = [f'{k}="{v}"' for k, v in labels.items()]
+    text = requests.get(f"{url}/metrics", timeout=10).text
+    values = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+              if line.split("{", 1)[0].split(" ", 1)[0] == name
+              and all(w in line for w in wanted)]
+    assert values, f"no {name} sample with {labels}"
+    return sum(values)
 
 
 def idle(m):

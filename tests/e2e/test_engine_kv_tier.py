@@ -7,7 +7,6 @@ series, the KV pool goes back to its baseline, and a corrupt or torn disk entry 
 fallback to computing, never wrong KV."""
 import os
 import pathlib
-import re
 import signal
 import socket
 import subprocess
@@ -41,26 +40,12 @@ def complete(engine, prompt, **extra):
                                 temperature=0, extra_body=extra).choices[0].text
 
 
-def series(engine, name, label, value):
-    """The sample of `name` whose `label` is `value` (other labels ignored)."""
-    text = requests.get(f"{engine.url}/metrics", timeout=10).text
-    match = re.search(rf'^{re.escape(name)}\{{[^}}]*{label}="{value}"[^}}]*\}} (\S+)$', text,
-                      re.M)
-    assert match, f"no {name}{{{label}={value}}} series"
-    return float(match.group(1))
+def tier(engine, name, medium="CPU"):
+    return engine.sample(f"switchyard:kv_tier_{name}", medium=medium)
 
 
 def tier_loads(engine, medium, outcome):
-    text = requests.get(f"{engine.url}/metrics", timeout=10).text
-    for line in text.splitlines():
-        if (line.startswith("switchyard:kv_tier_loads_total{") and f'medium="{medium}"' in line
-                and f'outcome="{outcome}"' in line):
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"no kv_tier_loads_total for {medium} {outcome}")
-
-
-def tier(engine, name, medium="CPU"):
-    return series(engine, f"switchyard:kv_tier_{name}", "medium", medium)
+    return engine.sample("switchyard:kv_tier_loads_total", medium=medium, outcome=outcome)
 
 
 def stored_all(engine, blocks):
@@ -91,13 +76,10 @@ def test_a_prefix_evicted_from_the_pool_comes_back_from_the_host_tier(expected):
         assert tier(engine, "hits_total") - hits_before == 96
         assert tier_loads(engine, "CPU", "loaded") == 1
         assert tier_loads(engine, "CPU", "fell_back") == 0
-        assert series(engine, "vllm:prompt_tokens_by_source_total", "source",
-                      "external_kv_transfer") == 96
-        stored_bytes = series(engine, "vllm:kv_offload_total_bytes_total", "transfer_type",
-                              "GPU_to_CPU")
+        assert engine.sample("vllm:prompt_tokens_by_source_total", source="external_kv_transfer") == 96
+        stored_bytes = engine.sample("vllm:kv_offload_total_bytes_total", transfer_type="GPU_to_CPU")
         block_bytes = stored_bytes / tier(engine, "stored_blocks_total")
-        assert series(engine, "vllm:kv_offload_total_bytes_total", "transfer_type",
-                      "CPU_to_GPU") == 6 * block_bytes
+        assert engine.sample("vllm:kv_offload_total_bytes_total", transfer_type="CPU_to_GPU") == 6 * block_bytes
         assert tier(engine, "used_blocks") >= 6
         assert tier(engine, "capacity_blocks") >= tier(engine, "used_blocks")
         engine.wait_idle()
@@ -218,8 +200,7 @@ def test_a_prefix_that_left_the_pool_and_the_host_tier_comes_back_from_disk(expe
         from_disk = tier(engine, "hits_total", "DISK")
         assert from_disk > 0
         assert from_disk + tier(engine, "hits_total") == 96
-        assert series(engine, "vllm:kv_offload_total_bytes_total", "transfer_type",
-                      "DISK_to_GPU") > 0
+        assert engine.sample("vllm:kv_offload_total_bytes_total", transfer_type="DISK_to_GPU") > 0
         assert len(list(entry_dir(engine, tmp_path).glob("*.kv"))) >= 6
         body = requests.get(f"{engine.url}/debug/kv", timeout=10).json()
         assert [t["medium"] for t in body["tiers"]] == ["GPU", "CPU", "DISK"]
@@ -316,8 +297,7 @@ def test_a_prefix_one_engine_computed_comes_to_another_through_redis(expected, r
         wait_until(lambda: tier(first, "stored_blocks_total", "REDIS") >= 6, "6 blocks in Redis")
         assert complete(second, PROMPT) == expected
         assert tier(second, "hits_total", "REDIS") == 96
-        assert series(second, "vllm:prompt_tokens_by_source_total", "source",
-                      "external_kv_transfer") == 96
+        assert second.sample("vllm:prompt_tokens_by_source_total", source="external_kv_transfer") == 96
         # Another tenant's prompt shares no key with it.
         assert complete(second, PROMPT, cache_salt="other-tenant") == expected
         assert tier(second, "hits_total", "REDIS") == 96

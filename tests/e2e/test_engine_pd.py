@@ -8,7 +8,6 @@ computed), and every failure (a wrong secret, a dead producer, block ids it does
 must fall back to computing the prompt: the same answer, later. Both engines' KV goes back
 to its baseline: the producer frees its lease when the consumer releases it."""
 import json
-import re
 import signal
 import time
 
@@ -59,25 +58,16 @@ def counter(engine, name):
     return engine.metrics().get(name, 0.0)
 
 
-def series(engine, name, label, value):
-    """The sample of counter `name` whose `label` is `value` (other labels ignored)."""
-    text = requests.get(f"{engine.url}/metrics", timeout=10).text
-    match = re.search(rf'^{re.escape(name)}\{{[^}}]*{label}="{value}"[^}}]*\}} (\S+)$', text,
-                      re.M)
-    assert match, f"no {name}{{{label}={value}}} series"
-    return float(match.group(1))
-
-
 def external_tokens(engine):
-    return series(engine, "vllm:prompt_tokens_by_source_total", "source", "external_kv_transfer")
+    return engine.sample("vllm:prompt_tokens_by_source_total", source="external_kv_transfer")
 
 
 def loads(engine, outcome):
-    return series(engine, "switchyard:kv_transfer_loads_total", "outcome", outcome)
+    return engine.sample("switchyard:kv_transfer_loads_total", outcome=outcome)
 
 
 def leases_ended(engine, how):
-    return series(engine, "switchyard:kv_transfer_leases_ended_total", "how", how)
+    return engine.sample("switchyard:kv_transfer_leases_ended_total", how=how)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import signal
 import requests
 
 from conftest import wait_until
+from engine_server import sample
 from test_up import Up, child_pids
 
 _REDIS = re.compile(r"redis-server on 127\.0\.0\.1:(\d+)")
@@ -24,14 +25,6 @@ def complete(url, prompt):
     return r.json()["choices"][0]["text"]
 
 
-def redis_counter(url, name):
-    text = requests.get(f"{url}/metrics", timeout=10).text
-    for line in text.splitlines():
-        if line.startswith(name + "{") and 'medium="REDIS"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"no {name}{{medium=REDIS}}")
-
-
 def redis_children(up):
     return [pid for pid in child_pids(up.proc.pid)
             if open(f"/proc/{pid}/comm").read().strip().startswith("redis-server")]
@@ -44,10 +37,10 @@ def test_up_shares_a_redis_tier_between_its_engines():
         assert len(redis_children(up)) == 1
         (_, first), (_, second) = up.engines
         answer = complete(first, PROMPT)
-        wait_until(lambda: redis_counter(first, "switchyard:kv_tier_stored_blocks_total") >= 6,
+        wait_until(lambda: sample(first, "switchyard:kv_tier_stored_blocks_total", medium="REDIS") >= 6,
                    "the first engine's blocks in Redis")
         assert complete(second, PROMPT) == answer
-        assert redis_counter(second, "switchyard:kv_tier_hits_total") == 96
+        assert sample(second, "switchyard:kv_tier_hits_total", medium="REDIS") == 96
     finally:
         up.stop()
     assert redis_children(up) == []
@@ -74,14 +67,6 @@ def test_kv_redis_needs_the_host_tier(switchyard):
     assert b"need CPU engines with a host KV tier" in result.stderr
 
 
-def cpu_counter(url, name):
-    text = requests.get(f"{url}/metrics", timeout=10).text
-    for line in text.splitlines():
-        if line.startswith(name + "{") and 'medium="CPU"' in line:
-            return float(line.rsplit(" ", 1)[1])
-    raise AssertionError(f"no {name}{{medium=CPU}}")
-
-
 def test_up_shares_one_host_tier_between_its_engines():
     up = Up("--engines", 2, "--threads", 1, "--kv-offloading-size", 0.01,
             "--kv-offloading-shared")
@@ -90,10 +75,10 @@ def test_up_shares_one_host_tier_between_its_engines():
         assert shm.exists()
         (_, first), (_, second) = up.engines
         answer = complete(first, PROMPT)
-        wait_until(lambda: cpu_counter(first, "switchyard:kv_tier_stored_blocks_total") >= 6,
+        wait_until(lambda: sample(first, "switchyard:kv_tier_stored_blocks_total", medium="CPU") >= 6,
                    "the first engine's blocks in the shared tier")
         assert complete(second, PROMPT) == answer
-        assert cpu_counter(second, "switchyard:kv_tier_hits_total") == 96
+        assert sample(second, "switchyard:kv_tier_hits_total", medium="CPU") == 96
     finally:
         up.stop()
     assert not shm.exists()
