@@ -243,6 +243,20 @@ TEST_F(RedisBlockStoreTest, AKilledServerIsUnavailableUntilItComesBack) {
   EXPECT_EQ(Bytes(6), Bytes(2));
 }
 
+TEST_F(RedisBlockStoreTest, ABatchToAServerThatDiedIsUnavailableNotSigpipe) {
+  // Blocks of 2 MiB, so that a batch takes many writes: those after the dead server's reset
+  // would raise SIGPIPE, which kills the process unless the store keeps it off.
+  const KvBlockLayout big = *KvBlockLayout::FromSegments({size_t{1} << 20, size_t{1} << 20});
+  PoolMemory pool(big, 4, /*seed=*/13);
+  absl::StatusOr<std::unique_ptr<RedisBlockStore>> store =
+      RedisBlockStore::Open({.port = server_.port()}, *pool.region);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_EQ(Codes(Write(**store, {{K(1), 1}})), std::vector{StatusCode::kOk});
+  server_.Kill();
+  EXPECT_EQ(Codes(Write(**store, {{K(0), 0}, {K(1), 1}, {K(2), 2}, {K(3), 3}})),
+            std::vector<StatusCode>(4, StatusCode::kUnavailable));
+}
+
 TEST_F(RedisBlockStoreTest, AHungServerIsUnavailableAfterTheTimeout) {
   std::unique_ptr<RedisBlockStore> store = Open(Filled(1), std::chrono::milliseconds(200));
   ASSERT_NE(store, nullptr);
