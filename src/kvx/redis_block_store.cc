@@ -1,5 +1,6 @@
 #include "kvx/redis_block_store.h"
 
+#include <signal.h>
 #include <sys/time.h>
 
 #include <cstring>
@@ -33,6 +34,31 @@ absl::Status Lost(redisContext* c) {
   return absl::UnavailableError(fmt::format("KV Redis tier: {}", c->errstr));
 }
 
+// hiredis 0.14 sends with write(2), so writing to a connection Redis has reset raises
+// SIGPIPE, whose default action ends the process. While one of these lives, the calling
+// thread has SIGPIPE blocked, so such a write fails with EPIPE (a lost connection like any
+// other); a SIGPIPE it raised is taken off the thread before the mask is restored.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
+  }
+  ~SigpipeBlock() {
+    const timespec no_wait{};
+    while (sigtimedwait(&pipe_, nullptr, &no_wait) == SIGPIPE) {
+    }
+    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_;
+  sigset_t previous_;
+};
+
 }  // namespace
 
 void RedisBlockStore::ContextDeleter::operator()(redisContext* c) const {
@@ -42,6 +68,7 @@ void RedisBlockStore::ContextDeleter::operator()(redisContext* c) const {
 absl::StatusOr<std::unique_ptr<RedisBlockStore>> RedisBlockStore::Open(
     RedisBlockStoreOptions options, MemoryRegion pool) {
   std::unique_ptr<RedisBlockStore> store(new RedisBlockStore(std::move(options), std::move(pool)));
+  const SigpipeBlock sigpipe_block;
   absl::StatusOr<Context> context = store->Acquire();
   if (!context.ok())
     return context.status();
@@ -118,6 +145,7 @@ void RedisBlockStore::Read(std::vector<Op> ops, Callback done) {
 }
 
 std::vector<absl::Status> RedisBlockStore::WriteBatch(const std::vector<Op>& ops) {
+  const SigpipeBlock sigpipe_block;
   absl::StatusOr<Context> context = Acquire();
   if (!context.ok())
     return std::vector<absl::Status>(ops.size(), context.status());
@@ -156,6 +184,7 @@ std::vector<absl::Status> RedisBlockStore::WriteBatch(const std::vector<Op>& ops
 }
 
 std::vector<absl::Status> RedisBlockStore::ReadBatch(const std::vector<Op>& ops) {
+  const SigpipeBlock sigpipe_block;
   absl::StatusOr<Context> context = Acquire();
   if (!context.ok())
     return std::vector<absl::Status>(ops.size(), context.status());

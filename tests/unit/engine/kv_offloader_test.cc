@@ -15,8 +15,7 @@
 
 #include "gtest/gtest.h"
 
-#include "../kvx/transfer_test_memory.h"
-#include "base/mutex.h"
+#include "kv_offloader_test_support.h"
 
 namespace switchyard::engine {
 namespace {
@@ -25,36 +24,6 @@ using ReleasedBlock = KvCacheManager::ReleasedBlock;
 
 constexpr int32_t kBlockSize = 4;
 constexpr int32_t kPoolBlocks = 8;
-
-BlockHash H(uint8_t n) {
-  BlockHash hash;
-  hash.bytes[0] = n;
-  hash.bytes[31] = 0x5a;
-  return hash;
-}
-
-// Counts the offloader's wake calls, so that tests wait for completions without sleeping.
-class WakeCounter {
- public:
-  std::function<void()> Callback() {
-    return [this] {
-      base::MutexLock lock(&mu_);
-      ++count_;
-      cv_.NotifyAll();
-    };
-  }
-  // Whether `n` wakes in all came within a generous deadline.
-  bool WaitFor(int64_t n) {
-    base::MutexLock lock(&mu_);
-    return cv_.WaitUntil(&mu_, std::chrono::steady_clock::now() + std::chrono::seconds(30),
-                         [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return count_ >= n; });
-  }
-
- private:
-  base::Mutex mu_;
-  base::CondVar cv_;
-  int64_t count_ ABSL_GUARDED_BY(mu_) = 0;
-};
 
 class KvOffloaderTest : public ::testing::Test {
  protected:
@@ -92,21 +61,8 @@ class KvOffloaderTest : public ::testing::Test {
     EXPECT_EQ(FinishJob().unpin, blocks);
   }
 
-  // The block's bytes, segment after segment.
-  std::vector<std::byte> Bytes(BlockId block) {
-    std::vector<std::byte> bytes;
-    for (size_t s = 0; s < layout_.num_segments(); ++s) {
-      const std::span<std::byte> segment = pool_.Segment(layout_, block, s);
-      bytes.insert(bytes.end(), segment.begin(), segment.end());
-    }
-    return bytes;
-  }
-
-  // New bytes in the block, as when the pool hands it to another sequence.
-  void Overwrite(BlockId block, uint32_t seed) {
-    for (size_t s = 0; s < layout_.num_segments(); ++s)
-      kvx::FillRandom(pool_.Segment(layout_, block, s), seed + static_cast<uint32_t>(s));
-  }
+  std::vector<std::byte> Bytes(BlockId block) { return BlockBytes(pool_, layout_, block); }
+  void Overwrite(BlockId block, uint32_t seed) { OverwriteBlock(pool_, layout_, block, seed); }
 
   int32_t LoadableAfter(const std::vector<BlockHash>& hashes, int32_t num_cached) {
     return offloader_->Lookup(hashes, num_cached).local;
