@@ -226,7 +226,6 @@ void KvOffloader::CollectStores(std::span<const KvCacheManager::ReleasedBlock> r
     if (tier.index == nullptr) {  // Redis
       if (redis_written_.Count(key) > 0)
         continue;
-      redis_written_.Add(key);
     } else {
       if (tier.index->Contains(key))
         continue;
@@ -364,9 +363,11 @@ void KvOffloader::FinishStore(Job& job, const Done& done, Finished& finished) {
     const bool ok = done.results[i].ok();
     if (tier.index != nullptr)
       tier.index->EndWrite(job.slots[i], ok);
-    if (ok)
+    if (ok) {
       stored.block_hashes.push_back(job.hashes[i].event_hash());
-    else if (job.medium != Medium::kHost)
+      if (job.medium == Medium::kRedis)
+        redis_written_.Add(KeyOf(job.hashes[i]));
+    } else if (job.medium != Medium::kHost)
       SY_LOG_WARN("KV {} tier: {}", tier.stats.medium, done.results[i].ToString());
   }
   const auto num_stored = static_cast<int64_t>(stored.block_hashes.size());

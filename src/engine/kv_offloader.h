@@ -203,7 +203,7 @@ class KvOffloader {
   std::unique_ptr<Tier> disk_;
   std::unique_ptr<Tier> redis_;
   kvx::BlockLookupCounter lookups_;
-  // Blocks lately written to Redis, not written again while remembered.
+  // Blocks lately written to Redis (successfully), not written again while remembered.
   kvx::BlockLookupCounter redis_written_;
   absl::flat_hash_map<uint64_t, Job> jobs_;
   absl::flat_hash_map<SeqId, PendingLoad> pending_loads_;

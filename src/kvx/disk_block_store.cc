@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -14,10 +15,8 @@
 #include <system_error>
 #include <utility>
 
-#define XXH_INLINE_ALL
 #include "absl/status/status.h"
 #include "fmt/format.h"
-#include <xxhash.h>
 
 #include "base/status_macros.h"
 #include "kvx/kv_block_entry.h"
@@ -84,7 +83,8 @@ void RemoveOrphans(const std::filesystem::path& directory) {
     const std::string name = entry.path().filename().string();
     if (!entry.is_directory(error) || !name.starts_with(kEntryDirectoryPrefix))
       continue;
-    const std::string pid_text = name.substr(kEntryDirectoryPrefix.size());
+    const std::string rest = name.substr(kEntryDirectoryPrefix.size());
+    const std::string pid_text = rest.substr(0, rest.find('-'));
     char* end = nullptr;
     const long pid = std::strtol(pid_text.c_str(), &end, 10);
     if (pid_text.empty() || *end != '\0' || pid <= 0)
@@ -98,8 +98,11 @@ void RemoveOrphans(const std::filesystem::path& directory) {
 
 absl::StatusOr<std::unique_ptr<DiskBlockStore>> DiskBlockStore::Open(DiskBlockStoreOptions options,
                                                                      MemoryRegion pool) {
-  const std::filesystem::path dir = std::filesystem::path(options.directory) /
-                                    fmt::format("{}{}", kEntryDirectoryPrefix, getpid());
+  // Stores of one process (engines of one `up`) each get a folder of their own.
+  static std::atomic<int> next_store{0};
+  const std::filesystem::path dir =
+      std::filesystem::path(options.directory) /
+      fmt::format("{}{}-{}", kEntryDirectoryPrefix, getpid(), next_store.fetch_add(1));
   std::error_code error;
   std::filesystem::create_directories(options.directory, error);
   RemoveOrphans(options.directory);

@@ -1,9 +1,9 @@
 // DiskBlockStore: KV blocks as files, one per tier slot, in a directory of this process's
-// own (`<directory>/switchyard-kv-<pid>`, emptied at Open and removed at destruction: the
-// slot index lives in memory, so nothing is reused across runs; Open also removes the
-// directories of processes that no longer exist, killed before they could). A file is one
-// self-checking KvBlockEntry (kv_block_entry.h). A write goes to `<slot>.tmp` and is renamed
-// to `<slot>.kv` once whole, so a slot's file is a complete entry or absent; a read checks
+// own (`<directory>/switchyard-kv-<pid>-<n>`, n counting the stores of the process, emptied at Open
+// and removed at destruction: the slot index lives in memory, so nothing is reused across runs;
+// Open also removes the directories of processes that no longer exist, killed before they could). A
+// file is one self-checking KvBlockEntry (kv_block_entry.h). A write goes to `<slot>.tmp` and is
+// renamed to `<slot>.kv` once whole, so a slot's file is a complete entry or absent; a read checks
 // the entry, so a torn, truncated, corrupted or foreign file is a DataLoss miss, never
 // wrong KV.
 //

@@ -188,7 +188,8 @@ def disk_flags(path):
 
 
 def entry_dir(engine, root):
-    return pathlib.Path(root) / f"switchyard-kv-{engine.proc.pid}"
+    [directory] = pathlib.Path(root).glob(f"switchyard-kv-{engine.proc.pid}-*")
+    return directory
 
 
 def test_a_prefix_that_left_the_pool_and_the_host_tier_comes_back_from_disk(expected, tmp_path):

@@ -156,11 +156,10 @@ class KvOffloaderTiersTest : public ::testing::Test {
     ASSERT_TRUE(started.ok()) << started;
   }
 
-  // Every entry file of this process's disk tier.
+  // Every entry file of the disk tiers under the scratch directory (one per test).
   std::vector<fs::path> DiskEntries() const {
     std::vector<fs::path> entries;
-    const fs::path dir = scratch_.path() / ("switchyard-kv-" + std::to_string(::getpid()));
-    for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
+    for (const fs::directory_entry& entry : fs::recursive_directory_iterator(scratch_.path())) {
       if (entry.path().extension() == ".kv")
         entries.push_back(entry.path());
     }

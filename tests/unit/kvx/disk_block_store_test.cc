@@ -113,8 +113,11 @@ class DiskBlockStoreTest : public ::testing::Test {
 TEST_F(DiskBlockStoreTest, WrittenBlocksReadBackByteExactIntoOtherBlocks) {
   std::unique_ptr<DiskBlockStore> store = Open(dir_.path());
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(fs::path(store->entry_directory()),
-            dir_.path() / ("switchyard-kv-" + std::to_string(::getpid())));
+  const fs::path entry_directory(store->entry_directory());
+  EXPECT_EQ(entry_directory.parent_path(), dir_.path());
+  EXPECT_TRUE(entry_directory.filename().string().starts_with("switchyard-kv-" +
+                                                              std::to_string(::getpid()) + "-"))
+      << entry_directory;
   const std::vector<std::byte> one = Bytes(1);
   const std::vector<std::byte> five = Bytes(5);
   EXPECT_EQ(Codes(Write(*store, {{0, K(1), 1}, {6, K(5), 5}})),
@@ -226,12 +229,13 @@ TEST_F(DiskBlockStoreTest, OpenRemovesTheDirectoriesOfDeadProcessesOnly) {
     return dir_.path() / ("switchyard-kv-" + suffix);
   };
   const fs::path dead = named(std::to_string(DeadPid()));
+  const fs::path dead_store = named(std::to_string(DeadPid()) + "-3");
   const fs::path init = named("1");
   const fs::path parent = named(std::to_string(::getppid()));
   const fs::path not_a_pid = named("7x");
   const fs::path unrelated = dir_.path() / "models";
   const fs::path own = named(std::to_string(::getpid()));
-  for (const fs::path& p : {dead, init, parent, not_a_pid, unrelated, own}) {
+  for (const fs::path& p : {dead, dead_store, init, parent, not_a_pid, unrelated, own}) {
     fs::create_directories(p);
     WriteText(p / "0.kv", "left over");
   }
@@ -239,11 +243,13 @@ TEST_F(DiskBlockStoreTest, OpenRemovesTheDirectoriesOfDeadProcessesOnly) {
   std::unique_ptr<DiskBlockStore> store = Open(dir_.path());
   ASSERT_NE(store, nullptr);
   EXPECT_FALSE(fs::exists(dead));
-  for (const fs::path& p : {init, parent, not_a_pid, unrelated})
+  EXPECT_FALSE(fs::exists(dead_store));
+  // Live processes' folders stay, this process's other stores' included.
+  for (const fs::path& p : {init, parent, not_a_pid, unrelated, own})
     EXPECT_TRUE(fs::exists(p / "0.kv")) << p;
-  // This process's own directory is emptied: nothing is reused across runs.
-  EXPECT_TRUE(fs::is_directory(own));
-  EXPECT_TRUE(fs::is_empty(own));
+  // The store's own folder is new and empty: nothing is reused across runs.
+  EXPECT_TRUE(fs::is_directory(store->entry_directory()));
+  EXPECT_TRUE(fs::is_empty(store->entry_directory()));
 }
 
 TEST_F(DiskBlockStoreTest, OpenMakesMissingParentsAndFailsWhereNoDirectoryCanBe) {
