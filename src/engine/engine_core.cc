@@ -316,7 +316,7 @@ void EngineCore::Run() {
     bool stopping = false;
     {
       base::MutexLock lock(&mu_);
-      if (table_.size() == 0) {
+      if (table_.size() == 0 || waiting_for_kv_) {
         auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
           return stopping_ || !intake_.empty() || !aborts_.empty() || !resets_.empty() || kv_work_;
         };
@@ -330,6 +330,7 @@ void EngineCore::Run() {
         }
       }
       kv_work_ = false;
+      waiting_for_kv_ = false;
       intake.swap(intake_);
       aborts.swap(aborts_);
       resets.swap(resets_);
@@ -602,9 +603,16 @@ absl::Status EngineCore::Step() {
   KvCacheOracle oracle(*kv_);
   const StepPlan plan = Schedule(table_.View(oracle), options_.budget);
   if (plan.scheduled.empty()) {
-    // Nothing runs and the head of the queue cannot start: it can never fit (Start checked
-    // that one sequence's blocks fit an empty cache, so this is a bug guard, not a path).
-    if (table_.running().empty() && !table_.waiting().empty()) {
+    // Nothing runs and the head of the queue cannot start. Blocks that KV traffic holds
+    // (loads, a tier's stores, P/D leases) come back: wait for that work. Otherwise it can
+    // never fit (Start checked that one sequence's blocks fit an empty cache, so this is a
+    // bug guard, not a path).
+    const bool kv_holds_blocks =
+        !loading_.empty() || (offloader_ != nullptr && offloader_->busy()) ||
+        (connector_ != nullptr && connector_->NextLeaseDeadline().has_value());
+    if (kv_holds_blocks) {
+      waiting_for_kv_ = true;
+    } else if (table_.running().empty() && !table_.waiting().empty()) {
       const SeqId head = table_.waiting().front();
       AbortRequest(seqs_.at(head)->request->request.request_id, FinishReason::kError,
                    absl::ResourceExhaustedError("the request does not fit the KV cache"));

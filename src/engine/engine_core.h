@@ -226,6 +226,9 @@ class EngineCore {
   std::vector<RequestState*> touched_;
   PrefixCacheStats reported_prefix_stats_;
   absl::flat_hash_map<SeqId, Loading> loading_;
+  // The last step scheduled nothing while KV traffic held blocks: the loop sleeps until
+  // that work wakes it instead of stepping again.
+  bool waiting_for_kv_ = false;
   std::chrono::steady_clock::time_point next_keep_alive_sweep_;
 
   mutable base::Mutex mu_;

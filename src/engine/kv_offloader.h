@@ -127,6 +127,8 @@ class KvOffloader {
     std::vector<Load> loads;
   };
   Finished TakeFinished();
+  // Whether copies are in flight (stores pinning pool blocks, loads filling them).
+  bool busy() const { return !jobs_.empty(); }
   // BlockStored / BlockRemoved of the tiers' media since the last call.
   std::vector<kvx::KvCacheEvent> TakeEvents();
 

@@ -5,6 +5,7 @@ instead of computing them. The answer must be the one an engine without tiers gi
 loaded is the KV computed), the traffic shows in vLLM's offload series and Switchyard's tier
 series, the KV pool goes back to its baseline, and a corrupt or torn disk entry is a
 fallback to computing, never wrong KV."""
+import concurrent.futures
 import os
 import pathlib
 import signal
@@ -366,3 +367,23 @@ def test_a_shared_tier_refuses_another_geometry_or_model(shared_name):
             other_model.start()
         assert "holds other KV" in other_model.stderr_tail() or \
             "--kv-offloading-size" in other_model.stderr_tail()
+
+
+def test_a_request_waits_for_blocks_a_store_holds(tmp_path):
+    """Two requests that do not fit the pool together: the second waits while the first runs,
+    and when the first ends its blocks are pinned while the tiers copy them. The second must
+    wait for them too, not be refused as too big for the cache."""
+    with EngineServer(*SMALL_POOL, *TIER, *disk_flags(tmp_path)) as engine:
+        c = openai.OpenAI(base_url=engine.base_url, api_key="unused", max_retries=0)
+
+        def long_request(k):
+            # 200 tokens: 13 blocks to start, 12 of them stored (and pinned) when it ends.
+            prompt = [(13 * i + 7 * k + 2) % 500 + 10 for i in range(200)]
+            return c.completions.create(model=engine.name, prompt=prompt, max_tokens=56,
+                                        temperature=0, extra_body={"ignore_eos": True})
+
+        for round_ in range(3):
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                answers = list(pool.map(long_request, [10 + 2 * round_, 11 + 2 * round_]))
+            assert [a.usage.completion_tokens for a in answers] == [56, 56]
+        engine.wait_idle()
