@@ -12,11 +12,13 @@ TTFT is measured at the client, from the send to the first chunk that carries a 
 Each run takes a new cache_salt s, so no run sees another's blocks, and sends prompt P with
 salt s three times:
   - recompute: nothing of P is cached anywhere, the whole prompt is prefilled;
-  - pool: P again at once: every full block but the last comes from the pool (the last
+  - pool: P again once the tier's copy of its blocks is done (the copy runs on threads
+    that share the cores): every full block but the last comes from the pool (the last
     block, 16 tokens, is always computed: a hit leaves at least one token to compute);
-  - host tier: once the tier holds P's blocks (switchyard:kv_tier_stored_blocks_total), other
-    prompts of the same length (--evict-prompts, by default just enough to cycle the pool once)
-    take the whole pool; then P loads its blocks from the tier instead of computing them.
+  - host tier: other prompts of the same length (--evict-prompts, by default just enough to
+    cycle the pool once) take the whole pool, each sent once the tier has stored what came
+    before it (switchyard:kv_tier_stored_blocks_total); then P loads its blocks from the
+    tier instead of computing them.
 The eviction prompts are the same every run, with their own salt: the first run computes
 them, later runs load them from the tier too, which keeps a bench-1b run at one prefill.
 Every request's source is checked on the engine's counters (vllm:prompt_tokens_by_source_total
@@ -193,8 +195,11 @@ def one_run(engine, a, i, state):
     for step in ("recompute", "pool"):
         ttft, delta = timed_request(engine, p, salt, a.request_timeout, f"run {i + 1} {step}")
         run[step] = {"ttft_ms": 1e3 * ttft, **delta}
-    state["stored_blocks"] += a.full_blocks
-    wait_stored(engine, state["stored_blocks"], a.request_timeout)
+        if step == "recompute":
+            # The tier copies P's blocks after its prefill, on transfer threads that share
+            # the cores: the pool step waits for that, as the host step does for its stores.
+            state["stored_blocks"] += a.full_blocks
+            wait_stored(engine, state["stored_blocks"], a.request_timeout)
     run["evict"] = []
     for k, e in enumerate(state["evictors"]):
         ttft, delta = timed_request(engine, e, EVICT_SALT, a.request_timeout,
