@@ -154,8 +154,9 @@ absl::StatusOr<PrefixHit> KvCacheManager::GetComputedBlocks(SeqId seq_id,
   if (enable_caching_ && !tokens.empty()) {
     ++stats_.requests;
     stats_.queries += static_cast<int64_t>(tokens.size());
-    stats_.hits += hit.num_tokens;
+    stats_.hits += hit.num_tokens - std::min(hit.num_tokens, seq.num_loaded_tokens);
   }
+  seq.num_loaded_tokens = 0;
   return hit;
 }
 
@@ -306,6 +307,7 @@ void KvCacheManager::FinishLoad(SeqId seq_id, std::span<const int32_t> tokens, i
   const int32_t loaded_end = seq.num_cached_blocks + num_loaded;
   SY_CHECK(loaded_end <= static_cast<int32_t>(seq.blocks.size()));
   CacheFullBlocks(seq, tokens, loaded_end);
+  seq.num_loaded_tokens = num_loaded * block_size_;
   ReleaseBlocks(seq);
 }
 

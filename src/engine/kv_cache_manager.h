@@ -66,7 +66,9 @@ int32_t MaxBlocksPerSequence(int64_t max_model_len, int64_t max_step_tokens, int
                              int32_t block_size);
 
 // vLLM's PrefixCacheStats, counted in tokens: one query of the sequence's full length per
-// GetComputedBlocks call, hits = tokens served from the cache.
+// GetComputedBlocks call, hits = tokens served from the cache. As in vLLM, whose connector
+// reports loaded KV apart from the local cache, tokens a load (FinishLoad) just brought in
+// are not hits of the admission that follows it.
 struct PrefixCacheStats {
   int64_t requests = 0;
   int64_t queries = 0;
@@ -224,6 +226,8 @@ class KvCacheManager {
     // Blocks [0, num_cached_blocks) are published in the pool's cache map.
     int32_t num_cached_blocks = 0;
     int32_t num_tokens = 0;
+    // Tokens the last FinishLoad published, left out of the next query's hits.
+    int32_t num_loaded_tokens = 0;
   };
 
   KvCacheManager(const KvCacheOptions& options, BlockHasher hasher);

@@ -166,6 +166,28 @@ TEST(KvCacheTierTest, BeginLoadIsEmptyWhenTheEndBlockIsWithinTheCachedPrefix) {
   EXPECT_EQ(m->GetComputedBlocks(2, prompt)->num_tokens, 12);
 }
 
+TEST(KvCacheTierTest, LoadedTokensAreNoHitsOfTheAdmissionAfterTheLoad) {
+  auto m = MakeKvCacheManager(16, 4);
+  Prefill(*m, 1, Iota(5));  // publishes block 0
+  const auto prompt = Iota(13);
+  ASSERT_TRUE(m->AddSequence(2, {}, std::nullopt).ok());
+  auto target = m->BeginLoad(2, prompt);
+  ASSERT_TRUE(target.ok()) << target.status();
+  ASSERT_EQ(target->blocks.size(), 2u);
+  m->FinishLoad(2, prompt, 2);
+  const PrefixCacheStats before = m->prefix_cache_stats();
+  auto hit = m->GetComputedBlocks(2, prompt);
+  ASSERT_TRUE(hit.ok());
+  EXPECT_EQ(hit->num_tokens, 12);
+  // The query counts the prompt; its hits only the block that was cached before the load.
+  EXPECT_EQ(m->prefix_cache_stats().queries - before.queries, 13);
+  EXPECT_EQ(m->prefix_cache_stats().hits - before.hits, 4);
+  // Another sequence finds all three blocks as ordinary hits.
+  ASSERT_TRUE(m->AddSequence(3, {}, std::nullopt).ok());
+  ASSERT_TRUE(m->GetComputedBlocks(3, prompt).ok());
+  EXPECT_EQ(m->prefix_cache_stats().hits - before.hits, 4 + 12);
+}
+
 TEST(KvCacheTierTest, NothingIsReleasedForATierUnlessTracked) {
   auto m = MakeKvCacheManager(8, 4);
   Prefill(*m, 1, Iota(9));
