@@ -69,6 +69,7 @@ absl::StatusOr<std::unique_ptr<RedisChild>> RedisChild::Start(int64_t max_memory
                                    "--maxmemory-policy",
                                    "allkeys-lru"};
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& a : args)
     argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -63,11 +63,11 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   metrics_options.enable_prefix_caching = o.enable_prefix_caching;
   metrics_options.cache_dtype = o.cache_dtype;
   if (o.kv_offload.has_value()) {
-    metrics_options.kv_tier_media.push_back(kvx::kMediumCpu);
+    metrics_options.kv_tier_media.emplace_back(kvx::kMediumCpu);
     if (!o.kv_offload->disk_path.empty())
-      metrics_options.kv_tier_media.push_back(kvx::kMediumDisk);
+      metrics_options.kv_tier_media.emplace_back(kvx::kMediumDisk);
     if (!o.kv_offload->redis_host.empty())
-      metrics_options.kv_tier_media.push_back(kvx::kMediumRedis);
+      metrics_options.kv_tier_media.emplace_back(kvx::kMediumRedis);
   }
   s->metrics_ = std::make_unique<EngineMetrics>(metrics_options);
 

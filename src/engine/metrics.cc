@@ -298,18 +298,18 @@ struct EngineMetrics::Impl {
   }
 
   struct KvTierSeries {
-    prometheus::Counter* store_bytes;
-    prometheus::Counter* load_bytes;
-    prometheus::Counter* store_seconds;
-    prometheus::Counter* load_seconds;
-    prometheus::Gauge* capacity_blocks;
-    prometheus::Gauge* used_blocks;
-    prometheus::Counter* queries;
-    prometheus::Counter* hits;
-    prometheus::Counter* stored_blocks;
-    prometheus::Counter* evicted_blocks;
-    prometheus::Counter* loads_done;
-    prometheus::Counter* loads_failed;
+    prometheus::Counter* store_bytes = nullptr;
+    prometheus::Counter* load_bytes = nullptr;
+    prometheus::Counter* store_seconds = nullptr;
+    prometheus::Counter* load_seconds = nullptr;
+    prometheus::Gauge* capacity_blocks = nullptr;
+    prometheus::Gauge* used_blocks = nullptr;
+    prometheus::Counter* queries = nullptr;
+    prometheus::Counter* hits = nullptr;
+    prometheus::Counter* stored_blocks = nullptr;
+    prometheus::Counter* evicted_blocks = nullptr;
+    prometheus::Counter* loads_done = nullptr;
+    prometheus::Counter* loads_failed = nullptr;
     KvTierStats reported;
   };
   std::unique_ptr<KvTierSeries> AddKvTierSeries(const std::string& medium) {

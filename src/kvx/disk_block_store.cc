@@ -26,7 +26,7 @@ namespace switchyard::kvx {
 namespace {
 
 absl::Status SystemError(const std::string& what, int err) {
-  const std::string message = fmt::format("{}: {}", what, std::strerror(err));
+  const std::string message = fmt::format("{}: {}", what, std::system_category().message(err));
   if (err == ENOSPC || err == EDQUOT)
     return absl::ResourceExhaustedError(message);
   if (err == ENOENT)

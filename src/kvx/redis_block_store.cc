@@ -55,8 +55,8 @@ class SigpipeBlock {
   SigpipeBlock& operator=(const SigpipeBlock&) = delete;
 
  private:
-  sigset_t pipe_;
-  sigset_t previous_;
+  sigset_t pipe_{};
+  sigset_t previous_{};
 };
 
 }  // namespace

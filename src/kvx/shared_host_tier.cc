@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <system_error>
 #include <thread>
 
 #include "fmt/format.h"
@@ -38,7 +39,7 @@ size_t RoundUp(size_t n, size_t to) {
 }
 
 absl::Status SystemError(const std::string& what, int err) {
-  return absl::InternalError(fmt::format("{}: {}", what, std::strerror(err)));
+  return absl::InternalError(fmt::format("{}: {}", what, std::system_category().message(err)));
 }
 
 bool ValidName(const std::string& name) {
