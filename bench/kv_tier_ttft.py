@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Host KV tier: TTFT of a long prompt whose prefix is in the pool, in the host tier, or nowhere.
+"""KV tiers: TTFT of a long prompt whose prefix is in the pool, in a tier, or nowhere.
 
 One release-build engine (`switchyard engine --model DIR --threads T --block-size 16
 --max-model-len L --num-gpu-blocks-override B --kv-offloading-size G`), started once: a pool
@@ -28,6 +28,11 @@ load them all from the tier; a run where that fails is reported and makes the ex
 The engine's own time for the load (vllm:kv_offload_total_time_total{transfer_type=
 "CPU_to_GPU"}) is reported beside the host tier's TTFT.
 
+--tier disk or --tier redis measures that tier instead: the host tier shrinks to 2 blocks
+(so P's blocks are only on disk, or in Redis, when P comes back) and the tier takes the host
+tier's size; for redis the script runs Debian's redis-server on a free loopback port. The
+"host" step then loads from that tier, and its counters are read under its medium.
+
 Prints each run, the medians and the ratios recompute / pool and recompute / host (issue 21's
 goal: >= 10x on bench-1b), as a markdown table and one JSON line; --json-out keeps every run.
 Build first: cmake --preset release && ninja -C build/release switchyard. Bench models:
@@ -35,7 +40,7 @@ Build first: cmake --preset release && ninja -C build/release switchyard. Bench 
 
 usage: .venv/bin/python bench/kv_tier_ttft.py [--bin PATH] [--model DIR] [--runs 5]
            [--prompt-tokens 4096] [--threads 2] [--pool-blocks B] [--evict-prompts N]
-           [--tier-gib G] [--json-out FILE] [--smoke]
+           [--tier-gib G] [--tier host|disk|redis] [--json-out FILE] [--smoke]
 """
 import argparse
 import http.client
@@ -45,6 +50,7 @@ import pathlib
 import random
 import re
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -131,36 +137,62 @@ def sample(text, name, **labels):
     return total
 
 
-def counters(engine):
+def counters(engine, medium):
     text = engine.metrics()
     # Blocks loaded from the tier land in the pool before the prompt's lookup, so
     # vllm:prefix_cache_hits_total counts them too; the by-source split does not.
     return {"pool_hits": sample(text, "vllm:prompt_tokens_by_source_total",
                                 source="local_cache_hit"),
-            "tier_hits": sample(text, "switchyard:kv_tier_hits_total", medium="CPU"),
-            "stored_blocks": sample(text, "switchyard:kv_tier_stored_blocks_total", medium="CPU"),
+            "tier_hits": sample(text, "switchyard:kv_tier_hits_total", medium=medium),
+            "stored_blocks": sample(text, "switchyard:kv_tier_stored_blocks_total",
+                                    medium=medium),
             "loaded_bytes": sample(text, "vllm:kv_offload_total_bytes_total",
-                                   transfer_type="CPU_to_GPU"),
+                                   transfer_type=f"{medium}_to_GPU"),
             "load_ms": 1e3 * sample(text, "vllm:kv_offload_total_time_total",
-                                    transfer_type="CPU_to_GPU")}
+                                    transfer_type=f"{medium}_to_GPU")}
 
 
-def wait_stored(engine, blocks, timeout_s):
-    """Waits until the tier has stored `blocks` blocks in all (stores run on transfer threads)."""
+def wait_stored(engine, medium, blocks, timeout_s):
+    """Waits until the tier has stored `blocks` blocks in all (stores run on copy threads)."""
     deadline = time.monotonic() + timeout_s
-    while counters(engine)["stored_blocks"] < blocks:
+    while counters(engine, medium)["stored_blocks"] < blocks:
         if time.monotonic() > deadline:
-            raise SystemExit(f"the tier stored {counters(engine)['stored_blocks']:.0f} blocks, "
-                             f"not {blocks}, in {timeout_s} s")
+            raise SystemExit(f"the tier stored {counters(engine, medium)['stored_blocks']:.0f} "
+                             f"blocks, not {blocks}, in {timeout_s} s")
         time.sleep(0.05)
+
+
+def start_redis():
+    """Debian's redis-server on a free loopback port, without persistence: (process, port)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1",
+                             "--save", "", "--appendonly", "no"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, port
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("redis-server did not start (scripts/setup_test.sh installs it)")
+            time.sleep(0.02)
+
+
+def stop_redis(redis):
+    if redis is not None:
+        redis[0].kill()
+        redis[0].wait()
 
 
 # ---------------------------------------------------------------- requests
 
-def timed_request(engine, tokens, salt, timeout_s, what):
+def timed_request(engine, medium, tokens, salt, timeout_s, what):
     """Streams one completion of max_tokens 1; returns (TTFT in s, counter deltas). `what`
     names the request in errors."""
-    before = counters(engine)
+    before = counters(engine, medium)
     body = json.dumps({"model": engine.name, "prompt": tokens, "max_tokens": 1,
                        "temperature": 0, "stream": True, "cache_salt": salt}).encode()
     url = urllib.parse.urlsplit(engine.url)
@@ -182,7 +214,7 @@ def timed_request(engine, tokens, salt, timeout_s, what):
         conn.close()
     if ttft is None:
         raise SystemExit(f"{what}: the stream ended without a token: {b' '.join(lines)[:500]!r}")
-    after = counters(engine)
+    after = counters(engine, medium)
     return ttft, {k: after[k] - before[k]
                   for k in ("pool_hits", "tier_hits", "loaded_bytes", "load_ms")}
 
@@ -193,24 +225,26 @@ def one_run(engine, a, i, state):
     p = state["prompt"]
     run = {"salt": salt}
     for step in ("recompute", "pool"):
-        ttft, delta = timed_request(engine, p, salt, a.request_timeout, f"run {i + 1} {step}")
+        ttft, delta = timed_request(engine, a.medium, p, salt, a.request_timeout,
+                                    f"run {i + 1} {step}")
         run[step] = {"ttft_ms": 1e3 * ttft, **delta}
         if step == "recompute":
             # The tier copies P's blocks after its prefill, on transfer threads that share
             # the cores: the pool step waits for that, as the host step does for its stores.
             state["stored_blocks"] += a.full_blocks
-            wait_stored(engine, state["stored_blocks"], a.request_timeout)
+            wait_stored(engine, a.medium, state["stored_blocks"], a.request_timeout)
     run["evict"] = []
     for k, e in enumerate(state["evictors"]):
-        ttft, delta = timed_request(engine, e, EVICT_SALT, a.request_timeout,
+        ttft, delta = timed_request(engine, a.medium, e, EVICT_SALT, a.request_timeout,
                                     f"run {i + 1} eviction {k + 1}")
         run["evict"].append({"ttft_ms": 1e3 * ttft, **delta})
         if delta["tier_hits"] + delta["pool_hits"] < a.hit_tokens:  # computed: stored next
             state["stored_blocks"] += a.full_blocks
-        # Blocks being stored are pinned in the pool: the next prompt would not fit (and the
-        # engine refuses it, 429, instead of waiting), and P must not load during a copy.
-        wait_stored(engine, state["stored_blocks"], a.request_timeout)
-    ttft, delta = timed_request(engine, p, salt, a.request_timeout, f"run {i + 1} host")
+        # Blocks being stored are pinned in the pool (the next prompt would wait for them),
+        # and P must not load during a copy.
+        wait_stored(engine, a.medium, state["stored_blocks"], a.request_timeout)
+    ttft, delta = timed_request(engine, a.medium, p, salt, a.request_timeout,
+                                f"run {i + 1} host")
     run["host"] = {"ttft_ms": 1e3 * ttft, **delta}
     want = {"recompute": (0, 0), "pool": (a.hit_tokens, 0), "host": (0, a.hit_tokens)}
     run["problems"] = [f"{step}: {run[step]['pool_hits']:.0f} pool / "
@@ -227,7 +261,8 @@ STEPS = ("recompute", "pool", "host")
 
 def summary(runs, a):
     med = {s: statistics.median(r[s]["ttft_ms"] for r in runs) for s in STEPS}
-    return {"model": a.model.name, "prompt_tokens": a.prompt_tokens, "runs": len(runs),
+    return {"model": a.model.name, "tier": a.tier, "prompt_tokens": a.prompt_tokens,
+            "runs": len(runs),
             "recompute_ms": med["recompute"], "pool_ms": med["pool"], "host_ms": med["host"],
             "host_load_ms": statistics.median(r["host"]["load_ms"] for r in runs),
             "recompute_over_pool": med["recompute"] / med["pool"],
@@ -236,10 +271,11 @@ def summary(runs, a):
 
 def markdown(s):
     return "\n".join([
-        "| model | prompt tokens | recompute ms | pool ms | host tier ms | recompute / pool "
-        "| recompute / host | host tier load ms |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        f"| {s['model']} | {s['prompt_tokens']} | {s['recompute_ms']:.1f} | {s['pool_ms']:.1f} "
+        "| model | tier | prompt tokens | recompute ms | pool ms | tier ms | recompute / pool "
+        "| recompute / tier | tier load ms |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| {s['model']} | {s['tier']} | {s['prompt_tokens']} | {s['recompute_ms']:.1f} "
+        f"| {s['pool_ms']:.1f} "
         f"| {s['host_ms']:.1f} | {s['recompute_over_pool']:.1f}x "
         f"| {s['recompute_over_host']:.1f}x | {s['host_load_ms']:.1f} |"])
 
@@ -258,6 +294,8 @@ def main():
                     help="prompts sent to push P out of the pool; default: enough to fill it")
     ap.add_argument("--tier-gib", type=float,
                     help="--kv-offloading-size; default: room for every prompt sent, x1.5")
+    ap.add_argument("--tier", choices=("host", "disk", "redis"), default="host",
+                    help="the tier P comes back from")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--start-timeout", type=float, default=300)
@@ -287,30 +325,47 @@ def main():
              "evictors": [prompt(ids, a.seed, f"evict/{k}", a.prompt_tokens)
                           for k in range(a.evict_prompts)],
              "stored_blocks": 0}  # blocks the tier must have stored by now
+    a.medium = {"host": "CPU", "disk": "DISK", "redis": "REDIS"}[a.tier]
     argv = [str(a.bin), "engine", "--model", str(a.model), "--host", "127.0.0.1", "--port", "0",
             "--threads", str(a.threads), "--block-size", str(a.block_size), "--max-model-len",
-            str(a.max_model_len), "--num-gpu-blocks-override", str(a.pool_blocks),
-            "--kv-offloading-size", repr(a.tier_gib)]
+            str(a.max_model_len), "--num-gpu-blocks-override", str(a.pool_blocks)]
+    redis = None
+    if a.tier == "host":
+        argv += ["--kv-offloading-size", repr(a.tier_gib)]
+    else:
+        block_gib = a.block_size * kv_bytes_per_token(a.model) / 2**30
+        argv += ["--kv-offloading-size", repr(2.5 * block_gib)]
+    if a.tier == "disk":
+        argv += ["--kv-offloading-disk-path", str(a.out_dir / "disk"),
+                 "--kv-offloading-disk-size", repr(a.tier_gib)]
+    if a.tier == "redis":
+        redis = start_redis()
+        argv += ["--kv-offloading-redis", f"127.0.0.1:{redis[1]}"]
     print(" ".join(argv), flush=True)
-    engine = Engine(argv, a.out_dir / "engine.log", a.start_timeout)
+    try:
+        engine = Engine(argv, a.out_dir / "engine.log", a.start_timeout)
+    except BaseException:
+        stop_redis(redis)
+        raise
     runs = []
     try:
         # Warm-up (first-request costs: threads, page faults in the weights), cached nowhere
         # that P or the evictors could hit.
-        timed_request(engine, prompt(ids, a.seed, "warm-up", WARM_UP_TOKENS), "warm-up",
-                      a.request_timeout, "warm-up")
+        timed_request(engine, a.medium, prompt(ids, a.seed, "warm-up", WARM_UP_TOKENS),
+                      "warm-up", a.request_timeout, "warm-up")
         state["stored_blocks"] = (WARM_UP_TOKENS - 1) // a.block_size
         for i in range(a.runs):
             runs.append(one_run(engine, a, i, state))
             r = runs[-1]
             print(f"run {i + 1}/{a.runs}: recompute {r['recompute']['ttft_ms']:.1f} ms, pool "
-                  f"{r['pool']['ttft_ms']:.1f} ms, host tier {r['host']['ttft_ms']:.1f} ms "
+                  f"{r['pool']['ttft_ms']:.1f} ms, {a.tier} tier {r['host']['ttft_ms']:.1f} ms "
                   f"({r['host']['tier_hits']:.0f} tokens, {r['host']['loaded_bytes'] / 2**20:.1f}"
                   f" MiB loaded in {r['host']['load_ms']:.1f} ms); evictions "
                   f"{', '.join('%.0f' % e['ttft_ms'] for e in r['evict'])} ms"
                   + (f"  PROBLEMS {r['problems']}" if r["problems"] else ""), flush=True)
     finally:
         engine.stop()
+        stop_redis(redis)
     s = summary(runs, a)
     print()
     print(markdown(s))

@@ -1,19 +1,22 @@
-"""bench/kv_tier_ttft.py's --smoke run (tiny-llama3, a 256-token prompt, one run), so that the
-host KV tier benchmark keeps working: each of its three requests must be served from where it
-claims (nothing cached, the pool, the host tier), which the script checks on the engine's
-counters and reports in its JSON."""
+"""bench/kv_tier_ttft.py's --smoke run (tiny-llama3, a 256-token prompt, one run) for each
+tier, so that the KV tier benchmark keeps working: each of its three requests must be served
+from where it claims (nothing cached, the pool, the tier), which the script checks on the
+engine's counters and reports in its JSON."""
 import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, switchyard_bin
 
 
-def test_kv_tier_ttft_bench_smoke(switchyard, tmp_path):
+@pytest.mark.parametrize("tier", ["host", "disk", "redis"])
+def test_kv_tier_ttft_bench_smoke(switchyard, tmp_path, tier):
     out = tmp_path / "kv_tier_ttft.json"
     proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "kv_tier_ttft.py"), "--smoke", "--bin",
-         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
+        [sys.executable, str(REPO / "bench" / "kv_tier_ttft.py"), "--smoke", "--tier", tier,
+         "--bin", str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
         capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     run = json.loads(out.read_text())["runs"][0]
@@ -22,4 +25,4 @@ def test_kv_tier_ttft_bench_smoke(switchyard, tmp_path):
     assert (run["pool"]["pool_hits"], run["pool"]["tier_hits"]) == (240, 0)
     assert (run["host"]["pool_hits"], run["host"]["tier_hits"]) == (0, 240)
     assert run["host"]["loaded_bytes"] > 0
-    assert "| tiny-llama3 | 256 |" in proc.stdout
+    assert f"| tiny-llama3 | {tier} | 256 |" in proc.stdout
