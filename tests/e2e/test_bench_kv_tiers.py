@@ -1,7 +1,7 @@
-"""bench/kv_tier_ttft.py's --smoke run (tiny-llama3, a 256-token prompt, one run) for each
-tier, so that the KV tier benchmark keeps working: each of its three requests must be served
-from where it claims (nothing cached, the pool, the tier), which the script checks on the
-engine's counters and reports in its JSON."""
+"""The KV tier benchmarks' --smoke runs on tiny-llama3, so that they keep working:
+bench/kv_tier_ttft.py for each tier (each of its three requests must be served from where it
+claims: nothing cached, the pool, the tier, which the script checks on the engine's counters)
+and bench/kv_tier_overlap.py (the tier must store the background prompts' blocks)."""
 import json
 import subprocess
 import sys
@@ -26,3 +26,15 @@ def test_kv_tier_ttft_bench_smoke(switchyard, tmp_path, tier):
     assert (run["host"]["pool_hits"], run["host"]["tier_hits"]) == (0, 240)
     assert run["host"]["loaded_bytes"] > 0
     assert f"| tiny-llama3 | {tier} | 256 |" in proc.stdout
+
+
+def test_kv_tier_overlap_bench_smoke(switchyard, tmp_path):
+    out = tmp_path / "kv_tier_overlap.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "kv_tier_overlap.py"), "--smoke", "--bin",
+         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [run] = json.loads(out.read_text())["runs"]
+    assert run["off"]["stored_blocks"] == 0 < run["on"]["stored_blocks"]
+    assert run["on"]["background_prompts"] > 0 and run["on"]["gaps"] > 0
