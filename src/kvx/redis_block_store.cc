@@ -69,7 +69,8 @@ absl::StatusOr<std::unique_ptr<RedisBlockStore>> RedisBlockStore::Open(
     RedisBlockStoreOptions options, MemoryRegion pool) {
   std::unique_ptr<RedisBlockStore> store(new RedisBlockStore(std::move(options), std::move(pool)));
   const SigpipeBlock sigpipe_block;
-  absl::StatusOr<Context> context = store->Acquire();
+  bool pooled = false;
+  absl::StatusOr<Context> context = store->Acquire(&pooled);
   if (!context.ok())
     return context.status();
   Reply pong(static_cast<redisReply*>(redisCommand(context->get(), "PING")));
@@ -104,10 +105,11 @@ std::string RedisBlockStore::KeyName(const KvBlockKey& key) const {
   return name;
 }
 
-absl::StatusOr<RedisBlockStore::Context> RedisBlockStore::Acquire() {
+absl::StatusOr<RedisBlockStore::Context> RedisBlockStore::Acquire(bool* pooled) {
   {
     base::MutexLock lock(&mu_);
-    if (!idle_.empty()) {
+    *pooled = !idle_.empty();
+    if (*pooled) {
       Context context = std::move(idle_.back());
       idle_.pop_back();
       return context;
@@ -133,23 +135,47 @@ void RedisBlockStore::Return(Context context) {
 void RedisBlockStore::Write(std::vector<Op> ops, Callback done) {
   threads_->Submit(
       [this, ops = std::move(ops), done = std::make_shared<Callback>(std::move(done))] {
-        (*done)(WriteBatch(ops));
+        (*done)(RunBatch(ops, [this](redisContext* c, const std::vector<Op>& batch, Loss* loss) {
+          return WriteOn(c, batch, loss);
+        }));
       });
 }
 
 void RedisBlockStore::Read(std::vector<Op> ops, Callback done) {
   threads_->Submit(
       [this, ops = std::move(ops), done = std::make_shared<Callback>(std::move(done))] {
-        (*done)(ReadBatch(ops));
+        (*done)(RunBatch(ops, [this](redisContext* c, const std::vector<Op>& batch, Loss* loss) {
+          return ReadOn(c, batch, loss);
+        }));
       });
 }
 
-std::vector<absl::Status> RedisBlockStore::WriteBatch(const std::vector<Op>& ops) {
+std::vector<absl::Status> RedisBlockStore::RunBatch(const std::vector<Op>& ops,
+                                                    const Batch& batch) {
   const SigpipeBlock sigpipe_block;
-  absl::StatusOr<Context> context = Acquire();
-  if (!context.ok())
-    return std::vector<absl::Status>(ops.size(), context.status());
-  redisContext* c = context->get();
+  for (int attempt = 0;; ++attempt) {
+    bool pooled = false;
+    absl::StatusOr<Context> context = Acquire(&pooled);
+    if (!context.ok())
+      return std::vector<absl::Status>(ops.size(), context.status());
+    Loss loss;
+    std::vector<absl::Status> results = batch(context->get(), ops, &loss);
+    if (!loss.lost) {
+      Return(*std::move(context));
+      return results;
+    }
+    // The server closed a pooled connection before answering anything: it restarted or
+    // timed it out, and the other idle ones are as stale. Once more on a new connection
+    // (SET and GET may be repeated).
+    if (!loss.before_any_reply || !pooled || attempt > 0)
+      return results;
+    base::MutexLock lock(&mu_);
+    idle_.clear();
+  }
+}
+
+std::vector<absl::Status> RedisBlockStore::WriteOn(redisContext* c, const std::vector<Op>& ops,
+                                                   Loss* loss) {
   const size_t block_bytes = pool_.layout().block_bytes();
   std::string value(kKvBlockEntryHeaderBytes + block_bytes, '\0');
   for (const Op& op : ops) {
@@ -171,24 +197,20 @@ std::vector<absl::Status> RedisBlockStore::WriteBatch(const std::vector<Op>& ops
   for (size_t i = 0; i < ops.size(); ++i) {
     Reply reply = NextReply(c);
     if (reply == nullptr) {
+      *loss = {.lost = true, .before_any_reply = i == 0};
       results.resize(ops.size(), Lost(c));
-      return results;  // the connection is dropped
+      return results;
     }
     results.push_back(reply->type == REDIS_REPLY_ERROR
                           ? absl::InternalError(fmt::format("KV Redis tier: SET: {}",
                                                             std::string(reply->str, reply->len)))
                           : absl::OkStatus());
   }
-  Return(*std::move(context));
   return results;
 }
 
-std::vector<absl::Status> RedisBlockStore::ReadBatch(const std::vector<Op>& ops) {
-  const SigpipeBlock sigpipe_block;
-  absl::StatusOr<Context> context = Acquire();
-  if (!context.ok())
-    return std::vector<absl::Status>(ops.size(), context.status());
-  redisContext* c = context->get();
+std::vector<absl::Status> RedisBlockStore::ReadOn(redisContext* c, const std::vector<Op>& ops,
+                                                  Loss* loss) {
   std::vector<std::string> keys;
   keys.reserve(ops.size());
   for (const Op& op : ops) {
@@ -203,10 +225,11 @@ std::vector<absl::Status> RedisBlockStore::ReadBatch(const std::vector<Op>& ops)
   for (size_t i = 0; i < ops.size(); ++i) {
     Reply reply = NextReply(c);
     if (reply == nullptr) {
+      *loss = {.lost = true, .before_any_reply = i == 0};
       if (stop.ok())
         stop = Lost(c);
       results.resize(ops.size(), stop);
-      return results;  // the connection is dropped
+      return results;
     }
     if (!stop.ok()) {
       results.push_back(stop);  // read past only to keep the connection in step
@@ -234,7 +257,6 @@ std::vector<absl::Status> RedisBlockStore::ReadBatch(const std::vector<Op>& ops)
     }
     results.push_back(stop);
   }
-  Return(*std::move(context));
   return results;
 }
 

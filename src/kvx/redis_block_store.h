@@ -8,13 +8,15 @@
 // Copies go between Redis and the pool's block segments on the store's threads, pipelined
 // (one round trip per batch): Write and Read queue a batch and return; `done` runs on a
 // store thread with one status per op. Connections are made on demand and dropped after
-// an error, so a Redis that went away and came back is used again; while it is away every
-// op is Unavailable (after at most `timeout`), which callers treat as a miss. The
+// an error, so a Redis that went away and came back is used again (a batch whose pooled
+// connection turns out closed is retried once on a new one); while it is away every op is
+// Unavailable (after at most `timeout`), which callers treat as a miss. The
 // destructor finishes what is queued (every callback runs), then joins.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,11 +82,23 @@ class RedisBlockStore {
 
   RedisBlockStore(RedisBlockStoreOptions options, MemoryRegion pool);
 
-  // A connected context from the idle list, or a new one.
-  absl::StatusOr<Context> Acquire();
+  // How a batch lost its connection, if it did.
+  struct Loss {
+    bool lost = false;
+    bool before_any_reply = false;
+  };
+  using Batch =
+      std::function<std::vector<absl::Status>(redisContext*, const std::vector<Op>&, Loss*)>;
+
+  // A connected context from the idle list (`pooled`), or a new one.
+  absl::StatusOr<Context> Acquire(bool* pooled);
   void Return(Context context);
-  std::vector<absl::Status> WriteBatch(const std::vector<Op>& ops);
-  std::vector<absl::Status> ReadBatch(const std::vector<Op>& ops);
+  // Runs `batch` on a connection, which goes back to the idle list unless it was lost; a
+  // pooled connection lost before any reply is retried once on a new one.
+  std::vector<absl::Status> RunBatch(const std::vector<Op>& ops, const Batch& batch);
+  // One pipelined batch of SETs / GETs on `c`.
+  std::vector<absl::Status> WriteOn(redisContext* c, const std::vector<Op>& ops, Loss* loss);
+  std::vector<absl::Status> ReadOn(redisContext* c, const std::vector<Op>& ops, Loss* loss);
 
   const RedisBlockStoreOptions options_;
   const MemoryRegion pool_;

@@ -243,6 +243,22 @@ TEST_F(RedisBlockStoreTest, AKilledServerIsUnavailableUntilItComesBack) {
   EXPECT_EQ(Bytes(6), Bytes(2));
 }
 
+TEST_F(RedisBlockStoreTest, TheFirstBatchAfterARestartRetriesOnANewConnection) {
+  std::unique_ptr<RedisBlockStore> store = Open();
+  ASSERT_NE(store, nullptr);
+  // A pooled connection, made before the restart.
+  ASSERT_EQ(Codes(Write(*store, {{K(1), 1}})), std::vector{StatusCode::kOk});
+  const int port = server_.port();
+  server_.Kill();
+  const absl::Status restarted = server_.Start(port);
+  ASSERT_TRUE(restarted.ok()) << restarted;
+  // The stale connection fails before any reply; the batch runs again on a new one.
+  EXPECT_EQ(Codes(Read(*store, {{K(1), 6}})), std::vector{StatusCode::kNotFound});
+  EXPECT_EQ(Codes(Write(*store, {{K(2), 2}})), std::vector{StatusCode::kOk});
+  EXPECT_EQ(Codes(Read(*store, {{K(2), 6}})), std::vector{StatusCode::kOk});
+  EXPECT_EQ(Bytes(6), Bytes(2));
+}
+
 TEST_F(RedisBlockStoreTest, ABatchToAServerThatDiedIsUnavailableNotSigpipe) {
   // Blocks of 2 MiB, so that a batch takes many writes: those after the dead server's reset
   // would raise SIGPIPE, which kills the process unless the store keeps it off.
