@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/numbers.h"
 #include "cli/commands.h"
 #include "cli/exit_code.h"
 #include "cli/runner_factory.h"
@@ -31,6 +30,7 @@
 #include "engine/engine_server.h"
 #include "kvx/kv_events_config.h"
 #include "kvx/kv_transfer_config.h"
+#include "net/host_port.h"
 
 namespace switchyard::cli {
 namespace {
@@ -131,16 +131,12 @@ absl::Status RunEngine(const EngineFlags& f) {
     offload.shared_host_tier = f.kv_offloading_shared;
     offload.disk_capacity_bytes = static_cast<int64_t>(f.kv_offloading_disk_size_gib * (1LL << 30));
     if (!f.kv_offloading_redis.empty()) {
-      const size_t colon = f.kv_offloading_redis.rfind(':');
-      int port = 0;
-      if (colon == std::string::npos || colon == 0 ||
-          !absl::SimpleAtoi(f.kv_offloading_redis.substr(colon + 1), &port) || port < 1 ||
-          port > 65535) {
+      absl::StatusOr<net::HostPort> redis = net::ParseHostPort(f.kv_offloading_redis);
+      if (!redis.ok())
         return absl::InvalidArgumentError(
-            fmt::format("--kv-offloading-redis: '{}' is not HOST:PORT", f.kv_offloading_redis));
-      }
-      offload.redis_host = f.kv_offloading_redis.substr(0, colon);
-      offload.redis_port = port;
+            fmt::format("--kv-offloading-redis: {}", std::string(redis.status().message())));
+      offload.redis_host = std::move(redis->host);
+      offload.redis_port = redis->port;
     }
     o.kv_offload = offload;
   } else if (!f.kv_offloading_disk_path.empty() || !f.kv_offloading_redis.empty() ||

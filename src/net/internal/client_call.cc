@@ -1,48 +1,17 @@
 #include "net/internal/client_call.h"
 
 #include <array>
-#include <charconv>
 #include <utility>
 
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
+#include "net/host_port.h"
 #include "net/internal/client_loop.h"
 #include "net/internal/wire.h"
 
 namespace switchyard::net::internal {
 namespace {
-
-// "host:port", "[v6]:port": the host as the resolver takes it and the port.
-absl::Status ParseUpstream(std::string_view upstream, std::string* host, uint16_t* port) {
-  const auto bad = [&] {
-    return absl::InvalidArgumentError(
-        fmt::format("httpc: bad upstream '{}': want host:port", upstream));
-  };
-  const size_t colon = upstream.rfind(':');
-  if (colon == std::string_view::npos || colon == 0)
-    return bad();
-  // It is also the Host header: visible ASCII, no path or user part.
-  for (const char c : upstream) {
-    if (c <= ' ' || c >= 0x7f || c == '/' || c == '@')
-      return bad();
-  }
-  std::string_view name = upstream.substr(0, colon);
-  if (name.front() == '[') {
-    if (name.size() < 3 || name.back() != ']')
-      return bad();
-    name = name.substr(1, name.size() - 2);
-  }
-  const std::string_view digits = upstream.substr(colon + 1);
-  unsigned value = 0;
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (error != std::errc() || end != digits.data() + digits.size() || value == 0 || value > 65535) {
-    return bad();
-  }
-  *host = std::string(name);
-  *port = static_cast<uint16_t>(value);
-  return absl::OkStatus();
-}
 
 // Methods whose requests carry a body, so that an empty one is still framed.
 bool SendsBody(std::string_view method) {
@@ -135,7 +104,14 @@ absl::Status ClientCall::Begin() {
 absl::Status ClientCall::ParseUpstreamOnce() {
   if (port_ != 0)
     return absl::OkStatus();
-  return ParseUpstream(upstream_, &host_, &port_);
+  absl::StatusOr<HostPort> parsed = ParseHostPort(upstream_);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("httpc: bad upstream '{}': want host:port", upstream_));
+  }
+  host_ = std::move(parsed->host);
+  port_ = parsed->port;
+  return absl::OkStatus();
 }
 
 absl::Status ClientCall::Prepare() const {
