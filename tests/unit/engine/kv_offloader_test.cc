@@ -61,7 +61,7 @@ class KvOffloaderTest : public ::testing::Test {
     EXPECT_EQ(FinishJob().unpin, blocks);
   }
 
-  std::vector<std::byte> Bytes(BlockId block) { return BlockBytes(pool_, layout_, block); }
+  std::vector<std::byte> Bytes(BlockId block) { return pool_.BlockBytes(layout_, block); }
   void Overwrite(BlockId block, uint32_t seed) { OverwriteBlock(pool_, layout_, block, seed); }
 
   int32_t LoadableAfter(const std::vector<BlockHash>& hashes, int32_t num_cached) {

@@ -47,17 +47,6 @@ class WakeCounter {
   int64_t count_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-// The block's bytes, segment after segment.
-inline std::vector<std::byte> BlockBytes(kvx::PoolMemory& pool, const kvx::KvBlockLayout& layout,
-                                         BlockId block) {
-  std::vector<std::byte> bytes;
-  for (size_t s = 0; s < layout.num_segments(); ++s) {
-    const std::span<std::byte> segment = pool.Segment(layout, block, s);
-    bytes.insert(bytes.end(), segment.begin(), segment.end());
-  }
-  return bytes;
-}
-
 // New bytes in the block, as when the pool hands it to another sequence.
 inline void OverwriteBlock(kvx::PoolMemory& pool, const kvx::KvBlockLayout& layout, BlockId block,
                            uint32_t seed) {

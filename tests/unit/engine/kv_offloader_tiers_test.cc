@@ -120,7 +120,7 @@ class Engine {
     return finished.loads[0].num_loaded;
   }
 
-  std::vector<std::byte> Bytes(BlockId block) { return BlockBytes(pool_, layout_, block); }
+  std::vector<std::byte> Bytes(BlockId block) { return pool_.BlockBytes(layout_, block); }
   void Overwrite(BlockId block, uint32_t seed) { OverwriteBlock(pool_, layout_, block, seed); }
 
  private:

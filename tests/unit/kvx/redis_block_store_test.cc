@@ -101,27 +101,7 @@ class RedisBlockStoreTest : public ::testing::Test {
     return store.ok() ? std::move(*store) : nullptr;
   }
 
-  static std::vector<absl::Status> Write(RedisBlockStore& store, std::vector<Op> ops) {
-    auto [result, done] = BatchResult::Make();
-    store.Write(std::move(ops), std::move(done));
-    return result->Wait();
-  }
-
-  static std::vector<absl::Status> Read(RedisBlockStore& store, std::vector<Op> ops) {
-    auto [result, done] = BatchResult::Make();
-    store.Read(std::move(ops), std::move(done));
-    return result->Wait();
-  }
-
-  // The block's bytes, segment after segment.
-  std::vector<std::byte> Bytes(int32_t block) {
-    std::vector<std::byte> bytes;
-    for (size_t s = 0; s < layout_.num_segments(); ++s) {
-      const std::span<std::byte> segment = pool_.Segment(layout_, block, s);
-      bytes.insert(bytes.end(), segment.begin(), segment.end());
-    }
-    return bytes;
-  }
+  std::vector<std::byte> Bytes(int32_t block) { return pool_.BlockBytes(layout_, block); }
 
   RedisTestServer server_;
   KvBlockLayout layout_;

@@ -82,6 +82,20 @@ class BatchResult {
 };
 
 // Each status's code, for comparing a batch's results at a glance.
+// A store's (DiskBlockStore's, RedisBlockStore's) Write or Read of `ops`, waited for.
+template <typename Store>
+std::vector<absl::Status> Write(Store& store, std::vector<typename Store::Op> ops) {
+  auto [result, done] = BatchResult::Make();
+  store.Write(std::move(ops), std::move(done));
+  return result->Wait();
+}
+template <typename Store>
+std::vector<absl::Status> Read(Store& store, std::vector<typename Store::Op> ops) {
+  auto [result, done] = BatchResult::Make();
+  store.Read(std::move(ops), std::move(done));
+  return result->Wait();
+}
+
 inline std::vector<absl::StatusCode> Codes(const std::vector<absl::Status>& results) {
   std::vector<absl::StatusCode> codes;
   for (const absl::Status& status : results)

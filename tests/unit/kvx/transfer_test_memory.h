@@ -41,6 +41,15 @@ struct PoolMemory {
     const size_t bytes = layout.segment_bytes(segment);
     return std::span(pools[segment]).subspan(static_cast<size_t>(block) * bytes, bytes);
   }
+  // Block `block`'s bytes, segment after segment.
+  std::vector<std::byte> BlockBytes(const KvBlockLayout& layout, int32_t block) {
+    std::vector<std::byte> bytes;
+    for (size_t s = 0; s < layout.num_segments(); ++s) {
+      const std::span<std::byte> segment = Segment(layout, block, s);
+      bytes.insert(bytes.end(), segment.begin(), segment.end());
+    }
+    return bytes;
+  }
 
   std::vector<std::vector<std::byte>> pools;
   std::optional<MemoryRegion> region;
