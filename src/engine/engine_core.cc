@@ -138,8 +138,7 @@ absl::StatusOr<std::unique_ptr<EngineCore>> EngineCore::Start(const EngineCoreOp
         core->offloader_,
         KvOffloader::Start(*options.kv_offload, std::move(memory.region), limits.block_size,
                            memory.compatibility, [c = core.get()] { c->WakeForKvWork(); }));
-    base::MutexLock lock(&core->mu_);
-    core->snapshot_.kv_tiers = core->offloader_->stats();
+    core->PublishTierStats();
   }
   core->thread_ = std::thread([c = core.get()] {
     base::SetCurrentThreadName("sy-engine");
@@ -876,6 +875,17 @@ void EngineCore::PublishEvents() {
   options_.kv_events->Publish(std::move(batch));
 }
 
+void EngineCore::PublishTierStats() {
+  reported_tier_generation_ = offloader_->generation();
+  std::vector<KvTierStats> tiers = offloader_->stats();
+  if (options_.metrics != nullptr) {
+    for (const KvTierStats& tier : tiers)
+      options_.metrics->SetKvTier(tier);
+  }
+  base::MutexLock lock(&mu_);
+  snapshot_.kv_tiers = std::move(tiers);
+}
+
 void EngineCore::UpdateGauges() {
   const PrefixCacheStats& stats = kv_->prefix_cache_stats();
   if (options_.metrics != nullptr) {
@@ -886,16 +896,10 @@ void EngineCore::UpdateGauges() {
                                      stats.hits - reported_prefix_stats_.hits);
   }
   reported_prefix_stats_ = stats;
-  std::vector<KvTierStats> tiers;
-  if (offloader_ != nullptr) {
-    tiers = offloader_->stats();
-    if (options_.metrics != nullptr) {
-      for (const KvTierStats& tier : tiers)
-        options_.metrics->SetKvTier(tier);
-    }
-  }
+  // Tier stats are copied (and a shared index locked) only when something changed.
+  if (offloader_ != nullptr && offloader_->generation() != reported_tier_generation_)
+    PublishTierStats();
   base::MutexLock lock(&mu_);
-  snapshot_.kv_tiers = std::move(tiers);
   snapshot_.prefix_cache_queries = stats.queries;
   snapshot_.prefix_cache_hits = stats.hits;
   snapshot_.num_running = static_cast<int64_t>(table_.running().size());

@@ -193,6 +193,8 @@ class EngineCore {
   void SendKeepAlives();
   void PublishEvents();
   void UpdateGauges();
+  // The KV tiers' stats to the snapshot and metrics. Loop thread (or Start, before it runs).
+  void PublishTierStats();
 
   const EngineCoreOptions options_;
   std::unique_ptr<ModelRunner> runner_;
@@ -225,6 +227,8 @@ class EngineCore {
   // Requests with news since the last Report, in first-touched order.
   std::vector<RequestState*> touched_;
   PrefixCacheStats reported_prefix_stats_;
+  // The offloader's generation whose stats the snapshot and metrics show.
+  uint64_t reported_tier_generation_ = 0;
   absl::flat_hash_map<SeqId, Loading> loading_;
   // The last step scheduled nothing while KV traffic held blocks: the loop sleeps until
   // that work wakes it instead of stepping again.

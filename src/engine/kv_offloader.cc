@@ -34,6 +34,17 @@ absl::StatusOr<int64_t> NumSlots(int64_t bytes, size_t block_bytes, const char* 
   return n;
 }
 
+// Queues `ops` on a disk or Redis store: a write for a store job, a read for a load.
+template <typename Store>
+void Submit(Store& store, bool is_store, std::vector<typename Store::Op> ops,
+            typename Store::Callback done) {
+  if (is_store) {
+    store.Write(std::move(ops), std::move(done));
+  } else {
+    store.Read(std::move(ops), std::move(done));
+  }
+}
+
 kvx::KvCacheEvent Removed(const kvx::BlockTierIndex::Key& key, const char* medium) {
   kvx::BlockRemoved removed;
   removed.block_hashes.push_back(kvx::EventHash::FromBytes(key));
@@ -139,17 +150,26 @@ KvOffloader::Tier& KvOffloader::TierOf(Medium medium) {
   return host_;
 }
 
+template <typename T, typename Self>
+std::vector<T*> KvOffloader::TiersOf(Self& self) {
+  std::vector<T*> tiers = {&self.host_};
+  for (T* tier : {self.disk_.get(), self.redis_.get()}) {
+    if (tier != nullptr)
+      tiers.push_back(tier);
+  }
+  return tiers;
+}
+
 KvOffloader::LookupResult KvOffloader::Lookup(std::span<const BlockHash> hashes,
                                               int32_t num_cached) {
+  ++generation_;
   for (const BlockHash& hash : hashes)
     lookups_.Add(KeyOf(hash));
   const auto n = static_cast<int32_t>(hashes.size());
   // Every tier is asked for the blocks past the pool's hit: its hit rate is its share.
   const int64_t query_tokens = static_cast<int64_t>(n - num_cached) * block_size_;
-  for (Tier* tier : {&host_, disk_.get(), redis_.get()}) {
-    if (tier != nullptr)
-      tier->stats.query_tokens += query_tokens;
-  }
+  for (Tier* tier : Tiers())
+    tier->stats.query_tokens += query_tokens;
   int32_t end = num_cached;
   while (end < n) {
     const kvx::BlockTierIndex::Key key = KeyOf(hashes[static_cast<size_t>(end)]);
@@ -266,37 +286,29 @@ std::vector<BlockId> KvOffloader::StartStores(
 }
 
 bool KvOffloader::Post(Job job) {
+  ++generation_;
   const uint64_t id = next_job_++;
   job.posted = Clock::now();
   const Clock::time_point posted = job.posted;
   auto on_results = [this, id, posted](std::vector<absl::Status> results) {
     OnDone(id, std::move(results), posted);
   };
-  if (job.medium == Medium::kDisk) {
-    std::vector<kvx::DiskBlockStore::Op> ops;
-    for (size_t i = 0; i < job.blocks.size(); ++i)
-      ops.push_back({job.slots[i], KeyOf(job.hashes[i]), job.blocks[i]});
+  if (job.medium != Medium::kHost) {
     const bool is_store = job.is_store;
-    jobs_.emplace(id, std::move(job));
-    if (is_store) {
-      disk_store_->Write(std::move(ops), std::move(on_results));
+    if (job.medium == Medium::kDisk) {
+      std::vector<kvx::DiskBlockStore::Op> ops;
+      for (size_t i = 0; i < job.blocks.size(); ++i)
+        ops.push_back({job.slots[i], KeyOf(job.hashes[i]), job.blocks[i]});
+      jobs_.emplace(id, std::move(job));
+      Submit(*disk_store_, is_store, std::move(ops), std::move(on_results));
     } else {
-      disk_store_->Read(std::move(ops), std::move(on_results));
+      std::vector<kvx::RedisBlockStore::Op> ops;
+      for (size_t i = 0; i < job.blocks.size(); ++i)
+        ops.push_back({KeyOf(job.hashes[i]), job.blocks[i]});
+      jobs_.emplace(id, std::move(job));
+      Submit(*redis_store_, is_store, std::move(ops), std::move(on_results));
     }
-    return true;
-  }
-  if (job.medium == Medium::kRedis) {
-    std::vector<kvx::RedisBlockStore::Op> ops;
-    for (size_t i = 0; i < job.blocks.size(); ++i)
-      ops.push_back({KeyOf(job.hashes[i]), job.blocks[i]});
-    const bool is_store = job.is_store;
-    jobs_.emplace(id, std::move(job));
-    if (is_store) {
-      redis_store_->Write(std::move(ops), std::move(on_results));
-    } else {
-      redis_store_->Read(std::move(ops), std::move(on_results));
-    }
-    return true;
+    return true;  // the stores queue without limit
   }
   const std::vector<int32_t> slots(job.slots.begin(), job.slots.end());
   const size_t n = job.blocks.size();
@@ -343,6 +355,8 @@ KvOffloader::Finished KvOffloader::TakeFinished() {
     done.swap(done_);
   }
   Finished finished;
+  if (!done.empty())
+    ++generation_;
   for (const Done& d : done) {
     auto it = jobs_.find(d.job);
     SY_CHECK(it != jobs_.end());
@@ -440,10 +454,7 @@ std::vector<kvx::KvCacheEvent> KvOffloader::TakeEvents() {
 
 std::vector<KvTierStats> KvOffloader::stats() const {
   std::vector<KvTierStats> stats;
-  for (const Tier* tier : {static_cast<const Tier*>(&host_), static_cast<const Tier*>(disk_.get()),
-                           static_cast<const Tier*>(redis_.get())}) {
-    if (tier == nullptr)
-      continue;
+  for (const Tier* tier : Tiers()) {
     stats.push_back(tier->stats);
     stats.back().used_blocks = tier->index != nullptr ? tier->index->num_used() : 0;
   }

@@ -135,6 +135,10 @@ class KvOffloader {
   // The host tier's, then the disk tier's, then Redis's (whose capacity and use are not
   // known here: 0).
   std::vector<KvTierStats> stats() const;
+  // Changes whenever stats() may have: a lookup, a copy started or finished. (Blocks that
+  // other engines put in a shared host tier show in used_blocks at this engine's next
+  // change.) Lets the loop skip publishing unchanged stats every step.
+  uint64_t generation() const { return generation_; }
 
  private:
   enum class Medium { kHost, kDisk, kRedis };
@@ -184,6 +188,11 @@ class KvOffloader {
               int64_t disk_slots, int32_t block_size, size_t block_bytes,
               std::function<void()> wake);
   Tier& TierOf(Medium medium);
+  // The tiers there are: host, then disk and Redis when configured.
+  std::vector<Tier*> Tiers() { return TiersOf<Tier>(*this); }
+  std::vector<const Tier*> Tiers() const { return TiersOf<const Tier>(*this); }
+  template <typename T, typename Self>
+  static std::vector<T*> TiersOf(Self& self);
   // Adds the released blocks `tier` lacks to `job` (a store), while it has room.
   void CollectStores(std::span<const KvCacheManager::ReleasedBlock> released, Tier& tier, Job& job);
   // Posts the job's copies: pool -> tier for a store, tier -> pool for a load. False when
@@ -210,6 +219,7 @@ class KvOffloader {
   absl::flat_hash_map<uint64_t, Job> jobs_;
   absl::flat_hash_map<SeqId, PendingLoad> pending_loads_;
   uint64_t next_job_ = 1;
+  uint64_t generation_ = 0;
   std::vector<kvx::KvCacheEvent> events_;
 
   base::Mutex mu_;

@@ -156,12 +156,16 @@ def test_tier_changes_are_published_as_cpu_kv_events():
 
 def test_debug_kv_shows_each_tier():
     with EngineServer(*SMALL_POOL, *TIER) as engine:
+        # The tier's size shows from the start, before any request.
+        capacity = tier(engine, "capacity_blocks")
+        assert capacity > 0
         complete(engine, PROMPT)
         stored_all(engine, 6)
         body = requests.get(f"{engine.url}/debug/kv", timeout=10).json()
         media = {t["medium"]: t for t in body["tiers"]}
         assert media["GPU"]["capacity_blocks"] == 24
         assert media["CPU"]["used_blocks"] >= 6
+        assert media["CPU"]["capacity_blocks"] == capacity
         assert 0 <= media["CPU"]["hit_rate"] <= 1
 
 
