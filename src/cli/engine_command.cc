@@ -195,6 +195,9 @@ absl::Status RunEngine(const EngineFlags& f) {
         server->kv_events_replay_endpoint().empty() ? "off"
                                                     : server->kv_events_replay_endpoint().c_str());
   }
+  if (!server->kv_transfer_address().empty()) {
+    std::printf("switchyard engine: KV blocks lent on %s\n", server->kv_transfer_address().c_str());
+  }
   std::fflush(stdout);
   int signal = 0;
   sigwait(&signals, &signal);

@@ -350,6 +350,8 @@ void EngineCore::Run() {
     }
     resets.clear();
     if (stopping) {
+      if (connector_ != nullptr)
+        connector_->StopLending();
       std::vector<std::string> ids;
       for (const auto& [id, state] : requests_)
         ids.push_back(id);
@@ -441,7 +443,10 @@ void EngineCore::Admit(Intake in) {
   const bool remote_prefill = connector_ != nullptr && connector_->consumes() &&
                               req->request.kv_transfer.has_value() &&
                               req->request.kv_transfer->do_remote_prefill;
+  const bool peer_pull = !remote_prefill && connector_ != nullptr && connector_->consumes() &&
+                         req->request.kv_source.has_value();
   const bool loading = remote_prefill ? BeginRemotePrefill(*req, seqs)
+                       : peer_pull    ? BeginPeerPull(*req, seqs)
                                       : offloader_ != nullptr && BeginTierLoad(seqs);
   if (!loading) {
     for (Sequence& seq : seqs) {
@@ -467,6 +472,30 @@ bool EngineCore::BeginRemotePrefill(RequestState& req, std::vector<Sequence>& se
     return false;
   }
   connector_->StartLoad(first.id, params, target->first_block, std::move(target->blocks));
+  loading_.emplace(first.id, Loading{.seqs = std::move(seqs)});
+  return true;
+}
+
+bool EngineCore::BeginPeerPull(RequestState& req, std::vector<Sequence>& seqs) {
+  const Sequence& first = seqs.front();
+  if (first.skip_prefix_cache || kv_->sliding_window() != 0)
+    return false;
+  absl::Status added = kv_->AddSequence(first.id, first.extras, first.lora_id);
+  SY_CHECK(added.ok());  // a new id
+  const KvCacheManager::PrefixProbe probe = kv_->ProbePrefix(first.id, first.tokens);
+  if (probe.num_cached_blocks == static_cast<int32_t>(probe.hashes.size()))
+    return false;  // nothing to pull: the pool holds every block a hit may cover
+  const std::vector<BlockHash> hashes(probe.hashes.begin() + probe.num_cached_blocks,
+                                      probe.hashes.end());
+  absl::StatusOr<KvCacheManager::LoadTarget> target = kv_->BeginLoad(first.id, first.tokens);
+  if (!target.ok()) {
+    SY_LOG_WARN("request {}: not pulling its prefix from {}:{} ({}); computing it",
+                req.request.request_id, req.request.kv_source->host, req.request.kv_source->port,
+                target.status().ToString());
+    return false;
+  }
+  SY_CHECK(target->blocks.size() == hashes.size());
+  connector_->StartPeerPull(first.id, *req.request.kv_source, hashes, std::move(target->blocks));
   loading_.emplace(first.id, Loading{.seqs = std::move(seqs)});
   return true;
 }
@@ -520,13 +549,29 @@ void EngineCore::ServiceConnector() {
   for (const KvConnector::FinishedLoad& done : connector_->TakeFinishedLoads()) {
     if (!loading_.contains(done.seq))
       continue;  // a release-only job
-    if (options_.metrics != nullptr)
+    if (options_.metrics != nullptr && done.peer_pull) {
+      options_.metrics->AddKvPeerPull(!done.status.ok()     ? KvPeerPullOutcome::kFellBack
+                                      : done.num_loaded > 0 ? KvPeerPullOutcome::kLoaded
+                                                            : KvPeerPullOutcome::kMissed);
+    } else if (options_.metrics != nullptr) {
       options_.metrics->AddKvTransferLoad(done.status.ok());
+    }
     EndLoad(done.seq, done.num_loaded);
   }
+  for (KvConnector::PendingLookup& lookup : connector_->TakeLookups()) {
+    const std::vector<BlockId> lent = kv_->PinCachedPrefix(lookup.hashes);
+    if (!connector_->AnswerLookup(lookup.id, lent))
+      kv_->UnpinBlocks(lent);  // the peer gave up waiting
+    if (options_.metrics != nullptr)
+      options_.metrics->AddKvPeerLookup(static_cast<int64_t>(lent.size()));
+  }
   for (const KvConnector::EndedLease& lease : connector_->TakeEndedLeases(Clock::now())) {
-    absl::Status freed = kv_->Free(lease.seq);
-    SY_CHECK(freed.ok());
+    if (lease.seq.has_value()) {
+      absl::Status freed = kv_->Free(*lease.seq);
+      SY_CHECK(freed.ok());
+    } else {
+      kv_->UnpinBlocks(lease.pinned);
+    }
     if (options_.metrics != nullptr)
       options_.metrics->AddKvTransferLeaseEnded(lease.expired);
   }

@@ -163,6 +163,10 @@ class EngineCore {
   // Starts loading the prompt's prefix from the KV tiers when they hold blocks past the
   // pool's hit; false when it does not or cannot (the sequences then start as usual).
   bool BeginTierLoad(std::vector<Sequence>& seqs);
+  // Starts pulling the prompt's blocks past its cached prefix from the engine the router
+  // named (request.kv_source) into the first sequence's new blocks; false, changing nothing
+  // but the first sequence's registration, when there is nothing to pull or no room.
+  bool BeginPeerPull(RequestState& req, std::vector<Sequence>& seqs);
   // Ends a load BeginRemotePrefill or BeginTierLoad started: the loaded blocks are
   // published and the request's sequences join the queue (or are freed when it was aborted).
   void EndLoad(SeqId seq, int32_t num_loaded);

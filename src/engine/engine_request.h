@@ -18,6 +18,7 @@
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
 #include "kvx/kv_transfer_params.h"
+#include "net/host_port.h"
 #include "structured/grammar.h"
 
 namespace switchyard::engine {
@@ -66,6 +67,10 @@ struct EngineRequest {
   // KV for a decode elsewhere, do_remote_prefill a consumer to pull it first. Ignored by an
   // engine without --kv-transfer-config, as vLLM ignores it without a connector.
   std::optional<kvx::KvTransferParams> kv_transfer;
+  // The KV transfer address of an engine that holds more of the prompt's prefix, as the
+  // router names it in x-kv-cache-source-host-port (llm-d's P2P pull): an engine that
+  // consumes KV pulls the blocks it lacks from there (kv_connector.h). Ignored otherwise.
+  std::optional<net::HostPort> kv_source;
   std::chrono::steady_clock::time_point arrival_time = std::chrono::steady_clock::now();
 };
 

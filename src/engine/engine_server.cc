@@ -201,4 +201,9 @@ std::string EngineServer::kv_events_replay_endpoint() const {
   return publisher_ != nullptr ? publisher_->replay_endpoint() : std::string();
 }
 
+std::string EngineServer::kv_transfer_address() const {
+  const KvConnector* kv = core_->kv_connector();
+  return kv != nullptr ? kv->lending_address() : std::string();
+}
+
 }  // namespace switchyard::engine

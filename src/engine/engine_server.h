@@ -80,6 +80,9 @@ class EngineServer {
   // The KV event endpoints as bound ("" without events).
   std::string kv_events_endpoint() const;
   std::string kv_events_replay_endpoint() const;
+  // Where this engine lends KV blocks to peers (KvConnector::lending_address); empty when it
+  // does not produce.
+  std::string kv_transfer_address() const;
   EngineCore& core() { return *core_; }
   const ServingContext& context() const { return ctx_; }
 

@@ -19,6 +19,7 @@
 #include "engine/internal/beam_search_run.h"
 #include "engine/internal/generation_stream.h"
 #include "kvx/kv_transfer_params.h"
+#include "net/host_port.h"
 #include "structured/grammar_cache.h"
 #include "structured/request_grammar.h"
 #include "text/chat_prompt.h"
@@ -415,6 +416,21 @@ std::optional<base::DrainGate::Ticket> Admit(const ServingContext& ctx,
   return ticket;
 }
 
+// The router's x-kv-cache-source-host-port, on every request of the submission.
+absl::StatusOr<Submission> WithKvSource(const net::HttpRequest& http, Submission sub) {
+  const std::optional<std::string_view> header = http.Header("x-kv-cache-source-host-port");
+  if (!header.has_value())
+    return sub;
+  absl::StatusOr<net::HostPort> source = net::ParseHostPort(*header);
+  if (!source.ok()) {
+    return absl::InvalidArgumentError(
+        fmt::format("x-kv-cache-source-host-port: {}", std::string(source.status().message())));
+  }
+  for (EngineRequest& r : sub.requests)
+    r.kv_source = *source;
+  return sub;
+}
+
 using PrepareFn = absl::StatusOr<Submission> (*)(const ServingContext&, const net::HttpRequest&);
 
 void HandleGeneration(const ServingContext& ctx, const net::HttpRequest& request,
@@ -423,6 +439,8 @@ void HandleGeneration(const ServingContext& ctx, const net::HttpRequest& request
   if (!ticket.has_value())
     return;
   absl::StatusOr<Submission> sub = prepare(ctx, request);
+  if (sub.ok())
+    sub = WithKvSource(request, *std::move(sub));
   if (!sub.ok()) {
     SendError(*responder, sub.status());
     return;

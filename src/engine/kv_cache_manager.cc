@@ -302,6 +302,18 @@ void KvCacheManager::UnpinBlocks(std::span<const BlockId> blocks) {
     pool_.Release(block);
 }
 
+std::vector<BlockId> KvCacheManager::PinCachedPrefix(std::span<const BlockHash> hashes) {
+  std::vector<BlockId> held;
+  for (const BlockHash& hash : hashes) {
+    const std::optional<BlockId> block = pool_.Lookup(hash);
+    if (!block.has_value())
+      break;
+    held.push_back(*block);
+  }
+  PinBlocks(held);
+  return held;
+}
+
 void KvCacheManager::FinishLoad(SeqId seq_id, std::span<const int32_t> tokens, int32_t num_loaded) {
   Sequence& seq = seqs_.at(seq_id);
   const int32_t loaded_end = seq.num_cached_blocks + num_loaded;

@@ -178,6 +178,10 @@ class KvCacheManager {
   // REQUIRES (Unpin): each block was pinned.
   void PinBlocks(std::span<const BlockId> blocks);
   void UnpinBlocks(std::span<const BlockId> blocks);
+  // The blocks holding the leading run of `hashes` this pool caches, pinned as PinBlocks
+  // pins, for a peer to read (a prefix lent to another engine). Between steps, as
+  // TakeReleasedBlocks.
+  std::vector<BlockId> PinCachedPrefix(std::span<const BlockHash> hashes);
 
   // Releases, oldest first, the blocks the window skips from the sequence's next position
   // (num_tokens(seq)) on; nothing under full attention. Call it once the step that computed

@@ -379,6 +379,10 @@ struct EngineMetrics::Impl {
   prometheus::Counter* kv_transfer_fell_back;
   prometheus::Counter* kv_transfer_leases_released;
   prometheus::Counter* kv_transfer_leases_expired;
+  std::array<prometheus::Counter*, 3> kv_peer_pulls{};  // by KvPeerPullOutcome
+  prometheus::Counter* kv_peer_lookups_held;
+  prometheus::Counter* kv_peer_lookups_none;
+  prometheus::Counter* kv_peer_lent_blocks;
   // By medium.
   std::map<std::string, std::unique_ptr<KvTierSeries>> kv_tiers;
   std::array<prometheus::Counter*, kNumFinishReasons> request_success{};
@@ -441,6 +445,26 @@ EngineMetrics::Impl::Impl(const EngineMetricsOptions& o)
                      .Register(registry);
   kv_transfer_leases_released = &leases.Add(With("how", "released"));
   kv_transfer_leases_expired = &leases.Add(With("how", "expired"));
+  auto& pulls = prometheus::BuildCounter()
+                    .Name("switchyard:kv_peer_pulls")
+                    .Help(
+                        "Prefix pulls from the engine the router named as holding the prompt, by "
+                        "outcome (missed: it held none; fell_back: the pull failed).")
+                    .Register(registry);
+  kv_peer_pulls[static_cast<size_t>(KvPeerPullOutcome::kLoaded)] =
+      &pulls.Add(With("outcome", "loaded"));
+  kv_peer_pulls[static_cast<size_t>(KvPeerPullOutcome::kMissed)] =
+      &pulls.Add(With("outcome", "missed"));
+  kv_peer_pulls[static_cast<size_t>(KvPeerPullOutcome::kFellBack)] =
+      &pulls.Add(With("outcome", "fell_back"));
+  auto& lookups = prometheus::BuildCounter()
+                      .Name("switchyard:kv_peer_lookups")
+                      .Help("Peers' prefix lookups answered, by whether any block was lent.")
+                      .Register(registry);
+  kv_peer_lookups_held = &lookups.Add(With("outcome", "held"));
+  kv_peer_lookups_none = &lookups.Add(With("outcome", "none"));
+  kv_peer_lent_blocks =
+      AddCounter("switchyard:kv_peer_lent_blocks", "KV blocks lent to peers' prefix lookups.");
   for (const std::string& medium : o.kv_tier_media)
     kv_tiers.emplace(medium, AddKvTierSeries(medium));
   auto& success = prometheus::BuildCounter()
@@ -551,6 +575,15 @@ void EngineMetrics::AddKvTransferLoad(bool loaded) {
 
 void EngineMetrics::AddKvTransferLeaseEnded(bool expired) {
   (expired ? impl_->kv_transfer_leases_expired : impl_->kv_transfer_leases_released)->Increment();
+}
+
+void EngineMetrics::AddKvPeerPull(KvPeerPullOutcome outcome) {
+  impl_->kv_peer_pulls[static_cast<size_t>(outcome)]->Increment();
+}
+
+void EngineMetrics::AddKvPeerLookup(int64_t lent_blocks) {
+  (lent_blocks > 0 ? impl_->kv_peer_lookups_held : impl_->kv_peer_lookups_none)->Increment();
+  impl_->kv_peer_lent_blocks->Increment(static_cast<double>(lent_blocks));
 }
 
 void EngineMetrics::SetKvTier(const KvTierStats& stats) {

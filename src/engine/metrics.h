@@ -35,6 +35,10 @@ struct EngineMetricsOptions {
 
 // vLLM's finished_reason label values.
 enum class FinishReason { kStop, kLength, kAbort, kError };
+
+// How a peer-to-peer prefix pull ended: some blocks came, the source held none of them, or
+// it failed (the prompt was computed here).
+enum class KvPeerPullOutcome { kLoaded, kMissed, kFellBack };
 std::string_view FinishReasonName(FinishReason reason);  // "stop", "length", "abort", "error"
 
 // One request's numbers, recorded once when it finishes (all of its n sequences).
@@ -85,6 +89,13 @@ class EngineMetrics {
   // switchyard:kv_transfer_leases_ended{how=released|expired}, a producer's leases.
   void AddKvTransferLoad(bool loaded);
   void AddKvTransferLeaseEnded(bool expired);
+  // Peer-to-peer prefix pulls (kv_connector.h), Switchyard's own series:
+  // switchyard:kv_peer_pulls{outcome=loaded|missed|fell_back}, a puller's pulls, and
+  // switchyard:kv_peer_lookups{outcome=held|none} with switchyard:kv_peer_lent_blocks, the
+  // lookups a source answered and the blocks it lent (their leases end in
+  // switchyard:kv_transfer_leases_ended).
+  void AddKvPeerPull(KvPeerPullOutcome outcome);
+  void AddKvPeerLookup(int64_t lent_blocks);
   // A KV tier's totals (REQUIRES: stats.medium is in options.kv_tier_media), published as
   // vLLM's offload series vllm:kv_offload_total_bytes / vllm:kv_offload_total_time
   // {transfer_type=GPU_to_<medium>|<medium>_to_GPU} and Switchyard's own, labelled {medium}:

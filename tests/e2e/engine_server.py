@@ -22,6 +22,7 @@ MODEL_NAME = "tiny"
 
 _READY = re.compile(r"switchyard engine: serving (\S+) on (http://\S+):(\d+)")
 _KV = re.compile(r"switchyard engine: KV events on (\S+) \(replay (\S+)\)")
+_LENDING = re.compile(r"switchyard engine: KV blocks lent on (\S+)")
 
 
 def kv_events_flags(topic="kv-events", **options):
@@ -100,6 +101,14 @@ class EngineServer:
             self.kv_endpoint = kv.group(1)
             self.kv_replay_endpoint = None if kv.group(2) == "off" else kv.group(2)
         return self
+
+    def kv_transfer_address(self):
+        """host:port of the KV block server of an engine that produces (its startup line):
+        what a router puts in x-kv-cache-source-host-port."""
+        self._out.seek(0)
+        found = _LENDING.search(self._out.read())
+        assert found, f"the engine lends no KV blocks: {self.stderr_tail()}"
+        return found.group(1)
 
     def stderr_tail(self, chars=4000):
         self._err.seek(0)

@@ -1,6 +1,7 @@
 // What KvCacheManager offers a KV tier under the pool: ProbePrefix (a prompt as the tier sees
 // it), BeginLoad up to an end block, and the released cached blocks the tier copies
-// (TakeReleasedBlocks, PinBlocks, UnpinBlocks).
+// (TakeReleasedBlocks, PinBlocks, UnpinBlocks), and the prefix it lends a peer
+// (PinCachedPrefix).
 #include <cstdint>
 #include <optional>
 #include <variant>
@@ -318,6 +319,36 @@ TEST(KvCacheTierTest, PinnedBlocksStayCachedAndUnpinningIsNoRelease) {
   EXPECT_TRUE(m->TakeReleasedBlocks().empty());
   ASSERT_TRUE(m->AddSequence(4, {}, std::nullopt).ok());
   EXPECT_EQ(m->GetComputedBlocks(4, tokens)->num_tokens, 8);
+}
+
+TEST(KvCacheTierTest, PinCachedPrefixPinsTheLeadingRunTheCacheHolds) {
+  auto m = MakeKvCacheManager(8, 4);
+  const auto tokens = Iota(13);
+  Prefill(*m, 1, tokens);
+  const std::vector<BlockId> table = Table(*m, 1);
+  ASSERT_TRUE(m->Free(1).ok());
+  // Three full blocks are cached; a peer asks for them and one more.
+  const std::vector<BlockHash> chain = Chain(*m, Concat(tokens, Iota(3, 50)), 4);
+
+  const std::vector<BlockId> lent = m->PinCachedPrefix(chain);
+  EXPECT_EQ(lent, std::vector<BlockId>(table.begin(), table.begin() + 3));
+  for (BlockId block : lent) {
+    EXPECT_FALSE(m->pool().in_free_queue(block));
+    EXPECT_EQ(m->pool().ref_count(block), 1);
+  }
+  // A run starts at the first hash: a gap ends it, and a later cached block is not lent.
+  EXPECT_TRUE(m->PinCachedPrefix(std::span(chain).subspan(3)).empty());
+  const std::vector<BlockHash> gapped = {chain[3], chain[1]};
+  EXPECT_TRUE(m->PinCachedPrefix(gapped).empty());
+  // A run may start past the first block: chained hashes name the whole prefix.
+  const std::vector<BlockId> tail = m->PinCachedPrefix(std::span(chain).subspan(1, 2));
+  EXPECT_EQ(tail, std::vector<BlockId>(table.begin() + 1, table.begin() + 3));
+  EXPECT_EQ(m->pool().ref_count(table[1]), 2);
+
+  m->UnpinBlocks(tail);
+  m->UnpinBlocks(lent);
+  for (BlockId block : lent)
+    EXPECT_TRUE(m->pool().in_free_queue(block));
 }
 
 }  // namespace
