@@ -61,6 +61,7 @@ import urllib.request
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 READY_RE = re.compile(r"serving (\S+) on (http://\S+)")
+LENDING_RE = re.compile(r"KV blocks lent on (\S+)")
 EVICT_SALT = "kv-tier-ttft-evict"
 WARM_UP_TOKENS = 64
 
@@ -91,26 +92,33 @@ def prompt(ids, seed, key, n_tokens):
 # ---------------------------------------------------------------- engine
 
 class Engine:
-    """The engine process, its URL and served name, and its log."""
+    """The engine process, its URL and served name, and its log; with `lends`, also where it
+    lends KV blocks to peers (kv_address)."""
 
-    def __init__(self, argv, log_path, start_timeout):
+    def __init__(self, argv, log_path, start_timeout, env=None, lends=False):
         self.log = open(log_path, "w")
         self.log_path = log_path
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.url, self.ready = None, threading.Event()
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log, text=True,
+                                     env=env)
+        self.url, self.kv_address, self.lends = None, None, lends
+        self.ready = threading.Event()
         threading.Thread(target=self._read_stdout, daemon=True).start()
-        if not self.ready.wait(start_timeout) or not self.url:
+        if not self.ready.wait(start_timeout) or not self.url or (lends and not self.kv_address):
             self.stop()
             raise SystemExit(f"the engine did not get ready (waited up to {start_timeout} s); "
                              f"see {log_path}")
 
     def _read_stdout(self):
-        for line in self.proc.stdout:  # the ready line comes once the port is bound
+        for line in self.proc.stdout:  # the ready lines come once the ports are bound
             m = READY_RE.search(line)
             if m:
                 self.name, self.url = m.group(1), m.group(2)
+            m = LENDING_RE.search(line)
+            if m:
+                self.kv_address = m.group(1)
+            if self.url and (self.kv_address or not self.lends):
                 break
-        self.ready.set()  # also when the engine exited without it
+        self.ready.set()  # also when the engine exited without them
         self.proc.stdout.read()  # keep draining, so the engine never blocks on a full pipe
 
     def metrics(self):
@@ -189,17 +197,17 @@ def stop_redis(redis):
 
 # ---------------------------------------------------------------- requests
 
-def timed_request(engine, medium, tokens, salt, timeout_s, what):
-    """Streams one completion of max_tokens 1; returns (TTFT in s, counter deltas). `what`
-    names the request in errors."""
-    before = counters(engine, medium)
+def stream_ttft(engine, tokens, salt, timeout_s, what, headers=None):
+    """Streams one completion of max_tokens 1; returns its TTFT in s. `what` names the
+    request in errors."""
     body = json.dumps({"model": engine.name, "prompt": tokens, "max_tokens": 1,
                        "temperature": 0, "stream": True, "cache_salt": salt}).encode()
     url = urllib.parse.urlsplit(engine.url)
     conn = http.client.HTTPConnection(url.hostname, url.port, timeout=timeout_s)
     try:
         t0 = time.perf_counter()
-        conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+        conn.request("POST", "/v1/completions", body,
+                     {"Content-Type": "application/json", **(headers or {})})
         resp = conn.getresponse()
         if resp.status != 200:
             raise SystemExit(f"{what}: HTTP {resp.status}: {resp.read()[:300]!r}")
@@ -214,6 +222,13 @@ def timed_request(engine, medium, tokens, salt, timeout_s, what):
         conn.close()
     if ttft is None:
         raise SystemExit(f"{what}: the stream ended without a token: {b' '.join(lines)[:500]!r}")
+    return ttft
+
+
+def timed_request(engine, medium, tokens, salt, timeout_s, what):
+    """stream_ttft's request; returns (TTFT in s, the tier counters' deltas)."""
+    before = counters(engine, medium)
+    ttft = stream_ttft(engine, tokens, salt, timeout_s, what)
     after = counters(engine, medium)
     return ttft, {k: after[k] - before[k]
                   for k in ("pool_hits", "tier_hits", "loaded_bytes", "load_ms")}

@@ -1,7 +1,8 @@
 """The KV tier benchmarks' --smoke runs on tiny-llama3, so that they keep working:
 bench/kv_tier_ttft.py for each tier (each of its three requests must be served from where it
 claims: nothing cached, the pool, the tier, which the script checks on the engine's counters)
-and bench/kv_tier_overlap.py (the tier must store the background prompts' blocks)."""
+bench/kv_tier_overlap.py (the tier must store the background prompts' blocks) and
+bench/kv_peer_ttft.py (the peer step must load its prefix from the other engine)."""
 import json
 import subprocess
 import sys
@@ -38,3 +39,18 @@ def test_kv_tier_overlap_bench_smoke(switchyard, tmp_path):
     [run] = json.loads(out.read_text())["runs"]
     assert run["off"]["stored_blocks"] == 0 < run["on"]["stored_blocks"]
     assert run["on"]["background_prompts"] > 0 and run["on"]["gaps"] > 0
+
+
+def test_kv_peer_ttft_bench_smoke(switchyard, tmp_path):
+    out = tmp_path / "kv_peer_ttft.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "kv_peer_ttft.py"), "--smoke", "--bin",
+         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
+        capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [run] = json.loads(out.read_text())["runs"]
+    assert (run["recompute"]["pool_hits"], run["recompute"]["external"]) == (0, 0)
+    assert (run["pool"]["pool_hits"], run["pool"]["external"]) == (240, 0)
+    assert (run["peer"]["pool_hits"], run["peer"]["external"], run["peer"]["pulls"]) == \
+        (0, 240, 1)
+    assert "| tiny-llama3 | 256 |" in proc.stdout
