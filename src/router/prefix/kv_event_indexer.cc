@@ -1,6 +1,8 @@
 #include "router/prefix/kv_event_indexer.h"
 
+#include <optional>
 #include <span>
+#include <string>
 #include <variant>
 #include <vector>
 
@@ -22,16 +24,40 @@ void KvEventIndexer::Apply(const std::string& endpoint, const kvx::KvEventBatch&
   }
 }
 
+namespace {
+
+// The index's tier of a KV event's medium (absent: the pool, as vLLM omits it); nullopt for
+// media the index does not keep.
+std::optional<KvTier> TierOf(const std::optional<std::string>& medium) {
+  if (!medium.has_value() || *medium == kvx::kMediumGpu)
+    return KvTier::kPool;
+  if (*medium == kvx::kMediumCpu)
+    return KvTier::kHost;
+  if (*medium == kvx::kMediumDisk)
+    return KvTier::kDisk;
+  return std::nullopt;
+}
+
+uint8_t Bit(KvTier tier) {
+  return static_cast<uint8_t>(1u << static_cast<unsigned>(tier));
+}
+
+}  // namespace
+
 void KvEventIndexer::Stored(const std::string& endpoint, const kvx::BlockStored& e) {
-  // CPU-offload copies carry no tokens; other media are the same prefix in another tier.
-  if (e.token_ids.empty())
+  const std::optional<KvTier> tier = TierOf(e.medium);
+  if (!tier.has_value())
     return;
   const size_t n = e.block_hashes.size();
+  if (e.token_ids.empty() && *tier != KvTier::kPool) {
+    StoredInTier(endpoint, e, *tier);
+    return;
+  }
   if (e.block_size <= 0 || e.token_ids.size() != n * static_cast<size_t>(e.block_size)) {
     ++skipped_;
     return;
   }
-  auto& map = keys_[endpoint];
+  HashMap& map = keys_[endpoint];
   uint64_t parent = seed_;
   if (e.parent_block_hash.has_value()) {
     auto it = map.find(*e.parent_block_hash);
@@ -39,7 +65,7 @@ void KvEventIndexer::Stored(const std::string& endpoint, const kvx::BlockStored&
       ++skipped_;
       return;
     }
-    parent = it->second;
+    parent = it->second.key;
   }
   std::vector<uint64_t> keys;
   keys.reserve(n);
@@ -48,14 +74,32 @@ void KvEventIndexer::Stored(const std::string& endpoint, const kvx::BlockStored&
   for (size_t i = 0; i < n; ++i) {
     parent = NextBlockKey(parent, tokens.subspan(i * bs, bs));
     keys.push_back(parent);
-    map[e.block_hashes[i]] = parent;
+    Known& known = map[e.block_hashes[i]];
+    known.key = parent;
+    known.tiers = static_cast<uint8_t>(known.tiers | Bit(*tier));
   }
-  index_->Add(endpoint, keys);
+  index_->Add(endpoint, keys, *tier);
+}
+
+void KvEventIndexer::StoredInTier(const std::string& endpoint, const kvx::BlockStored& e,
+                                  KvTier tier) {
+  HashMap& map = keys_[endpoint];
+  std::vector<uint64_t> keys;
+  for (const kvx::EventHash& h : e.block_hashes) {
+    auto it = map.find(h);
+    if (it == map.end()) {
+      ++skipped_;  // never in the pool while the router listened: no tokens to key it by
+      continue;
+    }
+    it->second.tiers = static_cast<uint8_t>(it->second.tiers | Bit(tier));
+    keys.push_back(it->second.key);
+  }
+  index_->Add(endpoint, keys, tier);
 }
 
 void KvEventIndexer::Removed(const std::string& endpoint, const kvx::BlockRemoved& e) {
-  // Only the pool's blocks are indexed: a tier dropping its copy leaves the pool's as it is.
-  if (e.medium.has_value() && *e.medium != kvx::kMediumGpu)
+  const std::optional<KvTier> tier = TierOf(e.medium);
+  if (!tier.has_value())
     return;
   auto found = keys_.find(endpoint);
   if (found == keys_.end())
@@ -63,12 +107,14 @@ void KvEventIndexer::Removed(const std::string& endpoint, const kvx::BlockRemove
   std::vector<uint64_t> keys;
   for (const kvx::EventHash& h : e.block_hashes) {
     auto it = found->second.find(h);
-    if (it == found->second.end())
+    if (it == found->second.end() || (it->second.tiers & Bit(*tier)) == 0)
       continue;
-    keys.push_back(it->second);
-    found->second.erase(it);
+    keys.push_back(it->second.key);
+    it->second.tiers = static_cast<uint8_t>(it->second.tiers & ~Bit(*tier));
+    if (it->second.tiers == 0)
+      found->second.erase(it);
   }
-  index_->Remove(endpoint, keys);
+  index_->Remove(endpoint, keys, *tier);
 }
 
 void KvEventIndexer::RemoveEndpoint(const std::string& endpoint) {

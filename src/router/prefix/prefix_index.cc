@@ -3,6 +3,17 @@
 #include <algorithm>
 
 namespace switchyard::router {
+namespace {
+
+size_t Index(KvTier tier) {
+  return static_cast<size_t>(tier);
+}
+
+uint8_t Bit(KvTier tier) {
+  return static_cast<uint8_t>(1u << Index(tier));
+}
+
+}  // namespace
 
 PrefixIndex::EndpointId PrefixIndex::Intern(const std::string& endpoint) {
   auto [it, inserted] = ids_.try_emplace(endpoint, static_cast<EndpointId>(endpoints_.size()));
@@ -13,24 +24,32 @@ PrefixIndex::EndpointId PrefixIndex::Intern(const std::string& endpoint) {
   return it->second;
 }
 
-void PrefixIndex::Drop(EndpointId id, uint64_t key) {
+void PrefixIndex::Drop(EndpointId id, uint64_t key, KvTier tier) {
   auto h = holders_.find(key);
   if (h == holders_.end())
     return;
-  std::vector<EndpointId>& v = h->second;
-  v.erase(std::remove(v.begin(), v.end(), id), v.end());
+  std::vector<Holder>& v = h->second;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    if (it->id != id)
+      continue;
+    it->tiers = static_cast<TierMask>(it->tiers & ~Bit(tier));
+    if (it->tiers == 0)
+      v.erase(it);
+    break;
+  }
   if (v.empty())
     holders_.erase(h);
 }
 
-void PrefixIndex::Trim(EndpointId id) {
+void PrefixIndex::Trim(EndpointId id, KvTier tier) {
   PerEndpoint& e = endpoints_[id];
-  const size_t cap = e.capacity > 0 ? e.capacity : default_capacity_;
-  while (e.lru.size() > cap) {
-    const uint64_t key = e.lru.front();
-    e.lru.pop_front();
-    e.where.erase(key);
-    Drop(id, key);
+  TierKeys& keys = e.tiers[Index(tier)];
+  const size_t cap = tier == KvTier::kPool && e.capacity > 0 ? e.capacity : default_capacity_;
+  while (keys.lru.size() > cap) {
+    const uint64_t key = keys.lru.front();
+    keys.lru.pop_front();
+    keys.where.erase(key);
+    Drop(id, key, tier);
   }
 }
 
@@ -38,39 +57,45 @@ void PrefixIndex::SetCapacity(const std::string& endpoint, size_t capacity) {
   base::MutexLock lock(&mu_);
   const EndpointId id = Intern(endpoint);
   endpoints_[id].capacity = capacity;
-  Trim(id);
+  Trim(id, KvTier::kPool);
 }
 
-void PrefixIndex::Add(const std::string& endpoint, std::span<const uint64_t> keys) {
+void PrefixIndex::Add(const std::string& endpoint, std::span<const uint64_t> keys, KvTier tier) {
   base::MutexLock lock(&mu_);
   const EndpointId id = Intern(endpoint);
-  PerEndpoint& e = endpoints_[id];
+  TierKeys& held = endpoints_[id].tiers[Index(tier)];
   for (uint64_t key : keys) {
-    auto it = e.where.find(key);
-    if (it != e.where.end()) {
-      e.lru.splice(e.lru.end(), e.lru, it->second);
+    auto it = held.where.find(key);
+    if (it != held.where.end()) {
+      held.lru.splice(held.lru.end(), held.lru, it->second);
       continue;
     }
-    e.lru.push_back(key);
-    e.where.emplace(key, std::prev(e.lru.end()));
-    holders_[key].push_back(id);
+    held.lru.push_back(key);
+    held.where.emplace(key, std::prev(held.lru.end()));
+    std::vector<Holder>& holders = holders_[key];
+    auto holder =
+        std::find_if(holders.begin(), holders.end(), [id](const Holder& h) { return h.id == id; });
+    if (holder == holders.end())
+      holders.push_back({id, Bit(tier)});
+    else
+      holder->tiers = static_cast<TierMask>(holder->tiers | Bit(tier));
   }
-  Trim(id);
+  Trim(id, tier);
 }
 
-void PrefixIndex::Remove(const std::string& endpoint, std::span<const uint64_t> keys) {
+void PrefixIndex::Remove(const std::string& endpoint, std::span<const uint64_t> keys, KvTier tier) {
   base::MutexLock lock(&mu_);
   auto found = ids_.find(endpoint);
   if (found == ids_.end())
     return;
-  PerEndpoint& e = endpoints_[found->second];
+  TierKeys& held = endpoints_[found->second].tiers[Index(tier)];
   for (uint64_t key : keys) {
-    auto it = e.where.find(key);
-    if (it == e.where.end())
+    auto it = held.where.find(key);
+    if (it == held.where.end())
       continue;
-    e.lru.erase(it->second);
-    e.where.erase(it);
-    Drop(found->second, key);
+    held.lru.erase(it->second);
+    held.where.erase(it);
+    Drop(found->second, key, tier);
   }
 }
 
@@ -80,13 +105,25 @@ void PrefixIndex::RemoveEndpoint(const std::string& endpoint) {
   if (found == ids_.end())
     return;
   PerEndpoint& e = endpoints_[found->second];
-  for (uint64_t key : e.lru)
-    Drop(found->second, key);
-  e.lru.clear();
-  e.where.clear();
+  for (size_t t = 0; t < kNumKvTiers; ++t) {
+    for (uint64_t key : e.tiers[t].lru)
+      Drop(found->second, key, static_cast<KvTier>(t));
+    e.tiers[t].lru.clear();
+    e.tiers[t].where.clear();
+  }
 }
 
-std::vector<PrefixIndex::EndpointMatch> PrefixIndex::Match(std::span<const uint64_t> keys) const {
+std::vector<PrefixIndex::EndpointMatch> PrefixIndex::Match(std::span<const uint64_t> keys,
+                                                           const KvTierWeights& weights) const {
+  // The best weight of a block held in the tiers of `mask`.
+  auto weight = [&weights](TierMask mask) {
+    double best = 0;
+    for (size_t t = 0; t < kNumKvTiers; ++t) {
+      if ((mask & (1u << t)) != 0)
+        best = std::max(best, weights[t]);
+    }
+    return best;
+  };
   base::MutexLock lock(&mu_);
   std::vector<EndpointMatch> out;
   if (keys.empty())
@@ -96,19 +133,22 @@ std::vector<PrefixIndex::EndpointMatch> PrefixIndex::Match(std::span<const uint6
     return out;
   // Endpoints still matching, and the result slot of each.
   std::vector<std::pair<EndpointId, size_t>> alive;
-  for (EndpointId id : first->second) {
-    alive.emplace_back(id, out.size());
-    out.push_back({endpoints_[id].name, 1});
+  for (const Holder& h : first->second) {
+    alive.emplace_back(h.id, out.size());
+    out.push_back({endpoints_[h.id].name, 1, weight(h.tiers)});
   }
   for (size_t i = 1; i < keys.size() && !alive.empty(); ++i) {
     auto h = holders_.find(keys[i]);
     if (h == holders_.end())
       break;
-    const std::vector<EndpointId>& holders = h->second;
+    const std::vector<Holder>& holders = h->second;
     size_t kept = 0;
     for (const auto& [id, slot] : alive) {
-      if (std::find(holders.begin(), holders.end(), id) != holders.end()) {
+      auto holder = std::find_if(holders.begin(), holders.end(),
+                                 [id = id](const Holder& x) { return x.id == id; });
+      if (holder != holders.end()) {
         out[slot].blocks = i + 1;
+        out[slot].weighted_blocks += weight(holder->tiers);
         alive[kept++] = {id, slot};
       }
     }
@@ -117,10 +157,10 @@ std::vector<PrefixIndex::EndpointMatch> PrefixIndex::Match(std::span<const uint6
   return out;
 }
 
-size_t PrefixIndex::num_keys(const std::string& endpoint) const {
+size_t PrefixIndex::num_keys(const std::string& endpoint, KvTier tier) const {
   base::MutexLock lock(&mu_);
   auto found = ids_.find(endpoint);
-  return found == ids_.end() ? 0 : endpoints_[found->second].lru.size();
+  return found == ids_.end() ? 0 : endpoints_[found->second].tiers[Index(tier)].lru.size();
 }
 
 }  // namespace switchyard::router

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -11,6 +12,7 @@
 
 #include "base/config.h"
 #include "base/status_macros.h"
+#include "kvx/kv_events.h"
 #include "router/scheduling/label_filters.h"
 #include "router/scheduling/load_scorers.h"
 #include "router/scheduling/pickers.h"
@@ -120,6 +122,37 @@ absl::StatusOr<LabelSelector> ParseSelector(const YAML::Node& params, const std:
   return selector;
 }
 
+// mediumWeights: {GPU: w, CPU: w, DISK: w}, each in [0, 1]; the ones left out keep their
+// defaults.
+absl::StatusOr<KvTierWeights> MediumWeights(const YAML::Node& p, const std::string& where) {
+  KvTierWeights weights = kDefaultKvTierWeights;
+  const YAML::Node node = p["mediumWeights"];
+  if (!node)
+    return weights;
+  if (!node.IsMap())
+    return absl::InvalidArgumentError(fmt::format("{}: mediumWeights must be a map", where));
+  for (const auto& entry : node) {
+    const std::string medium = entry.first.Scalar();
+    std::optional<KvTier> tier;
+    if (medium == kvx::kMediumGpu) {
+      tier = KvTier::kPool;
+    } else if (medium == kvx::kMediumCpu) {
+      tier = KvTier::kHost;
+    } else if (medium == kvx::kMediumDisk) {
+      tier = KvTier::kDisk;
+    }
+    double weight = -1;
+    if (!tier.has_value() || !YAML::convert<double>::decode(entry.second, weight) ||
+        !(weight >= 0 && weight <= 1)) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: mediumWeights takes GPU, CPU and DISK, each a weight in [0, 1]; got '{}'", where,
+          medium));
+    }
+    weights[static_cast<size_t>(*tier)] = weight;
+  }
+  return weights;
+}
+
 // The parameters every prefix plugin shares, and its index (one per mode per PluginSet).
 absl::StatusOr<PrefixMatcher> MakePrefixMatcher(const YAML::Node& p, const std::string& where,
                                                 Shared shared) {
@@ -140,6 +173,7 @@ absl::StatusOr<PrefixMatcher> MakePrefixMatcher(const YAML::Node& p, const std::
         where));
   }
   o.max_blocks = static_cast<size_t>(max_blocks);
+  SY_ASSIGN_OR_RETURN(o.tier_weights, MediumWeights(p, where));
   std::unique_ptr<PrefixIndex>& index = o.precise ? *shared.precise_index : *shared.approx_index;
   if (index == nullptr)
     index = std::make_unique<PrefixIndex>(static_cast<size_t>(capacity));

@@ -28,21 +28,25 @@ const std::vector<uint64_t>& PrefixMatcher::Keys(const SchedulingRequest& reques
   return cycle.prefix_keys.back().keys;
 }
 
-std::vector<size_t> PrefixMatcher::MatchedBlocks(std::span<const uint64_t> keys,
-                                                 const Candidates& candidates) const {
-  std::vector<size_t> out(candidates.size(), 0);
+std::vector<CandidateMatch> PrefixMatcher::Matches(std::span<const uint64_t> keys,
+                                                   const Candidates& candidates) const {
+  std::vector<CandidateMatch> out(candidates.size());
   if (keys.empty())
     return out;
-  const std::vector<PrefixIndex::EndpointMatch> matches = index_->Match(keys);
+  const std::vector<PrefixIndex::EndpointMatch> matches =
+      index_->Match(keys, options_.tier_weights);
   if (matches.empty())
     return out;
+  auto match = [](const PrefixIndex::EndpointMatch& m) {
+    return CandidateMatch{m.blocks, m.weighted_blocks};
+  };
   // A few candidates are found by a scan; a fleet by a map of their names.
   constexpr size_t kScanAtMost = 16;
   if (candidates.size() <= kScanAtMost) {
     for (const PrefixIndex::EndpointMatch& m : matches) {
       for (size_t i = 0; i < candidates.size(); ++i) {
         if (candidates[i]->name == m.endpoint)
-          out[i] = m.blocks;
+          out[i] = match(m);
       }
     }
     return out;
@@ -53,7 +57,7 @@ std::vector<size_t> PrefixMatcher::MatchedBlocks(std::span<const uint64_t> keys,
   for (const PrefixIndex::EndpointMatch& m : matches) {
     auto it = slot.find(m.endpoint);
     if (it != slot.end())
-      out[it->second] = m.blocks;
+      out[it->second] = match(m);
   }
   return out;
 }
@@ -72,19 +76,20 @@ void PrefixCacheScorer::Score(const SchedulingRequest& request, CycleState& cycl
   const std::vector<uint64_t>& keys = matcher_.Keys(request, cycle);
   if (keys.empty())
     return;
-  const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
+  const std::vector<CandidateMatch> matched = matcher_.Matches(keys, candidates);
   const double w = options_.match_length_weight;
   const int64_t block_size = matcher_.options().block_size;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const double ratio = static_cast<double>(matched[i]) / static_cast<double>(keys.size());
-    const double tokens = static_cast<double>(matched[i]) * static_cast<double>(block_size);
+    const double weighted = matched[i].weighted_blocks;
+    const double ratio = weighted / static_cast<double>(keys.size());
+    const double tokens = weighted * static_cast<double>(block_size);
     const double length = std::min(1.0, tokens / options_.match_length_scale_tokens);
     scores[i] = w * length * length + (1 - w) * ratio;
-    if (matched[i] > 0) {
+    if (matched[i].blocks > 0) {
       // Approximate keys include the trailing partial block: cap at the prompt.
       prediction.cached_tokens.emplace_back(
           candidates[i]->name,
-          std::min(prediction.prompt_tokens, static_cast<int64_t>(matched[i]) * block_size));
+          std::min(prediction.prompt_tokens, static_cast<int64_t>(matched[i].blocks) * block_size));
     }
   }
 }
@@ -104,12 +109,12 @@ Candidates PrefixCacheAffinityFilter::Apply(const SchedulingRequest& request, Cy
   const std::vector<uint64_t>& keys = matcher_.Keys(request, cycle);
   if (keys.empty())
     return candidates;
-  const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
+  const std::vector<CandidateMatch> matched = matcher_.Matches(keys, candidates);
   Candidates sticky;
   double best_sticky = std::numeric_limits<double>::infinity();
   double best_other = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < candidates.size(); ++i) {
-    const double ratio = static_cast<double>(matched[i]) / static_cast<double>(keys.size());
+    const double ratio = static_cast<double>(matched[i].blocks) / static_cast<double>(keys.size());
     const double ttft = TtftMs(*candidates[i]);
     if (ratio >= options_.affinity_threshold) {
       sticky.push_back(candidates[i]);
@@ -131,8 +136,9 @@ Candidates PrefixCacheAffinityFilter::Apply(const SchedulingRequest& request, Cy
 void NoHitLruScorer::Score(const SchedulingRequest& request, CycleState& cycle,
                            const Candidates& candidates, std::span<double> scores) {
   const std::vector<uint64_t>& keys = matcher_.Keys(request, cycle);
-  const std::vector<size_t> matched = matcher_.MatchedBlocks(keys, candidates);
-  const bool cold = std::all_of(matched.begin(), matched.end(), [](size_t m) { return m == 0; });
+  const std::vector<CandidateMatch> matched = matcher_.Matches(keys, candidates);
+  const bool cold = std::all_of(matched.begin(), matched.end(),
+                                [](const CandidateMatch& m) { return m.blocks == 0; });
   cycle.cold_prefix = cold;
   if (!cold) {
     std::fill(scores.begin(), scores.end(), 0.5);

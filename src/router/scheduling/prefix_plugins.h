@@ -4,8 +4,11 @@
 // prefix-cache-scorer (llm-d scorer/prefix):
 //   score = w * min(1, matched_tokens / match_length_scale_tokens)^2
 //         + (1 - w) * matched_blocks / total_blocks,   w = matchLengthWeight (default 0)
-//   and leaves the matched tokens per endpoint in the cycle's prefix_match (the router's
-//   prefix-hit metrics read the picked endpoint's there).
+//   where, in precise mode, each matched block counts the weight of the best tier holding it
+//   (mediumWeights, by KV-event medium: GPU 1.0, CPU 0.8, DISK 0.6 by default, as llm-d's
+//   LongestPrefixScorer weighs gpu and cpu), and leaves the matched tokens per endpoint (any
+//   tier: the engine serves them without computing) in the cycle's prefix_match (the
+//   router's prefix-hit metrics read the picked endpoint's there).
 // prefix-cache-affinity-filter (llm-d filter/prefixcacheaffinity): keeps the "sticky"
 //   endpoints whose match ratio is >= affinityThreshold (0.80); keeps everyone when none
 //   is sticky, when a random draw falls under explorationProbability, or when the best
@@ -46,6 +49,13 @@ struct PrefixMatchOptions {
   bool precise = false;
   int32_t block_size = 16;
   size_t max_blocks = 8192;  // llm-d caps the match at maxPrefixTokensToMatch / block size
+  KvTierWeights tier_weights = kDefaultKvTierWeights;
+};
+
+// One candidate's match: leading blocks held in any tier, and their tier-weighted sum.
+struct CandidateMatch {
+  size_t blocks = 0;
+  double weighted_blocks = 0;
 };
 
 // Matches requests against an index. Borrows the index.
@@ -56,9 +66,9 @@ class PrefixMatcher {
 
   // The request's keys for this matcher's block size and mode (cached in `cycle`).
   const std::vector<uint64_t>& Keys(const SchedulingRequest& request, CycleState& cycle) const;
-  // Matched blocks per candidate, in candidate order.
-  std::vector<size_t> MatchedBlocks(std::span<const uint64_t> keys,
-                                    const Candidates& candidates) const;
+  // Each candidate's match, in candidate order.
+  std::vector<CandidateMatch> Matches(std::span<const uint64_t> keys,
+                                      const Candidates& candidates) const;
   // Approximate mode: records that `picked` now holds the request's prefix.
   void Record(const SchedulingRequest& request, CycleState& cycle, const Endpoint& picked);
   const PrefixMatchOptions& options() const { return options_; }

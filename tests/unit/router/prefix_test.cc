@@ -73,6 +73,60 @@ TEST(PrefixIndexTest, LruEvictsLeastRecentlyUsedKeys) {
   EXPECT_EQ(index.num_keys("e"), 1u);
 }
 
+TEST(PrefixIndexTest, BlocksCountTheBestWeightOfTheTiersHoldingThem) {
+  PrefixIndex index(100);
+  index.Add("pool", std::vector<uint64_t>{1, 2, 3});
+  index.Add("host", std::vector<uint64_t>{1, 2, 3}, KvTier::kHost);
+  index.Add("mixed", std::vector<uint64_t>{1, 2}, KvTier::kHost);
+  index.Add("mixed", std::vector<uint64_t>{1}, KvTier::kPool);
+  index.Add("mixed", std::vector<uint64_t>{3}, KvTier::kDisk);
+  const KvTierWeights weights = {1.0, 0.8, 0.5};
+  auto m = index.Match(std::vector<uint64_t>{1, 2, 3}, weights);
+  ASSERT_EQ(m.size(), 3u);
+  for (const auto& e : m) {
+    EXPECT_EQ(e.blocks, 3u) << e.endpoint;
+    if (e.endpoint == "pool")
+      EXPECT_DOUBLE_EQ(e.weighted_blocks, 3.0);
+    if (e.endpoint == "host")
+      EXPECT_DOUBLE_EQ(e.weighted_blocks, 2.4);
+    if (e.endpoint == "mixed")  // block 1 in the pool and the host tier: the pool's weight
+      EXPECT_DOUBLE_EQ(e.weighted_blocks, 1.0 + 0.8 + 0.5);
+  }
+  // Removing a tier's copy keeps the others; the last one gone, the block is gone.
+  index.Remove("mixed", std::vector<uint64_t>{1}, KvTier::kPool);
+  index.Remove("mixed", std::vector<uint64_t>{3}, KvTier::kHost);  // never there: no-op
+  for (const auto& e : index.Match(std::vector<uint64_t>{1, 2, 3}, weights)) {
+    if (e.endpoint == "mixed") {
+      EXPECT_EQ(e.blocks, 3u);
+      EXPECT_DOUBLE_EQ(e.weighted_blocks, 0.8 + 0.8 + 0.5);
+    }
+  }
+  index.Remove("mixed", std::vector<uint64_t>{2}, KvTier::kHost);
+  for (const auto& e : index.Match(std::vector<uint64_t>{1, 2, 3}, weights)) {
+    if (e.endpoint == "mixed")
+      EXPECT_EQ(e.blocks, 1u);
+  }
+  EXPECT_EQ(index.num_keys("mixed", KvTier::kHost), 1u);
+  EXPECT_EQ(index.num_keys("mixed", KvTier::kDisk), 1u);
+  EXPECT_EQ(index.num_keys("mixed"), 0u);
+  index.RemoveEndpoint("mixed");
+  EXPECT_EQ(index.Match(std::vector<uint64_t>{1}).size(), 2u);
+}
+
+TEST(PrefixIndexTest, ThePoolCapacityBoundsOnlyThePoolsKeys) {
+  PrefixIndex index(4);
+  index.SetCapacity("e", 2);
+  index.Add("e", std::vector<uint64_t>{1, 2, 3});
+  index.Add("e", std::vector<uint64_t>{1, 2, 3}, KvTier::kHost);
+  EXPECT_EQ(index.num_keys("e"), 2u);
+  EXPECT_EQ(index.num_keys("e", KvTier::kHost), 3u);
+  // Block 1 left the pool but is still in the host tier: the chain holds.
+  auto m = index.Match(std::vector<uint64_t>{1, 2, 3});
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].blocks, 3u);
+  EXPECT_DOUBLE_EQ(m[0].weighted_blocks, 0.8 + 1.0 + 1.0);
+}
+
 kvx::BlockStored Stored(std::vector<uint64_t> hashes, std::optional<uint64_t> parent,
                         std::vector<int32_t> tokens) {
   kvx::BlockStored s;
@@ -122,6 +176,105 @@ TEST(KvEventIndexerTest, EventsKeyBlocksLikeRequests) {
   cleared.events.push_back(kvx::AllBlocksCleared{});
   indexer.Apply("e1", cleared);
   EXPECT_TRUE(index.Match(keys).empty());
+}
+
+kvx::BlockStored StoredInTier(std::vector<uint64_t> hashes, const char* medium) {
+  kvx::BlockStored s = Stored(std::move(hashes), std::nullopt, {});
+  s.medium = medium;
+  return s;
+}
+
+kvx::BlockRemoved RemovedFrom(std::vector<uint64_t> hashes, std::optional<std::string> medium) {
+  kvx::BlockRemoved r;
+  for (uint64_t h : hashes)
+    r.block_hashes.push_back(kvx::EventHash::FromInt(h));
+  r.medium = std::move(medium);
+  return r;
+}
+
+TEST(KvEventIndexerTest, TierEventsKeyTheBlocksThePoolNamed) {
+  PrefixIndex index(1000);
+  const uint64_t seed = PrefixSeed("m", "");
+  KvEventIndexer indexer(&index, seed);
+  const auto keys = BlockKeys(seed, Tokens(12), 4, false, 100);
+  kvx::KvEventBatch batch;
+  batch.events.push_back(Stored({100, 101, 102}, std::nullopt, Tokens(12)));
+  // The host tier copies blocks 0-1 (hash-only events), then a hash it never saw in the pool.
+  batch.events.push_back(StoredInTier({100, 101}, kvx::kMediumCpu));
+  batch.events.push_back(StoredInTier({999}, kvx::kMediumCpu));
+  // A shared Redis tier is not indexed: every engine reads it alike.
+  batch.events.push_back(StoredInTier({102}, kvx::kMediumRedis));
+  indexer.Apply("e", batch);
+  EXPECT_EQ(indexer.num_skipped(), 1);
+  EXPECT_EQ(index.num_keys("e", KvTier::kHost), 2u);
+
+  // The pool evicts blocks 1 and 2: block 1 is still in the host tier, block 2 is gone.
+  kvx::KvEventBatch evicted;
+  evicted.events.push_back(RemovedFrom({101, 102}, std::nullopt));
+  indexer.Apply("e", evicted);
+  auto m = index.Match(keys);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].blocks, 2u);
+  EXPECT_DOUBLE_EQ(m[0].weighted_blocks, 1.0 + 0.8);
+
+  // The block comes back into the pool from the tier (a stored event with tokens), and the
+  // tier's own removal later leaves the pool's copy.
+  kvx::KvEventBatch reloaded;
+  reloaded.events.push_back(Stored({101}, 100, Tokens(4, 4)));
+  reloaded.events.push_back(RemovedFrom({101}, std::string(kvx::kMediumCpu)));
+  indexer.Apply("e", reloaded);
+  m = index.Match(keys);
+  EXPECT_EQ(m[0].blocks, 2u);
+  EXPECT_DOUBLE_EQ(m[0].weighted_blocks, 2.0);
+
+  // Once no tier holds a hash, the indexer forgets it: a later tier event cannot revive it.
+  kvx::KvEventBatch gone;
+  gone.events.push_back(RemovedFrom({101}, std::nullopt));
+  gone.events.push_back(StoredInTier({101}, kvx::kMediumDisk));
+  indexer.Apply("e", gone);
+  EXPECT_EQ(index.Match(keys)[0].blocks, 1u);
+  EXPECT_EQ(indexer.num_skipped(), 2);
+}
+
+TEST(PrefixScorerTest, PreciseScoresWeighTheTiers) {
+  auto set = PluginSet::FromYaml(
+      "plugins:\n- type: prefix-cache-scorer\n  parameters: {mode: precise, blockSizeTokens: 4, "
+      "mediumWeights: {CPU: 0.5}}\n",
+      "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  PrefixIndex* index = (*set)->precise_index();
+  const auto keys = BlockKeys(PrefixSeed("m", ""), Tokens(8), 4, false, 100);
+  index->Add("pool", keys);
+  index->Add("host", keys, KvTier::kHost);
+  std::vector<Endpoint> eps(2);
+  eps[0].name = "pool";
+  eps[1].name = "host";
+  Candidates c = {&eps[0], &eps[1]};
+  const std::vector<int32_t> prompt = Tokens(9);
+  SchedulingRequest req;
+  req.model = "m";
+  req.prompt_tokens = prompt;
+  std::mt19937_64 rng(3);
+  CycleState cycle;
+  const ProfileResult r = (*set)->profile("default")->Run(req, cycle, c, rng);
+  EXPECT_EQ(r.totals, (std::vector<double>{1.0, 0.5}));
+  EXPECT_EQ(r.picked[0]->name, "pool");
+  // Either serves the 8 tokens without computing them.
+  EXPECT_EQ(cycle.prefix_match->CachedTokens("host"), 8);
+  EXPECT_EQ(cycle.prefix_match->CachedTokens("pool"), 8);
+}
+
+TEST(PrefixScorerTest, MediumWeightsAreChecked) {
+  for (const char* bad : {"mediumWeights: [1]", "mediumWeights: {TPU: 1}",
+                          "mediumWeights: {CPU: 2}", "mediumWeights: {CPU: x}"}) {
+    auto set = PluginSet::FromYaml(
+        std::string("plugins:\n- type: prefix-cache-scorer\n  parameters: {mode: precise, ") + bad +
+            "}\n",
+        "t");
+    EXPECT_FALSE(set.ok()) << bad;
+    if (!set.ok())
+      EXPECT_NE(set.status().message().find("mediumWeights"), std::string::npos) << bad;
+  }
 }
 
 TEST(PrefixScorerTest, ApproximateModeLearnsFromPicks) {
