@@ -305,6 +305,10 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--backend", f->runner.backend, "cpu, or sim for the simulated forward pass")
       ->capture_default_str();
+  cmd->add_flag("--sim-kv-memory", f->runner.sim_kv_memory,
+                "sim: hold real KV bytes of the model's size, which KV transfers (tiers, P/D, "
+                "P2P) move; the cache holds --num-gpu-blocks-override blocks, or as many as "
+                "--kv-cache-memory-bytes holds");
   cmd->add_option("--sim-latency", f->runner.sim_latency,
                   "sim latency model, e.g. 'overhead_ms=2,prefill_us_per_token=100' or 'zero'");
   cmd->footer(

@@ -41,14 +41,24 @@ absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f) {
     limits.max_num_batched_tokens = f.max_num_batched_tokens;
     limits.max_logit_rows = f.max_num_seqs + engine::kPromptLogitRowsPerStep;
     limits.block_size = f.block_size;
-    // The simulated cache holds no memory; by default as many blocks as the real one would
-    // hold in 1 GiB of a small model, enough for max_num_seqs full sequences.
+    // Without KV memory the simulated cache holds nothing; by default as many blocks as the
+    // real one would hold in 1 GiB of a small model, enough for max_num_seqs full sequences.
     limits.num_kv_blocks = f.num_gpu_blocks_override > 0 ? f.num_gpu_blocks_override : 65536;
     return engine::RunnerFactory(
-        [limits, latency](
+        [limits, latency, f](
             std::unique_ptr<model::ModelFiles> files,
             const text::Tokenizer& tok) -> absl::StatusOr<std::unique_ptr<engine::ModelRunner>> {
           engine::RunnerLimits l = limits;
+          std::unique_ptr<sim::SimKvMemory> kv;
+          if (f.sim_kv_memory) {
+            SY_ASSIGN_OR_RETURN(size_t block_bytes,
+                                sim::SimKvMemory::BlockBytes(files->config(), f.block_size));
+            if (f.num_gpu_blocks_override <= 0)
+              l.num_kv_blocks =
+                  static_cast<int32_t>(static_cast<size_t>(f.kv_cache_memory_bytes) / block_bytes);
+            SY_ASSIGN_OR_RETURN(
+                kv, sim::SimKvMemory::Create(files->config(), f.block_size, l.num_kv_blocks));
+          }
           l.vocab_size = files->config().vocab_size;
           // The window the real runner would apply, so the engine drops the same blocks.
           l.sliding_window = engine::SlidingWindowOf(files->config());
@@ -59,9 +69,10 @@ absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f) {
             if (!tok.IsSpecial(id))
               emit.push_back(id);
           }
-          SY_ASSIGN_OR_RETURN(std::unique_ptr<sim::SimRunner> runner,
-                              sim::SimRunner::Create(l, latency, std::move(emit),
-                                                     std::make_unique<sim::SteadySimClock>()));
+          SY_ASSIGN_OR_RETURN(
+              std::unique_ptr<sim::SimRunner> runner,
+              sim::SimRunner::Create(l, latency, std::move(emit),
+                                     std::make_unique<sim::SteadySimClock>(), std::move(kv)));
           return std::unique_ptr<engine::ModelRunner>(std::move(runner));
         });
   }

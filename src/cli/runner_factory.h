@@ -24,6 +24,10 @@ struct RunnerFlags {
   int64_t kv_cache_memory_bytes = int64_t{1} << 30;
   int32_t num_gpu_blocks_override = 0;
   std::string sim_latency;
+  // Sim backend: hold real KV bytes of the model's size (sim/sim_kv_memory.h) so that KV
+  // transfers move them; the cache then has --num-gpu-blocks-override blocks, or as many as
+  // kv_cache_memory_bytes holds.
+  bool sim_kv_memory = false;
 };
 
 // InvalidArgument for an unknown backend or dtype, or a bad --sim-latency.

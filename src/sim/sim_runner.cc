@@ -39,7 +39,8 @@ void SteadySimClock::SleepUntil(TimePoint deadline) {
 absl::StatusOr<std::unique_ptr<SimRunner>> SimRunner::Create(const engine::RunnerLimits& limits,
                                                              const LatencyParams& latency,
                                                              std::vector<int32_t> emit_tokens,
-                                                             std::unique_ptr<SimClock> clock) {
+                                                             std::unique_ptr<SimClock> clock,
+                                                             std::unique_ptr<SimKvMemory> kv) {
   if (limits.vocab_size <= 0 || limits.max_num_batched_tokens <= 0 || limits.max_logit_rows <= 0 ||
       limits.num_kv_blocks <= 0 || limits.block_size <= 0) {
     return Invalid(
@@ -58,16 +59,28 @@ absl::StatusOr<std::unique_ptr<SimRunner>> SimRunner::Create(const engine::Runne
   if (clock == nullptr) {
     return Invalid("no clock");
   }
+  if (kv != nullptr && kv->kv_memory().region.num_blocks() != limits.num_kv_blocks) {
+    return Invalid(fmt::format("KV memory of {} blocks for a cache of {}",
+                               kv->kv_memory().region.num_blocks(), limits.num_kv_blocks));
+  }
   return std::unique_ptr<SimRunner>(
-      new SimRunner(limits, latency, std::move(emit_tokens), std::move(clock)));
+      new SimRunner(limits, latency, std::move(emit_tokens), std::move(clock), std::move(kv)));
 }
 
 SimRunner::SimRunner(const engine::RunnerLimits& limits, const LatencyParams& latency,
-                     std::vector<int32_t> emit_tokens, std::unique_ptr<SimClock> clock)
+                     std::vector<int32_t> emit_tokens, std::unique_ptr<SimClock> clock,
+                     std::unique_ptr<SimKvMemory> kv)
     : limits_(limits),
       latency_(latency),
       emit_tokens_(std::move(emit_tokens)),
-      clock_(std::move(clock)) {}
+      clock_(std::move(clock)),
+      kv_(std::move(kv)) {}
+
+absl::StatusOr<engine::RunnerKvMemory> SimRunner::kv_memory() const {
+  if (kv_ == nullptr)
+    return engine::ModelRunner::kv_memory();
+  return kv_->kv_memory();
+}
 
 int32_t SimRunner::ChosenToken(int32_t token, int32_t position) const {
   const uint64_t key =

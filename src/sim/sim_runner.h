@@ -6,7 +6,8 @@
 // and dozens of simulated engines fit on one small machine.
 //
 // Threads: as ModelRunner, the engine loop thread alone; one call at a time. Owns its
-// clock. Holds no KV memory: block ids are only checked against the limits.
+// clock. Holds no KV memory unless given a SimKvMemory (sim_kv_memory.h), which KV transfers
+// then move; block ids are only checked against the limits.
 #pragma once
 
 #include <chrono>
@@ -20,6 +21,7 @@
 
 #include "engine/model_runner.h"
 #include "sim/latency_model.h"
+#include "sim/sim_kv_memory.h"
 
 namespace switchyard::sim {
 
@@ -49,12 +51,13 @@ class SimRunner final : public engine::ModelRunner {
  public:
   // `emit_tokens`: the ids the runner may choose (the caller passes the tokenizer's
   // non-special ids, so outputs detokenize and never stop on EOS by chance).
+  // `kv`: KV bytes for transfers to move (null: none); it must hold limits.num_kv_blocks.
   // Errors: InvalidArgument for non-positive limits, an empty `emit_tokens` or one outside
-  // [0, vocab_size).
-  static absl::StatusOr<std::unique_ptr<SimRunner>> Create(const engine::RunnerLimits& limits,
-                                                           const LatencyParams& latency,
-                                                           std::vector<int32_t> emit_tokens,
-                                                           std::unique_ptr<SimClock> clock);
+  // [0, vocab_size), or `kv` of another block count.
+  static absl::StatusOr<std::unique_ptr<SimRunner>> Create(
+      const engine::RunnerLimits& limits, const LatencyParams& latency,
+      std::vector<int32_t> emit_tokens, std::unique_ptr<SimClock> clock,
+      std::unique_ptr<SimKvMemory> kv = nullptr);
 
   const engine::RunnerLimits& limits() const override { return limits_; }
 
@@ -65,7 +68,8 @@ class SimRunner final : public engine::ModelRunner {
   // context length and block table. Nothing is charged then.
   absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) override;
 
-  // Checks the ids; there is no KV to copy.
+  // The SimKvMemory's pools; Unimplemented without one.
+  absl::StatusOr<engine::RunnerKvMemory> kv_memory() const override;
 
   std::string backend_name() const override { return "sim"; }
 
@@ -74,7 +78,8 @@ class SimRunner final : public engine::ModelRunner {
 
  private:
   SimRunner(const engine::RunnerLimits& limits, const LatencyParams& latency,
-            std::vector<int32_t> emit_tokens, std::unique_ptr<SimClock> clock);
+            std::vector<int32_t> emit_tokens, std::unique_ptr<SimClock> clock,
+            std::unique_ptr<SimKvMemory> kv);
 
   absl::Status CheckBatch(const model::ForwardBatch& batch, std::span<float> logits) const;
 
@@ -82,6 +87,7 @@ class SimRunner final : public engine::ModelRunner {
   const LatencyParams latency_;
   const std::vector<int32_t> emit_tokens_;
   const std::unique_ptr<SimClock> clock_;
+  const std::unique_ptr<SimKvMemory> kv_;
 };
 
 }  // namespace switchyard::sim

@@ -25,10 +25,10 @@ MAX_TOKENS = 16
 HEADER = "x-kv-cache-source-host-port"
 
 
-def p2p_engine(secret=SECRET, seed=SEED, role="kv_both"):
+def p2p_engine(*flags, secret=SECRET, seed=SEED, role="kv_both"):
     config = {"kv_connector": "SwitchyardConnector", "kv_role": role,
               "kv_connector_extra_config": {"io_timeout_ms": 1500}}
-    return EngineServer("--kv-transfer-config", json.dumps(config),
+    return EngineServer("--kv-transfer-config", json.dumps(config), *flags,
                         env={"SWITCHYARD_KV_SECRET": secret, "PYTHONHASHSEED": seed})
 
 
@@ -161,3 +161,26 @@ def test_a_malformed_source_header_is_refused(source):
     assert HEADER in error["message"]
     assert error["type"] == "BadRequestError"
     source.wait_idle()
+
+
+def test_simulated_engines_with_kv_memory_pull_real_bytes(switchyard):
+    """--backend sim --sim-kv-memory: the forward pass is simulated but the KV bytes are
+    real (the model's size), so a pull moves as much as a real one; the answer is the sim's
+    own, the same with or without the pull."""
+    sim = ["--backend", "sim", "--sim-latency", "zero", "--sim-kv-memory",
+           "--num-gpu-blocks-override", "64", "--max-model-len", "512"]
+    with p2p_engine(*sim) as source, p2p_engine(*sim) as puller, EngineServer(
+            "--backend", "sim", "--sim-latency", "zero") as alone:
+        answer = complete(alone)
+        assert complete(source) == answer
+        assert complete(puller, source=source.kv_transfer_address()) == answer
+        assert pull_counts(puller) == (1, 0, 0)
+        assert external_tokens(puller) == 96
+        source.wait_idle()
+        puller.wait_idle()
+
+
+def test_a_simulated_engine_without_kv_memory_cannot_transfer(switchyard):
+    engine = p2p_engine("--backend", "sim", "--sim-latency", "zero")
+    with pytest.raises(AssertionError, match="cannot be moved"):
+        engine.start()
