@@ -20,6 +20,9 @@ namespace switchyard::router {
 
 // The llm-d role label and its values (llm-d.ai/role).
 inline constexpr char kRoleLabel[] = "llm-d.ai/role";
+// The port of the endpoint's KV transfer server (p2p-source-producer: p2p_source.h), in
+// 1..65535; overrides the plugin's kvPort.
+inline constexpr char kKvPortLabel[] = "switchyard.ai/kv-port";
 
 struct EndpointMetrics {
   int64_t waiting_requests = 0;  // vllm:num_requests_waiting and its SGLang/llama.cpp peers

@@ -251,26 +251,34 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
 
 }  // namespace
 
-std::string DefaultSchedulingYaml(PrefixScoring prefix) {
+std::string DefaultSchedulingYaml(PrefixScoring prefix,
+                                  std::optional<int64_t> p2p_min_extra_tokens) {
   const std::string prefix_params = prefix == PrefixScoring::kPrecise
                                         ? "\n  parameters: {mode: precise, blockSizeTokens: 16}"
                                         : "";
-  return R"(apiVersion: llm-d.ai/v1alpha1
+  const std::string p2p_plugin =
+      p2p_min_extra_tokens.has_value()
+          ? fmt::format("- type: p2p-source-producer\n  parameters: {{minExtraTokens: {}}}\n",
+                        *p2p_min_extra_tokens)
+          : "";
+  const std::string p2p_ref =
+      p2p_min_extra_tokens.has_value() ? "  - {pluginRef: p2p-source-producer}\n" : "";
+  return fmt::format(R"(apiVersion: llm-d.ai/v1alpha1
 kind: EndpointPickerConfig
 plugins:
-- type: prefix-cache-scorer)" +
-         prefix_params + R"(
+- type: prefix-cache-scorer{}
 - type: queue-scorer
 - type: kv-cache-utilization-scorer
 - type: max-score-picker
-schedulingProfiles:
+{}schedulingProfiles:
 - name: default
   plugins:
-  - {pluginRef: prefix-cache-scorer, weight: 3}
-  - {pluginRef: queue-scorer, weight: 2}
-  - {pluginRef: kv-cache-utilization-scorer, weight: 2}
-  - {pluginRef: max-score-picker}
-)";
+  - {{pluginRef: prefix-cache-scorer, weight: 3}}
+  - {{pluginRef: queue-scorer, weight: 2}}
+  - {{pluginRef: kv-cache-utilization-scorer, weight: 2}}
+  - {{pluginRef: max-score-picker}}
+{})",
+                     prefix_params, p2p_plugin, p2p_ref);
 }
 
 std::string DisaggSchedulingYaml(PrefixScoring prefix, int64_t non_cached_tokens) {

@@ -131,9 +131,12 @@ absl::StatusOr<RouterConfig> LoadRouterConfig(const std::string& path);
 
 // The scheduling config used when a router config has none: llm-d's Helm default profile
 // (prefix 3, queue 2, kv-cache utilization 2) with max-score-picker; the prefix-cache-scorer
-// approximate (router-side LRU) or precise (fed by KV events, 16-token blocks).
+// approximate (router-side LRU) or precise (fed by KV events, 16-token blocks). With
+// `p2p_min_extra_tokens`, the profile also has a p2p-source-producer of that minExtraTokens
+// and no kvPort: each endpoint needs its kKvPortLabel to be a source.
 enum class PrefixScoring { kApproximate, kPrecise };
-std::string DefaultSchedulingYaml(PrefixScoring prefix = PrefixScoring::kApproximate);
+std::string DefaultSchedulingYaml(PrefixScoring prefix = PrefixScoring::kApproximate,
+                                  std::optional<int64_t> p2p_min_extra_tokens = std::nullopt);
 // The same scorers in a decode and a prefill profile (decode-filter, prefill-filter) under a
 // disagg-profile-handler whose prefix-based-pd-decider disaggregates a prompt with at least
 // `non_cached_tokens` tokens not cached on its decode endpoint.

@@ -154,6 +154,10 @@ void EndpointRecorder::PrefixPrediction(int64_t prompt_tokens, int64_t cached_to
   predicted_.store(true, std::memory_order_relaxed);
 }
 
+void EndpointRecorder::KvSource() {
+  kv_sources_.fetch_add(1, std::memory_order_relaxed);
+}
+
 struct RouterMetrics::Impl {
   explicit Impl(std::string model_name) : model(std::move(model_name)) {}
 
@@ -257,6 +261,10 @@ std::vector<MetricFamily> RouterMetrics::Impl::CollectRecorded() const {
       NewFamily("switchyard_router_prefix_predicted_cached_tokens_total",
                 "Prompt tokens the prefix-cache scorer predicted cached on the picked endpoint.",
                 MetricType::Counter);
+  MetricFamily kv_sources =
+      NewFamily("switchyard_router_kv_source_requests_total",
+                "Attempts sent to each endpoint with a peer to pull the prompt's cached KV from.",
+                MetricType::Counter);
 
   base::MutexLock lock(&mu);
   std::vector<const EndpointRecorder*> sorted;  // a stable order from scrape to scrape
@@ -300,10 +308,12 @@ std::vector<MetricFamily> RouterMetrics::Impl::CollectRecorded() const {
       cached_tokens.metric.push_back(
           Counted(EndpointLabels(r->endpoint_, r->pool_), Load(r->cached_tokens_)));
     }
+    if (const uint64_t n = Load(r->kv_sources_); n > 0)
+      kv_sources.metric.push_back(Counted(EndpointLabels(r->endpoint_, r->pool_), n));
   }
   std::vector<MetricFamily> families;
   for (MetricFamily* family : {&requests, &latency, &first_byte, &tokenize_family, &schedule_family,
-                               &retries, &ejections, &prompt_tokens, &cached_tokens}) {
+                               &retries, &ejections, &prompt_tokens, &cached_tokens, &kv_sources}) {
     if (!family->metric.empty())
       families.push_back(std::move(*family));
   }

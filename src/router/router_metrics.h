@@ -59,6 +59,9 @@
 //       prefill endpoint's KV went to the decode endpoint), fallback (disaggregation was
 //       decided but no prefill endpoint was found or its leg failed: the decode endpoint
 //       computed the prompt), decode_only (the decider kept the prompt on the decode endpoint).
+//   switchyard_router_kv_source_requests_total{endpoint,pool}        counter
+//       attempts sent to `endpoint` with a peer to pull the prompt's cached KV from
+//       (p2p-source-producer: x-kv-cache-source-host-port).
 //   switchyard_router_pool_size{pool}                                gauge (members)
 //   switchyard_router_pool_ready_endpoints{pool}                     gauge
 //       inference_pool_ready_pods: healthy and not ejected.
@@ -121,6 +124,8 @@ class EndpointRecorder {
   void Ejected();
   // The prompt came here, where it was predicted to find `cached_tokens` of it cached.
   void PrefixPrediction(int64_t prompt_tokens, int64_t cached_tokens);
+  // An attempt went here with a KV source (x-kv-cache-source-host-port).
+  void KvSource();
 
  private:
   friend class RouterMetrics;
@@ -136,6 +141,7 @@ class EndpointRecorder {
   std::atomic<bool> predicted_{false};
   std::atomic<uint64_t> prompt_tokens_{0};
   std::atomic<uint64_t> cached_tokens_{0};
+  std::atomic<uint64_t> kv_sources_{0};
 };
 
 class RouterMetrics {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <random>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -42,6 +44,8 @@ constexpr std::chrono::seconds kMaxRefusal{30};
 // not set) stay here. x-request-id goes up once, as the router settled it.
 // A client's routing headers (llm-d's x-gateway-destination-endpoint) are never honoured:
 // the scheduler picks; x-session-token counts only once a session plugin verified its HMAC.
+// Nor do the router's own hints to engines go up as a client sent them
+// (x-kv-cache-source-host-port, x-prefiller-host-port): an engine would dial the peer named.
 // Authorization goes up apart (ProxyRequest::client_authorization): an endpoint with
 // credentials gets its own instead.
 bool ForwardRequestHeader(std::string_view name) {
@@ -59,7 +63,8 @@ std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
 // The scheduling of one proxied request: the profile picks from a fresh snapshot per attempt,
 // without the endpoints already tried. With a disagg-profile-handler that profile is the
 // decode one, and its decider may have the prefill profile pick a prefill endpoint for the
-// attempt too (from the whole snapshot but the decode pick).
+// attempt too (from the whole snapshot but the decode pick). An attempt without a prefill
+// endpoint gets a KV source when the profile's p2p-source-producer names one.
 class RequestRouting final : public internal::ProxyRouting {
  public:
   // `ready`: when the request was ready to schedule (a clock read just made), the first
@@ -126,6 +131,14 @@ class RequestRouting final : public internal::ProxyRouting {
                                  picked.authorization, recorder,       picked.load.get()};
     if (disagg_ != nullptr)
       target.prefill = PickPrefill(picked, rng);
+    kv_source_.clear();
+    if (!target.prefill.has_value() && profile_->p2p_source() != nullptr) {
+      if (std::optional<std::string> source =
+              profile_->p2p_source()->Source(cycle_, *snapshot_, picked)) {
+        kv_source_ = *std::move(source);
+        target.kv_source = kv_source_;
+      }
+    }
     return target;
   }
 
@@ -198,6 +211,8 @@ class RequestRouting final : public internal::ProxyRouting {
   // The prefill profile's cycle and pick, when the last pick has one.
   CycleState prefill_cycle_;
   const Endpoint* prefill_pick_ = nullptr;
+  // The last pick's KV source (ProxyTarget::kv_source views it); empty: none.
+  std::string kv_source_;
   std::optional<Clock::time_point> first_start_;  // until the first pick
   const std::unique_ptr<internal::Drain::Ticket> ticket_;
 };

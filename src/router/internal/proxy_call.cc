@@ -167,19 +167,20 @@ void ProxyCall::SendAttempt(std::optional<std::string> decode_body) {
   request_.http.upstream = current_->address;
   request_.http.body =
       decode_body.has_value() ? net::SharedBody(*std::move(decode_body)) : client_body_;
-  // Each attempt's own x-prefiller-host-port and Authorization (its endpoint's credentials,
-  // else the client's), last in the list, in that order.
-  if (authorization_set_)
-    request_.http.headers.pop_back();
-  if (prefiller_header_set_)
-    request_.http.headers.pop_back();
-  prefiller_header_set_ = disaggregated_;
-  if (prefiller_header_set_)
+  // Each attempt's own x-prefiller-host-port or x-kv-cache-source-host-port, and
+  // Authorization (its endpoint's credentials, else the client's), last in the list.
+  request_.http.headers.resize(request_.http.headers.size() - attempt_headers_);
+  const size_t shared_headers = request_.http.headers.size();
+  if (disaggregated_) {
     request_.http.headers.emplace_back("x-prefiller-host-port", current_->prefill->address);
-  const std::string_view authorization = AuthorizationFor(current_->authorization);
-  authorization_set_ = !authorization.empty();
-  if (authorization_set_)
+  } else if (!current_->kv_source.empty()) {
+    request_.http.headers.emplace_back("x-kv-cache-source-host-port", current_->kv_source);
+    current_->metrics->KvSource();
+  }
+  if (const std::string_view authorization = AuthorizationFor(current_->authorization);
+      !authorization.empty())
     request_.http.headers.emplace_back("authorization", authorization);
+  attempt_headers_ = request_.http.headers.size() - shared_headers;
   handle_ = client_->Send(request_.http, shared_from_this());
   waiting_ = true;
   woken_ = false;

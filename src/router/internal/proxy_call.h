@@ -50,6 +50,10 @@
 // switchyard_router_pd_decisions_total. A client that leaves during the prefill leg is counted
 // (499) when the leg ends.
 //
+// A target with a KV source (p2p-source-producer) gets `x-kv-cache-source-host-port` with its
+// attempt, counted in switchyard_router_kv_source_requests_total; an attempt without one sends
+// none.
+//
 // Threads: Start on the HTTP server loop; the response handler's methods on an HTTP client
 // loop; the client's close callback on the server loop. A mutex orders them. The endpoint
 // table wakes a waiting attempt from any thread, only by cancelling its upstream call
@@ -94,6 +98,10 @@ struct ProxyTarget {
     EndpointLoad* load = nullptr;
   };
   std::optional<Prefill> prefill = std::nullopt;
+  // The peer the endpoint pulls the prompt's cached KV from (p2p-source-producer), sent as
+  // x-kv-cache-source-host-port; empty: none. Only without `prefill`. Owned by the routing,
+  // valid as the views above.
+  std::string_view kv_source = {};
 };
 
 struct ProxyRequest {
@@ -204,7 +212,7 @@ class ProxyCall final : public net::HttpResponseHandler,
   const int max_retries_;
 
   base::Mutex mu_;
-  // Its http.upstream and (for a disaggregated attempt) its body and x-prefiller-host-port
+  // Its http.upstream, its body (for a disaggregated attempt) and the attempt's own headers
   // change per attempt, and its request id moves to the response at the end.
   ProxyRequest request_ ABSL_GUARDED_BY(mu_);
   // The client's body, as it came (shared, not copied).
@@ -240,9 +248,9 @@ class ProxyCall final : public net::HttpResponseHandler,
   bool retry_this_attempt_ ABSL_GUARDED_BY(mu_) = false;  // a 502/503 head to skip
   RetryReason retry_reason_ ABSL_GUARDED_BY(mu_) = RetryReason::kConnect;
   bool prefill_pending_ ABSL_GUARDED_BY(mu_) = false;
-  bool authorization_set_ ABSL_GUARDED_BY(mu_) = false;  // the last header is Authorization
-  // x-prefiller-host-port is the last header (before Authorization).
-  bool prefiller_header_set_ ABSL_GUARDED_BY(mu_) = false;
+  // The last this many headers are the attempt's own (x-prefiller-host-port or
+  // x-kv-cache-source-host-port, Authorization), replaced by the next attempt's.
+  size_t attempt_headers_ ABSL_GUARDED_BY(mu_) = 0;
   bool prefill_running_ ABSL_GUARDED_BY(mu_) = false;
   bool disaggregated_ ABSL_GUARDED_BY(mu_) = false;  // the attempt's prefill leg succeeded
   bool client_gone_ ABSL_GUARDED_BY(mu_) = false;

@@ -35,6 +35,7 @@ struct Built {
   PreRequest* pre_request = nullptr;
   std::unique_ptr<PdDecider> decider = nullptr;
   std::optional<DisaggSpec> disagg = std::nullopt;
+  std::unique_ptr<P2pSourceProducer> p2p_source = nullptr;
 };
 
 // State the plugins of one PluginSet share, created on first use.
@@ -248,6 +249,22 @@ absl::StatusOr<Built> MakePrefixBasedPdDecider(const YAML::Node& p, const std::s
   return built;
 }
 
+absl::StatusOr<Built> MakeP2pSourceProducer(const YAML::Node& p, const std::string& where, Shared) {
+  SY_ASSIGN_OR_RETURN(int64_t min_extra, base::YamlField<int64_t>(p, "minExtraTokens", 256));
+  if (min_extra < 1)
+    return absl::InvalidArgumentError(fmt::format("{}: minExtraTokens must be >= 1", where));
+  std::optional<uint16_t> kv_port;
+  if (p["kvPort"]) {
+    SY_ASSIGN_OR_RETURN(int64_t port, base::YamlField<int64_t>(p, "kvPort", 0));
+    if (port < 1 || port > 65535)
+      return absl::InvalidArgumentError(fmt::format("{}: kvPort must be in 1..65535", where));
+    kv_port = static_cast<uint16_t>(port);
+  }
+  Built built;
+  built.p2p_source = std::make_unique<P2pSourceProducer>(min_extra, kv_port);
+  return built;
+}
+
 absl::StatusOr<Built> MakeDisaggProfileHandler(const YAML::Node& p, const std::string& where,
                                                Shared) {
   DisaggSpec spec;
@@ -342,6 +359,7 @@ const std::map<std::string, Factory>& Registry() {
          return built;
        }},
       {"disagg-profile-handler", &MakeDisaggProfileHandler},
+      {"p2p-source-producer", &MakeP2pSourceProducer},
   };
   return *registry;
 }
@@ -445,7 +463,8 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
                                 std::move(built.scorer),
                                 std::move(built.picker),
                                 built.pre_request,
-                                std::move(built.decider)};
+                                std::move(built.decider),
+                                std::move(built.p2p_source)};
     order.push_back(name);
   }
 
@@ -505,6 +524,7 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     std::vector<WeightedScorer> scorers;
     std::vector<PreRequest*> pre_requests;
     Picker* picker = nullptr;
+    const P2pSourceProducer* p2p_source = nullptr;
     for (const auto& [ref, weight] : refs) {
       Owned& plugin = set->plugins_.at(ref);
       if (plugin.filter != nullptr)
@@ -520,6 +540,13 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
         }
         picker = plugin.picker.get();
       }
+      if (plugin.p2p_source != nullptr) {
+        if (p2p_source != nullptr) {
+          return absl::InvalidArgumentError(
+              fmt::format("{}: profile '{}' has more than one p2p-source-producer", source, name));
+        }
+        p2p_source = plugin.p2p_source.get();
+      }
     }
     if (picker == nullptr) {
       // llm-d's default: max-score-picker, owned under a profile-private name.
@@ -529,7 +556,7 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
       picker = set->plugins_.at(default_name).picker.get();
     }
     set->profiles_.push_back(std::make_unique<SchedulingProfile>(
-        name, std::move(filters), std::move(scorers), picker, std::move(pre_requests)));
+        name, std::move(filters), std::move(scorers), picker, std::move(pre_requests), p2p_source));
   }
   if (disagg.has_value()) {
     DisaggProfiles handler{set->profile(disagg->decode_profile),
@@ -552,6 +579,13 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
                       source, disagg->decider_ref));
     }
     handler.decider = decider->second.decider.get();
+    // Only the decode profile's pick is the request's endpoint.
+    if (handler.prefill->p2p_source() != nullptr) {
+      return absl::InvalidArgumentError(
+          fmt::format("{}: disagg-profile-handler: the prefill profile '{}' has a "
+                      "p2p-source-producer (it belongs in the decode profile)",
+                      source, disagg->prefill_profile));
+    }
     set->disagg_ = handler;
   }
   return set;

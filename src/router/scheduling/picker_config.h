@@ -17,6 +17,9 @@
 // picks for every request, then the prefill profile only when the decider says so. With the
 // handler the config must have both profiles; at most one handler.
 //
+// p2p-source-producer (p2p_source.h): at most one per profile; under a disagg-profile-handler
+// only in the decode profile.
+//
 // The built PluginSet owns the plugins and profiles; immutable after Build, shared by every
 // request thread.
 #pragma once
@@ -32,6 +35,7 @@
 #include "absl/status/statusor.h"
 
 #include "router/prefix/prefix_index.h"
+#include "router/scheduling/p2p_source.h"
 #include "router/scheduling/pd_deciders.h"
 #include "router/scheduling/plugin.h"
 #include "router/scheduling/profile.h"
@@ -96,6 +100,7 @@ class PluginSet {
     std::unique_ptr<Picker> picker;
     PreRequest* pre_request = nullptr;  // points into one of the above
     std::unique_ptr<PdDecider> decider = nullptr;
+    std::unique_ptr<P2pSourceProducer> p2p_source = nullptr;
   };
 
   static absl::StatusOr<std::unique_ptr<PluginSet>> Build(const YAML::Node& root,

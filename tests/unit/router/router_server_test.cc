@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "fmt/format.h"
@@ -19,6 +20,7 @@
 #include "base/mutex.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
+#include "router/endpoint.h"
 #include "router/prometheus_text.h"
 
 namespace switchyard::router {
@@ -66,18 +68,20 @@ class Upstream {
     base::MutexLock lock(&mu_);
     return requests_;
   }
-  // The x-request-id values of each completion request, in arrival order.
-  std::vector<std::vector<std::string>> ids() {
+  // The values of the header `name` in each completion request, in arrival order.
+  std::vector<std::vector<std::string>> HeaderValues(const std::string& name) {
     std::vector<std::vector<std::string>> out;
     for (const net::HeaderList& headers : requests()) {
       out.emplace_back();
-      for (const auto& [name, value] : headers) {
-        if (name == "x-request-id")
+      for (const auto& [k, value] : headers) {
+        if (k == name)
           out.back().push_back(value);
       }
     }
     return out;
   }
+  // The x-request-id values of each completion request, in arrival order.
+  std::vector<std::vector<std::string>> ids() { return HeaderValues("x-request-id"); }
   // The Authorization headers of the router's scrapes (/metrics and /v1/models).
   std::set<std::string> scrape_authorizations() {
     base::MutexLock lock(&mu_);
@@ -469,6 +473,87 @@ TEST_F(RouterServerTest, ScrapedKvCacheSizeBoundsTheApproximatePrefixIndex) {
   const std::vector<PromSample> m = Metrics();
   EXPECT_EQ(Sum(m, "switchyard_router_prefix_prompt_tokens_total", {}), 32 + 32 + 64 + 64);
   EXPECT_EQ(Sum(m, "switchyard_router_prefix_predicted_cached_tokens_total", {}), 32);
+}
+
+// The prefix-cache scorer predicts without steering (weight 0), round robin picks, and the
+// p2p-source-producer names a peer holding at least 16 more of the prompt's tokens.
+constexpr char kP2pScheduling[] = R"(plugins:
+- type: prefix-cache-scorer
+  parameters: {mode: approximate, blockSizeTokens: 16}
+- type: round-robin-picker
+- type: p2p-source-producer
+  parameters: {minExtraTokens: 16}
+schedulingProfiles:
+- name: default
+  plugins:
+  - {pluginRef: prefix-cache-scorer, weight: 0}
+  - {pluginRef: round-robin-picker}
+  - {pluginRef: p2p-source-producer}
+)";
+
+// Two upstreams named "a" and "b" (round robin's order) with KV ports 7001 and 7002.
+void NameAandBWithKvPorts(RouterConfig& c) {
+  c.scheduling_yaml = kP2pScheduling;
+  for (size_t i = 0; i < 2; ++i) {
+    StaticEndpointConfig& e = c.pools[0].endpoints[i];
+    e.spec.name = i == 0 ? "a" : "b";
+    e.spec.labels[kKvPortLabel] = fmt::format("700{}", i + 1);
+  }
+}
+
+constexpr char kKvSourceHeader[] = "x-kv-cache-source-host-port";
+using Values = std::vector<std::vector<std::string>>;
+
+TEST_F(RouterServerTest, AKvSourceGoesUpstreamOnlyWhenAPeerHoldsMoreOfThePrompt) {
+  Upstream a(200, 0);
+  Upstream b(200, 0);
+  StartRouter({&a, &b}, &NameAandBWithKvPorts);
+  WaitForScrapes(2);
+  // Each request also carries a client's own source header, which never goes up.
+  const net::HeaderList forged = {{kKvSourceHeader, "10.9.9.9:1"}};
+  // 1: a, which holds nothing, nor does b. 2: b, while a holds the 32 tokens: a is the source.
+  // 3: a, both hold them. 4: b, a new prompt nobody holds.
+  for (const auto& [body, endpoint] :
+       std::vector<std::pair<std::string, std::string>>{{TokenPrompt(1, 32), "a"},
+                                                        {TokenPrompt(1, 32), "b"},
+                                                        {TokenPrompt(1, 32), "a"},
+                                                        {TokenPrompt(500, 32), "b"}}) {
+    const net::HttpClient::Response r = Call("POST", "/v1/completions", body, forged);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(Header(r, "x-switchyard-endpoint"), endpoint);
+  }
+  EXPECT_EQ(a.HeaderValues(kKvSourceHeader), (Values{{}, {}}));
+  EXPECT_EQ(b.HeaderValues(kKvSourceHeader), (Values{{"127.0.0.1:7001"}, {}}));
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_kv_source_requests_total",
+                {{"endpoint", "b"}, {"pool", "default"}}),
+            1);
+  EXPECT_EQ(Sum(m, "switchyard_router_kv_source_requests_total", {}), 1);
+}
+
+// An attempt with a source fails (502) and the retry goes to the source itself: the retry
+// carries no source, and each attempt its own Authorization.
+TEST_F(RouterServerTest, ARetryCarriesNoStaleKvSource) {
+  Upstream a(200, 0);
+  Upstream b(502, 0);
+  StartRouter({&a, &b}, [](RouterConfig& c) {
+    NameAandBWithKvPorts(c);
+    c.pools[0].endpoints[1].spec.authorization = "Bearer engine-key";
+  });
+  WaitForScrapes(2);
+  net::HttpClient::Response r = Call("POST", "/v1/completions", TokenPrompt(1, 32));
+  EXPECT_EQ(Header(r, "x-switchyard-endpoint"), "a");
+  r = Call("POST", "/v1/completions", TokenPrompt(1, 32), {{"authorization", "Bearer client-key"}});
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(Header(r, "x-switchyard-endpoint"), "a");
+  EXPECT_EQ(b.HeaderValues(kKvSourceHeader), (Values{{"127.0.0.1:7001"}}));
+  EXPECT_EQ(b.HeaderValues("authorization"), (Values{{"Bearer engine-key"}}));
+  EXPECT_EQ(a.HeaderValues(kKvSourceHeader), (Values{{}, {}}));
+  EXPECT_EQ(a.HeaderValues("authorization"), (Values{{}, {"Bearer client-key"}}));
+  const std::vector<PromSample> m = Metrics();
+  EXPECT_EQ(Sum(m, "switchyard_router_kv_source_requests_total", {{"endpoint", "b"}}), 1);
+  EXPECT_EQ(Sum(m, "switchyard_router_kv_source_requests_total", {}), 1);
+  EXPECT_EQ(Sum(m, "switchyard_router_upstream_retries_total", {{"endpoint", "b"}}), 1);
 }
 
 TEST_F(RouterServerTest, OutlierDetectionEjectsAnEndpointThatFailsRequestsButScrapesFine) {
