@@ -11,6 +11,11 @@
 // (kv_consumer, role=decode) instead, sharing a KV secret made for this run (never written
 // anywhere), and a router whose disagg-profile-handler moves a prompt's KV from a prefill
 // engine to the decode engine when at least kPdNonCachedTokens of it are not cached there.
+//
+// --kv-p2p runs every engine as kv_both (one KV secret and one block hash seed) and adds
+// llm-d's p2p-source-producer to the router: when the router picks an engine while another
+// holds at least kP2pMinExtraTokens more of the prompt, the picked engine pulls those blocks
+// from it instead of computing them.
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -41,6 +46,7 @@
 #include "engine/engine_server.h"
 #include "model/model_files.h"
 #include "model/model_text.h"
+#include "net/host_port.h"
 #include "router/endpoint.h"
 #include "router/router_config.h"
 #include "router/router_server.h"
@@ -54,6 +60,7 @@ struct UpFlags {
   int engines = 2;
   int sim = 0;
   std::string pd;  // "P:D"
+  bool kv_p2p = false;
   std::string host = "127.0.0.1";
   int port = 8080;
   size_t threads = 0;
@@ -85,6 +92,8 @@ absl::StatusOr<int64_t> KvCacheBytes(const UpFlags& f, const RunnerFlags& runner
 // A prompt goes to a prefill engine when at least this many of its tokens (one block) are
 // not cached on its decode engine.
 constexpr int64_t kPdNonCachedTokens = 16;
+// A pull costs a round trip and a lookup: worth it from 16 blocks of 16 tokens on.
+constexpr int64_t kP2pMinExtraTokens = 256;
 
 struct PdCounts {
   int prefill = 0;
@@ -120,10 +129,14 @@ absl::Status RunUp(const UpFlags& f) {
       return absl::InvalidArgumentError("--pd runs CPU engines; it does not go with --sim");
     SY_ASSIGN_OR_RETURN(pd_counts, ParsePd(f.pd));
   }
+  if (f.kv_p2p && (sim || pd)) {
+    return absl::InvalidArgumentError(
+        "--kv-p2p runs CPU engines that lend each other KV; it does not go with --sim or --pd");
+  }
   const int n = pd ? pd_counts.prefill + pd_counts.decode : sim ? f.sim : f.engines;
   if (n < 1 || n > 64)
     return absl::InvalidArgumentError("--engines / --sim / --pd must make [1, 64] engines");
-  const std::string kv_secret = pd ? RandomSecret() : "";
+  const std::string kv_secret = pd || f.kv_p2p ? RandomSecret() : "";
   if (f.shutdown_timeout_s < 0)
     return absl::InvalidArgumentError("--shutdown-timeout must be >= 0");
   if (f.kv_offloading_size_gib < 0 || f.kv_redis_size_gib <= 0)
@@ -149,10 +162,12 @@ absl::Status RunUp(const UpFlags& f) {
     std::printf("switchyard up: redis-server on 127.0.0.1:%d, the engines' shared KV tier\n",
                 redis->port());
   }
-  // Engines find each other's blocks in a shared tier only when their block hashes agree:
+  // Engines find each other's blocks (in a shared tier, or by a P2P lookup) only when their
+  // block hashes agree:
   // one seed for all of them (PYTHONHASHSEED when set).
   const std::optional<std::string> hash_seed =
-      (redis != nullptr || f.kv_shared) && !engine::BlockHasher::SeedFromEnvironment().has_value()
+      (redis != nullptr || f.kv_shared || f.kv_p2p) &&
+              !engine::BlockHasher::SeedFromEnvironment().has_value()
           ? std::optional<std::string>(RandomSecret())
           : engine::BlockHasher::SeedFromEnvironment();
   const std::string name =
@@ -191,7 +206,9 @@ absl::Status RunUp(const UpFlags& f) {
   }
   rc.scheduling_yaml =
       pd ? router::DisaggSchedulingYaml(router::PrefixScoring::kPrecise, kPdNonCachedTokens)
-         : router::DefaultSchedulingYaml(router::PrefixScoring::kPrecise);
+         : router::DefaultSchedulingYaml(
+               router::PrefixScoring::kPrecise,
+               f.kv_p2p ? std::optional<int64_t>(kP2pMinExtraTokens) : std::nullopt);
   router::PoolConfig pool;
   pool.name = "local";
   for (int i = 0; i < n; ++i) {
@@ -229,6 +246,12 @@ absl::Status RunUp(const UpFlags& f) {
       kv.engine_id = fmt::format("{}-{}-{}", name, prefill ? "prefill" : "decode", i);
       o.kv_transfer = kv;
       o.kv_secret = kv_secret;
+    } else if (f.kv_p2p) {
+      kvx::KvTransferConfig kv;
+      kv.role = kvx::KvRole::kBoth;
+      kv.engine_id = fmt::format("{}-{}", name, i);
+      o.kv_transfer = kv;
+      o.kv_secret = kv_secret;
     }
     SY_RETURN_IF_ERROR(ApplyToolFlags(f.tools, &o));
     SY_ASSIGN_OR_RETURN(o.make_runner, MakeRunnerFactory(runner));
@@ -241,13 +264,19 @@ absl::Status RunUp(const UpFlags& f) {
     e.spec.pool = pool.name;
     if (pd)
       e.spec.labels[router::kRoleLabel] = prefill ? "prefill" : "decode";
+    if (f.kv_p2p) {
+      SY_ASSIGN_OR_RETURN(net::HostPort kv, net::ParseHostPort(server->kv_transfer_address()));
+      e.spec.labels[router::kKvPortLabel] = std::to_string(kv.port);
+    }
     e.kv_events = router::KvEventsSourceConfig{server->kv_events_endpoint(),
                                                server->kv_events_replay_endpoint(), "kv-events"};
-    std::printf("switchyard up: engine %d (%s%s) on http://%s\n", i, sim ? "sim" : "cpu",
-                !pd       ? ""
-                : prefill ? ", prefill"
-                          : ", decode",
-                e.spec.address.c_str());
+    std::printf(
+        "switchyard up: engine %d (%s%s) on http://%s%s\n", i, sim ? "sim" : "cpu",
+        !pd       ? ""
+        : prefill ? ", prefill"
+                  : ", decode",
+        e.spec.address.c_str(),
+        f.kv_p2p ? fmt::format(", lending KV on {}", server->kv_transfer_address()).c_str() : "");
     pool.endpoints.push_back(std::move(e));
     engines.push_back(std::move(server));
   }
@@ -283,6 +312,9 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--pd", f->pd,
                   "P:D: run P prefill and D decode engines instead, with prefill/decode "
                   "disaggregation in the router");
+  cmd->add_flag("--kv-p2p", f->kv_p2p,
+                "engines lend each other KV: the router names the engine holding more of a "
+                "prompt, and the picked engine pulls those blocks instead of computing them");
   cmd->add_option("--host", f->host)->capture_default_str();
   cmd->add_option("--port", f->port, "router port (0 picks a free one)")->capture_default_str();
   cmd->add_option("--threads", f->threads, "compute threads per engine; 0 = cores / engines");
