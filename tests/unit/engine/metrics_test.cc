@@ -190,6 +190,9 @@ TEST(EngineMetricsTest, TypesAndCounterTotalSuffix) {
       {"vllm:request_prefill_kv_computed_tokens", "histogram"},
       {"switchyard:kv_transfer_loads_total", "counter"},
       {"switchyard:kv_transfer_leases_ended_total", "counter"},
+      {"switchyard:kv_peer_pulls_total", "counter"},
+      {"switchyard:kv_peer_lookups_total", "counter"},
+      {"switchyard:kv_peer_lent_blocks_total", "counter"},
   };
   EXPECT_EQ(text.types, expected_types);
   // Counters: `# TYPE x_total counter` and samples x_total, as prometheus_client writes them.
@@ -229,6 +232,12 @@ TEST(EngineMetricsTest, GaugesAndCountersHoldWhatWasRecorded) {
   metrics.AddKvTransferLoad(true);
   metrics.AddKvTransferLoad(false);
   metrics.AddKvTransferLeaseEnded(/*expired=*/true);
+  metrics.AddKvPeerPull(KvPeerPullOutcome::kLoaded);
+  metrics.AddKvPeerPull(KvPeerPullOutcome::kMissed);
+  metrics.AddKvPeerPull(KvPeerPullOutcome::kMissed);
+  metrics.AddKvPeerLookup(6);
+  metrics.AddKvPeerLookup(0);
+  metrics.AddKvPeerLookup(3);
   Exposition text(metrics.Serialize());
   EXPECT_EQ(text.Value("vllm:num_requests_running"), 3);
   EXPECT_EQ(text.Value("vllm:num_requests_waiting"), 2);
@@ -247,6 +256,12 @@ TEST(EngineMetricsTest, GaugesAndCountersHoldWhatWasRecorded) {
   EXPECT_EQ(text.Value("switchyard:kv_transfer_loads_total", {{"outcome", "fell_back"}}), 1);
   EXPECT_EQ(text.Value("switchyard:kv_transfer_leases_ended_total", {{"how", "released"}}), 0);
   EXPECT_EQ(text.Value("switchyard:kv_transfer_leases_ended_total", {{"how", "expired"}}), 1);
+  EXPECT_EQ(text.Value("switchyard:kv_peer_pulls_total", {{"outcome", "loaded"}}), 1);
+  EXPECT_EQ(text.Value("switchyard:kv_peer_pulls_total", {{"outcome", "missed"}}), 2);
+  EXPECT_EQ(text.Value("switchyard:kv_peer_pulls_total", {{"outcome", "fell_back"}}), 0);
+  EXPECT_EQ(text.Value("switchyard:kv_peer_lookups_total", {{"outcome", "held"}}), 2);
+  EXPECT_EQ(text.Value("switchyard:kv_peer_lookups_total", {{"outcome", "none"}}), 1);
+  EXPECT_EQ(text.Value("switchyard:kv_peer_lent_blocks_total"), 9);
 }
 
 TEST(EngineMetricsTest, TheHostTierSeriesExistOnlyWithATier) {
