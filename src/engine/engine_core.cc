@@ -15,6 +15,9 @@
 namespace switchyard::engine {
 namespace {
 
+// The longest a prompt waits for room to load its prefix from a KV tier before computing it.
+constexpr std::chrono::seconds kMaxTierLoadWait{2};
+
 using Clock = std::chrono::steady_clock;
 
 absl::Status StoppingError() {
@@ -343,8 +346,10 @@ void EngineCore::Run() {
     aborts.clear();
     if (connector_ != nullptr)
       ServiceConnector();
-    if (offloader_ != nullptr)
+    if (offloader_ != nullptr) {
       ServiceOffloader();
+      RetryTierLoads();
+    }
     for (Reset& reset : resets) {
       reset.done(stopping ? StoppingError() : ResetNow(reset.preempt_running));
     }
@@ -373,9 +378,12 @@ void EngineCore::Run() {
           AbortRequest(id, FinishReason::kError, status);
       }
     }
-    // The blocks the step released go to the tier now, while the loop may go idle.
-    if (offloader_ != nullptr)
+    // The blocks the step released go to the tier now, while the loop may go idle, and the
+    // room the step freed goes to the loads waiting for it.
+    if (offloader_ != nullptr) {
       ServiceOffloader();
+      RetryTierLoads();
+    }
     // Gauges first, so that a client who got its last update sees its blocks freed.
     UpdateGauges();
     PublishEvents();
@@ -506,24 +514,79 @@ bool EngineCore::BeginTierLoad(std::vector<Sequence>& seqs) {
     return false;  // prompt logprobs: every position is computed
   absl::Status added = kv_->AddSequence(first.id, first.extras, first.lora_id);
   SY_CHECK(added.ok());  // a new id
+  const TierLoadStart start = TryTierLoad(first, /*counted=*/false);
+  if (start == TierLoadStart::kNothingToLoad)
+    return false;
+  Loading loading{.seqs = std::move(seqs)};
+  if (start == TierLoadStart::kNoRoom) {
+    loading.queued_since = Clock::now();
+    tier_load_queue_.push_back(loading.seqs.front().id);
+  }
+  loading_.emplace(loading.seqs.front().id, std::move(loading));
+  return true;
+}
+
+EngineCore::TierLoadStart EngineCore::TryTierLoad(const Sequence& first, bool counted) {
   const KvCacheManager::PrefixProbe probe = kv_->ProbePrefix(first.id, first.tokens);
-  const KvOffloader::LookupResult found = offloader_->Lookup(probe.hashes, probe.num_cached_blocks);
+  const KvOffloader::LookupResult found =
+      counted ? offloader_->Find(probe.hashes, probe.num_cached_blocks)
+              : offloader_->Lookup(probe.hashes, probe.num_cached_blocks);
   const int32_t num_blocks = found.local + found.remote;
   if (num_blocks == 0)
-    return false;
+    return TierLoadStart::kNothingToLoad;
+  // Loads start in arrival order: a later prompt does not take the room an earlier one waits
+  // for.
+  if (!counted && !tier_load_queue_.empty())
+    return TierLoadStart::kNoRoom;
   const std::vector<BlockHash> hashes(probe.hashes.begin() + probe.num_cached_blocks,
                                       probe.hashes.begin() + probe.num_cached_blocks + num_blocks);
   absl::StatusOr<KvCacheManager::LoadTarget> target =
       kv_->BeginLoad(first.id, first.tokens, probe.num_cached_blocks + num_blocks);
   if (!target.ok())
-    return false;  // no room for the blocks now: the prompt is computed as it fits
+    return TierLoadStart::kNoRoom;
   SY_CHECK(target->blocks.size() == hashes.size());
   if (!offloader_->StartLoad(first.id, hashes, target->blocks, found.remote)) {
     kv_->FinishLoad(first.id, first.tokens, 0);
-    return false;
+    return TierLoadStart::kNothingToLoad;
   }
-  loading_.emplace(first.id, Loading{.seqs = std::move(seqs)});
-  return true;
+  return TierLoadStart::kStarted;
+}
+
+void EngineCore::RetryTierLoads() {
+  const Clock::time_point now = Clock::now();
+  while (!tier_load_queue_.empty()) {
+    const SeqId id = tier_load_queue_.front();
+    Loading& loading = loading_.at(id);
+    TierLoadStart start = TierLoadStart::kNothingToLoad;
+    if (loading.abandoned) {
+      absl::Status freed = kv_->Free(id);
+      SY_CHECK(freed.ok());
+      loading_.erase(id);
+      tier_load_queue_.pop_front();
+      continue;
+    }
+    start = TryTierLoad(loading.seqs.front(), /*counted=*/true);
+    if (start == TierLoadStart::kNoRoom) {
+      // Room comes back as running sequences finish and copies end; with neither, or after
+      // the bound, waiting longer gains nothing.
+      const bool room_may_come = !table_.running().empty() || offloader_->busy() ||
+                                 loading_.size() > tier_load_queue_.size();
+      if (room_may_come && now - *loading.queued_since < kMaxTierLoadWait)
+        return;
+      start = TierLoadStart::kNothingToLoad;
+    }
+    tier_load_queue_.pop_front();
+    if (start == TierLoadStart::kStarted) {
+      loading.queued_since.reset();
+      continue;
+    }
+    // Computed instead: the sequences join the scheduler's queue.
+    for (Sequence& seq : loading.seqs) {
+      absl::Status added = table_.Add(std::move(seq));
+      SY_CHECK(added.ok());
+    }
+    loading_.erase(id);
+  }
 }
 
 void EngineCore::EndLoad(SeqId seq_id, int32_t num_loaded) {

@@ -150,7 +150,10 @@ class EngineCore {
     std::vector<Sequence> seqs;
     // The request was aborted meanwhile: the blocks are freed once the load stops writing.
     bool abandoned = false;
+    // Set while a tier load waits for room in the pool (tier_load_queue_), not started.
+    std::optional<std::chrono::steady_clock::time_point> queued_since;
   };
+  enum class TierLoadStart { kStarted, kNothingToLoad, kNoRoom };
 
   EngineCore(const EngineCoreOptions& options, std::unique_ptr<ModelRunner> runner,
              const text::Tokenizer* tokenizer, std::unique_ptr<KvCacheManager> kv);
@@ -161,8 +164,18 @@ class EngineCore {
   // (the sequences then compute the prompt as usual).
   bool BeginRemotePrefill(RequestState& req, std::vector<Sequence>& seqs);
   // Starts loading the prompt's prefix from the KV tiers when they hold blocks past the
-  // pool's hit; false when it does not or cannot (the sequences then start as usual).
+  // pool's hit; false when they do not (the sequences then start as usual). When the pool
+  // has no room for the blocks now, or earlier loads wait for room, the request waits in
+  // tier_load_queue_ (true) as vLLM's scheduler holds a request whose external KV it cannot
+  // place yet: computing the prompt would need those blocks too.
   bool BeginTierLoad(std::vector<Sequence>& seqs);
+  // Starts the tier load of `first` (registered with kv_, no blocks); `counted`: the tiers
+  // already counted its lookup.
+  TierLoadStart TryTierLoad(const Sequence& first, bool counted);
+  // Between steps: starts the queued tier loads in order while the pool has room. A load
+  // that waited kMaxTierLoadWait, or that nothing running can make room for, is given up:
+  // its request computes the prompt (the scheduler's queue then holds it in order).
+  void RetryTierLoads();
   // Starts pulling the prompt's blocks past its cached prefix from the engine the router
   // named (request.kv_source) into the first sequence's new blocks; false, changing nothing
   // but the first sequence's registration, when there is nothing to pull or no room.
@@ -234,6 +247,8 @@ class EngineCore {
   // The offloader's generation whose stats the snapshot and metrics show.
   uint64_t reported_tier_generation_ = 0;
   absl::flat_hash_map<SeqId, Loading> loading_;
+  // First sequences of requests whose tier load waits for room, oldest first (in loading_).
+  std::deque<SeqId> tier_load_queue_;
   // The last step scheduled nothing while KV traffic held blocks: the loop sleeps until
   // that work wakes it instead of stepping again.
   bool waiting_for_kv_ = false;

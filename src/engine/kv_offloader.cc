@@ -170,6 +170,12 @@ KvOffloader::LookupResult KvOffloader::Lookup(std::span<const BlockHash> hashes,
   const int64_t query_tokens = static_cast<int64_t>(n - num_cached) * block_size_;
   for (Tier* tier : Tiers())
     tier->stats.query_tokens += query_tokens;
+  return Find(hashes, num_cached);
+}
+
+KvOffloader::LookupResult KvOffloader::Find(std::span<const BlockHash> hashes,
+                                            int32_t num_cached) const {
+  const auto n = static_cast<int32_t>(hashes.size());
   int32_t end = num_cached;
   while (end < n) {
     const kvx::BlockTierIndex::Key key = KeyOf(hashes[static_cast<size_t>(end)]);

@@ -104,6 +104,9 @@ class KvOffloader {
     int32_t remote = 0;
   };
   LookupResult Lookup(std::span<const BlockHash> hashes, int32_t num_cached);
+  // Lookup's answer without counting anything: for a prompt already looked up once whose load
+  // is tried again.
+  LookupResult Find(std::span<const BlockHash> hashes, int32_t num_cached) const;
   // Copies the tiers' blocks `hashes` into `local_blocks` (same length) for `seq`: the last
   // `num_remote` from Redis, as many of them as it holds, the others from the host or disk
   // tier. The outcome comes back from TakeFinished. False, with nothing started, when a

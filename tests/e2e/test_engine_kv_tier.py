@@ -391,3 +391,35 @@ def test_a_request_waits_for_blocks_a_store_holds(tmp_path):
                 answers = list(pool.map(long_request, [10 + 2 * round_, 11 + 2 * round_]))
             assert [a.usage.completion_tokens for a in answers] == [56, 56]
         engine.wait_idle()
+
+
+def test_a_prefix_that_finds_no_room_waits_for_it_and_loads(switchyard):
+    """A prompt whose prefix is in the host tier arrives while a long request holds most of
+    the pool: there is no room to load it, nor to compute it. It waits (as vLLM's scheduler
+    holds a request whose external KV it cannot place) and loads once the long request ends,
+    instead of recomputing the prefix. Simulated engines with real KV bytes (--sim-kv-memory),
+    so that the long request decodes slowly (40 ms a step) and the tier copies real blocks."""
+    sim = ["--backend", "sim", "--sim-kv-memory", "--sim-latency", "zero,decode_ms_per_seq=40",
+           "--num-gpu-blocks-override", "20", "--max-model-len", "256"]
+    with EngineServer(*sim[:5], "--num-gpu-blocks-override", "64", "--max-model-len",
+                      "256") as plain:
+        expected = complete(plain, PROMPT)
+    with EngineServer(*sim, *TIER) as engine:
+        assert complete(engine, PROMPT) == expected
+        stored_all(engine, 6)
+        evict_from_pool(engine)
+        c = openai.OpenAI(base_url=engine.base_url, api_key="unused", max_retries=0)
+        # 230 + 25 tokens: 16 of the 20 blocks; PROMPT's load needs 6.
+        long_prompt = [(13 * i + 2) % 500 + 10 for i in range(230)]
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            long_request = pool.submit(
+                c.completions.create, model=engine.name, prompt=long_prompt, max_tokens=25,
+                temperature=0, extra_body={"ignore_eos": True})
+            wait_until(lambda: engine.metrics()["vllm:num_requests_running"] == 1,
+                       "the long request to run")
+            assert complete(engine, PROMPT) == expected
+            assert long_request.result().usage.completion_tokens == 25
+        assert tier_loads(engine, "CPU", "loaded") == 1
+        assert engine.sample("vllm:prompt_tokens_by_source_total",
+                             source="external_kv_transfer") == 96
+        engine.wait_idle()
