@@ -30,6 +30,7 @@ def start_engine():
 
 
 def registered_buffer(engine, size):
+    """(buffer, address): keep the buffer referenced while the engine may use the address."""
     buffer = ctypes.create_string_buffer(size)
     address = ctypes.addressof(buffer)
     if engine.register_memory(address, size) != 0:
@@ -54,7 +55,6 @@ def serve_target(blocks, block_bytes):
         ctypes.memmove(address + b * block_bytes, block_byte(b) * block_bytes, block_bytes)
     print(json.dumps({"port": engine.get_rpc_port(), "address": address}), flush=True)
     sys.stdin.read()
-    del buffer
 
 
 def read_blocks(blocks, block_bytes, seconds):
@@ -88,7 +88,6 @@ def read_blocks(blocks, block_bytes, seconds):
             batch()
             batches += 1
         elapsed = time.perf_counter() - start
-        del buffer
         return {"gbps": batches * blocks * block_bytes * 8 / elapsed / 1e9,
                 "batches": batches, "seconds": elapsed, "package": mooncake_package()}
     finally:
