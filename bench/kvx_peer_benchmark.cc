@@ -3,7 +3,8 @@
 //     Llama-3.2-1B-shaped pool (16 layers, 8 KV heads, head_dim 64, block 16, f16:
 //     512 KiB a block, 32 segments) from a PeerBlockServer in this process, into an
 //     interleaved host store; bytes_per_second counts KV bytes.
-// bench/kvx_peer_bench.py runs it beside iperf3's single loopback stream (the peer).
+// bench/kvx_peer_bench.py runs it beside iperf3's single loopback stream and Mooncake's
+// TransferEngine over TCP reading the same blocks (the peers).
 #include <memory>
 #include <vector>
 
