@@ -157,8 +157,9 @@ def scoring_profile(prefix_mode=None):
 
 def router_yaml(engines, model, scheduling, threads=1, tokenizer=None, scrape_interval_ms=50,
                 engine_kind="switchyard"):
-    """A router.yaml over `engines` (SimEngine, ready); `scheduling` is the text of an
-    EndpointPickerConfig (indented under `scheduling:`) or None for the router's default."""
+    """A router.yaml over `engines` (SimEngine, ready; an engine's `labels` dict, when it has
+    one, labels its endpoint); `scheduling` is the text of an EndpointPickerConfig (indented
+    under `scheduling:`) or None for the router's default."""
     lines = [f"listen: {{host: 127.0.0.1, port: 0, threads: {threads}}}", f"model: {model}"]
     if tokenizer:
         lines.append(f"tokenizer: {tokenizer}")
@@ -166,6 +167,9 @@ def router_yaml(engines, model, scheduling, threads=1, tokenizer=None, scrape_in
     lines += ["pools:", "- name: default", "  endpoints:"]
     for e in engines:
         entry = f"  - {{address: '{e.address}', engine: {engine_kind}"
+        labels = getattr(e, "labels", None)  # e.g. {"llm-d.ai/role": "prefill"}
+        if labels:
+            entry += ", labels: {" + ", ".join(f"{k}: '{v}'" for k, v in labels.items()) + "}"
         if e.kv_events:
             entry += (f", kvEvents: {{endpoint: '{e.kv_endpoint}', "
                       f"replayEndpoint: '{e.kv_replay}', topic: kv-events}}")

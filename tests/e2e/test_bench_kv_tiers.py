@@ -1,8 +1,11 @@
 """The KV tier benchmarks' --smoke runs on tiny-llama3, so that they keep working:
 bench/kv_tier_ttft.py for each tier (each of its three requests must be served from where it
-claims: nothing cached, the pool, the tier, which the script checks on the engine's counters)
-bench/kv_tier_overlap.py (the tier must store the background prompts' blocks) and
-bench/kv_peer_ttft.py (the peer step must load its prefix from the other engine)."""
+claims: nothing cached, the pool, the tier, which the script checks on the engine's counters),
+bench/kv_tier_overlap.py (the tier must store the background prompts' blocks),
+bench/kv_peer_ttft.py (the peer step must load its prefix from the other engine),
+bench/kv_capacity_workload.py (every tier configuration must load blocks back and hit more
+than tiers off), and bench/pd_disagg_bench.py (the P/D fleet must move every long prompt's
+KV)."""
 import json
 import subprocess
 import sys
@@ -54,3 +57,34 @@ def test_kv_peer_ttft_bench_smoke(switchyard, tmp_path):
     assert (run["peer"]["pool_hits"], run["peer"]["external"], run["peer"]["pulls"]) == \
         (0, 240, 1)
     assert "| tiny-llama3 | 256 |" in proc.stdout
+
+
+def test_kv_capacity_workload_bench_smoke(switchyard, tmp_path):
+    out = tmp_path / "kv_capacity.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "kv_capacity_workload.py"), "--smoke", "--bin",
+         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = {r["config"]: r for r in json.loads(out.read_text())["results"]}
+    assert set(results) == {"unbounded", "off", "host", "host+disk", "shared"}
+    # Every tier brings back what the small pools dropped: loads, and more hits than off.
+    for config in ("host", "host+disk", "shared"):
+        assert results[config]["tier_loads"] > 0, config
+        assert results[config]["hit_rate"] > results["off"]["hit_rate"], config
+    assert results["unbounded"]["hit_rate"] >= results["host"]["hit_rate"]
+    assert all(r["requests"] == 36 for r in results.values())
+
+
+def test_pd_disagg_bench_smoke(switchyard, tmp_path):
+    out = tmp_path / "pd_disagg.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "pd_disagg_bench.py"), "--smoke", "--bin",
+         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    results = {r["fleet"]: r for r in json.loads(out.read_text())["results"]}
+    # Both long prompts (511 tokens of full blocks each) moved from the prefill engine.
+    assert results["pd"]["loaded_tokens"] == 2 * 496
+    assert results["aggregated"]["loaded_tokens"] == 0
+    assert all(r["long_prompts"] == 2 and not r["errors"] for r in results.values())
