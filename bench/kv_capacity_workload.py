@@ -35,7 +35,6 @@ usage: .venv/bin/python bench/kv_capacity_workload.py [--bin PATH] [--model DIR]
 """
 import argparse
 import concurrent.futures
-import http.client
 import json
 import math
 import os
@@ -44,16 +43,13 @@ import random
 import statistics
 import sys
 import time
-import urllib.parse
+import urllib.request
 
 import router_fleet
 from kv_tier_ttft import sample, vocabulary
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CONFIGS = ("unbounded", "off", "host", "host+disk", "shared")
-# The default latency model's terms (sim/latency_model.h), divided by --speedup.
-CALIBRATED = {"overhead_ms": 17.5, "prefill_us_per_token": 2700.0, "decode_ms_per_seq": 7.5,
-              "attention_us_per_context_token": 35.0}
 
 
 def block_bytes(model_dir, block_size):
@@ -85,29 +81,6 @@ class Workload:
 
     def total_tokens(self):
         return sum(len(prompts[-1]) for prompts in self.turns)
-
-
-def stream_ttft(url, model, tokens, max_tokens, timeout_s):
-    """One streaming completion: (TTFT in s, the endpoint the router sent it to)."""
-    body = json.dumps({"model": model, "prompt": tokens, "max_tokens": max_tokens,
-                       "ignore_eos": True, "temperature": 0, "stream": True}).encode()
-    u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout_s)
-    try:
-        t0 = time.perf_counter()
-        conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        if resp.status != 200:
-            raise RuntimeError(f"HTTP {resp.status}: {resp.read()[:300]!r}")
-        ttft = None
-        for raw in resp:
-            line = raw.strip()
-            if ttft is None and line.startswith(b"data:") and line != b"data: [DONE]":
-                if json.loads(line[5:]).get("choices"):
-                    ttft = time.perf_counter() - t0
-        return ttft, resp.getheader("x-switchyard-endpoint")
-    finally:
-        conn.close()
 
 
 def engine_flags(a, config, shared_name):
@@ -170,13 +143,14 @@ def run_config(a, config, workload, shared_name):
         start = time.perf_counter()
         with concurrent.futures.ThreadPoolExecutor(a.concurrency) as pool_exec:
             for t, order in enumerate(workload.order):
-                futures = [pool_exec.submit(stream_ttft, router.url, "bench", workload.turns[c][t],
-                                            a.answer_tokens, a.request_timeout) for c in order]
+                futures = [pool_exec.submit(router_fleet.stream_completion, router.url, "bench",
+                                            workload.turns[c][t], a.answer_tokens,
+                                            a.request_timeout) for c in order]
                 for c, f in zip(order, futures):
-                    ttft, endpoint = f.result()
-                    ttfts.append(ttft)
-                    moved += t > 0 and endpoint != where[c]
-                    where[c] = endpoint
+                    done = f.result()
+                    ttfts.append(done["ttft"])
+                    moved += t > 0 and done["endpoint"] != where[c]
+                    where[c] = done["endpoint"]
         elapsed = time.perf_counter() - start
         after = engine_counters(engines)
     finally:
@@ -240,7 +214,7 @@ def main():
         a.system_tokens, a.user_tokens, a.request_timeout = 64, 48, 60
         a.latency = "zero"
     else:
-        a.latency = ",".join(f"{k}={v / a.speedup:g}" for k, v in CALIBRATED.items())
+        a.latency = router_fleet.calibrated_latency(a.speedup)
     configs = a.configs.split(",")
     for c in configs:
         if c not in CONFIGS:

@@ -30,7 +30,6 @@ usage: .venv/bin/python bench/pd_disagg_bench.py [--bin PATH] [--model DIR] [--s
 """
 import argparse
 import concurrent.futures
-import http.client
 import json
 import os
 import pathlib
@@ -39,14 +38,12 @@ import statistics
 import sys
 import threading
 import time
-import urllib.parse
+import urllib.request
 
 import router_fleet
 from kv_tier_ttft import sample, vocabulary
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-CALIBRATED = {"overhead_ms": 17.5, "prefill_us_per_token": 2700.0, "decode_ms_per_seq": 7.5,
-              "attention_us_per_context_token": 35.0}
 SCORERS = """  - {pluginRef: prefix-cache-scorer, weight: 3}
   - {pluginRef: queue-scorer, weight: 2}
   - {pluginRef: kv-cache-utilization-scorer, weight: 2}
@@ -72,32 +69,6 @@ schedulingProfiles:
   plugins:
   - {pluginRef: prefill-filter}
 """ + SCORERS
-
-
-def stream(url, model, tokens, max_tokens, timeout_s):
-    """One streaming completion: (TTFT s, gaps between token chunks in s, token chunks)."""
-    body = json.dumps({"model": model, "prompt": tokens, "max_tokens": max_tokens,
-                       "ignore_eos": True, "temperature": 0, "stream": True}).encode()
-    u = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout_s)
-    try:
-        t0 = time.perf_counter()
-        conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        if resp.status != 200:
-            raise RuntimeError(f"HTTP {resp.status}: {resp.read()[:300]!r}")
-        times = []
-        for raw in resp:
-            line = raw.strip()
-            if line.startswith(b"data:") and line != b"data: [DONE]":
-                choices = json.loads(line[5:]).get("choices")
-                if choices and choices[0].get("finish_reason") is None:
-                    times.append(time.perf_counter())
-        if not times:
-            raise RuntimeError("the stream ended without a token")
-        return times[0] - t0, [b - a for a, b in zip(times, times[1:])], len(times)
-    finally:
-        conn.close()
 
 
 def start_fleet(a, fleet, log_dir):
@@ -136,7 +107,7 @@ def run_fleet(a, fleet, ids):
     try:
         engines, router = start_fleet(a, fleet, log_dir)
         procs += [*engines, router]
-        before = sum(sample(router_fleet.urllib.request.urlopen(e.url + "/metrics").read()
+        before = sum(sample(urllib.request.urlopen(e.url + "/metrics").read()
                             .decode(), "vllm:prompt_tokens_by_source_total",
                             source="external_kv_transfer") for e in engines)
         rng = random.Random(a.seed)
@@ -149,22 +120,23 @@ def run_fleet(a, fleet, ids):
             while time.perf_counter() < stop_at:
                 prompt = [rng.choice(ids) for _ in range(a.stream_prompt_tokens)]
                 try:
-                    _, g, chunks = stream(router.url, "bench", prompt, a.stream_tokens,
-                                          a.request_timeout)
+                    done = router_fleet.stream_completion(router.url, "bench", prompt,
+                                                          a.stream_tokens, a.request_timeout)
                 except Exception as e:  # a failed request is reported, not hidden
                     with lock:
                         errors.append(f"stream {k}: {e!r}")
                     return
                 with lock:
-                    gaps.extend(g)
-                    tokens[0] += chunks
+                    gaps.extend(done["gaps"])
+                    tokens[0] += done["chunks"]
                 n += 1
 
         def long_prompt(k):
             time.sleep(k * a.long_interval)
             prompt = [rng.choice(ids) for _ in range(a.long_tokens)]
             try:
-                ttft, _, _ = stream(router.url, "bench", prompt, a.long_output, a.request_timeout)
+                ttft = router_fleet.stream_completion(router.url, "bench", prompt, a.long_output,
+                                                      a.request_timeout)["ttft"]
             except Exception as e:
                 with lock:
                     errors.append(f"long prompt {k}: {e!r}")
@@ -179,7 +151,7 @@ def run_fleet(a, fleet, ids):
             for f in futures:
                 f.result()
         elapsed = time.perf_counter() - start
-        loaded = sum(sample(router_fleet.urllib.request.urlopen(e.url + "/metrics").read()
+        loaded = sum(sample(urllib.request.urlopen(e.url + "/metrics").read()
                             .decode(), "vllm:prompt_tokens_by_source_total",
                             source="external_kv_transfer") for e in engines) - before
     finally:
@@ -245,7 +217,7 @@ def main():
         a.long_prompts, a.long_tokens, a.long_interval, a.pool_blocks = 2, 512, 0.5, 128
         a.latency = "zero"
     else:
-        a.latency = ",".join(f"{k}={v / a.speedup:g}" for k, v in CALIBRATED.items())
+        a.latency = router_fleet.calibrated_latency(a.speedup)
     a.out_dir.mkdir(parents=True, exist_ok=True)
     ids = vocabulary(a.model)
     print(f"{a.streams} decode streams ({a.stream_prompt_tokens} + {a.stream_tokens} tokens), "

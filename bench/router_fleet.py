@@ -4,6 +4,7 @@ sim model directory with a long context, per-process CPU time from /proc, load a
 
 Every process is started here and stopped by its own Popen handle (SIGTERM, then SIGKILL
 after a timeout); logs go to files under the run's output directory."""
+import http.client
 import json
 import os
 import pathlib
@@ -13,6 +14,7 @@ import signal
 import statistics
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -215,6 +217,45 @@ class Router(Proc):
             return sum(sums)
         m = re.search(r"^switchyard_router_scheduling_seconds_total (\S+)$", text, re.M)
         return float(m.group(1)) if m else None
+
+
+# The default latency model's terms (sim/latency_model.h: the CPU engine on bench-135m).
+CALIBRATED_LATENCY = {"overhead_ms": 17.5, "prefill_us_per_token": 2700.0,
+                      "decode_ms_per_seq": 7.5, "attention_us_per_context_token": 35.0}
+
+
+def calibrated_latency(speedup):
+    """--sim-latency for the calibrated model with every term divided by `speedup`."""
+    return ",".join(f"{k}={v / speedup:g}" for k, v in CALIBRATED_LATENCY.items())
+
+
+def stream_completion(url, model, tokens, max_tokens, timeout_s):
+    """One streaming greedy POST /v1/completions of token ids (ignore_eos) to `url`: a dict of
+    ttft (s, send to the first token chunk), gaps (s, between token chunks), chunks and the
+    endpoint the router named (x-switchyard-endpoint, None from an engine)."""
+    body = json.dumps({"model": model, "prompt": tokens, "max_tokens": max_tokens,
+                       "ignore_eos": True, "temperature": 0, "stream": True}).encode()
+    u = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout_s)
+    try:
+        t0 = time.perf_counter()
+        conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        if resp.status != 200:
+            raise RuntimeError(f"HTTP {resp.status}: {resp.read()[:300]!r}")
+        times = []
+        for raw in resp:
+            line = raw.strip()
+            if line.startswith(b"data:") and line != b"data: [DONE]":
+                choices = json.loads(line[5:]).get("choices")
+                if choices and choices[0].get("finish_reason") is None:
+                    times.append(time.perf_counter())
+        if not times:
+            raise RuntimeError("the stream ended without a token")
+        return {"ttft": times[0] - t0, "gaps": [b - a for a, b in zip(times, times[1:])],
+                "chunks": len(times), "endpoint": resp.getheader("x-switchyard-endpoint")}
+    finally:
+        conn.close()
 
 
 def get_json(url, timeout=10):
