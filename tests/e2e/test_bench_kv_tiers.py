@@ -15,58 +15,50 @@ import pytest
 from conftest import REPO, switchyard_bin
 
 
+def smoke(script, tmp_path, *args, timeout=120):
+    """Runs bench/`script` --smoke against the binary under test; returns (its JSON output,
+    its stdout). Fails with its output when it exits non-zero."""
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), "--smoke", *args, "--bin",
+         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
+        capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(out.read_text()), proc.stdout
+
+
 @pytest.mark.parametrize("tier", ["host", "disk", "redis"])
 def test_kv_tier_ttft_bench_smoke(switchyard, tmp_path, tier):
-    out = tmp_path / "kv_tier_ttft.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "kv_tier_ttft.py"), "--smoke", "--tier", tier,
-         "--bin", str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
-        capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    run = json.loads(out.read_text())["runs"][0]
+    result, stdout = smoke("kv_tier_ttft.py", tmp_path, "--tier", tier)
+    run = result["runs"][0]
     # 255 of the prompt's 256 tokens may hit: the 15 full blocks before the last token.
     assert (run["recompute"]["pool_hits"], run["recompute"]["tier_hits"]) == (0, 0)
     assert (run["pool"]["pool_hits"], run["pool"]["tier_hits"]) == (240, 0)
     assert (run["host"]["pool_hits"], run["host"]["tier_hits"]) == (0, 240)
     assert run["host"]["loaded_bytes"] > 0
-    assert f"| tiny-llama3 | {tier} | 256 |" in proc.stdout
+    assert f"| tiny-llama3 | {tier} | 256 |" in stdout
 
 
 def test_kv_tier_overlap_bench_smoke(switchyard, tmp_path):
-    out = tmp_path / "kv_tier_overlap.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "kv_tier_overlap.py"), "--smoke", "--bin",
-         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
-        capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    [run] = json.loads(out.read_text())["runs"]
+    result, stdout = smoke("kv_tier_overlap.py", tmp_path)
+    [run] = result["runs"]
     assert run["off"]["stored_blocks"] == 0 < run["on"]["stored_blocks"]
     assert run["on"]["background_prompts"] > 0 and run["on"]["gaps"] > 0
 
 
 def test_kv_peer_ttft_bench_smoke(switchyard, tmp_path):
-    out = tmp_path / "kv_peer_ttft.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "kv_peer_ttft.py"), "--smoke", "--bin",
-         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
-        capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    [run] = json.loads(out.read_text())["runs"]
+    result, stdout = smoke("kv_peer_ttft.py", tmp_path)
+    [run] = result["runs"]
     assert (run["recompute"]["pool_hits"], run["recompute"]["external"]) == (0, 0)
     assert (run["pool"]["pool_hits"], run["pool"]["external"]) == (240, 0)
     assert (run["peer"]["pool_hits"], run["peer"]["external"], run["peer"]["pulls"]) == \
         (0, 240, 1)
-    assert "| tiny-llama3 | 256 |" in proc.stdout
+    assert "| tiny-llama3 | 256 |" in stdout
 
 
 def test_kv_capacity_workload_bench_smoke(switchyard, tmp_path):
-    out = tmp_path / "kv_capacity.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "kv_capacity_workload.py"), "--smoke", "--bin",
-         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    results = {r["config"]: r for r in json.loads(out.read_text())["results"]}
+    result, stdout = smoke("kv_capacity_workload.py", tmp_path, timeout=300)
+    results = {r["config"]: r for r in result["results"]}
     assert set(results) == {"unbounded", "off", "host", "host+disk", "shared"}
     # Every tier brings back what the small pools dropped: loads, and more hits than off.
     for config in ("host", "host+disk", "shared"):
@@ -77,13 +69,8 @@ def test_kv_capacity_workload_bench_smoke(switchyard, tmp_path):
 
 
 def test_pd_disagg_bench_smoke(switchyard, tmp_path):
-    out = tmp_path / "pd_disagg.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "pd_disagg_bench.py"), "--smoke", "--bin",
-         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    results = {r["fleet"]: r for r in json.loads(out.read_text())["results"]}
+    result, stdout = smoke("pd_disagg_bench.py", tmp_path, timeout=300)
+    results = {r["fleet"]: r for r in result["results"]}
     # Both long prompts (511 tokens of full blocks each) moved from the prefill engine.
     assert results["pd"]["loaded_tokens"] == 2 * 496
     assert results["aggregated"]["loaded_tokens"] == 0
