@@ -260,8 +260,10 @@ absl::StatusOr<std::unique_ptr<KvConnector>> KvConnector::Start(KvConnectorOptio
         connector->server_,
         kvx::PeerBlockServer::Start(std::move(server), connector->pool_, connector->leases_.get()));
   }
-  if (connector->consumes())
-    connector->load_thread_ = std::thread([c = connector.get()] { c->LoadLoop(); });
+  if (connector->consumes()) {
+    for (int i = 0; i < connector->options_.config.load_threads; ++i)
+      connector->load_threads_.emplace_back([c = connector.get(), i] { c->LoadLoop(i); });
+  }
   return connector;
 }
 
@@ -286,8 +288,8 @@ KvConnector::~KvConnector() {
     stopping_ = true;
   }
   cv_.NotifyAll();
-  if (load_thread_.joinable())
-    load_thread_.join();
+  for (std::thread& thread : load_threads_)
+    thread.join();
 }
 
 uint16_t KvConnector::port() const {
@@ -367,8 +369,9 @@ std::vector<KvConnector::FinishedLoad> KvConnector::TakeFinishedLoads() {
   return std::exchange(finished_, {});
 }
 
-void KvConnector::LoadLoop() {
-  base::SetCurrentThreadName("sy-kvload");
+void KvConnector::LoadLoop(int index) {
+  base::SetCurrentThreadName(fmt::format("sy-kvload-{}", index));
+  PeerLink link;
   while (true) {
     LoadJob job;
     {
@@ -387,7 +390,7 @@ void KvConnector::LoadLoop() {
         continue;
       }
     }
-    FinishedLoad done = job.pull.has_value() ? RunPeerPull(job) : RunLoad(job);
+    FinishedLoad done = job.pull.has_value() ? RunPeerPull(job, link) : RunLoad(job, link);
     if (!done.status.ok() && job.pull.has_value()) {
       SY_LOG_WARN("KV prefix pull from {}:{} failed, computing the prompt instead: {}",
                   job.pull->source.host, job.pull->source.port, done.status.ToString());
@@ -405,10 +408,10 @@ void KvConnector::LoadLoop() {
   }
 }
 
-KvConnector::FinishedLoad KvConnector::RunLoad(const LoadJob& job) {
+KvConnector::FinishedLoad KvConnector::RunLoad(const LoadJob& job, PeerLink& link) {
   FinishedLoad done{.seq = job.seq};
   const kvx::KvTransferParams& params = job.params;
-  auto client = ClientFor(params.remote_host, params.remote_port);
+  auto client = ClientFor(link, params.remote_host, params.remote_port);
   if (!client.ok()) {
     done.status = client.status();
     return done;  // nobody to release to
@@ -427,16 +430,16 @@ KvConnector::FinishedLoad KvConnector::RunLoad(const LoadJob& job) {
   }
   // A failed read may have broken the connection: release over a fresh one.
   if (!done.status.ok())
-    client_.reset();
+    link.client.reset();
   // The producer may free its blocks now, whether or not they came.
-  ReleaseAt(params.remote_host, params.remote_port, params.remote_block_ids);
+  ReleaseAt(link, params.remote_host, params.remote_port, params.remote_block_ids);
   return done;
 }
 
-KvConnector::FinishedLoad KvConnector::RunPeerPull(const LoadJob& job) {
+KvConnector::FinishedLoad KvConnector::RunPeerPull(const LoadJob& job, PeerLink& link) {
   FinishedLoad done{.seq = job.seq, .peer_pull = true};
   const net::HostPort& source = job.pull->source;
-  auto client = ClientFor(source.host, source.port);
+  auto client = ClientFor(link, source.host, source.port);
   if (!client.ok()) {
     done.status = client.status();
     return done;
@@ -445,7 +448,7 @@ KvConnector::FinishedLoad KvConnector::RunPeerPull(const LoadJob& job) {
   absl::StatusOr<kvx::PeerLookupResult> held =
       (*client)->Lookup(std::span(job.pull->hashes).first(asked));
   if (!held.ok()) {
-    client_.reset();
+    link.client.reset();
     done.status = held.status();
     return done;
   }
@@ -462,34 +465,36 @@ KvConnector::FinishedLoad KvConnector::RunPeerPull(const LoadJob& job) {
       done.num_loaded = static_cast<int32_t>(remote.size());
   }
   if (!done.status.ok())
-    client_.reset();
-  ReleaseAt(source.host, source.port, remote);
+    link.client.reset();
+  ReleaseAt(link, source.host, source.port, remote);
   return done;
 }
 
-void KvConnector::ReleaseAt(const std::string& host, int64_t port,
+void KvConnector::ReleaseAt(PeerLink& link, const std::string& host, int64_t port,
                             std::span<const int64_t> remote_ids) {
-  absl::Status released = ClientFor(host, port).status();
+  absl::StatusOr<kvx::PeerBlockClient*> client = ClientFor(link, host, port);
+  absl::Status released = client.status();
   if (released.ok())
-    released = client_->Release(remote_ids);
+    released = (*client)->Release(remote_ids);
   if (!released.ok()) {
-    client_.reset();
+    link.client.reset();
     SY_LOG_WARN("KV release at {}:{} failed (its lease will expire instead): {}", host, port,
                 released.ToString());
   }
 }
 
-absl::StatusOr<kvx::PeerBlockClient*> KvConnector::ClientFor(const std::string& host,
+absl::StatusOr<kvx::PeerBlockClient*> KvConnector::ClientFor(PeerLink& link,
+                                                             const std::string& host,
                                                              int64_t port) {
   const std::string peer = fmt::format("{}:{}", host, port);
-  if (client_ == nullptr || client_peer_ != peer) {
-    client_.reset();
-    SY_ASSIGN_OR_RETURN(
-        client_, kvx::PeerBlockClient::Connect(host, static_cast<uint16_t>(port), handshake_,
-                                               absl::Milliseconds(options_.config.io_timeout_ms)));
-    client_peer_ = peer;
+  if (link.client == nullptr || link.peer != peer) {
+    link.client.reset();
+    SY_ASSIGN_OR_RETURN(link.client, kvx::PeerBlockClient::Connect(
+                                         host, static_cast<uint16_t>(port), handshake_,
+                                         absl::Milliseconds(options_.config.io_timeout_ms)));
+    link.peer = peer;
   }
-  return client_.get();
+  return link.client.get();
 }
 
 }  // namespace switchyard::engine

@@ -25,11 +25,12 @@
 //
 // Threads: lease, lookup-answer, load and hand-back calls come from the engine loop; the
 // block server's threads call the lease table (a peer's lookup waits there, up to
-// io_timeout_ms, for the loop's answer); one load thread ("sy-kvload") pulls blocks (blocking
-// socket I/O never runs on the engine loop). `wake` is called from those threads when the
-// loop has work here (a lookup to answer, a finished load, a released lease). The destructor
-// stops the server, cancels queued loads, finishes the running one (bounded by
-// io_timeout_ms) and joins.
+// io_timeout_ms, for the loop's answer); config.load_threads load threads ("sy-kvload-<i>"),
+// each with its own connection to the last peer it pulled from, take loads in order, so
+// that as many pulls run at once (blocking socket I/O never runs on the engine loop). `wake` is
+// called from those threads when the loop has work here (a lookup to answer, a finished load, a
+// released lease). The destructor stops the server, cancels queued loads, finishes the running one
+// (bounded by io_timeout_ms) and joins.
 #pragma once
 
 #include <chrono>
@@ -155,14 +156,22 @@ class KvConnector {
 
   KvConnector(KvConnectorOptions options, kvx::MemoryRegion pool, std::function<void()> wake);
 
-  void LoadLoop();
-  FinishedLoad RunLoad(const LoadJob& job);
-  FinishedLoad RunPeerPull(const LoadJob& job);
+  // One load thread's connection: to the last peer it pulled from, reset after an error.
+  struct PeerLink {
+    std::unique_ptr<kvx::PeerBlockClient> client;
+    std::string peer;  // host:port
+  };
+
+  void LoadLoop(int index);
+  FinishedLoad RunLoad(const LoadJob& job, PeerLink& link);
+  FinishedLoad RunPeerPull(const LoadJob& job, PeerLink& link);
   // Ends the peer's lease on `remote_ids` (best effort: it expires otherwise).
-  void ReleaseAt(const std::string& host, int64_t port, std::span<const int64_t> remote_ids);
-  // A connected client for the peer at host:port, reusing the last one when it is the same
-  // peer and unbroken.
-  absl::StatusOr<kvx::PeerBlockClient*> ClientFor(const std::string& host, int64_t port);
+  void ReleaseAt(PeerLink& link, const std::string& host, int64_t port,
+                 std::span<const int64_t> remote_ids);
+  // A connected client for the peer at host:port, reusing the link's when it is the same
+  // peer.
+  absl::StatusOr<kvx::PeerBlockClient*> ClientFor(PeerLink& link, const std::string& host,
+                                                  int64_t port);
 
   const KvConnectorOptions options_;
   const kvx::MemoryRegion pool_;
@@ -177,11 +186,7 @@ class KvConnector {
   std::deque<LoadJob> jobs_ ABSL_GUARDED_BY(mu_);
   std::vector<FinishedLoad> finished_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Load thread only.
-  std::unique_ptr<kvx::PeerBlockClient> client_;
-  std::string client_peer_;
-
-  std::thread load_thread_;
+  std::vector<std::thread> load_threads_;
 };
 
 }  // namespace switchyard::engine

@@ -32,8 +32,10 @@ absl::Status ReadExtraConfig(simdjson::dom::element value, const JsonPath& at,
       SY_ASSIGN_OR_RETURN(config->lease_seconds, ReadInRange(field.value, key, at, 1, 86'400));
     } else if (key == "io_timeout_ms") {
       SY_ASSIGN_OR_RETURN(config->io_timeout_ms, ReadInRange(field.value, key, at, 1, 3'600'000));
+    } else if (key == "load_threads") {
+      SY_ASSIGN_OR_RETURN(config->load_threads, ReadInRange(field.value, key, at, 1, 64));
     } else {
-      return at.Child(key).Error("unknown key (lease_seconds, io_timeout_ms)");
+      return at.Child(key).Error("unknown key (lease_seconds, io_timeout_ms, load_threads)");
     }
   }
   return absl::OkStatus();

@@ -155,6 +155,37 @@ TEST(KvConnectorP2pTest, APullReadsTheLentBlocksAndReleasesThem) {
   EXPECT_FALSE(fleet.lender->NextLeaseDeadline().has_value());
 }
 
+TEST(KvConnectorP2pTest, PullsRunAtOnceOnTheLoadThreads) {
+  Fleet fleet;
+  // Two pulls from the same source: both lookups must reach the lender's loop before it
+  // answers either, which needs two load threads pulling at once.
+  fleet.puller->StartPeerPull(1, fleet.source, std::vector<BlockHash>{Hash(1)}, {3});
+  fleet.puller->StartPeerPull(2, fleet.source, std::vector<BlockHash>{Hash(2)}, {4});
+  std::vector<KvConnector::PendingLookup> lookups;
+  ASSERT_TRUE(fleet.lender_wake.WaitFor([&] {
+    for (KvConnector::PendingLookup& lookup : fleet.lender->TakeLookups())
+      lookups.push_back(std::move(lookup));
+    return lookups.size() == 2;
+  }));
+  for (const KvConnector::PendingLookup& lookup : lookups) {
+    const BlockId lent = lookup.hashes[0] == Hash(1) ? 8 : 9;
+    EXPECT_TRUE(fleet.lender->AnswerLookup(lookup.id, std::vector<BlockId>{lent}));
+  }
+  std::vector<KvConnector::FinishedLoad> done;
+  ASSERT_TRUE(fleet.puller_wake.WaitFor([&] {
+    for (KvConnector::FinishedLoad& f : fleet.puller->TakeFinishedLoads())
+      done.push_back(f);
+    return done.size() == 2;
+  }));
+  const kvx::KvBlockLayout layout = Layout();
+  for (const KvConnector::FinishedLoad& f : done) {
+    EXPECT_TRUE(f.status.ok()) << f.status;
+    EXPECT_EQ(f.num_loaded, 1);
+  }
+  EXPECT_EQ(fleet.puller_memory.BlockBytes(layout, 3), fleet.lender_memory.BlockBytes(layout, 8));
+  EXPECT_EQ(fleet.puller_memory.BlockBytes(layout, 4), fleet.lender_memory.BlockBytes(layout, 9));
+}
+
 TEST(KvConnectorP2pTest, ASourceThatHoldsNothingIsAMissNotAFailure) {
   Fleet fleet;
   fleet.puller->StartPeerPull(1, fleet.source, std::vector<BlockHash>{Hash(9)}, {3});

@@ -60,7 +60,8 @@ TEST(KvTransferConfigTest, ReadsVllmsShape) {
   auto config = ParseKvTransferConfig(
       R"({"kv_connector": "SwitchyardConnector", "kv_role": "kv_producer", "engine_id": "p0",
           "kv_ip": "0.0.0.0", "kv_port": 14579, "kv_buffer_device": "cpu",
-          "kv_connector_extra_config": {"lease_seconds": 30, "io_timeout_ms": 500}})");
+          "kv_connector_extra_config": {"lease_seconds": 30, "io_timeout_ms": 500,
+                                        "load_threads": 2}})");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->role, KvRole::kProducer);
   EXPECT_TRUE(config->produces());
@@ -70,6 +71,7 @@ TEST(KvTransferConfigTest, ReadsVllmsShape) {
   EXPECT_EQ(config->kv_port, 14579);
   EXPECT_EQ(config->lease_seconds, 30);
   EXPECT_EQ(config->io_timeout_ms, 500);
+  EXPECT_EQ(config->load_threads, 2);
 
   auto both =
       ParseKvTransferConfig(R"({"kv_connector":"SwitchyardConnector","kv_role":"kv_both"})");
@@ -100,6 +102,11 @@ TEST(KvTransferConfigTest, RefusesWhatItCannotServe) {
                   .status()
                   .message(),
               HasSubstr("secret: unknown key"));
+  EXPECT_THAT(ParseKvTransferConfig(R"({"kv_connector":"SwitchyardConnector","kv_role":"kv_both",
+                                        "kv_connector_extra_config": {"load_threads": 0}})")
+                  .status()
+                  .message(),
+              HasSubstr("load_threads: expected an integer in [1, 64]"));
 }
 
 }  // namespace
