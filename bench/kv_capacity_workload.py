@@ -4,7 +4,8 @@
 Two simulated engines (`switchyard engine --backend sim --sim-kv-memory`: the forward pass
 is the latency model, but the KV cache holds real bytes of bench-135m's size, which the
 tiers copy for real) behind `switchyard router` with precise prefix-cache scoring fed by
-the engines' KV events (llm-d's precise guide: prefix 3, queue 2, KV utilization 2). The
+the engines' KV events (llm-d's precise guide: prefix 3, queue 2, KV utilization 2; without the
+last with --without-kv-utilization). The
 latency model is the default calibration of the CPU engine on bench-135m scaled 10x faster
 (--speedup), so that a run takes minutes: prefill 270 us a token.
 
@@ -131,9 +132,12 @@ def run_config(a, config, workload, shared_name):
         procs += engines
         for e in engines:
             e.wait_ready()
+        scheduling = router_fleet.scoring_profile("precise")
+        if a.without_kv_utilization:
+            scheduling = scheduling.replace(
+                "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}\n", "")
         router = router_fleet.Router(a.bin, "router", log_dir, router_fleet.router_yaml(
-            engines, "bench", router_fleet.scoring_profile("precise"), threads=2,
-            tokenizer=a.model))
+            engines, "bench", scheduling, threads=2, tokenizer=a.model))
         procs.append(router)
         router.wait_ready(len(engines))
         before = engine_counters(engines)
@@ -200,6 +204,9 @@ def main():
     ap.add_argument("--speedup", type=float, default=10.0,
                     help="divide the calibrated latency model's terms by this")
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--without-kv-utilization", action="store_true",
+                    help="leave the kv-cache-utilization-scorer out of the router's profile "
+                         "(with tiers a full pool is no sign of load)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--request-timeout", type=float, default=600)
     ap.add_argument("--out-dir", type=pathlib.Path, default=REPO / "build/kv-capacity")
