@@ -557,7 +557,6 @@ void EngineCore::RetryTierLoads() {
   while (!tier_load_queue_.empty()) {
     const SeqId id = tier_load_queue_.front();
     Loading& loading = loading_.at(id);
-    TierLoadStart start = TierLoadStart::kNothingToLoad;
     if (loading.abandoned) {
       absl::Status freed = kv_->Free(id);
       SY_CHECK(freed.ok());
@@ -565,7 +564,7 @@ void EngineCore::RetryTierLoads() {
       tier_load_queue_.pop_front();
       continue;
     }
-    start = TryTierLoad(loading.seqs.front(), /*counted=*/true);
+    TierLoadStart start = TryTierLoad(loading.seqs.front(), /*counted=*/true);
     if (start == TierLoadStart::kNoRoom) {
       // Room comes back as running sequences finish and copies end; with neither, or after
       // the bound, waiting longer gains nothing.
