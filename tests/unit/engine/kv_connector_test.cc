@@ -206,14 +206,19 @@ TEST(KvConnectorP2pTest, ASourceThatHoldsNothingIsAMissNotAFailure) {
 TEST(KvConnectorP2pTest, ALookupTheLoopDoesNotAnswerInTimeIsAMissAndLendsNothing) {
   Fleet fleet(/*lender_io_timeout_ms=*/200);
   fleet.puller->StartPeerPull(1, fleet.source, std::vector<BlockHash>{Hash(1), Hash(2)}, {3, 4});
+  // The loop takes the lookup but answers only after the peer has given up.
+  std::vector<KvConnector::PendingLookup> late;
+  ASSERT_TRUE(fleet.lender_wake.WaitFor([&] {
+    late = fleet.lender->TakeLookups();
+    return !late.empty();
+  }));
   const std::vector<KvConnector::FinishedLoad> done = fleet.WaitFinished();
   ASSERT_EQ(done.size(), 1u);
   EXPECT_TRUE(done[0].status.ok()) << done[0].status;
   EXPECT_EQ(done[0].num_loaded, 0);
-  // The loop's late answer finds nobody waiting: nothing is lent, the loop keeps its pins.
-  const std::vector<KvConnector::PendingLookup> late = fleet.lender->TakeLookups();
-  for (const KvConnector::PendingLookup& lookup : late)
-    EXPECT_FALSE(fleet.lender->AnswerLookup(lookup.id, std::vector<BlockId>{1, 2}));
+  // The late answer finds nobody waiting: nothing is lent, the loop keeps its pins.
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_FALSE(fleet.lender->AnswerLookup(late[0].id, std::vector<BlockId>{1, 2}));
   EXPECT_FALSE(fleet.lender->NextLeaseDeadline().has_value());
 }
 
