@@ -46,7 +46,6 @@
 #include "engine/engine_server.h"
 #include "model/model_files.h"
 #include "model/model_text.h"
-#include "net/host_port.h"
 #include "router/endpoint.h"
 #include "router/router_config.h"
 #include "router/router_server.h"
@@ -265,8 +264,7 @@ absl::Status RunUp(const UpFlags& f) {
     if (pd)
       e.spec.labels[router::kRoleLabel] = prefill ? "prefill" : "decode";
     if (f.kv_p2p) {
-      SY_ASSIGN_OR_RETURN(net::HostPort kv, net::ParseHostPort(server->kv_transfer_address()));
-      e.spec.labels[router::kKvPortLabel] = std::to_string(kv.port);
+      e.spec.labels[router::kKvPortLabel] = std::to_string(server->core().kv_connector()->port());
     }
     e.kv_events = router::KvEventsSourceConfig{server->kv_events_endpoint(),
                                                server->kv_events_replay_endpoint(), "kv-events"};
