@@ -192,8 +192,7 @@ def markdown(results):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--bin", type=pathlib.Path, default=REPO / "build/release/src/cli/switchyard")
-    ap.add_argument("--model", type=pathlib.Path, default=REPO / "models/bench/bench-135m")
+    router_fleet.add_sim_bench_args(ap, "kv-capacity")
     ap.add_argument("--conversations", type=int, default=32)
     ap.add_argument("--turns", type=int, default=6)
     ap.add_argument("--system-tokens", type=int, default=256)
@@ -201,16 +200,10 @@ def main():
     ap.add_argument("--answer-tokens", type=int, default=16)
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--block-size", type=int, default=16)
-    ap.add_argument("--speedup", type=float, default=10.0,
-                    help="divide the calibrated latency model's terms by this")
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--without-kv-utilization", action="store_true",
                     help="leave the kv-cache-utilization-scorer out of the router's profile "
                          "(with tiers a full pool is no sign of load)")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--request-timeout", type=float, default=600)
-    ap.add_argument("--out-dir", type=pathlib.Path, default=REPO / "build/kv-capacity")
-    ap.add_argument("--json-out", type=pathlib.Path)
     ap.add_argument("--smoke", action="store_true",
                     help="seconds-long check on models/tiny-llama3: 4 conversations of 3 turns, "
                          "zero latency; exits non-zero unless every tier configuration hits "
@@ -243,10 +236,7 @@ def main():
               f"{r['tier_loads']:.0f} tier loads, {r['seconds']:.1f} s", flush=True)
     print()
     print(markdown(results))
-    print(json.dumps(results))
-    if a.json_out:
-        a.json_out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(a).items()},
-                                          "results": results}, indent=1))
+    router_fleet.write_results(a, results)
     if a.smoke:
         off = next((r["hit_rate"] for r in results if r["config"] == "off"), None)
         tiers = [r for r in results if r["config"] not in ("off", "unbounded")]

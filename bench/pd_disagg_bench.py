@@ -189,8 +189,7 @@ def markdown(results):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--bin", type=pathlib.Path, default=REPO / "build/release/src/cli/switchyard")
-    ap.add_argument("--model", type=pathlib.Path, default=REPO / "models/bench/bench-135m")
+    router_fleet.add_sim_bench_args(ap, "pd-disagg")
     ap.add_argument("--seconds", type=float, default=40)
     ap.add_argument("--streams", type=int, default=16)
     ap.add_argument("--stream-prompt-tokens", type=int, default=64)
@@ -201,13 +200,7 @@ def main():
     ap.add_argument("--long-interval", type=float, default=1.5)
     ap.add_argument("--max-num-batched-tokens", type=int, default=2048)
     ap.add_argument("--pool-blocks", type=int, default=1024)
-    ap.add_argument("--speedup", type=float, default=10.0,
-                    help="divide the calibrated latency model's terms by this")
     ap.add_argument("--fleets", default="aggregated,pd")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--request-timeout", type=float, default=600)
-    ap.add_argument("--out-dir", type=pathlib.Path, default=REPO / "build/pd-disagg")
-    ap.add_argument("--json-out", type=pathlib.Path)
     ap.add_argument("--smoke", action="store_true",
                     help="seconds-long check on models/tiny-llama3 with zero latency; exits "
                          "non-zero unless the pd fleet moved every long prompt's KV")
@@ -233,10 +226,7 @@ def main():
               + (f", ERRORS {r['errors']}" if r["errors"] else ""), flush=True)
     print()
     print(markdown(results))
-    print(json.dumps(results))
-    if a.json_out:
-        a.json_out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(a).items()},
-                                          "results": results}, indent=1))
+    router_fleet.write_results(a, results)
     if any(r["errors"] for r in results):
         return 1
     pd = next((r for r in results if r["fleet"] == "pd"), None)

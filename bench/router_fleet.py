@@ -224,6 +224,28 @@ CALIBRATED_LATENCY = {"overhead_ms": 17.5, "prefill_us_per_token": 2700.0,
                       "decode_ms_per_seq": 7.5, "attention_us_per_context_token": 35.0}
 
 
+def add_sim_bench_args(ap, out_dir):
+    """The arguments of a benchmark over simulated engines (--sim-kv-memory) on bench-135m's
+    shape: --bin, --model, --speedup (the calibrated latency model's terms are divided by
+    it), --seed, --request-timeout, --out-dir (default `out_dir` under build/), --json-out."""
+    ap.add_argument("--bin", type=pathlib.Path, default=default_bin())
+    ap.add_argument("--model", type=pathlib.Path, default=REPO / "models/bench/bench-135m")
+    ap.add_argument("--speedup", type=float, default=10.0,
+                    help="divide the calibrated latency model's terms by this")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--request-timeout", type=float, default=600)
+    ap.add_argument("--out-dir", type=pathlib.Path, default=REPO / "build" / out_dir)
+    ap.add_argument("--json-out", type=pathlib.Path)
+
+
+def write_results(a, results):
+    """Prints `results` as one JSON line and, with --json-out, keeps them with the args."""
+    print(json.dumps(results))
+    if a.json_out:
+        a.json_out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(a).items()},
+                                          "results": results}, indent=1))
+
+
 def calibrated_latency(speedup):
     """--sim-latency for the calibrated model with every term divided by `speedup`."""
     return ",".join(f"{k}={v / speedup:g}" for k, v in CALIBRATED_LATENCY.items())
