@@ -29,17 +29,7 @@ namespace {
 // The index's tier of a KV event's medium (absent: the pool, as vLLM omits it); nullopt for
 // media the index does not keep.
 std::optional<KvTier> TierOf(const std::optional<std::string>& medium) {
-  if (!medium.has_value() || *medium == kvx::kMediumGpu)
-    return KvTier::kPool;
-  if (*medium == kvx::kMediumCpu)
-    return KvTier::kHost;
-  if (*medium == kvx::kMediumDisk)
-    return KvTier::kDisk;
-  return std::nullopt;
-}
-
-uint8_t Bit(KvTier tier) {
-  return static_cast<uint8_t>(1u << static_cast<unsigned>(tier));
+  return medium.has_value() ? KvTierOfMedium(*medium) : KvTier::kPool;
 }
 
 }  // namespace
@@ -76,7 +66,7 @@ void KvEventIndexer::Stored(const std::string& endpoint, const kvx::BlockStored&
     keys.push_back(parent);
     Known& known = map[e.block_hashes[i]];
     known.key = parent;
-    known.tiers = static_cast<uint8_t>(known.tiers | Bit(*tier));
+    known.tiers = static_cast<uint8_t>(known.tiers | KvTierBit(*tier));
   }
   index_->Add(endpoint, keys, *tier);
 }
@@ -91,7 +81,7 @@ void KvEventIndexer::StoredInTier(const std::string& endpoint, const kvx::BlockS
       ++skipped_;  // never in the pool while the router listened: no tokens to key it by
       continue;
     }
-    it->second.tiers = static_cast<uint8_t>(it->second.tiers | Bit(tier));
+    it->second.tiers = static_cast<uint8_t>(it->second.tiers | KvTierBit(tier));
     keys.push_back(it->second.key);
   }
   index_->Add(endpoint, keys, tier);
@@ -107,10 +97,10 @@ void KvEventIndexer::Removed(const std::string& endpoint, const kvx::BlockRemove
   std::vector<uint64_t> keys;
   for (const kvx::EventHash& h : e.block_hashes) {
     auto it = found->second.find(h);
-    if (it == found->second.end() || (it->second.tiers & Bit(*tier)) == 0)
+    if (it == found->second.end() || (it->second.tiers & KvTierBit(*tier)) == 0)
       continue;
     keys.push_back(it->second.key);
-    it->second.tiers = static_cast<uint8_t>(it->second.tiers & ~Bit(*tier));
+    it->second.tiers = static_cast<uint8_t>(it->second.tiers & ~KvTierBit(*tier));
     if (it->second.tiers == 0)
       found->second.erase(it);
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kvx/kv_events.h"
+
 namespace switchyard::router {
 namespace {
 
@@ -9,11 +11,17 @@ size_t Index(KvTier tier) {
   return static_cast<size_t>(tier);
 }
 
-uint8_t Bit(KvTier tier) {
-  return static_cast<uint8_t>(1u << Index(tier));
-}
-
 }  // namespace
+
+std::optional<KvTier> KvTierOfMedium(std::string_view medium) {
+  if (medium == kvx::kMediumGpu)
+    return KvTier::kPool;
+  if (medium == kvx::kMediumCpu)
+    return KvTier::kHost;
+  if (medium == kvx::kMediumDisk)
+    return KvTier::kDisk;
+  return std::nullopt;
+}
 
 PrefixIndex::EndpointId PrefixIndex::Intern(const std::string& endpoint) {
   auto [it, inserted] = ids_.try_emplace(endpoint, static_cast<EndpointId>(endpoints_.size()));
@@ -32,7 +40,7 @@ void PrefixIndex::Drop(EndpointId id, uint64_t key, KvTier tier) {
   for (auto it = v.begin(); it != v.end(); ++it) {
     if (it->id != id)
       continue;
-    it->tiers = static_cast<TierMask>(it->tiers & ~Bit(tier));
+    it->tiers = static_cast<TierMask>(it->tiers & ~KvTierBit(tier));
     if (it->tiers == 0)
       v.erase(it);
     break;
@@ -76,9 +84,9 @@ void PrefixIndex::Add(const std::string& endpoint, std::span<const uint64_t> key
     auto holder =
         std::find_if(holders.begin(), holders.end(), [id](const Holder& h) { return h.id == id; });
     if (holder == holders.end())
-      holders.push_back({id, Bit(tier)});
+      holders.push_back({id, KvTierBit(tier)});
     else
-      holder->tiers = static_cast<TierMask>(holder->tiers | Bit(tier));
+      holder->tiers = static_cast<TierMask>(holder->tiers | KvTierBit(tier));
   }
   Trim(id, tier);
 }

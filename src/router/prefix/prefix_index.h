@@ -14,8 +14,10 @@
 #include <array>
 #include <cstdint>
 #include <list>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -31,6 +33,13 @@ inline constexpr size_t kNumKvTiers = 3;
 // The weight of a block held in each tier, by KvTier.
 using KvTierWeights = std::array<double, kNumKvTiers>;
 inline constexpr KvTierWeights kDefaultKvTierWeights = {1.0, 0.8, 0.6};
+// The tier a KV event's medium names (kvx::kMediumGpu, kMediumCpu, kMediumDisk); nullopt for
+// a medium the index does not keep.
+std::optional<KvTier> KvTierOfMedium(std::string_view medium);
+// A tier's bit in a mask of tiers.
+inline uint8_t KvTierBit(KvTier tier) {
+  return static_cast<uint8_t>(1u << static_cast<unsigned>(tier));
+}
 
 class PrefixIndex {
  public:

@@ -12,7 +12,6 @@
 
 #include "base/config.h"
 #include "base/status_macros.h"
-#include "kvx/kv_events.h"
 #include "router/scheduling/label_filters.h"
 #include "router/scheduling/load_scorers.h"
 #include "router/scheduling/pickers.h"
@@ -134,14 +133,7 @@ absl::StatusOr<KvTierWeights> MediumWeights(const YAML::Node& p, const std::stri
     return absl::InvalidArgumentError(fmt::format("{}: mediumWeights must be a map", where));
   for (const auto& entry : node) {
     const std::string medium = entry.first.Scalar();
-    std::optional<KvTier> tier;
-    if (medium == kvx::kMediumGpu) {
-      tier = KvTier::kPool;
-    } else if (medium == kvx::kMediumCpu) {
-      tier = KvTier::kHost;
-    } else if (medium == kvx::kMediumDisk) {
-      tier = KvTier::kDisk;
-    }
+    const std::optional<KvTier> tier = KvTierOfMedium(medium);
     double weight = -1;
     if (!tier.has_value() || !YAML::convert<double>::decode(entry.second, weight) ||
         !(weight >= 0 && weight <= 1)) {
