@@ -4,9 +4,11 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 #include "fmt/format.h"
@@ -16,13 +18,18 @@
 namespace switchyard::kvx {
 namespace {
 
-constexpr uint64_t kMagic = 0x5359'4b56'4944'5801;  // "SYKVIDX", version 1
+constexpr uint64_t kMagic = 0x5359'4b56'4944'5802;  // "SYKVIDX", version 2
 constexpr int64_t kNone = -1;
 
 enum State : int32_t { kFree = 0, kWriting = 1, kReadable = 2 };
 
 int64_t NumBuckets(int64_t num_slots) {
   return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(num_slots) * 2));
+}
+
+// Whether `pid` names no process (another one's pid that exists is alive; ours is alive).
+bool IsDead(int32_t pid) {
+  return pid != getpid() && ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 uint64_t KeyHash(const BlockTierIndex::Key& key) {
@@ -48,12 +55,16 @@ struct BlockTierIndex::Header {
 };
 
 struct BlockTierIndex::Slot {
+  // A process with pins on the slot; pid 0 marks an unused entry.
+  struct Reader {
+    int32_t pid;
+    int32_t pins;
+  };
   Key key;
   int32_t state;
-  int32_t pins;
   // The process writing it (kWriting).
   int32_t writer_pid;
-  int32_t unused;
+  Reader readers[kMaxReaders];
   int64_t prev;
   int64_t next;
   // The next slot in its key's bucket (writing or readable).
@@ -176,22 +187,51 @@ void BlockTierIndex::RemoveFromBucket(int64_t slot) {
 void BlockTierIndex::Free(int64_t slot) {
   Slot& s = slots_[slot];
   s.state = kFree;
-  s.pins = 0;
   s.next = header_->free_head;
   header_->free_head = slot;
   ++header_->num_free;
 }
 
-int64_t BlockTierIndex::ReclaimOrphanWrite() {
-  for (int64_t s = 0; s < num_slots_; ++s) {
-    const Slot& slot = slots_[s];
-    if (slot.state == kWriting && slot.writer_pid != getpid() && ::kill(slot.writer_pid, 0) != 0 &&
-        errno == ESRCH) {
-      RemoveFromBucket(s);
-      return s;
+int32_t BlockTierIndex::Pins(int64_t slot) const {
+  int32_t pins = 0;
+  for (const Slot::Reader& reader : slots_[slot].readers)
+    pins += reader.pins;
+  return pins;
+}
+
+bool BlockTierIndex::DropDeadReaders(int64_t slot) {
+  Slot& s = slots_[slot];
+  bool dropped = false;
+  for (Slot::Reader& reader : s.readers) {
+    if (reader.pid != 0 && IsDead(reader.pid)) {
+      reader = Slot::Reader{};
+      dropped = true;
     }
   }
-  return kNone;
+  if (!dropped || Pins(slot) > 0)
+    return false;
+  PushBack(slot);
+  return true;
+}
+
+int64_t BlockTierIndex::ReclaimDeadHoldersLocked() {
+  int64_t reclaimed = 0;
+  for (int64_t s = 0; s < num_slots_; ++s) {
+    const Slot& slot = slots_[s];
+    if (slot.state == kWriting && IsDead(slot.writer_pid)) {
+      RemoveFromBucket(s);
+      Free(s);
+      ++reclaimed;
+    } else if (slot.state == kReadable && Pins(s) > 0 && DropDeadReaders(s)) {
+      ++reclaimed;
+    }
+  }
+  return reclaimed;
+}
+
+int64_t BlockTierIndex::ReclaimDeadHolders() {
+  Lock lock(header_);
+  return ReclaimDeadHoldersLocked();
 }
 
 std::optional<int64_t> BlockTierIndex::BeginWrite(const Key& key, std::optional<Key>* evicted) {
@@ -199,22 +239,26 @@ std::optional<int64_t> BlockTierIndex::BeginWrite(const Key& key, std::optional<
   Lock lock(header_);
   if (Find(key) != kNone)
     return std::nullopt;
+  // With no free or evictable slot, slots held by dead processes may become either.
+  if (header_->free_head == kNone && header_->lru_head == kNone &&
+      ReclaimDeadHoldersLocked() == 0) {
+    return std::nullopt;
+  }
   int64_t slot = header_->free_head;
   if (slot != kNone) {
     header_->free_head = slots_[slot].next;
     --header_->num_free;
-  } else if ((slot = header_->lru_head) != kNone) {
+  } else {
+    slot = header_->lru_head;
     Unlink(slot);
     RemoveFromBucket(slot);
     *evicted = slots_[slot].key;
     --header_->num_readable;
-  } else if ((slot = ReclaimOrphanWrite()) == kNone) {
-    return std::nullopt;
   }
   Slot& s = slots_[slot];
   s.key = key;
   s.state = kWriting;
-  s.pins = 0;
+  std::fill(std::begin(s.readers), std::end(s.readers), Slot::Reader{});
   s.writer_pid = getpid();
   s.prev = s.next = kNone;
   int64_t& bucket = buckets_[KeyHash(key) & static_cast<uint64_t>(header_->num_buckets - 1)];
@@ -242,23 +286,45 @@ std::optional<int64_t> BlockTierIndex::Acquire(const Key& key) {
   const int64_t slot = Find(key);
   if (slot == kNone || slots_[slot].state != kReadable)
     return std::nullopt;
-  if (slots_[slot].pins++ == 0)
+  Slot::Reader* readers = slots_[slot].readers;
+  const int32_t pid = getpid();
+  Slot::Reader* mine = std::find_if(readers, readers + kMaxReaders,
+                                    [pid](const Slot::Reader& r) { return r.pid == pid; });
+  if (mine == readers + kMaxReaders) {
+    // A new reader: an unused entry, else one a dead process left.
+    auto unused = [](const Slot::Reader& r) { return r.pid == 0; };
+    mine = std::find_if(readers, readers + kMaxReaders, unused);
+    if (mine == readers + kMaxReaders) {
+      DropDeadReaders(slot);
+      mine = std::find_if(readers, readers + kMaxReaders, unused);
+    }
+    if (mine == readers + kMaxReaders)
+      return std::nullopt;
+    mine->pid = pid;
+  }
+  if (Pins(slot) == 0)
     Unlink(slot);
+  ++mine->pins;
   return slot;
 }
 
 void BlockTierIndex::Release(int64_t slot) {
   Lock lock(header_);
   Slot& s = slots_[slot];
-  SY_CHECK(s.state == kReadable && s.pins > 0);
-  if (--s.pins == 0)
+  const int32_t pid = getpid();
+  Slot::Reader* mine = std::find_if(std::begin(s.readers), std::end(s.readers),
+                                    [pid](const Slot::Reader& r) { return r.pid == pid; });
+  SY_CHECK(s.state == kReadable && mine != std::end(s.readers));
+  if (--mine->pins == 0)
+    *mine = Slot::Reader{};
+  if (Pins(slot) == 0)
     PushBack(slot);
 }
 
 void BlockTierIndex::Discard(int64_t slot) {
   Lock lock(header_);
   Slot& s = slots_[slot];
-  SY_CHECK(s.state == kReadable && s.pins == 0);
+  SY_CHECK(s.state == kReadable && Pins(slot) == 0);
   Unlink(slot);
   RemoveFromBucket(slot);
   --header_->num_readable;
@@ -267,9 +333,8 @@ void BlockTierIndex::Discard(int64_t slot) {
 
 bool BlockTierIndex::IsPinned(int64_t slot) const {
   Lock lock(header_);
-  const Slot& s = slots_[slot];
-  SY_CHECK(s.state == kReadable);
-  return s.pins > 0;
+  SY_CHECK(slots_[slot].state == kReadable);
+  return Pins(slot) > 0;
 }
 
 bool BlockTierIndex::IsReadable(const Key& key) const {

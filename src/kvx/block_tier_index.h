@@ -19,9 +19,12 @@
 // The index is a fixed-size record (no pointers, no allocation after creation) in memory it
 // is given, so it can live in shared memory and serve several processes at once
 // (SharedHostTier): every call takes its lock, a process-shared robust mutex, so calls from
-// any thread of any process attached to it are safe. A process that dies while writing a
-// slot leaves it to be reclaimed (its pid is kept); one that dies holding pins leaks those
-// slots until the memory is made again.
+// any thread of any process attached to it are safe. Each slot keeps the pid of its writer
+// and of each process holding pins (up to kMaxReaders processes at once), so what a process
+// killed mid-write or mid-read held is taken back: by ReclaimDeadHolders, and by BeginWrite
+// and Acquire when they find no room. Pids are those of one pid namespace (every process on
+// one host without containers, or one container's); a dead holder whose pid was reused keeps
+// its slots until that process ends.
 #pragma once
 
 #include <array>
@@ -39,6 +42,8 @@ namespace switchyard::kvx {
 class BlockTierIndex {
  public:
   using Key = std::array<uint8_t, 32>;
+  // Processes that may hold pins on one slot at once.
+  static constexpr int kMaxReaders = 8;
 
   // An index of its own (private memory). REQUIRES: num_slots >= 1.
   explicit BlockTierIndex(int64_t num_slots);
@@ -62,11 +67,12 @@ class BlockTierIndex {
   // Ends the write BeginWrite started. REQUIRES: the slot is being written.
   void EndWrite(int64_t slot, bool ok);
 
-  // The readable slot holding `key`, with one more pin; nullopt when the key is not
-  // readable (absent, or still being written).
+  // The readable slot holding `key`, with one more pin held by this process; nullopt when
+  // the key is not readable (absent, or still being written) or kMaxReaders other live
+  // processes hold pins on it.
   std::optional<int64_t> Acquire(const Key& key);
-  // Drops a pin; the last one makes the block the most recently used.
-  // REQUIRES: the slot is readable and pinned.
+  // Drops one of this process's pins; the last pin makes the block the most recently used.
+  // REQUIRES: the slot is readable and this process pinned it.
   void Release(int64_t slot);
 
   // Forgets a readable, unpinned block whose bytes turned out bad (a corrupt disk entry):
@@ -75,6 +81,10 @@ class BlockTierIndex {
 
   // Whether a readable slot has pins. REQUIRES: the slot is readable.
   bool IsPinned(int64_t slot) const;
+
+  // Drops the pins of processes that no longer exist and frees the slots they were writing;
+  // returns how many slots that gave back.
+  int64_t ReclaimDeadHolders();
 
   // Whether `key` is readable now.
   bool IsReadable(const Key& key) const;
@@ -102,9 +112,13 @@ class BlockTierIndex {
   void PushBack(int64_t slot);
   void RemoveFromBucket(int64_t slot);
   void Free(int64_t slot);
-  // A slot being written by a process that no longer exists, taken out of its bucket for
-  // reuse (it stays counted as used); -1 when none.
-  int64_t ReclaimOrphanWrite();
+  // Pins held on `slot` (readable) by any process.
+  int32_t Pins(int64_t slot) const;
+  // Drops the pins on a readable `slot` of processes that no longer exist; true when that
+  // left it unpinned (it is then the most recently used).
+  bool DropDeadReaders(int64_t slot);
+  // The ReclaimDeadHolders work, under the lock.
+  int64_t ReclaimDeadHoldersLocked();
 
   std::vector<std::byte> own_memory_;
   Header* header_ = nullptr;

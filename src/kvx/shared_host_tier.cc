@@ -20,7 +20,7 @@
 namespace switchyard::kvx {
 namespace {
 
-constexpr uint64_t kMagic = 0x5359'4b56'5348'5401;  // "SYKVSHT", version 1
+constexpr uint64_t kMagic = 0x5359'4b56'5348'5402;  // "SYKVSHT", version 2
 constexpr size_t kPage = 4096;
 
 struct Header {
@@ -31,6 +31,8 @@ struct Header {
   std::array<uint8_t, 32> compatibility;
   int64_t num_slots;
   uint64_t block_bytes;
+  // The maker's pid namespace (PidNamespace()): the index names holders by pid.
+  uint64_t pid_namespace;
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
@@ -40,6 +42,12 @@ size_t RoundUp(size_t n, size_t to) {
 
 absl::Status SystemError(const std::string& what, int err) {
   return absl::InternalError(fmt::format("{}: {}", what, std::system_category().message(err)));
+}
+
+// This process's pid namespace as its /proc inode; 0 without /proc.
+uint64_t PidNamespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
 }
 
 bool ValidName(const std::string& name) {
@@ -111,6 +119,7 @@ absl::StatusOr<std::unique_ptr<SharedHostTier>> SharedHostTier::Open(
     header->compatibility = compatibility;
     header->num_slots = num_slots;
     header->block_bytes = block_bytes;
+    header->pid_namespace = PidNamespace();
     SY_ASSIGN_OR_RETURN(tier->index_, BlockTierIndex::InMemory(index_memory, num_slots,
                                                                /*initialize=*/true));
     header->ready.store(1, std::memory_order_release);
@@ -133,8 +142,16 @@ absl::StatusOr<std::unique_ptr<SharedHostTier>> SharedHostTier::Open(
         "geometry; give this engine another name or remove it",
         tier->path_));
   }
+  if (header->pid_namespace != PidNamespace()) {
+    return absl::FailedPreconditionError(fmt::format(
+        "the shared KV tier /dev/shm{} was made in another pid namespace (another container); "
+        "engines share a tier only within one, so give this engine another name",
+        tier->path_));
+  }
   SY_ASSIGN_OR_RETURN(tier->index_, BlockTierIndex::InMemory(index_memory, num_slots,
                                                              /*initialize=*/false));
+  // What an engine killed while using the tier held (a restarted one usually joins here).
+  tier->index_->ReclaimDeadHolders();
   return tier;
 }
 

@@ -6,7 +6,8 @@
 //
 // so a prefix one engine stored is a hit for its neighbours. The first process to open the
 // name makes it (O_EXCL) and builds the index; the others map it, wait for its ready flag and
-// check that it holds the same KV (model, dtype, shape, layout) in the same geometry. The
+// check that it holds the same KV (model, dtype, shape, layout) in the same geometry, made in
+// the same pid namespace (the index tells live holders from dead ones by pid). The
 // object outlives the processes (a later engine finds the blocks still there); remove
 // /dev/shm/switchyard-kv-<name> to start over.
 //
@@ -31,7 +32,8 @@ class SharedHostTier {
  public:
   // Makes or maps the tier named `name` ([A-Za-z0-9._-], at most 200 characters).
   // InvalidArgument for a bad name; FailedPrecondition when the existing tier holds other KV
-  // or another number of slots or block size, or was never finished by its maker; the
+  // or another number of slots or block size, was made in another pid namespace, or was
+  // never finished by its maker; the
   // system's error otherwise.
   static absl::StatusOr<std::unique_ptr<SharedHostTier>> Open(
       const std::string& name, int64_t num_slots, size_t block_bytes,

@@ -1,14 +1,24 @@
 // BlockTierIndex: slot states (free, being written, readable and pinned), LRU eviction of
-// readable unpinned slots, and a randomized run against a reference model of the contract.
+// readable unpinned slots, what processes killed while holding slots leave (forked children
+// over shared memory), and a randomized run against a reference model of the contract.
 #include "kvx/block_tier_index.h"
 
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
 #include <vector>
 
 #include "gtest/gtest.h"
+
+#include "base/logging.h"
 
 namespace switchyard::kvx {
 namespace {
@@ -198,6 +208,134 @@ TEST(BlockTierIndexTest, CountersFollowTheSlotStates) {
   EXPECT_EQ(index.num_readable(), 1);
   index.Release(*a);
   EXPECT_EQ(index.num_slots(), 3);
+}
+
+// An index in anonymous shared memory, so forked children use the same one.
+class SharedIndex {
+ public:
+  explicit SharedIndex(int64_t num_slots) : bytes_(BlockTierIndex::BytesFor(num_slots)) {
+    memory_ = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    SY_CHECK(memory_ != MAP_FAILED);
+    index_ = *BlockTierIndex::InMemory({static_cast<std::byte*>(memory_), bytes_}, num_slots,
+                                       /*initialize=*/true);
+  }
+  ~SharedIndex() {
+    index_.reset();
+    ::munmap(memory_, bytes_);
+  }
+  SharedIndex(const SharedIndex&) = delete;
+  SharedIndex& operator=(const SharedIndex&) = delete;
+
+  BlockTierIndex& operator*() { return *index_; }
+  BlockTierIndex* operator->() { return index_.get(); }
+
+ private:
+  size_t bytes_;
+  void* memory_ = nullptr;
+  std::unique_ptr<BlockTierIndex> index_;
+};
+
+// A child process that runs `hold` (true: it got what it wanted) and then waits to be killed;
+// the constructor returns once `hold` ran. held() says what it returned.
+class Holder {
+ public:
+  explicit Holder(const std::function<bool()>& hold) {
+    int fds[2];
+    SY_CHECK(::pipe(fds) == 0);
+    pid_ = ::fork();
+    SY_CHECK(pid_ >= 0);
+    if (pid_ == 0) {
+      const char held = hold() ? 1 : 0;
+      (void)!::write(fds[1], &held, 1);
+      for (;;)
+        ::pause();
+    }
+    ::close(fds[1]);
+    char held = 0;
+    SY_CHECK(::read(fds[0], &held, 1) == 1);
+    ::close(fds[0]);
+    held_ = held == 1;
+  }
+  ~Holder() { Kill(); }
+  Holder(const Holder&) = delete;
+  Holder& operator=(const Holder&) = delete;
+
+  bool held() const { return held_; }
+  // kill -9, and reaped: its pid names no process from here on.
+  void Kill() {
+    if (pid_ <= 0)
+      return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+  }
+
+ private:
+  pid_t pid_ = 0;
+  bool held_ = false;
+};
+
+TEST(BlockTierIndexTest, PinsOfAReaderKilledMidReadAreTakenBackWhenRoomRunsOut) {
+  SharedIndex index(1);
+  const int64_t slot = Store(*index, K(1));
+  Holder reader([&] { return index->Acquire(K(1)).has_value(); });
+  ASSERT_TRUE(reader.held());
+  EXPECT_TRUE(index->IsPinned(slot));
+  std::optional<Key> evicted;
+  // A live reader's pin holds.
+  EXPECT_EQ(index->BeginWrite(K(2), &evicted), std::nullopt);
+  EXPECT_EQ(index->ReclaimDeadHolders(), 0);
+
+  reader.Kill();
+  EXPECT_TRUE(index->IsPinned(slot));
+  EXPECT_EQ(index->BeginWrite(K(2), &evicted), slot);
+  EXPECT_EQ(evicted, K(1));
+}
+
+TEST(BlockTierIndexTest, ReclaimingGivesBackWhatDeadWritersAndReadersHeld) {
+  SharedIndex index(3);
+  const int64_t read = Store(*index, K(1));
+  Holder writer([&] {
+    std::optional<Key> evicted;
+    return index->BeginWrite(K(2), &evicted).has_value();
+  });
+  Holder reader([&] { return index->Acquire(K(1)).has_value(); });
+  ASSERT_TRUE(writer.held() && reader.held());
+  // Our own pin on the same block outlives the dead reader's.
+  ASSERT_EQ(index->Acquire(K(1)), read);
+  EXPECT_EQ(index->ReclaimDeadHolders(), 0);
+
+  writer.Kill();
+  reader.Kill();
+  EXPECT_EQ(index->ReclaimDeadHolders(), 1);  // the write; the block is still ours
+  EXPECT_FALSE(index->Contains(K(2)));
+  EXPECT_EQ(index->num_used(), 1);
+  EXPECT_TRUE(index->IsPinned(read));
+  index->Release(read);
+  EXPECT_FALSE(index->IsPinned(read));
+  EXPECT_EQ(index->ReclaimDeadHolders(), 0);
+}
+
+TEST(BlockTierIndexTest, AtMostMaxReadersProcessesPinOneSlotAndDeadOnesMakeRoom) {
+  SharedIndex index(2);
+  const int64_t slot = Store(*index, K(1));
+  std::vector<std::unique_ptr<Holder>> readers;
+  for (int i = 0; i < BlockTierIndex::kMaxReaders; ++i) {
+    readers.push_back(std::make_unique<Holder>([&] { return index->Acquire(K(1)).has_value(); }));
+    ASSERT_TRUE(readers.back()->held());
+  }
+  // One process more finds the block as if it were not there.
+  EXPECT_EQ(index->Acquire(K(1)), std::nullopt);
+  readers.front()->Kill();
+  ASSERT_EQ(index->Acquire(K(1)), slot);
+  // Many pins of one process take one entry.
+  ASSERT_EQ(index->Acquire(K(1)), slot);
+  index->Release(slot);
+  index->Release(slot);
+  readers.clear();
+  EXPECT_TRUE(index->IsPinned(slot));
+  EXPECT_EQ(index->ReclaimDeadHolders(), 1);
+  EXPECT_FALSE(index->IsPinned(slot));
 }
 
 // The contract as a plain model: per slot its state, key and pins, and a use stamp that

@@ -1,6 +1,8 @@
 #include "kvx/shared_host_tier.h"
 
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -53,6 +55,67 @@ TEST_F(SharedHostTierTest, ASecondOpenerSharesTheIndexAndTheBlocks) {
   // One index: the key is held for both, so neither writes it again.
   EXPECT_FALSE((*second)->index().BeginWrite(Key(7), &evicted).has_value());
   EXPECT_EQ((*first)->index().num_used(), 1);
+}
+
+TEST_F(SharedHostTierTest, JoiningTakesBackWhatAKilledEngineHeld) {
+  auto first = SharedHostTier::Open(name_, 4, 64, Digest(1));
+  ASSERT_TRUE(first.ok()) << first.status();
+  std::optional<BlockTierIndex::Key> evicted;
+  const std::optional<int64_t> stored = (*first)->index().BeginWrite(Key(1), &evicted);
+  ASSERT_TRUE(stored.has_value());
+  (*first)->index().EndWrite(*stored, /*ok=*/true);
+
+  // An engine that dies mid-write of one block and mid-read of another.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto engine = SharedHostTier::Open(name_, 4, 64, Digest(1));
+    const bool held = engine.ok() && (*engine)->index().BeginWrite(Key(2), &evicted) &&
+                      (*engine)->index().Acquire(Key(1));
+    ::_exit(held ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE((*first)->index().Contains(Key(2)));
+  EXPECT_TRUE((*first)->index().IsPinned(*stored));
+
+  auto restarted = SharedHostTier::Open(name_, 4, 64, Digest(1));
+  ASSERT_TRUE(restarted.ok()) << restarted.status();
+  EXPECT_FALSE((*restarted)->index().Contains(Key(2)));
+  EXPECT_FALSE((*restarted)->index().IsPinned(*stored));
+  EXPECT_EQ((*restarted)->index().num_used(), 1);
+}
+
+TEST_F(SharedHostTierTest, AnEngineInAnotherPidNamespaceIsRefused) {
+  auto first = SharedHostTier::Open(name_, 4, 64, Digest(1));
+  ASSERT_TRUE(first.ok()) << first.status();
+  // The child moves its children into a new pid namespace (a user namespace lets an
+  // unprivileged process do so); its child then joins. Exit codes: 0 refused as expected,
+  // 1 anything else, 2 no namespaces here.
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (::unshare(CLONE_NEWPID) != 0 && ::unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0)
+      ::_exit(2);
+    const pid_t inner = ::fork();
+    if (inner == 0) {
+      auto joined = SharedHostTier::Open(name_, 4, 64, Digest(1));
+      ::_exit(!joined.ok() &&
+                      joined.status().message().find("pid namespace") != std::string_view::npos
+                  ? 0
+                  : 1);
+    }
+    int inner_status = 0;
+    ::waitpid(inner, &inner_status, 0);
+    ::_exit(WIFEXITED(inner_status) ? WEXITSTATUS(inner_status) : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 2)
+    GTEST_SKIP() << "no pid namespaces here";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 TEST_F(SharedHostTierTest, AnotherModelOrGeometryIsRefused) {
