@@ -141,9 +141,10 @@ std::vector<PrefixIndex::EndpointMatch> PrefixIndex::Match(std::span<const uint6
     return out;
   // Endpoints still matching, and the result slot of each.
   std::vector<std::pair<EndpointId, size_t>> alive;
+  const auto in_pool = [](TierMask mask) { return (mask & KvTierBit(KvTier::kPool)) != 0; };
   for (const Holder& h : first->second) {
     alive.emplace_back(h.id, out.size());
-    out.push_back({endpoints_[h.id].name, 1, weight(h.tiers)});
+    out.push_back({endpoints_[h.id].name, 1, weight(h.tiers), in_pool(h.tiers) ? 1u : 0u});
   }
   for (size_t i = 1; i < keys.size() && !alive.empty(); ++i) {
     auto h = holders_.find(keys[i]);
@@ -155,8 +156,11 @@ std::vector<PrefixIndex::EndpointMatch> PrefixIndex::Match(std::span<const uint6
       auto holder = std::find_if(holders.begin(), holders.end(),
                                  [id = id](const Holder& x) { return x.id == id; });
       if (holder != holders.end()) {
-        out[slot].blocks = i + 1;
-        out[slot].weighted_blocks += weight(holder->tiers);
+        EndpointMatch& m = out[slot];
+        m.blocks = i + 1;
+        m.weighted_blocks += weight(holder->tiers);
+        if (m.pool_blocks == i && in_pool(holder->tiers))
+          m.pool_blocks = i + 1;
         alive[kept++] = {id, slot};
       }
     }

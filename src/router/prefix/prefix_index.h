@@ -60,6 +60,7 @@ class PrefixIndex {
     std::string endpoint;
     size_t blocks = 0;           // leading keys held, in any tier
     double weighted_blocks = 0;  // the same keys, each weighted by its best tier
+    size_t pool_blocks = 0;      // leading keys held in the pool (what a peer can pull)
   };
   // Endpoints holding at least the first key, with their matched prefix lengths.
   std::vector<EndpointMatch> Match(std::span<const uint64_t> keys,

@@ -20,18 +20,23 @@
 namespace switchyard::router {
 
 // What the prefix-cache scorer predicted in a cycle (llm-d's PrefixCacheMatchInfo): per
-// scored endpoint, how many of the prompt's tokens it should already hold. Written by the
-// scorer's Score (a later prefix scorer in the profile replaces it), read after the pick for
-// the prefix-hit metrics, so nothing is matched twice.
+// scored endpoint, how many of the prompt's leading tokens it should already hold. Written by
+// the scorer's Score (a later prefix scorer in the profile replaces it), read after the pick
+// for the prefix-hit metrics, the P/D decider and the P2P source, so nothing is matched twice.
 struct PrefixMatch {
+  struct Holder {
+    std::string name;
+    int64_t tokens = 0;       // in any tier: the endpoint serves them without computing
+    int64_t pool_tokens = 0;  // in its pool: what it lends a peer (<= tokens)
+  };
   int64_t prompt_tokens = 0;
-  std::vector<std::pair<std::string, int64_t>> cached_tokens;  // (endpoint name, tokens)
+  std::vector<Holder> cached;  // endpoints holding at least one block
 
   // 0 for an endpoint the scorer did not see or matched nothing on.
   int64_t CachedTokens(std::string_view endpoint) const {
-    for (const auto& [name, tokens] : cached_tokens) {
-      if (name == endpoint)
-        return tokens;
+    for (const Holder& e : cached) {
+      if (e.name == endpoint)
+        return e.tokens;
     }
     return 0;
   }

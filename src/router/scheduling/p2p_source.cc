@@ -28,11 +28,12 @@ std::optional<std::string> P2pSourceProducer::Source(const CycleState& cycle,
   const int64_t needed = match.CachedTokens(picked.name) + min_extra_tokens_;
   int64_t best_tokens = needed - 1;  // the source found holds more than this
   std::optional<std::string> best;
-  for (const auto& [name, tokens] : match.cached_tokens) {
+  for (const PrefixMatch::Holder& holder : match.cached) {
+    const int64_t tokens = holder.pool_tokens;
     if (tokens <= best_tokens)
       continue;
     for (const Endpoint& e : snapshot) {
-      if (e.name != name)
+      if (e.name != holder.name)
         continue;
       const std::optional<uint16_t> port = KvPort(e);
       if (!port.has_value() || !net::ParseHostPort(e.address).ok())

@@ -12,9 +12,11 @@
 //
 // What each endpoint holds is what the profile's prefix-cache-scorer predicted
 // (CycleState::prefix_match): in a profile without one there is no prediction and never a
-// source. The source is the endpoint holding the most of the prompt among those the scorer
-// saw, other than the pick, in the snapshot the pick was made from, with a KV port; HOST is
-// the host of its address as written there (an IPv6 literal keeps its brackets).
+// source. A peer lends only what its pool holds (not its host or disk tier), so the source
+// is the endpoint whose pool holds the most of the prompt among those the scorer saw, other
+// than the pick, in the snapshot the pick was made from, with a KV port; the pick counts
+// everything it holds, its tiers included. HOST is the host of the source's address as
+// written there (an IPv6 literal keeps its brackets).
 //
 // It is referenced from the profile that picks the request's endpoint (the decode profile
 // under a disagg-profile-handler), at most one per profile, without a weight. The router asks

@@ -38,7 +38,7 @@ std::vector<CandidateMatch> PrefixMatcher::Matches(std::span<const uint64_t> key
   if (matches.empty())
     return out;
   auto match = [](const PrefixIndex::EndpointMatch& m) {
-    return CandidateMatch{m.blocks, m.weighted_blocks};
+    return CandidateMatch{m.blocks, m.weighted_blocks, m.pool_blocks};
   };
   // A few candidates are found by a scan; a fleet by a map of their names.
   constexpr size_t kScanAtMost = 16;
@@ -87,9 +87,11 @@ void PrefixCacheScorer::Score(const SchedulingRequest& request, CycleState& cycl
     scores[i] = w * length * length + (1 - w) * ratio;
     if (matched[i].blocks > 0) {
       // Approximate keys include the trailing partial block: cap at the prompt.
-      prediction.cached_tokens.emplace_back(
-          candidates[i]->name,
-          std::min(prediction.prompt_tokens, static_cast<int64_t>(matched[i].blocks) * block_size));
+      auto to_tokens = [&](size_t blocks) {
+        return std::min(prediction.prompt_tokens, static_cast<int64_t>(blocks) * block_size);
+      };
+      prediction.cached.push_back(
+          {candidates[i]->name, to_tokens(matched[i].blocks), to_tokens(matched[i].pool_blocks)});
     }
   }
 }

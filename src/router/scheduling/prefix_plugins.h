@@ -52,10 +52,12 @@ struct PrefixMatchOptions {
   KvTierWeights tier_weights = kDefaultKvTierWeights;
 };
 
-// One candidate's match: leading blocks held in any tier, and their tier-weighted sum.
+// One candidate's match: leading blocks held in any tier, their tier-weighted sum, and the
+// leading blocks held in the pool.
 struct CandidateMatch {
   size_t blocks = 0;
   double weighted_blocks = 0;
+  size_t pool_blocks = 0;
 };
 
 // Matches requests against an index. Borrows the index.

@@ -24,10 +24,14 @@ Endpoint At(std::string address, std::optional<std::string> kv_port = std::nullo
   return e;
 }
 
-// A cycle whose prefix-cache scorer predicted `cached` (endpoint name, tokens) of 1000 tokens.
-CycleState Predicted(std::vector<std::pair<std::string, int64_t>> cached) {
+// A cycle whose prefix-cache scorer predicted `cached` (endpoint name, tokens, all in the
+// pool) of 1000 tokens.
+CycleState Predicted(const std::vector<std::pair<std::string, int64_t>>& cached) {
   CycleState cycle;
-  cycle.prefix_match = PrefixMatch{1000, std::move(cached)};
+  PrefixMatch& match = cycle.prefix_match.emplace();
+  match.prompt_tokens = 1000;
+  for (const auto& [name, tokens] : cached)
+    match.cached.push_back({name, tokens, tokens});
   return cycle;
 }
 
@@ -59,6 +63,22 @@ TEST(P2pSourceTest, BelowTheThresholdThereIsNoSource) {
       std::nullopt);
   // Nothing predicted (no prefix-cache-scorer in the profile): none.
   EXPECT_EQ(producer.Source(CycleState(), eps, eps[0]), std::nullopt);
+}
+
+TEST(P2pSourceTest, OnlyWhatAPeersPoolHoldsCountsForItButThePickCountsItsTiers) {
+  const std::vector<Endpoint> eps = {At("10.0.0.1:8000", "9001"), At("10.0.0.2:8000", "9002"),
+                                     At("10.0.0.3:8000", "9003")};
+  const P2pSourceProducer producer(/*min_extra_tokens=*/100, std::nullopt);
+  CycleState cycle;
+  PrefixMatch& match = cycle.prefix_match.emplace();
+  match.prompt_tokens = 1000;
+  // .2 holds the most, but most of it in its host tier, which it does not lend.
+  match.cached = {
+      {"10.0.0.1:8000", 300, 0}, {"10.0.0.2:8000", 900, 200}, {"10.0.0.3:8000", 500, 500}};
+  EXPECT_EQ(producer.Source(cycle, eps, eps[0]), "10.0.0.3:9003");
+  // The pick's own tiers count: .1 holds 300 (loaded from its tier), .3 lends 500, not 100 more.
+  match.cached[0].tokens = 450;
+  EXPECT_EQ(producer.Source(cycle, eps, eps[0]), std::nullopt);
 }
 
 TEST(P2pSourceTest, AnEndpointWithoutAKvPortIsSkipped) {

@@ -85,13 +85,30 @@ TEST(PrefixIndexTest, BlocksCountTheBestWeightOfTheTiersHoldingThem) {
   ASSERT_EQ(m.size(), 3u);
   for (const auto& e : m) {
     EXPECT_EQ(e.blocks, 3u) << e.endpoint;
-    if (e.endpoint == "pool")
+    if (e.endpoint == "pool") {
       EXPECT_DOUBLE_EQ(e.weighted_blocks, 3.0);
-    if (e.endpoint == "host")
+      EXPECT_EQ(e.pool_blocks, 3u);
+    }
+    if (e.endpoint == "host") {
       EXPECT_DOUBLE_EQ(e.weighted_blocks, 2.4);
-    if (e.endpoint == "mixed")  // block 1 in the pool and the host tier: the pool's weight
+      EXPECT_EQ(e.pool_blocks, 0u);
+    }
+    if (e.endpoint == "mixed") {  // block 1 in the pool and the host tier: the pool's weight
       EXPECT_DOUBLE_EQ(e.weighted_blocks, 1.0 + 0.8 + 0.5);
+      EXPECT_EQ(e.pool_blocks, 1u);
+    }
   }
+  // The pool's run is a leading one: a pool block after a gap does not extend it.
+  index.Add("gap", std::vector<uint64_t>{1, 3}, KvTier::kPool);
+  index.Add("gap", std::vector<uint64_t>{2}, KvTier::kHost);
+  for (const auto& e : index.Match(std::vector<uint64_t>{1, 2, 3}, weights)) {
+    if (e.endpoint == "gap") {
+      EXPECT_EQ(e.blocks, 3u);
+      EXPECT_EQ(e.pool_blocks, 1u);
+    }
+  }
+  index.Remove("gap", std::vector<uint64_t>{1, 3}, KvTier::kPool);
+  index.Remove("gap", std::vector<uint64_t>{2}, KvTier::kHost);
   // Removing a tier's copy keeps the others; the last one gone, the block is gone.
   index.Remove("mixed", std::vector<uint64_t>{1}, KvTier::kPool);
   index.Remove("mixed", std::vector<uint64_t>{3}, KvTier::kHost);  // never there: no-op
@@ -262,6 +279,9 @@ TEST(PrefixScorerTest, PreciseScoresWeighTheTiers) {
   // Either serves the 8 tokens without computing them.
   EXPECT_EQ(cycle.prefix_match->CachedTokens("host"), 8);
   EXPECT_EQ(cycle.prefix_match->CachedTokens("pool"), 8);
+  // What each lends a peer: only the pool's.
+  for (const PrefixMatch::Holder& h : cycle.prefix_match->cached)
+    EXPECT_EQ(h.pool_tokens, h.name == "pool" ? 8 : 0) << h.name;
 }
 
 TEST(PrefixScorerTest, MediumWeightsAreChecked) {
