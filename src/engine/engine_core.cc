@@ -16,7 +16,7 @@ namespace switchyard::engine {
 namespace {
 
 // The longest a prompt waits for room to load its prefix from a KV tier before computing it.
-constexpr std::chrono::seconds kMaxTierLoadWait{2};
+constexpr std::chrono::seconds kMaxLoadWait{2};
 
 using Clock = std::chrono::steady_clock;
 
@@ -346,10 +346,9 @@ void EngineCore::Run() {
     aborts.clear();
     if (connector_ != nullptr)
       ServiceConnector();
-    if (offloader_ != nullptr) {
+    if (offloader_ != nullptr)
       ServiceOffloader();
-      RetryTierLoads();
-    }
+    RetryLoads();
     for (Reset& reset : resets) {
       reset.done(stopping ? StoppingError() : ResetNow(reset.preempt_running));
     }
@@ -380,10 +379,9 @@ void EngineCore::Run() {
     }
     // The blocks the step released go to the tier now, while the loop may go idle, and the
     // room the step freed goes to the loads waiting for it.
-    if (offloader_ != nullptr) {
+    if (offloader_ != nullptr)
       ServiceOffloader();
-      RetryTierLoads();
-    }
+    RetryLoads();
     // Gauges first, so that a client who got its last update sees its blocks freed.
     UpdateGauges();
     PublishEvents();
@@ -448,16 +446,21 @@ void EngineCore::Admit(Intake in) {
     req->seqs.push_back(id);
   }
   req->num_unfinished = n;
-  const bool remote_prefill = connector_ != nullptr && connector_->consumes() &&
-                              req->request.kv_transfer.has_value() &&
-                              req->request.kv_transfer->do_remote_prefill;
-  const bool peer_pull = !remote_prefill && connector_ != nullptr && connector_->consumes() &&
-                         req->request.kv_source.has_value();
-  const bool loading = remote_prefill ? BeginRemotePrefill(*req, seqs)
-                       : peer_pull    ? BeginPeerPull(*req, seqs)
-                                      : offloader_ != nullptr && BeginTierLoad(seqs);
-  if (!loading) {
-    for (Sequence& seq : seqs) {
+  const bool consumes = connector_ != nullptr && connector_->consumes();
+  Loading loading{.seqs = std::move(seqs)};
+  bool load = true;
+  if (consumes && req->request.kv_transfer.has_value() &&
+      req->request.kv_transfer->do_remote_prefill) {
+    loading.source = LoadSource::kRemotePrefill;
+    loading.producer = req->request.kv_transfer;
+  } else if (consumes && req->request.kv_source.has_value()) {
+    loading.source = LoadSource::kPeer;
+    loading.peer = req->request.kv_source;
+  } else {
+    load = offloader_ != nullptr;
+  }
+  if (!load || !BeginLoad(loading)) {
+    for (Sequence& seq : loading.seqs) {
       absl::Status added = table_.Add(std::move(seq));
       SY_CHECK(added.ok());  // ids are ours and the prompt was validated
     }
@@ -465,117 +468,141 @@ void EngineCore::Admit(Intake in) {
   requests_.emplace(req->request.request_id, std::move(state));
 }
 
-bool EngineCore::BeginRemotePrefill(RequestState& req, std::vector<Sequence>& seqs) {
-  const kvx::KvTransferParams& params = *req.request.kv_transfer;
-  const Sequence& first = seqs.front();
-  absl::Status added = kv_->AddSequence(first.id, first.extras, first.lora_id);
-  SY_CHECK(added.ok());  // a new id
-  absl::StatusOr<KvCacheManager::LoadTarget> target = kv_->BeginLoad(first.id, first.tokens);
-  if (!target.ok()) {
-    SY_LOG_WARN("request {}: not pulling its prompt's KV ({}); computing it",
-                req.request.request_id, target.status().ToString());
-    if (options_.metrics != nullptr)
-      options_.metrics->AddKvTransferLoad(/*loaded=*/false);
-    connector_->StartLoad(first.id, params, 0, {});  // only releases the producer's blocks
+bool EngineCore::BeginLoad(Loading& loading) {
+  const Sequence& first = loading.seqs.front();
+  // Prompt logprobs need every position computed; a sliding window's skipped blocks are not
+  // loaded from a peer.
+  if (first.skip_prefix_cache ||
+      (loading.source != LoadSource::kTier && kv_->sliding_window() != 0)) {
+    GiveUpLoad(loading);
     return false;
   }
-  connector_->StartLoad(first.id, params, target->first_block, std::move(target->blocks));
-  loading_.emplace(first.id, Loading{.seqs = std::move(seqs)});
+  absl::Status added = kv_->AddSequence(first.id, first.extras, first.lora_id);
+  SY_CHECK(added.ok());  // a new id
+  const LoadStart start = TryLoad(loading, /*retry=*/false);
+  if (start == LoadStart::kNothingToLoad)
+    return false;
+  const SeqId id = first.id;
+  if (start == LoadStart::kNoRoom) {
+    loading.queued_since = Clock::now();
+    load_queue_.push_back(id);
+  }
+  loading_.emplace(id, std::move(loading));
   return true;
 }
 
-bool EngineCore::BeginPeerPull(RequestState& req, std::vector<Sequence>& seqs) {
-  const Sequence& first = seqs.front();
-  if (first.skip_prefix_cache || kv_->sliding_window() != 0)
-    return false;
-  absl::Status added = kv_->AddSequence(first.id, first.extras, first.lora_id);
-  SY_CHECK(added.ok());  // a new id
+EngineCore::LoadStart EngineCore::TryLoad(const Loading& loading, bool retry) {
+  const Sequence& first = loading.seqs.front();
+  // Loads start in arrival order: a later prompt does not take the room an earlier one waits
+  // for (a tier load checks after its lookup, which counts).
+  const bool queued_before = !retry && !load_queue_.empty();
+  switch (loading.source) {
+    case LoadSource::kRemotePrefill:
+      return queued_before ? LoadStart::kNoRoom : TryRemotePrefill(first, *loading.producer);
+    case LoadSource::kPeer:
+      return queued_before ? LoadStart::kNoRoom : TryPeerPull(first, *loading.peer);
+    case LoadSource::kTier:
+      return TryTierLoad(first, retry);
+  }
+  return LoadStart::kNothingToLoad;
+}
+
+EngineCore::LoadStart EngineCore::TryRemotePrefill(const Sequence& first,
+                                                   const kvx::KvTransferParams& producer) {
+  absl::StatusOr<KvCacheManager::LoadTarget> target = kv_->BeginLoad(first.id, first.tokens);
+  if (!target.ok())
+    return LoadStart::kNoRoom;
+  connector_->StartLoad(first.id, producer, target->first_block, std::move(target->blocks));
+  return LoadStart::kStarted;
+}
+
+EngineCore::LoadStart EngineCore::TryPeerPull(const Sequence& first, const net::HostPort& peer) {
   const KvCacheManager::PrefixProbe probe = kv_->ProbePrefix(first.id, first.tokens);
   if (probe.num_cached_blocks == static_cast<int32_t>(probe.hashes.size()))
-    return false;  // nothing to pull: the pool holds every block a hit may cover
+    return LoadStart::kNothingToLoad;  // the pool holds every block a hit may cover
   const std::vector<BlockHash> hashes(probe.hashes.begin() + probe.num_cached_blocks,
                                       probe.hashes.end());
   absl::StatusOr<KvCacheManager::LoadTarget> target = kv_->BeginLoad(first.id, first.tokens);
-  if (!target.ok()) {
-    SY_LOG_WARN("request {}: not pulling its prefix from {}:{} ({}); computing it",
-                req.request.request_id, req.request.kv_source->host, req.request.kv_source->port,
-                target.status().ToString());
-    return false;
-  }
+  if (!target.ok())
+    return LoadStart::kNoRoom;
   SY_CHECK(target->blocks.size() == hashes.size());
-  connector_->StartPeerPull(first.id, *req.request.kv_source, hashes, std::move(target->blocks));
-  loading_.emplace(first.id, Loading{.seqs = std::move(seqs)});
-  return true;
+  connector_->StartPeerPull(first.id, peer, hashes, std::move(target->blocks));
+  return LoadStart::kStarted;
 }
 
-bool EngineCore::BeginTierLoad(std::vector<Sequence>& seqs) {
-  const Sequence& first = seqs.front();
-  if (first.skip_prefix_cache)
-    return false;  // prompt logprobs: every position is computed
-  absl::Status added = kv_->AddSequence(first.id, first.extras, first.lora_id);
-  SY_CHECK(added.ok());  // a new id
-  const TierLoadStart start = TryTierLoad(first, /*counted=*/false);
-  if (start == TierLoadStart::kNothingToLoad)
-    return false;
-  Loading loading{.seqs = std::move(seqs)};
-  if (start == TierLoadStart::kNoRoom) {
-    loading.queued_since = Clock::now();
-    tier_load_queue_.push_back(loading.seqs.front().id);
-  }
-  loading_.emplace(loading.seqs.front().id, std::move(loading));
-  return true;
-}
-
-EngineCore::TierLoadStart EngineCore::TryTierLoad(const Sequence& first, bool counted) {
+EngineCore::LoadStart EngineCore::TryTierLoad(const Sequence& first, bool retry) {
   const KvCacheManager::PrefixProbe probe = kv_->ProbePrefix(first.id, first.tokens);
   const KvOffloader::LookupResult found =
-      counted ? offloader_->Find(probe.hashes, probe.num_cached_blocks)
-              : offloader_->Lookup(probe.hashes, probe.num_cached_blocks);
+      retry ? offloader_->Find(probe.hashes, probe.num_cached_blocks)
+            : offloader_->Lookup(probe.hashes, probe.num_cached_blocks);
   const int32_t num_blocks = found.local + found.remote;
   if (num_blocks == 0)
-    return TierLoadStart::kNothingToLoad;
-  // Loads start in arrival order: a later prompt does not take the room an earlier one waits
-  // for.
-  if (!counted && !tier_load_queue_.empty())
-    return TierLoadStart::kNoRoom;
+    return LoadStart::kNothingToLoad;
+  if (!retry && !load_queue_.empty())
+    return LoadStart::kNoRoom;
   const std::vector<BlockHash> hashes(probe.hashes.begin() + probe.num_cached_blocks,
                                       probe.hashes.begin() + probe.num_cached_blocks + num_blocks);
   absl::StatusOr<KvCacheManager::LoadTarget> target =
       kv_->BeginLoad(first.id, first.tokens, probe.num_cached_blocks + num_blocks);
   if (!target.ok())
-    return TierLoadStart::kNoRoom;
+    return LoadStart::kNoRoom;
   SY_CHECK(target->blocks.size() == hashes.size());
   if (!offloader_->StartLoad(first.id, hashes, target->blocks, found.remote)) {
     kv_->FinishLoad(first.id, first.tokens, 0);
-    return TierLoadStart::kNothingToLoad;
+    return LoadStart::kNothingToLoad;
   }
-  return TierLoadStart::kStarted;
+  return LoadStart::kStarted;
 }
 
-void EngineCore::RetryTierLoads() {
+void EngineCore::GiveUpLoad(const Loading& loading) {
+  switch (loading.source) {
+    case LoadSource::kRemotePrefill:
+      SY_LOG_WARN(
+          "not pulling a prompt's KV from {}:{} (request {} there): no room in the KV "
+          "cache, prompt logprobs asked for, or aborted; computing it",
+          loading.producer->remote_host, loading.producer->remote_port,
+          loading.producer->remote_request_id);
+      // Only releases the producer's blocks.
+      connector_->StartLoad(loading.seqs.front().id, *loading.producer, 0, {});
+      if (options_.metrics != nullptr)
+        options_.metrics->AddKvTransferLoad(/*loaded=*/false);
+      return;
+    case LoadSource::kPeer:
+      if (options_.metrics != nullptr)
+        options_.metrics->AddKvPeerPull(KvPeerPullOutcome::kFellBack);
+      return;
+    case LoadSource::kTier:
+      return;
+  }
+}
+
+void EngineCore::RetryLoads() {
   const Clock::time_point now = Clock::now();
-  while (!tier_load_queue_.empty()) {
-    const SeqId id = tier_load_queue_.front();
+  while (!load_queue_.empty()) {
+    const SeqId id = load_queue_.front();
     Loading& loading = loading_.at(id);
     if (loading.abandoned) {
+      GiveUpLoad(loading);
       absl::Status freed = kv_->Free(id);
       SY_CHECK(freed.ok());
       loading_.erase(id);
-      tier_load_queue_.pop_front();
+      load_queue_.pop_front();
       continue;
     }
-    TierLoadStart start = TryTierLoad(loading.seqs.front(), /*counted=*/true);
-    if (start == TierLoadStart::kNoRoom) {
+    LoadStart start = TryLoad(loading, /*retry=*/true);
+    if (start == LoadStart::kNoRoom) {
       // Room comes back as running sequences finish and copies end; with neither, or after
       // the bound, waiting longer gains nothing.
-      const bool room_may_come = !table_.running().empty() || offloader_->busy() ||
-                                 loading_.size() > tier_load_queue_.size();
-      if (room_may_come && now - *loading.queued_since < kMaxTierLoadWait)
+      const bool room_may_come = !table_.running().empty() ||
+                                 (offloader_ != nullptr && offloader_->busy()) ||
+                                 loading_.size() > load_queue_.size();
+      if (room_may_come && now - *loading.queued_since < kMaxLoadWait)
         return;
-      start = TierLoadStart::kNothingToLoad;
+      GiveUpLoad(loading);
+      start = LoadStart::kNothingToLoad;
     }
-    tier_load_queue_.pop_front();
-    if (start == TierLoadStart::kStarted) {
+    load_queue_.pop_front();
+    if (start == LoadStart::kStarted) {
       loading.queued_since.reset();
       continue;
     }

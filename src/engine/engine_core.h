@@ -43,6 +43,8 @@
 #include "engine/sequence_output.h"
 #include "engine/sequence_table.h"
 #include "kvx/kv_event_publisher.h"
+#include "kvx/kv_transfer_params.h"
+#include "net/host_port.h"
 #include "structured/token_mask.h"
 #include "text/tokenizer.h"
 
@@ -144,44 +146,55 @@ class EngineCore {
     bool preempt_running = false;
     ResetCallback done;
   };
-  // A request's sequences while the first loads the prompt's KV (from a producer or a KV
-  // tier); they join the waiting queue when the load ends.
+  // Where a request's prompt KV comes from when it is loaded rather than computed.
+  enum class LoadSource {
+    kRemotePrefill,  // the producer that prefilled it (kv_transfer_params)
+    kPeer,           // a peer engine holding its prefix (x-kv-cache-source-host-port)
+    kTier,           // this engine's KV tiers
+  };
+  // A request's sequences while the first loads the prompt's KV; they join the waiting
+  // queue when the load ends.
   struct Loading {
     std::vector<Sequence> seqs;
+    LoadSource source = LoadSource::kTier;
+    // kRemotePrefill: the producer's kv_transfer_params; kPeer: the peer's KV address. Kept
+    // here: an aborted request's state is gone while its load still has to end.
+    std::optional<kvx::KvTransferParams> producer;
+    std::optional<net::HostPort> peer;
     // The request was aborted meanwhile: the blocks are freed once the load stops writing.
     bool abandoned = false;
-    // Set while a tier load waits for room in the pool (tier_load_queue_), not started.
+    // Set while the load waits for room in the pool (load_queue_), not started.
     std::optional<std::chrono::steady_clock::time_point> queued_since;
   };
-  enum class TierLoadStart { kStarted, kNothingToLoad, kNoRoom };
+  enum class LoadStart { kStarted, kNothingToLoad, kNoRoom };
 
   EngineCore(const EngineCoreOptions& options, std::unique_ptr<ModelRunner> runner,
              const text::Tokenizer* tokenizer, std::unique_ptr<KvCacheManager> kv);
 
   void Run();
   void Admit(Intake intake);
-  // Starts pulling the prompt's KV for a do_remote_prefill request; false when it cannot
-  // (the sequences then compute the prompt as usual).
-  bool BeginRemotePrefill(RequestState& req, std::vector<Sequence>& seqs);
-  // Starts loading the prompt's prefix from the KV tiers when they hold blocks past the
-  // pool's hit; false when they do not (the sequences then start as usual). When the pool
+  // Starts loading the prompt's KV from `loading.source` into the first sequence's new
+  // blocks; false when there is nothing to load (the sequences, back in `loading.seqs`, then
+  // compute the prompt as usual, the first one registered with kv_ or not). When the pool
   // has no room for the blocks now, or earlier loads wait for room, the request waits in
-  // tier_load_queue_ (true) as vLLM's scheduler holds a request whose external KV it cannot
-  // place yet: computing the prompt would need those blocks too.
-  bool BeginTierLoad(std::vector<Sequence>& seqs);
-  // Starts the tier load of `first` (registered with kv_, no blocks); `counted`: the tiers
-  // already counted its lookup.
-  TierLoadStart TryTierLoad(const Sequence& first, bool counted);
-  // Between steps: starts the queued tier loads in order while the pool has room. A load
-  // that waited kMaxTierLoadWait, or that nothing running can make room for, is given up:
-  // its request computes the prompt (the scheduler's queue then holds it in order).
-  void RetryTierLoads();
-  // Starts pulling the prompt's blocks past its cached prefix from the engine the router
-  // named (request.kv_source) into the first sequence's new blocks; false, changing nothing
-  // but the first sequence's registration, when there is nothing to pull or no room.
-  bool BeginPeerPull(RequestState& req, std::vector<Sequence>& seqs);
-  // Ends a load BeginRemotePrefill or BeginTierLoad started: the loaded blocks are
-  // published and the request's sequences join the queue (or are freed when it was aborted).
+  // load_queue_ (true) as vLLM's scheduler holds a request whose external KV it cannot place
+  // yet: computing the prompt would need those blocks too.
+  bool BeginLoad(Loading& loading);
+  // Starts the load of its first sequence (registered with kv_, no blocks); `retry`: it
+  // waited in load_queue_ (its tier lookup is counted, and it is the queue's head).
+  LoadStart TryLoad(const Loading& loading, bool retry);
+  LoadStart TryRemotePrefill(const Sequence& first, const kvx::KvTransferParams& producer);
+  LoadStart TryPeerPull(const Sequence& first, const net::HostPort& peer);
+  LoadStart TryTierLoad(const Sequence& first, bool retry);
+  // A load that will not run: what its source needs told (a producer's blocks released) and
+  // counted.
+  void GiveUpLoad(const Loading& loading);
+  // Between steps: starts the queued loads in order while the pool has room. A load that
+  // waited kMaxLoadWait, or that nothing running can make room for, is given up: its
+  // request computes the prompt (the scheduler's queue then holds it in order).
+  void RetryLoads();
+  // Ends a load TryLoad started: the loaded blocks are published and the request's
+  // sequences join the queue (or are freed when it was aborted).
   void EndLoad(SeqId seq, int32_t num_loaded);
   // Connector work between steps: finished loads join the queue, ended leases are freed.
   void ServiceConnector();
@@ -247,8 +260,8 @@ class EngineCore {
   // The offloader's generation whose stats the snapshot and metrics show.
   uint64_t reported_tier_generation_ = 0;
   absl::flat_hash_map<SeqId, Loading> loading_;
-  // First sequences of requests whose tier load waits for room, oldest first (in loading_).
-  std::deque<SeqId> tier_load_queue_;
+  // First sequences of requests whose load waits for room, oldest first (in loading_).
+  std::deque<SeqId> load_queue_;
   // The last step scheduled nothing while KV traffic held blocks: the loop sleeps until
   // that work wakes it instead of stepping again.
   bool waiting_for_kv_ = false;

@@ -6,6 +6,7 @@ pool and compute only the rest. The answer must be the one a single engine gives
 moved is the KV computed); a source that holds nothing, is frozen, dead or has another
 secret costs only the round trip (the prompt is computed); both engines' KV goes back to
 its baseline once the puller released the source's blocks."""
+import concurrent.futures
 import json
 import signal
 import socket
@@ -14,6 +15,7 @@ import openai
 import pytest
 import requests
 
+from conftest import wait_until
 from engine_server import EngineServer
 
 SECRET = "p2p-test-secret"
@@ -174,6 +176,32 @@ def test_simulated_engines_with_kv_memory_pull_real_bytes(switchyard):
         answer = complete(alone)
         assert complete(source) == answer
         assert complete(puller, source=source.kv_transfer_address()) == answer
+        assert pull_counts(puller) == (1, 0, 0)
+        assert external_tokens(puller) == 96
+        source.wait_idle()
+        puller.wait_idle()
+
+
+def test_a_pull_that_finds_no_room_waits_for_it_and_loads(switchyard):
+    """The puller's pool is nearly all held by a long request when the pull arrives: there is
+    no room for the pulled blocks, nor to compute them. The pull waits in the load queue (as
+    a tier load does) and runs once the long request ends, instead of recomputing."""
+    sim = ["--backend", "sim", "--sim-kv-memory", "--max-model-len", "256"]
+    slow = ["--sim-latency", "zero,decode_ms_per_seq=40", "--num-gpu-blocks-override", "20"]
+    with p2p_engine(*sim, "--sim-latency", "zero", "--num-gpu-blocks-override", "64") as source, \
+            p2p_engine(*sim, *slow) as puller:
+        answer = complete(source)
+        c = openai.OpenAI(base_url=puller.base_url, api_key="unused", max_retries=0)
+        # 230 + 25 tokens: 16 of the 20 blocks; PROMPT needs 7.
+        long_prompt = [(13 * i + 2) % 500 + 10 for i in range(230)]
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            long_request = pool.submit(
+                c.completions.create, model=puller.name, prompt=long_prompt, max_tokens=25,
+                temperature=0, extra_body={"ignore_eos": True})
+            wait_until(lambda: puller.metrics()["vllm:num_requests_running"] == 1,
+                       "the long request to run")
+            assert complete(puller, source=source.kv_transfer_address()) == answer
+            assert long_request.result().usage.completion_tokens == 25
         assert pull_counts(puller) == (1, 0, 0)
         assert external_tokens(puller) == 96
         source.wait_idle()
