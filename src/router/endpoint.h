@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -33,6 +34,9 @@ struct EndpointMetrics {
   // False when the last scrape is older than the staleness bound (scores then treat the
   // endpoint as unknown rather than idle).
   bool fresh = true;
+  // When the metrics were scraped (the epoch when never), for consumers with a staleness
+  // bound of their own (the utilization-detector's).
+  std::chrono::steady_clock::time_point scraped_at{};
 };
 
 class EndpointRecorder;  // router_metrics.h
@@ -49,22 +53,31 @@ struct EndpointLoad {
   void Started(int64_t prompt_tokens) {
     active_requests.fetch_add(1, std::memory_order_relaxed);
     inflight_prompt_tokens.fetch_add(prompt_tokens, std::memory_order_relaxed);
+    inflight_tokens.fetch_add(prompt_tokens, std::memory_order_relaxed);
   }
   // The request's first token arrived (its prefill is done).
   void PrefillDone(int64_t prompt_tokens) {
     inflight_prompt_tokens.fetch_sub(prompt_tokens, std::memory_order_relaxed);
   }
-  // The request ended; `prefill_pending` when PrefillDone was never called for it.
-  void Ended(int64_t prompt_tokens, bool prefill_pending) {
+  // The request generated `tokens` more (as far as the router sees them stream).
+  void Generated(int64_t tokens) { inflight_tokens.fetch_add(tokens, std::memory_order_relaxed); }
+  // The request ended, having generated `generated_tokens` (the sum of its Generated calls);
+  // `prefill_pending` when PrefillDone was never called for it.
+  void Ended(int64_t prompt_tokens, int64_t generated_tokens, bool prefill_pending) {
     active_requests.fetch_sub(1, std::memory_order_relaxed);
     if (prefill_pending)
       inflight_prompt_tokens.fetch_sub(prompt_tokens, std::memory_order_relaxed);
+    inflight_tokens.fetch_sub(prompt_tokens + generated_tokens, std::memory_order_relaxed);
   }
 
   std::atomic<int64_t> active_requests;
   // Prompt tokens of those requests not yet past their first token (the prefill work queued
   // on the endpoint, for TTFT estimates).
   std::atomic<int64_t> inflight_prompt_tokens;
+  // Prompt and generated tokens of those requests: the KV they hold on the endpoint (the
+  // concurrency-detector's token mode). A buffered (non-streamed) response's generated tokens
+  // are not seen until it has ended, so they never count here.
+  std::atomic<int64_t> inflight_tokens{0};
   // The endpoint's series in the router's metrics, found on its first pick and kept here
   // so that later picks need no lookup (the metrics keep every recorder they made).
   std::atomic<EndpointRecorder*> recorder{nullptr};
@@ -89,6 +102,9 @@ struct Endpoint {
   }
   int64_t inflight_prompt_tokens() const {
     return load == nullptr ? 0 : load->inflight_prompt_tokens.load(std::memory_order_relaxed);
+  }
+  int64_t inflight_tokens() const {
+    return load == nullptr ? 0 : load->inflight_tokens.load(std::memory_order_relaxed);
   }
 
   std::optional<std::string> Label(const std::string& key) const {

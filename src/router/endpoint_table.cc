@@ -144,6 +144,8 @@ Endpoint EndpointTable::ToEndpoint(const State& s, Clock::time_point now) const 
   e.authorization = s.spec.authorization;
   e.metrics = s.metrics;
   e.metrics.fresh = s.has_metrics && now - s.metrics_at <= staleness_;
+  if (s.has_metrics)
+    e.metrics.scraped_at = s.metrics_at;
   e.load = s.load;
   return e;
 }

@@ -196,6 +196,8 @@ class RequestRouting final : public internal::ProxyRouting {
                            Clock::now() + std::min(retry_after, kMaxRefusal));
   }
 
+  void Generated(int64_t /*tokens*/) override {}
+
  private:
   const SchedulingProfile* const profile_;
   const DisaggProfiles* const disagg_;  // null: no prefill/decode disaggregation

@@ -87,6 +87,7 @@ void ProxyCall::TryNext() {
   head_status_ = 0;
   sse_ = false;
   framer_ = SseFramer();
+  generated_ = GeneratedTokens();
   cut_ = absl::OkStatus();
   current_->load->Started(request_.prompt_tokens);
   routing_->Picked(*current_);
@@ -135,12 +136,12 @@ void ProxyCall::PrefillDone(absl::StatusOr<net::HttpClient::Response> response) 
   base::MutexLock lock(&mu_);
   prefill_running_ = false;
   const ProxyTarget::Prefill& prefill = *current_->prefill;
-  prefill.load->Ended(request_.prompt_tokens, true);
+  prefill.load->Ended(request_.prompt_tokens, 0, true);
   if (done_)  // aborted
     return;
   if (client_gone_) {
     done_ = true;
-    current_->load->Ended(request_.prompt_tokens, prefill_pending_);
+    EndLoad();
     Finished(499, std::chrono::steady_clock::now());
     return;
   }
@@ -275,6 +276,7 @@ bool ProxyCall::OnBody(std::string_view chunk) {
     prefill_pending_ = false;
     FirstByte(std::chrono::steady_clock::now());
   }
+  Generated(generated_.FeedEvents(*events));
   responder_->Write(*std::move(events));
   if (responder_->pending_write_bytes() > kStreamPauseBytes) {
     // The callback may run at once: it takes no lock, and Resume is posted, so it reaches
@@ -304,6 +306,7 @@ absl::Status ProxyCall::EndStream() {
       prefill_pending_ = false;
       FirstByte(std::chrono::steady_clock::now());
     }
+    Generated(generated_.FeedEvents(last));
     responder_->Write(std::move(last));
   }
   if (framer_.done())
@@ -313,8 +316,19 @@ absl::Status ProxyCall::EndStream() {
 
 void ProxyCall::FinishAttempt() {
   StopWaiting();
-  current_->load->Ended(request_.prompt_tokens, prefill_pending_);
+  EndLoad();
   handle_ = nullptr;
+}
+
+void ProxyCall::EndLoad() {
+  current_->load->Ended(request_.prompt_tokens, generated_.count(), prefill_pending_);
+}
+
+void ProxyCall::Generated(int64_t tokens) {
+  if (tokens == 0)
+    return;
+  current_->load->Generated(tokens);
+  routing_->Generated(tokens);
 }
 
 void ProxyCall::FirstByte(std::chrono::steady_clock::time_point now) {
@@ -351,7 +365,7 @@ void ProxyCall::Abort(const absl::Status& error) {
     done_ = true;
     handle = std::move(handle_);
     if (handle != nullptr || prefill_running_)  // an attempt is running
-      current_->load->Ended(request_.prompt_tokens, prefill_pending_);
+      EndLoad();
     if (request_.stream && first_byte_sent_) {
       Finished(kStreamErrorCode, std::chrono::steady_clock::now());
       responder_->Write(api::SseError(error));
@@ -423,6 +437,9 @@ void ProxyCall::OnDone(const absl::Status& upstream_status) {
     if (sse_) {
       responder_->End();
     } else {
+      // The attempt's load has ended (FinishAttempt): only the routing charges these.
+      if (const int64_t tokens = generated_.FeedBody(buffered_); tokens != 0)
+        routing_->Generated(tokens);
       responder_->Send(head_status_, head_content_type_, std::move(buffered_), TakeHeadHeaders());
     }
     return;

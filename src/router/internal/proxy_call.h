@@ -75,6 +75,7 @@
 #include "net/http_server.h"
 #include "router/endpoint.h"
 #include "router/endpoint_waiters.h"
+#include "router/internal/generated_tokens.h"
 #include "router/internal/sse_framer.h"
 #include "router/router_metrics.h"
 
@@ -143,6 +144,9 @@ class ProxyRouting {
   // `target` refused the request with 503 and Retry-After (an engine draining for
   // shutdown): it takes no new request for `retry_after`.
   virtual void Refused(const ProxyTarget& target, std::chrono::seconds retry_after) = 0;
+  // The response that reaches the client generated `tokens` more (GeneratedTokens: negative
+  // when a usage count corrects the estimate).
+  virtual void Generated(int64_t tokens) = 0;
 };
 
 // The Retry-After of the router's own 503s (draining, shutting down): soon, elsewhere.
@@ -185,6 +189,11 @@ class ProxyCall final : public net::HttpResponseHandler,
   // Counts a retry for `reason` on the current endpoint and tries the next.
   void Retry(RetryReason reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishAttempt() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The current attempt's response generated `tokens` more (what GeneratedTokens::Feed*
+  // returned): its endpoint's in-flight tokens and the routing learn of them.
+  void Generated(int64_t tokens) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The current attempt's endpoint load ends (EndpointLoad::Ended).
+  void EndLoad() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the attempt's wait on its endpoint (EndpointWaiters); returns whether it was woken:
   // the endpoint went down and the attempt is cancelled, so nothing of it may reach the client.
   bool StopWaiting() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -241,6 +250,8 @@ class ProxyCall final : public net::HttpResponseHandler,
   // The attempt's answer is an event stream for a stream request: passed on event by event.
   bool sse_ ABSL_GUARDED_BY(mu_) = false;
   SseFramer framer_ ABSL_GUARDED_BY(mu_);
+  // The attempt's tokens generated so far, counted as they pass to the client.
+  GeneratedTokens generated_ ABSL_GUARDED_BY(mu_);
   std::string buffered_ ABSL_GUARDED_BY(mu_);
   // Why the router cut the attempt short (a malformed stream); OnDone reports it instead of
   // the Cancelled the cut brings.

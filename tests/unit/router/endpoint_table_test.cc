@@ -68,11 +68,15 @@ TEST(EndpointTableTest, MembershipHealthStalenessAndInflight) {
   EXPECT_EQ(snap[0].load.get(), &load);
   EXPECT_EQ(snap[0].active_requests(), 2);
   EXPECT_EQ(snap[0].inflight_prompt_tokens(), 50);
-  load.Ended(100, false);
-  load.Ended(50, true);
+  // Held KV: both prompts and what the first generated.
+  load.Generated(7);
+  EXPECT_EQ(snap[0].inflight_tokens(), 157);
+  load.Ended(100, 7, false);
+  load.Ended(50, 0, true);
   snap = *table.Snapshot(t0);
   EXPECT_EQ(snap[0].active_requests(), 0);
   EXPECT_EQ(snap[0].inflight_prompt_tokens(), 0);
+  EXPECT_EQ(snap[0].inflight_tokens(), 0);
 
   // Survivors keep their state; the departed go; other pools are untouched.
   table.SetPoolMembers("q", {Spec("c")});

@@ -39,6 +39,8 @@ namespace {
 
 constexpr char kChunk[] = "data: {\"choices\":[{\"text\":\" the\"}]}\n\n";
 constexpr char kJsonBody[] = R"({"choices":[{"text":" the the"}]})";
+constexpr char kUsageBody[] =
+    R"({"choices":[{"text":" a b c d e f g"}],"usage":{"prompt_tokens":3,"completion_tokens":7}})";
 constexpr char kSseHead[] =
     "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
 
@@ -208,10 +210,11 @@ class RecordingUpstream {
 class InOrder final : public ProxyRouting {
  public:
   InOrder(std::vector<std::string> upstreams, EndpointTable* table, RouterMetrics* metrics,
-          std::string prefill = "")
+          std::atomic<int64_t>* generated, std::string prefill = "")
       : upstreams_(std::move(upstreams)),
         table_(table),
         metrics_(metrics),
+        generated_(generated),
         prefill_(std::move(prefill)) {}
 
   std::optional<ProxyTarget> NextTarget(absl::Span<const std::string> tried) override {
@@ -249,11 +252,13 @@ class InOrder final : public ProxyRouting {
     table_->ReportRefusing(std::string(target.name),
                            std::chrono::steady_clock::now() + retry_after);
   }
+  void Generated(int64_t tokens) override { *generated_ += tokens; }
 
  private:
   const std::vector<std::string> upstreams_;
   EndpointTable* const table_;
   RouterMetrics* const metrics_;
+  std::atomic<int64_t>* const generated_;
   const std::string prefill_;
   std::shared_ptr<const std::vector<Endpoint>> snapshot_;
 };
@@ -293,7 +298,8 @@ class ProxyCallTest : public ::testing::Test {
           proxy.prompt_tokens = 3;
           auto call = std::make_shared<ProxyCall>(
               std::move(proxy), r, upstream_client_.get(), &metrics_,
-              /*max_retries=*/2, std::make_unique<InOrder>(upstreams, &table_, &metrics_, prefill));
+              /*max_retries=*/2,
+              std::make_unique<InOrder>(upstreams, &table_, &metrics_, &generated_, prefill));
           {
             std::lock_guard<std::mutex> lock(front_mu_);
             front_responder_ = std::move(r);
@@ -408,6 +414,7 @@ class ProxyCallTest : public ::testing::Test {
     for (const EndpointStatus& s : table_.Statuses(std::chrono::steady_clock::now())) {
       EXPECT_EQ(s.endpoint.active_requests(), 0) << s.endpoint.name;
       EXPECT_EQ(s.endpoint.inflight_prompt_tokens(), 0) << s.endpoint.name;
+      EXPECT_EQ(s.endpoint.inflight_tokens(), 0) << s.endpoint.name;
     }
   }
 
@@ -423,6 +430,8 @@ class ProxyCallTest : public ::testing::Test {
     return front_call_;
   }
 
+  // What the routing was told the responses generated (ProxyRouting::Generated).
+  std::atomic<int64_t> generated_{0};
   std::mutex front_mu_;
   std::shared_ptr<net::HttpResponder> front_responder_;
   std::shared_ptr<ProxyCall> front_call_;
@@ -445,6 +454,28 @@ TEST_F(ProxyCallTest, AStreamWhoseUpstreamDiesAfterItsHeadIsRetried) {
   EXPECT_EQ(r.Header("x-request-id"), "req-1");
   EXPECT_EQ(dying.connections(), 1);
   EXPECT_EQ(Retries(dying.address()), 1);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, AStreamsChunksCountAsGeneratedTokens) {
+  HealthyUpstream healthy;
+  Start({healthy.address()});
+  // One completion chunk: one token, for the routing and, until the end, the endpoint.
+  EXPECT_TRUE(Post(/*stream=*/true).done.ok());
+  EXPECT_EQ(generated_, 1);
+  ExpectIdle();
+}
+
+TEST_F(ProxyCallTest, ABufferedAnswersUsageIsItsGeneratedTokens) {
+  ScriptedUpstream counted(
+      fmt::format("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                  "{}\r\n\r\n{}",
+                  sizeof(kUsageBody) - 1, kUsageBody));
+  Start({counted.address()});
+  const Reply r = Post(/*stream=*/false);
+  EXPECT_TRUE(r.done.ok()) << r.done;
+  EXPECT_EQ(r.body, kUsageBody);
+  EXPECT_EQ(generated_, 7);
   ExpectIdle();
 }
 
