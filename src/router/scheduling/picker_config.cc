@@ -7,11 +7,14 @@
 #include <random>
 #include <utility>
 
+#include "absl/time/time.h"
 #include "fmt/format.h"
 #include "yaml-cpp/yaml.h"
 
 #include "base/config.h"
 #include "base/status_macros.h"
+#include "router/flow/concurrency_detector.h"
+#include "router/flow/utilization_detector.h"
 #include "router/scheduling/label_filters.h"
 #include "router/scheduling/load_scorers.h"
 #include "router/scheduling/pickers.h"
@@ -35,6 +38,7 @@ struct Built {
   std::unique_ptr<PdDecider> decider = nullptr;
   std::optional<DisaggSpec> disagg = std::nullopt;
   std::unique_ptr<P2pSourceProducer> p2p_source = nullptr;
+  const flow::SaturationDetector* detector = nullptr;  // points into `filter`
 };
 
 // State the plugins of one PluginSet share, created on first use.
@@ -257,6 +261,70 @@ absl::StatusOr<Built> MakeP2pSourceProducer(const YAML::Node& p, const std::stri
   return built;
 }
 
+absl::StatusOr<Built> MakeUtilizationDetector(const YAML::Node& p, const std::string& where,
+                                              Shared) {
+  flow::UtilizationDetectorOptions o;
+  SY_ASSIGN_OR_RETURN(o.queue_depth_threshold,
+                      base::YamlField<int64_t>(p, "queueDepthThreshold", o.queue_depth_threshold));
+  SY_ASSIGN_OR_RETURN(
+      o.kv_cache_util_threshold,
+      base::YamlField<double>(p, "kvCacheUtilThreshold", o.kv_cache_util_threshold));
+  SY_ASSIGN_OR_RETURN(std::string staleness,
+                      base::YamlField<std::string>(p, "metricsStalenessThreshold", "200ms"));
+  SY_ASSIGN_OR_RETURN(o.headroom, base::YamlField<double>(p, "headroom", o.headroom));
+  absl::Duration duration;
+  if (!absl::ParseDuration(staleness, &duration) || duration <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: metricsStalenessThreshold must be a positive duration such as \"200ms\", got '{}'",
+        where, staleness));
+  }
+  o.metrics_staleness_threshold = absl::ToChronoNanoseconds(duration);
+  if (o.queue_depth_threshold <= 0 ||
+      !(o.kv_cache_util_threshold > 0 && o.kv_cache_util_threshold <= 1) || !(o.headroom >= 0)) {
+    return absl::InvalidArgumentError(
+        fmt::format("{}: queueDepthThreshold must be > 0, kvCacheUtilThreshold in (0, 1], "
+                    "headroom >= 0",
+                    where));
+  }
+  auto detector = std::make_unique<flow::UtilizationDetector>(o);
+  Built built;
+  built.detector = detector.get();
+  built.filter = std::move(detector);
+  return built;
+}
+
+absl::StatusOr<Built> MakeConcurrencyDetector(const YAML::Node& p, const std::string& where,
+                                              Shared) {
+  using Mode = flow::ConcurrencyDetectorOptions::Mode;
+  flow::ConcurrencyDetectorOptions o;
+  SY_ASSIGN_OR_RETURN(std::string mode,
+                      base::YamlField<std::string>(p, "concurrencyMode", "requests"));
+  SY_ASSIGN_OR_RETURN(o.max_concurrency,
+                      base::YamlField<int64_t>(p, "maxConcurrency", o.max_concurrency));
+  SY_ASSIGN_OR_RETURN(o.max_token_concurrency,
+                      base::YamlField<int64_t>(p, "maxTokenConcurrency", o.max_token_concurrency));
+  SY_ASSIGN_OR_RETURN(o.headroom, base::YamlField<double>(p, "headroom", o.headroom));
+  if (mode == "requests") {
+    o.mode = Mode::kRequests;
+  } else if (mode == "tokens") {
+    o.mode = Mode::kTokens;
+  } else if (mode == "hybrid") {
+    o.mode = Mode::kHybrid;
+  } else {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: concurrencyMode must be requests, tokens or hybrid, got '{}'", where, mode));
+  }
+  if (o.max_concurrency <= 0 || o.max_token_concurrency <= 0 || !(o.headroom >= 0)) {
+    return absl::InvalidArgumentError(fmt::format(
+        "{}: maxConcurrency and maxTokenConcurrency must be > 0, headroom >= 0", where));
+  }
+  auto detector = std::make_unique<flow::ConcurrencyDetector>(o);
+  Built built;
+  built.detector = detector.get();
+  built.filter = std::move(detector);
+  return built;
+}
+
 absl::StatusOr<Built> MakeDisaggProfileHandler(const YAML::Node& p, const std::string& where,
                                                Shared) {
   DisaggSpec spec;
@@ -352,6 +420,8 @@ const std::map<std::string, Factory>& Registry() {
        }},
       {"disagg-profile-handler", &MakeDisaggProfileHandler},
       {"p2p-source-producer", &MakeP2pSourceProducer},
+      {"utilization-detector", &MakeUtilizationDetector},
+      {"concurrency-detector", &MakeConcurrencyDetector},
   };
   return *registry;
 }
@@ -376,6 +446,11 @@ void PluginSet::SetEndpointKvCache(const std::string& endpoint, int64_t num_bloc
         known ? static_cast<size_t>(std::max<int64_t>(1, tokens / index_block_size)) : 0;
     index->SetCapacity(endpoint, capacity);
   }
+}
+
+const flow::SaturationDetector* PluginSet::saturation_detector(const std::string& ref) const {
+  auto it = plugins_.find(ref);
+  return it == plugins_.end() ? nullptr : it->second.detector;
 }
 
 const SchedulingProfile* PluginSet::profile(const std::string& name) const {
@@ -456,7 +531,8 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
                                 std::move(built.picker),
                                 built.pre_request,
                                 std::move(built.decider),
-                                std::move(built.p2p_source)};
+                                std::move(built.p2p_source),
+                                built.detector};
     order.push_back(name);
   }
 

@@ -20,6 +20,9 @@
 // p2p-source-producer (p2p_source.h): at most one per profile; under a disagg-profile-handler
 // only in the decode profile.
 //
+// utilization-detector and concurrency-detector (router/flow/): saturation detectors that flow
+// control finds by name, and filters when a profile references them.
+//
 // The built PluginSet owns the plugins and profiles; immutable after Build, shared by every
 // request thread.
 #pragma once
@@ -34,6 +37,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "router/flow/saturation_detector.h"
 #include "router/prefix/prefix_index.h"
 #include "router/scheduling/p2p_source.h"
 #include "router/scheduling/pd_deciders.h"
@@ -83,6 +87,9 @@ class PluginSet {
   }
   // Set when a disagg-profile-handler is configured.
   const std::optional<DisaggProfiles>& disagg() const { return disagg_; }
+  // The saturation detector plugin named `ref` (utilization-detector, concurrency-detector);
+  // null when no plugin of that name is one.
+  const flow::SaturationDetector* saturation_detector(const std::string& ref) const;
 
   // What an endpoint's metrics say of its KV cache (vllm:cache_config_info num_gpu_blocks and
   // block_size; sglang's num_pages and page_size). As llm-d's auto-tuned prefix index, each
@@ -101,6 +108,7 @@ class PluginSet {
     PreRequest* pre_request = nullptr;  // points into one of the above
     std::unique_ptr<PdDecider> decider = nullptr;
     std::unique_ptr<P2pSourceProducer> p2p_source = nullptr;
+    const flow::SaturationDetector* detector = nullptr;  // points into `filter`
   };
 
   static absl::StatusOr<std::unique_ptr<PluginSet>> Build(const YAML::Node& root,

@@ -1,14 +1,18 @@
 // The saturation detectors over endpoint snapshots: the utilization-detector's roofline
 // score, staleness and scrape-lag credit; the concurrency-detector's modes; idle capacity;
-// and both as filters, failing open.
+// both as filters, failing open; and their plugin configuration.
 #include <chrono>
 #include <memory>
+#include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 
 #include "router/flow/concurrency_detector.h"
 #include "router/flow/utilization_detector.h"
+#include "router/scheduling/picker_config.h"
 
 namespace switchyard::router::flow {
 namespace {
@@ -121,6 +125,61 @@ TEST(ConcurrencyDetectorTest, TheFilterAllowsHeadroomAndFailsOpen) {
   EXPECT_EQ(kept[0]->name, "a");
   const std::vector<Endpoint> full = {At("b", now, 0, 0, 0, 6)};
   EXPECT_EQ(detector.Apply(request, cycle, All(full)).size(), 1u);
+}
+
+
+TEST(DetectorConfigTest, DetectorsAreFoundByNameAndFilterInAProfile) {
+  auto set = PluginSet::FromYaml(
+      "plugins:\n"
+      "- type: utilization-detector\n"
+      "  parameters: {queueDepthThreshold: 2, kvCacheUtilThreshold: 0.5,\n"
+      "               metricsStalenessThreshold: 1s, headroom: 0.5}\n"
+      "- type: concurrency-detector\n"
+      "  name: busy\n"
+      "  parameters: {concurrencyMode: hybrid, maxConcurrency: 8, maxTokenConcurrency: 4096}\n"
+      "- type: queue-scorer\n"
+      "schedulingProfiles:\n"
+      "- name: default\n"
+      "  plugins: [{pluginRef: utilization-detector}, {pluginRef: queue-scorer}]\n",
+      "t");
+  ASSERT_TRUE(set.ok()) << set.status();
+  const SaturationDetector* utilization = (*set)->saturation_detector("utilization-detector");
+  ASSERT_NE(utilization, nullptr);
+  ASSERT_NE((*set)->saturation_detector("busy"), nullptr);
+  EXPECT_EQ((*set)->saturation_detector("queue-scorer"), nullptr);
+  EXPECT_EQ((*set)->saturation_detector("missing"), nullptr);
+  // The parameters took: a queue of 4 is past 2 * 1.5, so the profile's filter drops it.
+  const Clock::time_point now = Clock::now();
+  const std::vector<Endpoint> eps = {At("full", now, 4, 0, 0, 4), At("ok", now, 1, 0, 0, 1)};
+  EXPECT_DOUBLE_EQ(utilization->Saturation(eps, now), (2.0 + 0.5) / 2);
+  Candidates candidates = All(eps);
+  SchedulingRequest request;
+  CycleState cycle;
+  std::mt19937_64 rng(1);
+  const ProfileResult r = (*set)->profile("default")->Run(request, cycle, candidates, rng);
+  ASSERT_EQ(r.picked.size(), 1u);
+  EXPECT_EQ(r.picked[0]->name, "ok");
+}
+
+TEST(DetectorConfigTest, BadParametersNameTheField) {
+  for (const auto& [params, field] : std::vector<std::pair<std::string, std::string>>{
+           {"type: utilization-detector\n  parameters: {queueDepthThreshold: 0}",
+            "queueDepthThreshold"},
+           {"type: utilization-detector\n  parameters: {kvCacheUtilThreshold: 1.5}",
+            "kvCacheUtilThreshold"},
+           {"type: utilization-detector\n  parameters: {metricsStalenessThreshold: soon}",
+            "metricsStalenessThreshold"},
+           {"type: utilization-detector\n  parameters: {metricsStalenessThreshold: 0s}",
+            "metricsStalenessThreshold"},
+           {"type: concurrency-detector\n  parameters: {concurrencyMode: bytes}",
+            "concurrencyMode"},
+           {"type: concurrency-detector\n  parameters: {maxConcurrency: -1}", "maxConcurrency"},
+           {"type: concurrency-detector\n  parameters: {headroom: -0.1}", "headroom"},
+       }) {
+    auto set = PluginSet::FromYaml("plugins:\n- " + params + "\n", "t");
+    ASSERT_FALSE(set.ok()) << params;
+    EXPECT_NE(set.status().message().find(field), std::string_view::npos) << set.status();
+  }
 }
 
 }  // namespace
