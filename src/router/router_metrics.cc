@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
-#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -21,6 +20,7 @@
 #include "prometheus/text_serializer.h"
 
 #include "base/mutex.h"
+#include "router/metric_families.h"
 
 namespace switchyard::router {
 namespace {
@@ -83,39 +83,9 @@ struct EndpointKeyEq {
 using ClientMetric = prometheus::ClientMetric;
 using MetricFamily = prometheus::MetricFamily;
 
-MetricFamily NewFamily(std::string name, std::string help, prometheus::MetricType type) {
-  MetricFamily family;
-  family.name = std::move(name);
-  family.help = std::move(help);
-  family.type = type;
-  return family;
-}
-
 std::vector<ClientMetric::Label> EndpointLabels(const std::string& endpoint,
                                                 const std::string& pool) {
   return {{"endpoint", endpoint}, {"pool", pool}};
-}
-
-ClientMetric Counted(std::vector<ClientMetric::Label> labels, uint64_t value) {
-  ClientMetric metric;
-  metric.label = std::move(labels);
-  metric.counter.value = static_cast<double>(value);
-  return metric;
-}
-
-ClientMetric Histogram(std::vector<ClientMetric::Label> labels, const base::AtomicHistogram& h) {
-  const base::AtomicHistogram::Counts counts = h.Read();
-  ClientMetric metric;
-  metric.label = std::move(labels);
-  metric.histogram.sample_count = counts.cumulative.back();
-  metric.histogram.sample_sum = counts.sum;
-  const std::vector<double>& bounds = h.upper_bounds();
-  metric.histogram.bucket.reserve(counts.cumulative.size());
-  for (size_t i = 0; i < counts.cumulative.size(); ++i) {
-    const double bound = i < bounds.size() ? bounds[i] : std::numeric_limits<double>::infinity();
-    metric.histogram.bucket.push_back({counts.cumulative[i], bound});
-  }
-  return metric;
 }
 
 uint64_t Load(const std::atomic<uint64_t>& value) {
