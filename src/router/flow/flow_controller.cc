@@ -20,6 +20,7 @@ FlowController::~FlowController() {
 
 FlowController::Handle FlowController::Enqueue(FlowItem item, Clock::time_point now) {
   std::optional<DropReason> refused;
+  absl::AnyInvocable<void(DropReason)> reject;  // a refused item's
   Handle handle = 0;
   {
     base::MutexLock lock(&mu_);
@@ -35,6 +36,7 @@ FlowController::Handle FlowController::Enqueue(FlowItem item, Clock::time_point 
     }
     if (refused.has_value()) {
       ++rejected_total_[static_cast<size_t>(*refused)];
+      reject = std::move(item.reject);
     } else {
       auto owned = std::make_unique<QueuedItem>(
           QueuedItem{std::move(item), handle, now, TtlInForceLocked()});
@@ -50,7 +52,7 @@ FlowController::Handle FlowController::Enqueue(FlowItem item, Clock::time_point 
     }
   }
   if (refused.has_value()) {
-    item.reject(*refused);
+    reject(*refused);
     return handle;
   }
   Pump(now);

@@ -45,7 +45,7 @@ struct FlowControllerOptions {
   // Each dispatch's time in the queue; runs right after its dispatch callback, on the same
   // thread and likewise with no lock held. Optional.
   std::function<void(std::string_view flow_id, int32_t priority, double queue_seconds)>
-      on_dispatched;
+      on_dispatched = nullptr;
 };
 
 // A view of the controller for /debug/flows and the router's metrics.

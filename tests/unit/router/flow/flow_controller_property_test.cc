@@ -181,8 +181,9 @@ TEST(FlowControllerPropertyTest, RandomOperationsKeepEveryPromise) {
       const bool was_queued = victim.state == State::kQueued;
       victim.cancelled = true;
       fc.Cancel(victim.handle);
-      if (was_queued)
+      if (was_queued) {
         EXPECT_EQ(victim.state, State::kRejected);
+      }
     } else if (op < 65) {
       if (model.running.empty())
         continue;
@@ -198,8 +199,9 @@ TEST(FlowControllerPropertyTest, RandomOperationsKeepEveryPromise) {
       fc.Pump(now);
       // No request outwaits the longer budget.
       for (const Model::Item& s : model.items) {
-        if (s.state == State::kQueued)
+        if (s.state == State::kQueued) {
           EXPECT_LT(now - s.enqueued, config.no_endpoint_request_ttl);
+        }
       }
     } else if (op < 88) {
       const int32_t thresholds[] = {std::numeric_limits<int32_t>::min(), 0, 3, 6};
