@@ -5,6 +5,7 @@
 // refused), and no request waits past the longer TTL budget.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
