@@ -14,6 +14,7 @@
 #include "base/config.h"
 #include "base/status_macros.h"
 #include "router/flow/concurrency_detector.h"
+#include "router/flow/flow_policies.h"
 #include "router/flow/utilization_detector.h"
 #include "router/scheduling/label_filters.h"
 #include "router/scheduling/load_scorers.h"
@@ -494,7 +495,8 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
       c = static_cast<char>(rd());
   }
   set->session_codec_ = std::make_unique<SessionTokenCodec>(std::move(secret));
-  std::vector<std::string> order;  // plugin names in config order
+  std::vector<std::string> order;                   // plugin names in config order
+  std::map<std::string, std::string> plugin_types;  // every plugin's, flow-control policies too
   std::optional<DisaggSpec> disagg = std::nullopt;
   const YAML::Node plugins = root["plugins"];
   if (!plugins || !plugins.IsSequence() || plugins.size() == 0)
@@ -504,12 +506,17 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     const std::string where = fmt::format("{}: plugins[{}]", source, i);
     SY_ASSIGN_OR_RETURN(std::string type, base::YamlField<std::string>(p, "type", ""));
     SY_ASSIGN_OR_RETURN(std::string name, base::YamlField<std::string>(p, "name", type));
+    if (!plugin_types.emplace(name, type).second)
+      return absl::InvalidArgumentError(fmt::format("{}: duplicate plugin name '{}'", where, name));
+    // Flow-control policies are named by the flowControl section, not run by profiles.
+    if (flow::FairnessPolicyTypeNamed(type).has_value() ||
+        flow::OrderingPolicyTypeNamed(type).has_value()) {
+      continue;
+    }
     auto factory = Registry().find(type);
     if (factory == Registry().end()) {
       return absl::InvalidArgumentError(fmt::format("{}: unknown plugin type '{}'", where, type));
     }
-    if (set->plugins_.contains(name))
-      return absl::InvalidArgumentError(fmt::format("{}: duplicate plugin name '{}'", where, name));
     const YAML::Node params = p["parameters"] ? p["parameters"] : YAML::Node(YAML::NodeType::Map);
     if (!params.IsMap())
       return absl::InvalidArgumentError(fmt::format("{}: parameters must be a map", where));
@@ -542,6 +549,7 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
   if (!profiles || profiles.size() == 0) {
     std::vector<std::pair<std::string, double>> all;
     all.reserve(order.size());
+    // (`order` holds scheduling plugins only: flow-control policies are not in it.)
     for (const std::string& name : order)
       all.emplace_back(name, 1.0);
     specs.emplace_back("default", std::move(all));
@@ -559,7 +567,11 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
         SY_ASSIGN_OR_RETURN(double weight, base::YamlField<double>(refs_node[j], "weight", 1.0));
         if (!set->plugins_.contains(ref)) {
           return absl::InvalidArgumentError(
-              fmt::format("{}.plugins[{}]: no plugin named '{}'", where, j, ref));
+              plugin_types.contains(ref)
+                  ? fmt::format("{}.plugins[{}]: '{}' is a flow-control policy ({}), which the "
+                                "flowControl section names, not a profile",
+                                where, j, ref, plugin_types.at(ref))
+                  : fmt::format("{}.plugins[{}]: no plugin named '{}'", where, j, ref));
         }
         if (!(weight >= 0)) {
           return absl::InvalidArgumentError(
@@ -655,6 +667,28 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
                       source, disagg->prefill_profile));
     }
     set->disagg_ = handler;
+  }
+  SY_ASSIGN_OR_RETURN(set->flow_control_, flow::ParseFlowControlConfig(root, plugin_types, source));
+  if (set->flow_control_.enabled &&
+      set->saturation_detector(set->flow_control_.saturation_detector) == nullptr) {
+    // llm-d's default detector needs no plugin entry; any other must name one.
+    if (set->flow_control_.saturation_detector != "utilization-detector" ||
+        plugin_types.contains("utilization-detector")) {
+      return absl::InvalidArgumentError(fmt::format(
+          "{}: flowControl.saturationDetector: '{}' is not a saturation detector plugin "
+          "(utilization-detector or concurrency-detector)",
+          source, set->flow_control_.saturation_detector));
+    }
+    auto detector = std::make_unique<flow::UtilizationDetector>(flow::UtilizationDetectorOptions{});
+    const flow::SaturationDetector* raw = detector.get();
+    set->plugins_["utilization-detector"] = Owned{"utilization-detector",
+                                                  std::move(detector),
+                                                  nullptr,
+                                                  nullptr,
+                                                  nullptr,
+                                                  nullptr,
+                                                  nullptr,
+                                                  raw};
   }
   return set;
 }

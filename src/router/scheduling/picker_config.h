@@ -21,7 +21,10 @@
 // only in the decode profile.
 //
 // utilization-detector and concurrency-detector (router/flow/): saturation detectors that flow
-// control finds by name, and filters when a profile references them.
+// control finds by name, and filters when a profile references them. Flow-control policies
+// (round-robin-fairness-policy, edf-ordering-policy, ...) may be declared as plugins for the
+// flowControl section to name; a profile may not reference them. The featureGates and
+// flowControl sections: flow_control_config.h.
 //
 // The built PluginSet owns the plugins and profiles; immutable after Build, shared by every
 // request thread.
@@ -37,6 +40,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "router/flow/flow_control_config.h"
 #include "router/flow/saturation_detector.h"
 #include "router/prefix/prefix_index.h"
 #include "router/scheduling/p2p_source.h"
@@ -90,6 +94,10 @@ class PluginSet {
   // The saturation detector plugin named `ref` (utilization-detector, concurrency-detector);
   // null when no plugin of that name is one.
   const flow::SaturationDetector* saturation_detector(const std::string& ref) const;
+  // The feature gates and flowControl section (flow_control_config.h). When the gate is on,
+  // saturation_detector(flow_control().saturation_detector) is set: llm-d's default
+  // utilization-detector is made when the config declares none.
+  const flow::FlowControlConfig& flow_control() const { return flow_control_; }
 
   // What an endpoint's metrics say of its KV cache (vllm:cache_config_info num_gpu_blocks and
   // block_size; sglang's num_pages and page_size). As llm-d's auto-tuned prefix index, each
@@ -125,6 +133,7 @@ class PluginSet {
   bool issues_session_tokens_ = false;
   std::vector<std::unique_ptr<SchedulingProfile>> profiles_;
   std::optional<DisaggProfiles> disagg_;
+  flow::FlowControlConfig flow_control_;
 };
 
 }  // namespace switchyard::router
