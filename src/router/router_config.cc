@@ -229,6 +229,7 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
     SY_RETURN_IF_ERROR(ReadOutlierDetection(o, src + ": outlierDetection", &c.outlier_detection));
   SY_ASSIGN_OR_RETURN(c.session_token_secret_env,
                       base::YamlField<std::string>(root, "sessionTokenSecretEnv", ""));
+  SY_ASSIGN_OR_RETURN(c.tenants, flow::ParseTenantsConfig(root, source));
   const YAML::Node scheduling = root["scheduling"];
   SY_ASSIGN_OR_RETURN(std::string file,
                       base::YamlField<std::string>(root, "schedulingConfigFile", ""));

@@ -33,6 +33,29 @@
 //                                # passive health, as Envoy's (outlier_detection.h);
 //                                # consecutive5xx: 0 turns it off
 //   sessionTokenSecretEnv: SWITCHYARD_SESSION_SECRET
+//   tenants:                     # who may call, with what limits (flow/tenants_config.h);
+//                                # absent: no auth, one anonymous tenant, no limits
+//     requireApiKey: false       # true: a request without a known key is 401
+//     trustFairnessHeader: false # true: x-llm-d-inference-fairness-id, when set, is the
+//                                # fairness id in place of the tenant (a trusted gateway sets it)
+//     cacheSalt: tenant          # tenant: the request's cache_salt becomes the tenant's own;
+//                                # tenant+client: the tenant's, then the client's; client:
+//                                # the client's is kept (no isolation between tenants)
+//     list:
+//     - id: team-a               # [A-Za-z0-9._-], 1-64 characters, unique; not "anonymous"
+//       apiKeys: ["sha256:<64 hex digits>"]  # SHA-256 of each key, never the key itself;
+//                                # unique across tenants (`printf %s KEY | sha256sum`)
+//       weight: 1                # fairness weight, > 0
+//       limits: {requestsPerSecond: 5, burst: 10, tokensPerMinute: 60000, maxConcurrent: 4,
+//                maxQueued: 32}  # each optional, 0 or absent: none; burst defaults to
+//                                # max(1, ceil(requestsPerSecond))
+//       objectives: [interactive, batch]  # those it may use; absent: every one
+//       defaultObjective: interactive     # without the header; absent: priority 0
+//                                # (required when objectives is given)
+//   objectives:                  # llm-d's InferenceObjective: a name and an int priority,
+//   - {name: interactive, priority: 10}   # chosen per request with the
+//   - {name: batch, priority: -1}         # x-llm-d-inference-objective header; negative
+//                                         # priorities are sheddable
 //
 // Credentials: the API key of engines started with --api-key (vLLM's, llama-server's, ours),
 // read when the config loads from the environment variable or the file named (the file's
@@ -58,6 +81,7 @@
 
 #include "router/endpoint_table.h"
 #include "router/engine_metrics.h"
+#include "router/flow/tenants_config.h"
 #include "router/outlier_detection.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -120,6 +144,7 @@ struct RouterConfig {
   int max_retries = 2;
   OutlierDetectionConfig outlier_detection;
   std::string session_token_secret_env;
+  flow::TenantsConfig tenants;
   // The EndpointPickerConfig YAML text (from `scheduling:` or schedulingConfigFile).
   std::string scheduling_yaml;
 };
