@@ -127,7 +127,6 @@ TEST(ConcurrencyDetectorTest, TheFilterAllowsHeadroomAndFailsOpen) {
   EXPECT_EQ(detector.Apply(request, cycle, All(full)).size(), 1u);
 }
 
-
 TEST(DetectorConfigTest, DetectorsAreFoundByNameAndFilterInAProfile) {
   auto set = PluginSet::FromYaml(
       "plugins:\n"
