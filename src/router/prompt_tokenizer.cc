@@ -44,6 +44,7 @@ absl::StatusOr<TokenizedRequest> PromptTokenizer::Tokenize(api::RequestBody body
       return req.status();
     out.stream = req->sampling.stream;
     out.cache_salt = std::move(req->sampling.cache_salt);
+    out.max_tokens = req->sampling.max_tokens;
     if (tokenizer_ == nullptr)
       return out;
     SY_ASSIGN_OR_RETURN(std::string prompt,
@@ -57,6 +58,7 @@ absl::StatusOr<TokenizedRequest> PromptTokenizer::Tokenize(api::RequestBody body
     return req.status();
   out.stream = req->sampling.stream;
   out.cache_salt = std::move(req->sampling.cache_salt);
+  out.max_tokens = req->sampling.max_tokens;
   if (req->prompts.empty())
     return out;
   if (req->prompts[0].is_tokens) {

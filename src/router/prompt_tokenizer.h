@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct TokenizedRequest {
   std::vector<int32_t> prompt_tokens;  // empty: unknown (no tokenizer) or an empty prompt
   bool stream = false;
   std::string cache_salt;
+  std::optional<int64_t> max_tokens;  // max_completion_tokens, else max_tokens, when given
 };
 
 class PromptTokenizer {

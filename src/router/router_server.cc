@@ -1,20 +1,28 @@
 #include "router/router_server.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
+#include "fmt/format.h"
+#include "prometheus/text_serializer.h"
+
 #include "api/error.h"
 #include "api/response_writer.h"
+#include "base/json.h"
 #include "base/logging.h"
 #include "base/recycling_allocator.h"
 #include "base/status_macros.h"
+#include "base/thread_name.h"
 #include "kvx/kv_event_subscriber.h"
 #include "net/http_client.h"
 #include "net/http_server.h"
@@ -23,7 +31,13 @@
 #include "router/endpoint_scraper.h"
 #include "router/endpoint_table.h"
 #include "router/engine_models.h"
+#include "router/flow/fleet_gate.h"
+#include "router/flow/flow_controller.h"
+#include "router/flow/flow_metrics.h"
+#include "router/flow/tenant_limiter.h"
+#include "router/flow/tenant_table.h"
 #include "router/internal/drain.h"
+#include "router/internal/json_fields_rewrite.h"
 #include "router/internal/proxy_call.h"
 #include "router/prefix/block_keys.h"
 #include "router/prefix/kv_event_indexer.h"
@@ -39,6 +53,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kJson = "application/json";
 // The longest an endpoint's 503 Retry-After keeps it out of the snapshots.
 constexpr std::chrono::seconds kMaxRefusal{30};
+// How often flow control is pumped without news (TTLs; saturation between scrapes).
+constexpr std::chrono::milliseconds kPumpInterval{5};
 
 // Request headers forwarded upstream; the rest (hop-by-hop, routing hints a client must
 // not set) stay here. x-request-id goes up once, as the router settled it.
@@ -60,6 +76,16 @@ std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
   return names;
 }
 
+// Whom a request is charged to, and what its end must give back.
+struct TenantAccount {
+  const flow::Tenant* tenant = nullptr;
+  flow::TenantLimiter* limiter = nullptr;
+  // Flow control's, when the request goes through it (null: the gate is off).
+  flow::FlowController* flow = nullptr;
+  std::string fairness_id;
+  int32_t priority = 0;
+};
+
 // The scheduling of one proxied request: the profile picks from a fresh snapshot per attempt,
 // without the endpoints already tried. With a disagg-profile-handler that profile is the
 // decode one, and its decider may have the prefill profile pick a prefill endpoint for the
@@ -73,7 +99,8 @@ class RequestRouting final : public internal::ProxyRouting {
   // call that owns it) is gone.
   RequestRouting(const SchedulingProfile* profile, EndpointTable* table, RouterMetrics* metrics,
                  const PluginSet* plugins, std::vector<int32_t> prompt_tokens,
-                 Clock::time_point ready, std::unique_ptr<internal::Drain::Ticket> ticket)
+                 Clock::time_point ready, std::unique_ptr<internal::Drain::Ticket> ticket,
+                 TenantAccount account)
       : profile_(profile),
         disagg_(plugins->disagg().has_value() ? &*plugins->disagg() : nullptr),
         table_(table),
@@ -81,9 +108,23 @@ class RequestRouting final : public internal::ProxyRouting {
         plugins_(plugins),
         prompt_tokens_(std::move(prompt_tokens)),
         first_start_(ready),
-        ticket_(std::move(ticket)) {
+        ticket_(std::move(ticket)),
+        account_(std::move(account)) {
     request_.prompt_tokens = prompt_tokens_;
   }
+  // The request's end, however it ended: its tenant's concurrency and its flow's in-flight
+  // count (when it was dispatched) go down.
+  ~RequestRouting() override {
+    if (account_.flow != nullptr && dispatched_)
+      account_.flow->Finished(account_.fairness_id, account_.priority, Clock::now());
+    if (started_)
+      account_.limiter->Finish(*account_.tenant);
+  }
+
+  // Flow control dispatched the request: its end is the flow's.
+  void Dispatched() { dispatched_ = true; }
+  // The limiter's TryStart counted it (flow control off): its end is the tenant's.
+  void MarkStarted() { started_ = true; }
 
   // What the plugins see; its prompt_tokens view this object's tokens.
   SchedulingRequest& request() { return request_; }
@@ -196,7 +237,9 @@ class RequestRouting final : public internal::ProxyRouting {
                            Clock::now() + std::min(retry_after, kMaxRefusal));
   }
 
-  void Generated(int64_t /*tokens*/) override {}
+  void Generated(int64_t tokens) override {
+    account_.limiter->ChargeGenerated(*account_.tenant, tokens, Clock::now());
+  }
 
  private:
   const SchedulingProfile* const profile_;
@@ -217,6 +260,9 @@ class RequestRouting final : public internal::ProxyRouting {
   std::string kv_source_;
   std::optional<Clock::time_point> first_start_;  // until the first pick
   const std::unique_ptr<internal::Drain::Ticket> ticket_;
+  const TenantAccount account_;
+  bool dispatched_ = false;
+  bool started_ = false;
 };
 
 class RouterServerImpl final : public RouterServer {
@@ -235,7 +281,13 @@ class RouterServerImpl final : public RouterServer {
     return drain_.gate().AwaitIdle(deadline, true);
   }
   void InterruptDrain() override { drain_.gate().Interrupt(); }
-  void AbortInFlight() override { drain_.AbortAll(); }
+  void AbortInFlight() override {
+    // Queued requests first (503 rejected-shutting-down), so that none is dispatched into a
+    // router that is stopping; then those in flight.
+    if (flow_ != nullptr)
+      flow_->Shutdown();
+    drain_.AbortAll();
+  }
   void Stop() override;
 
  private:
@@ -255,6 +307,25 @@ class RouterServerImpl final : public RouterServer {
                 bool chat);
   void Health(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   void DebugEndpoints(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
+  // GET /debug/flows: flow control's bands and queues ({"enabled": false} when it is off).
+  void DebugFlows(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
+  // Answers a request the router refuses itself (401, 400, 403, 429, 503) and counts it for
+  // `tenant` under `reason` (also the x-llm-d-request-dropped-reason header of a 429 or a
+  // 503), with a Retry-After when `retry_after` is set. `counted`: the reason is counted
+  // elsewhere already (the limiter's refusals).
+  void Refuse(net::HttpResponder& responder, const absl::Status& error, std::string_view tenant,
+              std::string_view reason, std::optional<std::chrono::seconds> retry_after,
+              std::string request_id, Clock::time_point arrival, bool counted = false);
+  // Sends the request on its way: to the engines at once (flow control off, after the
+  // tenant's concurrency check), or into flow control's queues.
+  void Dispatch(std::shared_ptr<internal::ProxyCall> call, RequestRouting* routing,
+                std::shared_ptr<net::HttpResponder> responder, const flow::Tenant& tenant,
+                int32_t priority, std::string fairness_id, std::string request_id,
+                int64_t cost_tokens, int64_t bytes, std::optional<Clock::time_point> slo_deadline,
+                Clock::time_point arrival);
+  // Pumps flow control every kPumpInterval (TTLs, and room that ended requests or scrapes
+  // made) until Stop.
+  void PumpFlows();
   // GET /v1/models: the configured model with what the healthy engines report of it.
   void Models(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   void Metrics(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
@@ -277,6 +348,18 @@ class RouterServerImpl final : public RouterServer {
   std::unique_ptr<PromptTokenizer> prompt_tokenizer_;
   std::unique_ptr<KvEventIndexer> indexer_;
   std::unique_ptr<kvx::KvEventSubscriber> subscriber_;
+  // Tenants (router_config.h `tenants:`): every request has one, the anonymous one without
+  // a tenants section.
+  std::unique_ptr<flow::TenantTable> tenants_;
+  std::unique_ptr<flow::TenantLimiter> limiter_;
+  flow::FlowMetrics flow_metrics_;
+  // Flow control (the flowControl feature gate); null when off.
+  std::unique_ptr<flow::FleetGate> gate_;
+  std::unique_ptr<flow::FlowController> flow_;
+  base::Mutex pump_mu_;
+  base::CondVar pump_cv_;
+  bool stopping_ ABSL_GUARDED_BY(pump_mu_) = false;
+  std::thread pump_;
   // The HTTP server and the upstream client share these loops: a request's upstream call
   // runs on the thread that took the request, with no hand-off between threads.
   std::shared_ptr<net::EventLoops> loops_;
@@ -297,6 +380,7 @@ std::vector<net::RouteTable::Route> RouterServerImpl::Routes() {
           route("POST", "/v1/chat/completions", &RouterServerImpl::ChatCompletion),
           route("GET", "/health", &RouterServerImpl::Health),
           route("GET", "/debug/endpoints", &RouterServerImpl::DebugEndpoints),
+          route("GET", "/debug/flows", &RouterServerImpl::DebugFlows),
           route("GET", "/v1/models", &RouterServerImpl::Models),
           route("GET", "/metrics", &RouterServerImpl::Metrics)};
 }
@@ -310,6 +394,28 @@ absl::Status RouterServerImpl::Init() {
   SY_ASSIGN_OR_RETURN(plugins_,
                       PluginSet::FromYaml(config_.scheduling_yaml, "scheduling", plugin_options));
   profile_ = plugins_->primary_profile();
+  // The router's secret keys the tenants' cache salts too (domain-separated from the session
+  // tokens'): replicas with one secret give a tenant one salt.
+  std::string salt_secret = plugin_options.session_token_secret;
+  if (salt_secret.empty()) {
+    salt_secret.resize(32);
+    std::random_device rd;
+    for (char& c : salt_secret)
+      c = static_cast<char>(rd());
+  }
+  tenants_ = std::make_unique<flow::TenantTable>(config_.tenants, salt_secret);
+  limiter_ = std::make_unique<flow::TenantLimiter>(*tenants_);
+  if (const flow::FlowControlConfig& fc = plugins_->flow_control(); fc.enabled) {
+    gate_ = std::make_unique<flow::FleetGate>(
+        &table_, plugins_->saturation_detector(fc.saturation_detector));
+    flow::FlowControllerOptions flow_options;
+    flow_options.on_dispatched = [this](std::string_view flow_id, int32_t priority,
+                                        double seconds) {
+      flow_metrics_.QueueTime(flow_id, priority, "dispatched", seconds);
+    };
+    flow_ = std::make_unique<flow::FlowController>(fc, gate_.get(), std::move(flow_options));
+    pump_ = std::thread([this] { PumpFlows(); });
+  }
   SY_ASSIGN_OR_RETURN(prompt_tokenizer_, PromptTokenizer::FromConfig(config_));
   bool any_dns = false;
   for (const PoolConfig& pool : config_.pools) {
@@ -367,7 +473,11 @@ absl::Status RouterServerImpl::Init() {
   scraper_options.on_metrics = [this](const std::string& endpoint, const EndpointMetrics& m) {
     plugins_->SetEndpointKvCache(endpoint, m.num_gpu_blocks, m.block_size);
   };
-  scraper_options.after_round = [this] { ReportKvEvents(); };
+  scraper_options.after_round = [this] {
+    ReportKvEvents();
+    if (flow_ != nullptr)  // fresh metrics may show room
+      flow_->Pump(Clock::now());
+  };
   SY_ASSIGN_OR_RETURN(scraper_,
                       EndpointScraper::Start(std::move(scraper_options), &table_, &engine_models_));
   return absl::OkStatus();
@@ -379,6 +489,15 @@ void RouterServerImpl::StartDrain() {
 }
 
 void RouterServerImpl::Stop() {
+  if (pump_.joinable()) {
+    {
+      base::MutexLock lock(&pump_mu_);
+      stopping_ = true;
+    }
+    pump_cv_.NotifyAll();
+    pump_.join();
+    flow_->Shutdown();  // what still waits gets its 503 while the server can send it
+  }
   if (scraper_ != nullptr)
     scraper_->Stop();
   if (dns_ != nullptr)
@@ -423,6 +542,26 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
          {"x-request-id", std::move(request_id)}});
     return;
   }
+  // Who sent it, and at which priority.
+  absl::StatusOr<const flow::Tenant*> tenant =
+      tenants_->Authenticate(request.Header("authorization"));
+  if (!tenant.ok()) {
+    Refuse(*responder, tenant.status(), "", "unauthenticated", std::nullopt, std::move(request_id),
+           arrival);
+    return;
+  }
+  int32_t priority = 0;
+  if (!config_.tenants.objectives.empty()) {
+    absl::StatusOr<int32_t> p =
+        tenants_->Priority(**tenant, request.Header("x-llm-d-inference-objective"));
+    if (!p.ok()) {
+      Refuse(*responder, p.status(), (*tenant)->id,
+             absl::IsPermissionDenied(p.status()) ? "forbidden-objective" : "unknown-objective",
+             std::nullopt, std::move(request_id), arrival);
+      return;
+    }
+    priority = *p;
+  }
   absl::StatusOr<TokenizedRequest> tokenized = prompt_tokenizer_->Tokenize(request.body, chat);
   const Clock::time_point tokenized_at = Clock::now();
   metrics_.ObserveTokenize(SecondsBetween(arrival, tokenized_at));
@@ -433,13 +572,54 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
                     {{"x-request-id", std::move(request_id)}});
     return;
   }
+  const int64_t prompt_tokens = static_cast<int64_t>(tokenized->prompt_tokens.size());
+  if (std::optional<flow::Refusal> refusal =
+          limiter_->Admit(**tenant, prompt_tokens, tokenized_at)) {
+    const std::string_view reason = flow::RefusalReasonName(refusal->reason);
+    Refuse(*responder,
+           absl::ResourceExhaustedError(
+               refusal->reason == flow::RefusalReason::kExceedsTokenQuota
+                   ? fmt::format("The prompt ({} tokens) is larger than the tenant's token quota "
+                                 "for a whole minute.",
+                                 prompt_tokens)
+                   : fmt::format("Tenant {} is over its quota ({}); retry later.", (*tenant)->id,
+                                 reason)),
+           (*tenant)->id, reason, refusal->retry_after, std::move(request_id), arrival,
+           /*counted=*/true);
+    return;
+  }
+  // Each tenant's own prefix cache: its salt in place of the client's.
+  std::string cache_salt = std::move(tokenized->cache_salt);
+  if (std::optional<std::string> salt = tenants_->CacheSalt(
+          **tenant,
+          cache_salt.empty() ? std::nullopt : std::optional<std::string_view>(cache_salt))) {
+    absl::StatusOr<std::string> body = internal::WithCacheSalt(request.body, *salt);
+    if (!body.ok()) {  // the tokenizer parsed it: not reached
+      Refuse(*responder, body.status(), (*tenant)->id, "bad-request", std::nullopt,
+             std::move(request_id), arrival);
+      return;
+    }
+    request.body = *std::move(body);
+    cache_salt = *std::move(salt);
+  }
+  std::string fairness_id =
+      tenants_->FairnessId(**tenant, request.Header("x-llm-d-inference-fairness-id"));
+  std::optional<Clock::time_point> slo_deadline;
+  if (std::optional<std::string_view> slo = request.Header("x-llm-d-slo-ttft-ms")) {
+    int64_t ms = 0;
+    if (absl::SimpleAtoi(absl::string_view(slo->data(), slo->size()), &ms) && ms > 0)
+      slo_deadline = arrival + std::chrono::milliseconds(ms);
+  }
   const bool stream = tokenized->stream;
+  const int64_t cost_tokens = prompt_tokens + tokenized->max_tokens.value_or(0);
+  TenantAccount account{*tenant, limiter_.get(), flow_.get(), fairness_id, priority};
   auto routing = std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
                                                   std::move(tokenized->prompt_tokens), tokenized_at,
-                                                  std::move(admitted));
+                                                  std::move(admitted), std::move(account));
+  RequestRouting* routing_view = routing.get();
   SchedulingRequest& sched = routing->request();
   sched.model = config_.model;
-  sched.cache_salt = std::move(tokenized->cache_salt);
+  sched.cache_salt = std::move(cache_salt);
   if (std::optional<std::string_view> t = request.Header("x-session-token"))
     sched.session_token = std::string(*t);
   if (std::optional<std::string_view> id = request.Header("x-session-id"))
@@ -449,18 +629,21 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   proxy.http.method = std::move(request.method);
   proxy.http.target = std::move(request.target);
   // The client's header list, cut to what goes upstream: no list of its own (it has room for
-  // x-request-id unless every header is forwarded).
+  // x-request-id unless every header is forwarded). A tenant's key is the router's: it goes
+  // no further.
+  const bool keyed = !(*tenant)->anonymous;
   proxy.http.headers = std::move(request.headers);
-  std::erase_if(proxy.http.headers, [&proxy](net::HeaderList::value_type& header) {
-    if (header.first == "authorization" && proxy.client_authorization.empty())
+  std::erase_if(proxy.http.headers, [&proxy, keyed](net::HeaderList::value_type& header) {
+    if (header.first == "authorization" && proxy.client_authorization.empty() && !keyed)
       proxy.client_authorization = std::move(header.second);
     return !ForwardRequestHeader(header.first);
   });
   proxy.request_id_header = proxy.http.headers.size();
-  proxy.http.headers.emplace_back("x-request-id", std::move(request_id));
+  proxy.http.headers.emplace_back("x-request-id", request_id);
+  const int64_t bytes = static_cast<int64_t>(request.body.size());
   proxy.http.body = std::move(request.body);
   proxy.arrival = arrival;
-  proxy.prompt_tokens = static_cast<int64_t>(sched.prompt_tokens.size());
+  proxy.prompt_tokens = prompt_tokens;
   proxy.stream = stream;
   proxy.prefill_timeout = std::chrono::milliseconds(config_.request_timeout_ms);
   // A buffered response's head comes with its whole completion, after however long the
@@ -470,10 +653,105 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
     proxy.http.first_byte_timeout = std::chrono::milliseconds(config_.request_timeout_ms);
   internal::Drain::Ticket& ticket = routing->ticket();
   auto call = std::allocate_shared<internal::ProxyCall>(
-      base::RecyclingAllocator<internal::ProxyCall>(), std::move(proxy), std::move(responder),
-      client_.get(), &metrics_, config_.max_retries, std::move(routing));
+      base::RecyclingAllocator<internal::ProxyCall>(), std::move(proxy), responder, client_.get(),
+      &metrics_, config_.max_retries, std::move(routing));
   ticket.Attach(call);
-  call->Start();
+  Dispatch(std::move(call), routing_view, std::move(responder), **tenant, priority,
+           std::move(fairness_id), std::move(request_id), cost_tokens, bytes, slo_deadline,
+           arrival);
+}
+
+void RouterServerImpl::Dispatch(std::shared_ptr<internal::ProxyCall> call, RequestRouting* routing,
+                                std::shared_ptr<net::HttpResponder> responder,
+                                const flow::Tenant& tenant, int32_t priority,
+                                std::string fairness_id, std::string request_id,
+                                int64_t cost_tokens, int64_t bytes,
+                                std::optional<Clock::time_point> slo_deadline,
+                                Clock::time_point arrival) {
+  if (flow_ == nullptr) {
+    if (!limiter_->TryStart(tenant)) {
+      Refuse(*responder,
+             absl::ResourceExhaustedError(
+                 fmt::format("Tenant {} has {} requests running, its limit; retry later.",
+                             tenant.id, tenant.limits.max_concurrent)),
+             tenant.id, "max-concurrent", std::chrono::seconds(internal::kRetryAfterSeconds),
+             std::move(request_id), arrival);
+      return;
+    }
+    routing->MarkStarted();
+    call->Start();
+    return;
+  }
+  // Queued: the client's disconnect takes it out of the queue (the call's own close handler
+  // replaces this one once it starts).
+  auto handle = std::make_shared<std::atomic<int64_t>>(-1);
+  responder->OnClose([flow = flow_.get(), handle] {
+    if (const int64_t h = handle->load(); h >= 0)
+      flow->Cancel(static_cast<flow::FlowController::Handle>(h));
+  });
+  flow::FlowItem item;
+  item.flow_id = fairness_id;
+  item.priority = priority;
+  item.bytes = bytes;
+  item.cost_tokens = cost_tokens;
+  item.received = arrival;
+  item.slo_deadline = slo_deadline;
+  item.limits = {tenant.limits.max_concurrent, tenant.limits.max_queued};
+  item.weight = tenant.weight;
+  item.dispatch = [call, routing] {
+    routing->Dispatched();
+    call->Start();
+  };
+  // The call is never started: dropping it releases its drain ticket.
+  item.reject = [this, call, responder, tenant_id = tenant.id, fairness_id, priority,
+                 request_id = std::move(request_id), arrival](flow::DropReason reason) {
+    const std::string_view name = flow::DropReasonName(reason);
+    flow_metrics_.QueueTime(fairness_id, priority, name, SecondsSince(arrival));
+    if (reason == flow::DropReason::kContextCancelled) {
+      metrics_.Unrouted().RequestFinished(499, SecondsSince(arrival));
+      flow_metrics_.Rejected(tenant_id, name);
+      return;  // nobody to answer
+    }
+    const bool unavailable = reason == flow::DropReason::kShuttingDown || !gate_->HasEndpoints();
+    Refuse(*responder,
+           unavailable
+               ? absl::UnavailableError(
+                     fmt::format("No endpoint could take the request in time ({}).", name))
+               : absl::ResourceExhaustedError(fmt::format(
+                     "The fleet is saturated and the request was shed ({}); retry later.", name)),
+           tenant_id, name, std::chrono::seconds(internal::kRetryAfterSeconds), request_id,
+           arrival);
+  };
+  handle->store(static_cast<int64_t>(flow_->Enqueue(std::move(item), Clock::now())));
+  if (responder->closed())  // it left before the handle was there to cancel
+    flow_->Cancel(static_cast<flow::FlowController::Handle>(handle->load()));
+}
+
+void RouterServerImpl::Refuse(net::HttpResponder& responder, const absl::Status& error,
+                              std::string_view tenant, std::string_view reason,
+                              std::optional<std::chrono::seconds> retry_after,
+                              std::string request_id, Clock::time_point arrival, bool counted) {
+  const int http_status = api::HttpErrorFor(error).http_status;
+  metrics_.Unrouted().RequestFinished(http_status, SecondsSince(arrival));
+  if (!counted)
+    flow_metrics_.Rejected(tenant, reason);
+  net::HeaderList headers = {{"x-request-id", std::move(request_id)}};
+  if (http_status == 429 || http_status == 503)
+    headers.emplace_back("x-llm-d-request-dropped-reason", reason);
+  if (retry_after.has_value())
+    headers.emplace_back("retry-after", std::to_string(retry_after->count()));
+  responder.Send(http_status, kJson, api::ErrorBody(error), std::move(headers));
+}
+
+void RouterServerImpl::PumpFlows() {
+  base::SetCurrentThreadName("sy-flow-pump");
+  while (true) {
+    flow_->Pump(Clock::now());
+    base::MutexLock lock(&pump_mu_);
+    if (pump_cv_.WaitUntil(&pump_mu_, Clock::now() + kPumpInterval,
+                           [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pump_mu_) { return stopping_; }))
+      return;
+  }
 }
 
 void RouterServerImpl::Health(net::HttpRequest&, std::shared_ptr<net::HttpResponder> responder) {
@@ -502,8 +780,51 @@ void RouterServerImpl::Models(net::HttpRequest&, std::shared_ptr<net::HttpRespon
 }
 
 void RouterServerImpl::Metrics(net::HttpRequest&, std::shared_ptr<net::HttpResponder> responder) {
-  metrics_.UpdateEndpoints(table_.Statuses(Clock::now()));
-  responder->Send(200, "text/plain; version=0.0.4", metrics_.Serialize());
+  const Clock::time_point now = Clock::now();
+  metrics_.UpdateEndpoints(table_.Statuses(now));
+  std::string text = metrics_.Serialize();
+  std::optional<flow::FlowControlSnapshot> flows;
+  if (flow_ != nullptr)
+    flows = flow_->Snapshot(now);
+  text += prometheus::TextSerializer().Serialize(
+      flow_metrics_.Collect(flows.has_value() ? &*flows : nullptr,
+                            gate_ != nullptr ? gate_->last_saturation() : 0, limiter_->Usage()));
+  responder->Send(200, "text/plain; version=0.0.4", std::move(text));
+}
+
+void RouterServerImpl::DebugFlows(net::HttpRequest&,
+                                  std::shared_ptr<net::HttpResponder> responder) {
+  if (flow_ == nullptr) {
+    responder->Send(200, kJson, R"({"enabled":false})");
+    return;
+  }
+  const flow::FlowControlSnapshot s = flow_->Snapshot(Clock::now());
+  std::string out = fmt::format(
+      R"({{"enabled":true,"saturation":{:.4f},"queued":{},"queued_bytes":{},"dispatched_total":{},"rejected_total":{{)",
+      gate_->last_saturation(), s.queued, s.queued_bytes, s.dispatched_total);
+  for (size_t r = 0; r < flow::kDropReasonCount; ++r) {
+    const auto reason = static_cast<flow::DropReason>(r);
+    out += fmt::format(R"({}{}:{})", r == 0 ? "" : ",",
+                       base::JsonString(flow::DropReasonName(reason)), s.rejected(reason));
+  }
+  out += R"(},"bands":[)";
+  for (size_t i = 0; i < s.bands.size(); ++i) {
+    const flow::FlowControlSnapshot::Band& b = s.bands[i];
+    out += fmt::format(
+        R"({}{{"priority":{},"queued":{},"queued_bytes":{},"in_flight":{},"max_requests":{},"max_bytes":{},"fairness_policy":{},"ordering_policy":{}}})",
+        i == 0 ? "" : ",", b.priority, b.queued, b.queued_bytes, b.in_flight, b.max_requests,
+        b.max_bytes, base::JsonString(b.fairness_policy), base::JsonString(b.ordering_policy));
+  }
+  out += R"(],"flows":[)";
+  for (size_t i = 0; i < s.flows.size(); ++i) {
+    const flow::FlowControlSnapshot::Flow& f = s.flows[i];
+    out += fmt::format(
+        R"({}{{"fairness_id":{},"priority":{},"queued":{},"queued_bytes":{},"in_flight":{},"oldest_wait_s":{:.4f}}})",
+        i == 0 ? "" : ",", base::JsonString(f.flow_id), f.priority, f.queued, f.queued_bytes,
+        f.in_flight, f.oldest_wait_seconds);
+  }
+  out += "]}";
+  responder->Send(200, kJson, std::move(out));
 }
 
 }  // namespace
