@@ -162,3 +162,157 @@ def test_each_tenant_gets_its_own_cache_salt(engine):
         assert hits() > after_a
     finally:
         router.stop()
+
+
+def flows(router):
+    return requests.get(f"{router.url}/debug/flows", timeout=5).json()
+
+
+def in_background(fn, *args, **kwargs):
+    """Runs fn in a thread; returns a future."""
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    future = pool.submit(fn, *args, **kwargs)
+    pool.shutdown(wait=False)
+    return future
+
+
+def wait_running(router, n=1):
+    wait_until(lambda: sum(f["in_flight"] for f in flows(router)["flows"]) >= n,
+               f"{n} request(s) dispatched")
+
+
+def test_requests_wait_in_the_router_while_the_fleet_is_saturated(slow_engine):
+    router = Router([slow_engine], extra=tenants(), scheduling=flow_control())
+    try:
+        assert flows(router)["enabled"]
+        started = time.monotonic()
+        futures = [in_background(complete, router, KEY_A, max_tokens=5) for _ in range(3)]
+        wait_until(lambda: flows(router)["queued"] >= 1, "a request queued in the router")
+        # The engine never holds more than the detector's capacity: the rest wait here.
+        assert slow_engine.sample("vllm:num_requests_running") <= 1
+        assert slow_engine.sample("vllm:num_requests_waiting") == 0
+        assert all(f.result(timeout=30).usage.completion_tokens == 5 for f in futures)
+        # One after the other: the first token comes with the prefill, then 4 steps of 100 ms.
+        assert time.monotonic() - started >= 3 * 0.4 * 0.9
+        text = router.metrics()
+        assert metric_sum(text, "switchyard_router_flow_control_request_queue_duration_seconds_count",
+                          fairness_id="team-a", outcome="dispatched") == 3
+        wait_until(lambda: flows(router)["queued"] == 0 and not flows(router)["flows"],
+                   "flow control idle")
+    finally:
+        router.stop()
+
+
+def test_a_higher_priority_request_overtakes_queued_batch_work(slow_engine):
+    router = Router([slow_engine], extra=tenants(), scheduling=flow_control())
+    try:
+        order = []
+        lock = threading.Lock()
+
+        def run(objective, max_tokens):
+            out = complete(router, KEY_A, max_tokens=max_tokens,
+                           headers={"x-llm-d-inference-objective": objective})
+            with lock:
+                order.append(objective)
+            return out
+
+        first = in_background(run, "interactive", 8)
+        wait_running(router)
+        batch = in_background(run, "batch", 2)
+        wait_until(lambda: flows(router)["queued"] == 1, "the batch request queued")
+        urgent = in_background(run, "interactive", 2)
+        wait_until(lambda: flows(router)["queued"] == 2, "both queued")
+        for f in (first, batch, urgent):
+            f.result(timeout=30)
+        # The interactive band goes first; batch only once the fleet has idle room.
+        assert order == ["interactive", "interactive", "batch"]
+        bands = {b["priority"] for b in flows(router)["bands"]}
+        assert {10, -1} <= bands
+    finally:
+        router.stop()
+
+
+def test_queued_requests_are_shed_when_their_ttl_runs_out(slow_engine):
+    router = Router([slow_engine], extra=tenants(),
+                    scheduling=flow_control(flow="defaultRequestTTL: 300ms"))
+    try:
+        long = in_background(complete, router, KEY_A, max_tokens=15)
+        wait_running(router)
+        started = time.monotonic()
+        with pytest.raises(openai.RateLimitError) as e:
+            complete(router, KEY_A, max_tokens=2)
+        waited = time.monotonic() - started
+        assert 0.25 <= waited < 1.2
+        assert e.value.response.headers[DROPPED] == "rejected-ttl-expired"
+        assert int(e.value.response.headers["retry-after"]) >= 1
+        assert long.result(timeout=30).usage.completion_tokens == 15
+        assert metric_sum(router.metrics(), "switchyard_router_tenant_requests_rejected_total",
+                          tenant="team-a", reason="rejected-ttl-expired") == 1
+    finally:
+        router.stop()
+
+
+def test_a_client_that_leaves_while_queued_is_removed_at_once(slow_engine):
+    router = Router([slow_engine], extra=tenants(), scheduling=flow_control())
+    try:
+        long = in_background(complete, router, KEY_A, max_tokens=15)
+        wait_running(router)
+        impatient = openai.OpenAI(base_url=f"{router.url}/v1", api_key=KEY_A, max_retries=0,
+                                  timeout=0.3)
+        with pytest.raises(openai.APITimeoutError):
+            impatient.completions.create(model=MODEL_NAME, prompt="hi", max_tokens=2)
+        wait_until(lambda: flows(router)["queued"] == 0, "the queue emptied", timeout=2)
+        assert flows(router)["rejected_total"]["rejected-context-cancelled"] == 1
+        assert long.result(timeout=30).usage.completion_tokens == 15
+        # The engine never saw the request that left.
+        assert slow_engine.sample("vllm:request_success_total") == 1
+    finally:
+        router.stop()
+
+
+def test_a_tenant_at_its_max_concurrent_waits_while_others_go(slow_engine):
+    router = Router([slow_engine], extra=tenants(limits_a="{maxConcurrent: 1}"),
+                    scheduling=flow_control(
+                        detector="{type: concurrency-detector, parameters: {maxConcurrency: 8}}"))
+    try:
+        order = []
+        lock = threading.Lock()
+
+        def run(key, label, max_tokens):
+            complete(router, key, max_tokens=max_tokens)
+            with lock:
+                order.append(label)
+
+        a1 = in_background(run, KEY_A, "a1", 10)
+        wait_running(router)
+        a2 = in_background(run, KEY_A, "a2", 2)
+        wait_until(lambda: flows(router)["queued"] == 1, "team-a's second request held back")
+        b = in_background(run, KEY_B, "b", 2)
+        for f in (a1, a2, b):
+            f.result(timeout=30)
+        assert order.index("b") < order.index("a2")
+    finally:
+        router.stop()
+
+
+def test_without_flow_control_a_tenant_over_max_concurrent_gets_429(slow_engine):
+    router = Router([slow_engine], extra=tenants(limits_a="{maxConcurrent: 1}"))
+    try:
+        long = in_background(complete, router, KEY_A, max_tokens=10)
+        wait_until(lambda: slow_engine.sample("vllm:num_requests_running") == 1, "running")
+        with pytest.raises(openai.RateLimitError) as e:
+            complete(router, KEY_A, max_tokens=1)
+        assert e.value.response.headers[DROPPED] == "max-concurrent"
+        assert long.result(timeout=30)
+        complete(router, KEY_A, max_tokens=1)  # its slot came back
+    finally:
+        router.stop()
+
+
+def test_sigterm_lets_queued_requests_finish(slow_engine):
+    router = Router([slow_engine], extra=tenants(), scheduling=flow_control(),
+                    args=["--shutdown-timeout", "20"])
+    futures = [in_background(complete, router, KEY_A, max_tokens=4) for _ in range(3)]
+    wait_until(lambda: flows(router)["queued"] >= 1, "requests queued")
+    router.stop()  # SIGTERM: drains, exit code 0
+    assert all(f.result(timeout=30).usage.completion_tokens == 4 for f in futures)
