@@ -42,11 +42,14 @@
 #include "cli/tool_flags.h"
 #include "fmt/format.h"
 
+#include "base/config.h"
+#include "base/file.h"
 #include "base/status_macros.h"
 #include "engine/engine_server.h"
 #include "model/model_files.h"
 #include "model/model_text.h"
 #include "router/endpoint.h"
+#include "router/flow/tenants_config.h"
 #include "router/router_config.h"
 #include "router/router_server.h"
 
@@ -60,6 +63,8 @@ struct UpFlags {
   int sim = 0;
   std::string pd;  // "P:D"
   bool kv_p2p = false;
+  std::string tenants;  // a YAML file with router.yaml's tenants: and objectives: sections
+  bool flow_control = false;
   std::string host = "127.0.0.1";
   int port = 8080;
   size_t threads = 0;
@@ -208,6 +213,13 @@ absl::Status RunUp(const UpFlags& f) {
          : router::DefaultSchedulingYaml(
                router::PrefixScoring::kPrecise,
                f.kv_p2p ? std::optional<int64_t>(kP2pMinExtraTokens) : std::nullopt);
+  if (f.flow_control)
+    rc.scheduling_yaml += "featureGates: [flowControl]\n";
+  if (!f.tenants.empty()) {
+    SY_ASSIGN_OR_RETURN(std::string text, base::ReadFile(f.tenants));
+    SY_ASSIGN_OR_RETURN(YAML::Node root, base::ParseYaml(text, f.tenants));
+    SY_ASSIGN_OR_RETURN(rc.tenants, router::flow::ParseTenantsConfig(root, f.tenants));
+  }
   router::PoolConfig pool;
   pool.name = "local";
   for (int i = 0; i < n; ++i) {
@@ -313,6 +325,13 @@ void RegisterUpCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--kv-p2p", f->kv_p2p,
                 "engines lend each other KV: the router names the engine holding more of a "
                 "prompt, and the picked engine pulls those blocks instead of computing them");
+  cmd->add_option("--tenants", f->tenants,
+                  "YAML file with the router's tenants: and objectives: sections (API keys as "
+                  "SHA-256 digests, limits, priorities; see router_config.h)")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--flow-control", f->flow_control,
+                "hold requests in the router while the engines are saturated (llm-d's "
+                "flowControl feature gate, utilization-detector), by priority and tenant");
   cmd->add_option("--host", f->host)->capture_default_str();
   cmd->add_option("--port", f->port, "router port (0 picks a free one)")->capture_default_str();
   cmd->add_option("--threads", f->threads, "compute threads per engine; 0 = cores / engines");

@@ -3,6 +3,7 @@ on the bundled tiny model by default), answering the openai client, stopped clea
 Ctrl-C (SIGINT)."""
 import json
 import os
+import pathlib
 import re
 import shutil
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import tempfile
 
 import openai
+import pytest
 import requests
 
 from conftest import MODELS_DIR, switchyard_bin, wait_until
@@ -218,5 +220,28 @@ def test_up_passes_tool_flags_to_its_engines():
         (call,) = reply.choices[0].message.tool_calls
         assert call.function.name == "f" and call.function.arguments == "{}"
         assert reply.choices[0].finish_reason == "tool_calls"
+    finally:
+        up.stop()
+
+
+def test_up_with_the_example_tenants_and_flow_control():
+    """The README's two-tenant example: keys name tenants, an unknown key is 401, flow control
+    is on (/debug/flows), and batch work is team-b's only objective."""
+    example = pathlib.Path(__file__).resolve().parents[2] / "examples" / "two-tenants.yaml"
+    up = Up("--sim", 2, "--tenants", example, "--flow-control")
+    try:
+        for key in ("sk-team-a-example", "sk-team-b-example"):
+            client = openai.OpenAI(base_url=f"{up.url}/v1", api_key=key, max_retries=0)
+            reply = client.completions.create(model=up.name, prompt="hi", max_tokens=2)
+            assert reply.usage.completion_tokens == 2
+        with pytest.raises(openai.AuthenticationError):
+            up.client.completions.create(model=up.name, prompt="hi", max_tokens=2)
+        team_b = openai.OpenAI(base_url=f"{up.url}/v1", api_key="sk-team-b-example",
+                               max_retries=0)
+        with pytest.raises(openai.PermissionDeniedError):
+            team_b.completions.create(model=up.name, prompt="hi", max_tokens=2,
+                                      extra_headers={"x-llm-d-inference-objective": "interactive"})
+        flows = requests.get(f"{up.url}/debug/flows", timeout=5).json()
+        assert flows["enabled"] and flows["dispatched_total"] == 2
     finally:
         up.stop()
