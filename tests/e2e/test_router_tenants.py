@@ -316,3 +316,30 @@ def test_sigterm_lets_queued_requests_finish(slow_engine):
     wait_until(lambda: flows(router)["queued"] >= 1, "requests queued")
     router.stop()  # SIGTERM: drains, exit code 0
     assert all(f.result(timeout=30).usage.completion_tokens == 4 for f in futures)
+
+
+def test_queued_requests_survive_an_engine_killed_under_them(switchyard):
+    """Two engines behind flow control (one request each at a time); an engine is killed
+    (SIGKILL) while requests run on it and more wait in the router: every request is
+    answered once, by the engine left, and flow control ends empty."""
+    engines = [EngineServer("--backend", "sim", "--sim-latency", "zero,decode_ms_per_seq=100")
+               for _ in range(2)]
+    for e in engines:
+        e.spawn()
+    for e in engines:
+        e.wait_ready()
+    router = Router(engines, extra=tenants(), scheduling=flow_control())
+    try:
+        futures = [in_background(complete, router, KEY_A, max_tokens=4) for _ in range(6)]
+        wait_until(lambda: flows(router)["queued"] >= 1, "requests queued")
+        engines[0].kill()
+        answers = [f.result(timeout=60) for f in futures]
+        assert all(a.usage.completion_tokens == 4 for a in answers)
+        assert len({a.id for a in answers}) == 6  # none served twice
+        wait_until(lambda: not flows(router)["flows"], "flow control idle")
+        assert metric_sum(router.metrics(),
+                          "switchyard_router_flow_control_request_queue_duration_seconds_count",
+                          outcome="dispatched") == 6
+    finally:
+        router.stop()
+        engines[1].stop()
