@@ -703,8 +703,8 @@ void RouterServerImpl::Dispatch(std::shared_ptr<internal::ProxyCall> call, Reque
     call->Start();
   };
   // The call is never started: dropping it releases its drain ticket.
-  item.reject = [this, call, responder, tenant_id = tenant.id, fairness_id, priority,
-                 request_id = std::move(request_id), arrival](flow::DropReason reason) {
+  item.reject = [this, call, responder, tenant_id = tenant.id, fairness_id = std::move(fairness_id),
+                 priority, request_id = std::move(request_id), arrival](flow::DropReason reason) {
     const std::string_view name = flow::DropReasonName(reason);
     flow_metrics_.QueueTime(fairness_id, priority, name, SecondsSince(arrival));
     if (reason == flow::DropReason::kContextCancelled) {

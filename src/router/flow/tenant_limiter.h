@@ -44,7 +44,7 @@ inline constexpr size_t kRefusalReasons = 3;
 std::string_view RefusalReasonName(RefusalReason reason);
 
 struct Refusal {
-  RefusalReason reason;
+  RefusalReason reason = RefusalReason::kRateLimitedRequests;
   // When both buckets would admit the request, in whole seconds >= 1 (the reason names the
   // first bucket that refused); nullopt for kExceedsTokenQuota, which waiting cannot cure.
   std::optional<std::chrono::seconds> retry_after;

@@ -9,6 +9,8 @@ namespace {
 
 constexpr std::string_view kData = "data:";
 constexpr std::string_view kUsage = "\"usage\"";
+// vLLM's first chat chunk announces the role with no content: not a token.
+constexpr std::string_view kRoleOnly = R"("delta":{"role":"assistant","content":""})";
 
 // usage.completion_tokens of a JSON object, when it has one.
 std::optional<int64_t> CompletionTokens(std::string_view json) {
@@ -54,7 +56,8 @@ int64_t GeneratedTokens::FeedEvents(std::string_view events) {
       continue;
     if (const std::optional<int64_t> exact = CompletionTokens(payload)) {
       SetExact(*exact);
-    } else if (payload.find("\"choices\"") != std::string_view::npos) {
+    } else if (payload.find("\"choices\"") != std::string_view::npos &&
+               payload.find(kRoleOnly) == std::string_view::npos) {
       ++count_;
     }
   }

@@ -3,7 +3,8 @@
 //
 //   - A completion chunk of an SSE stream counts one token: vLLM, SGLang, llama.cpp's server
 //     and our engine send one token per chunk by default (a server that batches tokens per
-//     chunk, or sends a last chunk with only a finish_reason, is miscounted by that much).
+//     chunk, or sends a last chunk with only a finish_reason, is miscounted by that much),
+//     except vLLM's first chat chunk, which only announces the assistant role.
 //   - A `usage` object with `completion_tokens` (a whole JSON response's; a stream's last
 //     chunk when the client asked stream_options.include_usage; every chunk with vLLM's
 //     continuous_usage_stats) is the exact count, and replaces the estimate.

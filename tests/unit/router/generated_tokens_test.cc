@@ -14,6 +14,15 @@ TEST(GeneratedTokensTest, EachCompletionChunkIsOneToken) {
             2);
   EXPECT_EQ(tokens.FeedEvents("data:{\"choices\":[{\"delta\":{\"content\":\"c\"}}]}\n\n"), 1);
   EXPECT_EQ(tokens.count(), 3);
+  // vLLM's role announcement is no token; our engine's role with content is one.
+  EXPECT_EQ(tokens.FeedEvents(
+                R"(data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})"
+                "\n\n"),
+            0);
+  EXPECT_EQ(tokens.FeedEvents(
+                R"(data: {"choices":[{"index":0,"delta":{"role":"assistant","content":" pr"}}]})"
+                "\n\n"),
+            1);
 }
 
 TEST(GeneratedTokensTest, DoneErrorsCommentsAndPayloadTextDoNotCount) {
