@@ -25,12 +25,12 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "cli/commands.h"
@@ -44,6 +44,7 @@
 
 #include "base/config.h"
 #include "base/file.h"
+#include "base/random_bytes.h"
 #include "base/status_macros.h"
 #include "engine/engine_server.h"
 #include "model/model_files.h"
@@ -117,11 +118,8 @@ absl::StatusOr<PdCounts> ParsePd(const std::string& pd) {
 
 // 32 random bytes, hex: the KV peers' shared secret of one `up`.
 std::string RandomSecret() {
-  std::random_device rd;
-  std::string secret;
-  for (int i = 0; i < 32; ++i)
-    secret += fmt::format("{:02x}", rd() & 0xff);
-  return secret;
+  const std::string bytes = base::RandomBytes(32);
+  return absl::BytesToHexString(absl::string_view(bytes.data(), bytes.size()));
 }
 
 absl::Status RunUp(const UpFlags& f) {

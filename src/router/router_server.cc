@@ -20,6 +20,7 @@
 #include "api/response_writer.h"
 #include "base/json.h"
 #include "base/logging.h"
+#include "base/random_bytes.h"
 #include "base/recycling_allocator.h"
 #include "base/status_macros.h"
 #include "base/thread_name.h"
@@ -396,13 +397,9 @@ absl::Status RouterServerImpl::Init() {
   profile_ = plugins_->primary_profile();
   // The router's secret keys the tenants' cache salts too (domain-separated from the session
   // tokens'): replicas with one secret give a tenant one salt.
-  std::string salt_secret = plugin_options.session_token_secret;
-  if (salt_secret.empty()) {
-    salt_secret.resize(32);
-    std::random_device rd;
-    for (char& c : salt_secret)
-      c = static_cast<char>(rd());
-  }
+  const std::string salt_secret = plugin_options.session_token_secret.empty()
+                                      ? base::RandomBytes(32)
+                                      : plugin_options.session_token_secret;
   tenants_ = std::make_unique<flow::TenantTable>(config_.tenants, salt_secret);
   limiter_ = std::make_unique<flow::TenantLimiter>(*tenants_);
   if (const flow::FlowControlConfig& fc = plugins_->flow_control(); fc.enabled) {

@@ -6,6 +6,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "fmt/format.h"
 #include "yaml-cpp/yaml.h"
 
@@ -93,16 +95,6 @@ absl::StatusOr<TenantLimits> ParseLimits(const YAML::Node& node, const std::stri
   return limits;
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
-
 // "sha256:<64 hex digits>". The text is never echoed: it might be a key pasted by mistake.
 absl::StatusOr<KeyDigest> ParseDigest(const YAML::Node& node, const std::string& path) {
   const absl::Status bad =
@@ -114,14 +106,14 @@ absl::StatusOr<KeyDigest> ParseDigest(const YAML::Node& node, const std::string&
   if (!view.starts_with(kDigestPrefix) ||
       view.size() != kDigestPrefix.size() + 2 * KeyDigest().size())
     return bad;
+  const absl::string_view hex(view.data() + kDigestPrefix.size(), 2 * KeyDigest().size());
+  if (!std::all_of(hex.begin(), hex.end(),
+                   [](char c) { return absl::ascii_isxdigit(static_cast<unsigned char>(c)); }))
+    return bad;
+  const std::string bytes = absl::HexStringToBytes(hex);
   KeyDigest digest;
-  for (size_t i = 0; i < digest.size(); ++i) {
-    const int hi = HexValue(view[kDigestPrefix.size() + 2 * i]);
-    const int lo = HexValue(view[kDigestPrefix.size() + 2 * i + 1]);
-    if (hi < 0 || lo < 0)
-      return bad;
-    digest[i] = static_cast<unsigned char>(hi << 4 | lo);
-  }
+  std::transform(bytes.begin(), bytes.end(), digest.begin(),
+                 [](char c) { return static_cast<unsigned char>(c); });
   return digest;
 }
 

@@ -12,6 +12,7 @@
 #include "yaml-cpp/yaml.h"
 
 #include "base/config.h"
+#include "base/random_bytes.h"
 #include "base/status_macros.h"
 #include "router/flow/concurrency_detector.h"
 #include "router/flow/flow_policies.h"
@@ -487,13 +488,8 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
         fmt::format("{}: kind must be EndpointPickerConfig, got '{}'", source, kind));
   }
   std::unique_ptr<PluginSet> set(new PluginSet());
-  std::string secret = options.session_token_secret;
-  if (secret.empty()) {
-    secret.resize(32);
-    std::random_device rd;
-    for (char& c : secret)
-      c = static_cast<char>(rd());
-  }
+  std::string secret =
+      options.session_token_secret.empty() ? base::RandomBytes(32) : options.session_token_secret;
   set->session_codec_ = std::make_unique<SessionTokenCodec>(std::move(secret));
   std::vector<std::string> order;                   // plugin names in config order
   std::map<std::string, std::string> plugin_types;  // every plugin's, flow-control policies too
