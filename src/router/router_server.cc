@@ -785,7 +785,7 @@ void RouterServerImpl::Metrics(net::HttpRequest&, std::shared_ptr<net::HttpRespo
     flows = flow_->Snapshot(now);
   text += prometheus::TextSerializer().Serialize(
       flow_metrics_.Collect(flows.has_value() ? &*flows : nullptr,
-                            gate_ != nullptr ? gate_->last_saturation() : 0, limiter_->Usage()));
+                            gate_ != nullptr ? gate_->Saturation(now) : 0, limiter_->Usage()));
   responder->Send(200, "text/plain; version=0.0.4", std::move(text));
 }
 
@@ -795,10 +795,11 @@ void RouterServerImpl::DebugFlows(net::HttpRequest&,
     responder->Send(200, kJson, R"({"enabled":false})");
     return;
   }
-  const flow::FlowControlSnapshot s = flow_->Snapshot(Clock::now());
+  const Clock::time_point now = Clock::now();
+  const flow::FlowControlSnapshot s = flow_->Snapshot(now);
   std::string out = fmt::format(
       R"({{"enabled":true,"saturation":{:.4f},"queued":{},"queued_bytes":{},"dispatched_total":{},"rejected_total":{{)",
-      gate_->last_saturation(), s.queued, s.queued_bytes, s.dispatched_total);
+      gate_->Saturation(now), s.queued, s.queued_bytes, s.dispatched_total);
   for (size_t r = 0; r < flow::kDropReasonCount; ++r) {
     const auto reason = static_cast<flow::DropReason>(r);
     out += fmt::format(R"({}{}:{})", r == 0 ? "" : ",",

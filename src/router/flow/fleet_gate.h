@@ -4,11 +4,9 @@
 // it), so batch traffic never queues inside the engines ahead of interactive requests.
 // Every answer reads a fresh snapshot, whose in-flight counts include the requests the gate
 // let through a moment ago (the router marks an endpoint busy as it sends), so a burst of
-// dispatches between two scrapes does not overshoot. Remembers the last saturation for the
-// metrics. Any thread.
+// dispatches between two scrapes does not overshoot. Any thread.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include "router/endpoint_table.h"
@@ -25,13 +23,12 @@ class FleetGate final : public DispatchGate {
 
   bool MayDispatch(int32_t priority, Clock::time_point now) override;
   bool HasEndpoints() override;
-  // The saturation the last MayDispatch saw (1 before any).
-  double last_saturation() const { return last_saturation_.load(std::memory_order_relaxed); }
+  // The fleet's saturation now (for /metrics and /debug/flows).
+  double Saturation(Clock::time_point now) const;
 
  private:
   const EndpointTable* const table_;
   const SaturationDetector* const detector_;
-  std::atomic<double> last_saturation_{1.0};
 };
 
 }  // namespace switchyard::router::flow

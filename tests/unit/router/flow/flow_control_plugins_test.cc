@@ -88,7 +88,7 @@ TEST(FleetGateTest, SaturationGatesEveryBandAndIdleCapacitySheddableOnes) {
   // No endpoint: saturated, and the no-endpoint TTL applies.
   EXPECT_FALSE(gate.HasEndpoints());
   EXPECT_FALSE(gate.MayDispatch(0, now));
-  EXPECT_DOUBLE_EQ(gate.last_saturation(), 1.0);
+  EXPECT_DOUBLE_EQ(gate.Saturation(now), 1.0);
   table.SetPoolMembers("p", {EndpointSpec{.name = "a", .address = "a:1", .pool = "p"},
                              EndpointSpec{.name = "b", .address = "b:1", .pool = "p"}});
   table.ReportReachable("a");
@@ -103,7 +103,7 @@ TEST(FleetGateTest, SaturationGatesEveryBandAndIdleCapacitySheddableOnes) {
   (*snapshot)[0].load->Started(10);
   (*snapshot)[1].load->Started(10);
   EXPECT_TRUE(gate.MayDispatch(0, now));
-  EXPECT_DOUBLE_EQ(gate.last_saturation(), 0.75);
+  EXPECT_DOUBLE_EQ(gate.Saturation(now), 0.75);
   EXPECT_TRUE(gate.MayDispatch(-1, now));
   // Both full: nothing goes.
   (*snapshot)[1].load->Started(10);
