@@ -3,6 +3,8 @@
 #include <array>
 #include <cstring>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "fmt/format.h"
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -19,16 +21,6 @@ constexpr std::string_view kSaltLabel = "switchyard cache salt";
 // Longest objective name quoted back in an error (a configured one is at most this long).
 constexpr size_t kMaxQuotedObjectiveBytes = 253;
 
-std::string Hex(const unsigned char* bytes, size_t size) {
-  constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(2 * size, '\0');
-  for (size_t i = 0; i < size; ++i) {
-    out[2 * i] = kDigits[bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[bytes[i] & 0xf];
-  }
-  return out;
-}
-
 std::string CacheSaltOf(std::string_view secret, std::string_view tenant_id) {
   std::string message(kSaltLabel);
   message.push_back('\0');
@@ -37,7 +29,7 @@ std::string CacheSaltOf(std::string_view secret, std::string_view tenant_id) {
   unsigned int size = 0;
   HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
        reinterpret_cast<const unsigned char*>(message.data()), message.size(), mac.data(), &size);
-  return Hex(mac.data(), size);
+  return absl::BytesToHexString(absl::string_view(reinterpret_cast<const char*>(mac.data()), size));
 }
 
 uint64_t LookupPrefix(const KeyDigest& digest) {
@@ -46,22 +38,12 @@ uint64_t LookupPrefix(const KeyDigest& digest) {
   return prefix;
 }
 
-bool EqualsIgnoringCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size())
-    return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c; };
-    if (lower(a[i]) != lower(b[i]))
-      return false;
-  }
-  return true;
-}
-
 // The credentials of "Bearer <token>" (RFC 6750: the scheme in any case, then one or more
 // spaces); nullopt for another scheme or shape.
 std::optional<std::string_view> BearerToken(std::string_view header) {
   const size_t space = header.find(' ');
-  if (space == std::string_view::npos || !EqualsIgnoringCase(header.substr(0, space), "bearer"))
+  if (space == std::string_view::npos ||
+      !absl::EqualsIgnoreCase(absl::string_view(header.data(), space), "bearer"))
     return std::nullopt;
   std::string_view token = header.substr(space + 1);
   while (!token.empty() && token.front() == ' ')
