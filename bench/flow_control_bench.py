@@ -4,38 +4,40 @@ side by side in one invocation, medians of --runs runs.
 
 Engines are simulated (`switchyard engine --backend sim`): the forward pass is the latency
 model calibrated on the CPU engine with bench-135m (sim/latency_model.h), every term divided
-by --speedup (default 10: a 128-token prefill takes ~36 ms, a decode step of 8 sequences
-~10 ms). Engines schedule FCFS (their default policy) with --max-num-seqs slots. The routers
-are `switchyard router` (--bin, --router-threads event loops). "Flow control on" and "off"
-are two routers over the same engines whose router.yaml differ only in
-`featureGates: [flowControl]`: the `flowControl:` section (TTL 60 s) is in both and read by
-both, and does nothing without the gate. Both have the same tenants and objectives (`tenants:`
-with an API key per tenant, listed as its SHA-256; `objectives:` interactive priority 10,
-batch -1) and the same profile: the saturation detector (--detector: concurrency-detector with
-maxConcurrency = --max-num-seqs, or llm-d's default utilization-detector) as the first
-filter, then queue-scorer 2, kv-cache-utilization-scorer 2, max-score-picker. Requests are
-real HTTP through the router, streamed unless said; TTFT is the client's time from the send
-to the first SSE data event with a choice (the first token). Prompts are random token ids
-(seeded, distinct per request: no prefix-cache hits) except in the agents scenario. Load
-comes from asyncio with aiohttp; open-loop loads have Poisson arrivals. Percentiles are
-nearest-rank over one run's requests. Router CPU is the thread CPU of the router process
-(/proc/PID/task/*/schedstat, ns); its idle rate (scrapes; with flow control also the pump
-thread, which wakes every 5 ms) is measured over --idle-seconds before the load, and the CPU
-per request is given with and without it ("net of idle"). Flow control's queue time is the
-router's switchyard_router_flow_control_request_queue_duration_seconds (outcome dispatched)
-over the window: p99 interpolated inside its bucket as Prometheus's histogram_quantile does.
+by --speedup (default 10: a 128-token prefill takes ~36 ms, a decode step of 8 sequences ~10
+ms). Engines schedule FCFS (their default policy) with --max-num-seqs slots. The routers are
+`switchyard router` (--bin, --router-threads event loops). "Flow control on" and "off" are two
+routers over the same engines whose router.yaml differ only in `featureGates: [flowControl]`:
+the `flowControl:` section (TTL 60 s) is in both and read by both, and does nothing without
+the gate. Both have the same tenants and objectives (`tenants:` with an API key per tenant,
+listed as its SHA-256; `objectives:` interactive priority 10, batch -1) and the same profile:
+the saturation detector (--detector: concurrency-detector with maxConcurrency = --max-num-seqs
++ --extra-concurrency, or llm-d's default utilization-detector) as the first filter, then
+queue-scorer 2, kv-cache-utilization-scorer 2, max-score-picker. Requests are real HTTP
+through the router, streamed unless said; TTFT is the client's time from the send to the first
+SSE data event with a choice (the first token). Prompts are random token ids (seeded, distinct
+per request: no prefix-cache hits) except in the agents scenario. Load comes from asyncio with
+aiohttp; open-loop loads have Poisson arrivals. Percentiles are nearest-rank over one run's
+requests. Router CPU is the thread CPU of the router process (/proc/PID/task/*/schedstat, ns);
+its idle rate (scrapes; with flow control also the pump thread, which wakes every 5 ms) is
+measured over --idle-seconds before the load, and the CPU per request is given with and
+without it ("net of idle"). Flow control's queue time is the router's
+switchyard_router_flow_control_request_queue_duration_seconds (outcome dispatched) over the
+window: p99 interpolated inside its bucket as Prometheus's histogram_quantile does.
 
 1. noisy (noisy neighbour): tenant A has requestsPerSecond --noisy-quota and sends at
    --noisy-factor times that (default 100x) from a separate process, without backing off;
    tenant B (quota --b-quota) sends at --b-rate, well within it. Same request shape for both
    (--prompt-tokens, --max-tokens). Phases of --seconds each (A starts --warmup s before B's
    window), in an order that rotates per run: B alone (flow control on), B with A through flow
-   control on, B with A through flow control off. Quotas are on in all three: they are the
-   tenants' configuration, not flow control, and without them nothing would stop A from filling
-   the fleet in the "off" phase; with them the phases differ only in the gate. Reported: B's
-   TTFT p50/p99 per phase, A's admitted rate (its 200s per second of its window) against its
-   quota, A's 429s and their x-llm-d-request-dropped-reason and Retry-After, B's failures,
-   router CPU per phase. Goal: B's p99 with A (on) within 1.2x of B alone.
+   control on, B with A through flow control off, and a control: B with A sending at its quota
+   (flow control on), which separates what A's admitted requests cost B from what its flood of
+   refused ones costs. Quotas are on in every phase: they are the tenants' configuration, not
+   flow control, and without them nothing would stop A from filling the fleet in the "off"
+   phase; with them the phases differ only in the gate. Reported: B's TTFT p50/p99 per phase,
+   A's admitted rate (its 200s per second of its window) against its quota, A's 429s and
+   their x-llm-d-request-dropped-reason and Retry-After, B's failures, router CPU per phase.
+   Goal: B's p99 with A (on) within 1.2x of B alone.
 2. urgent (urgent vs batch): tenant "app" sends objective interactive (priority 10) open loop
    at --interactive-rate (--interactive-prompt-tokens, --interactive-tokens); tenant "jobs"
    sends objective batch (priority -1) from --batch-concurrency closed-loop clients (default
@@ -51,7 +53,9 @@ over the window: p99 interpolated inside its bucket as Prometheus's histogram_qu
    same is shown beside it (it counts requests queued inside engines too, so it passes 1 when
    they queue). Reported: interactive TTFT p50/p99, busy fractions, the interactive and batch
    requests' queue time in flow control, batch completions/s. Goal: interactive p99 with batch
-   (on) within 1.2x of alone while busy >= 0.9.
+   (on) within 1.2x of alone while busy >= 0.9. (With FCFS engines and no preemption, an
+   interactive request that finds the fleet full waits in the router for the next batch
+   completion: longer batch requests raise busy and that wait together.)
 3. agents: --agents sessions through one router (flow control on; prefix-cache-scorer
    approximate 3 added to the profile; scrapes every --agents-scrape-ms) onto --agents-engines
    simulated engines of --agents-model (default tiny-llama3: a simulated engine holds the
@@ -124,7 +128,8 @@ def scheduling(a, flow_on, slots, prefix_mode=None):
     """The EndpointPickerConfig: the detector (for engines of `slots` slots) as a filter and
     the load scorers; the gate only when `flow_on`."""
     if a.detector == "concurrency":
-        detector = ("concurrency-detector", f"{{maxConcurrency: {slots}}}")
+        detector = ("concurrency-detector",
+                    f"{{maxConcurrency: {slots + a.extra_concurrency}}}")
     else:
         detector = ("utilization-detector", None)
     text = router_fleet.scoring_profile(prefix_mode, [detector])
@@ -304,14 +309,15 @@ def noisy_process(url, rate, seconds, model, prompt_tokens, max_tokens, seed, co
     conn.send(t)
 
 
-async def noisy_phase(a, fleet, router, with_a, ids, rng, seed):
+async def noisy_phase(a, fleet, router, a_factor, ids, rng, seed):
+    """B's window, with A sending at `a_factor` times its quota (None: without A)."""
     url = fleet.routers[router].url
     worker = None
-    if with_a:
+    if a_factor:
         ctx = multiprocessing.get_context("spawn")
         parent, child = ctx.Pipe()
         worker = ctx.Process(target=noisy_process, args=(
-            url, a.noisy_quota * a.noisy_factor, a.seconds + a.warmup, a.model, a.prompt_tokens,
+            url, a.noisy_quota * a_factor, a.seconds + a.warmup, a.model, a.prompt_tokens,
             a.max_tokens, seed, child))
         worker.start()
         await asyncio.sleep(a.warmup)
@@ -338,8 +344,8 @@ def run_noisy(a):
     extra = tenants_yaml(limits)
     fleet = Fleet(a, "noisy", a.engines, a.model, a.slots,
                   {"router-on": (extra, True), "router-off": (extra, False)})
-    phases = [("alone", "router-on", False), ("with_a_on", "router-on", True),
-              ("with_a_off", "router-off", True)]
+    phases = [("alone", "router-on", None), ("with_a_on", "router-on", a.noisy_factor),
+              ("with_a_off", "router-off", a.noisy_factor), ("a_at_quota_on", "router-on", 1)]
     ids = vocabulary(a.model)
     runs = []
     try:
@@ -347,9 +353,9 @@ def run_noisy(a):
             load = wait_load(a)
             row = {"load": load}
             for k in range(len(phases)):
-                name, router, with_a = phases[(run + k) % len(phases)]
+                name, router, a_factor = phases[(run + k) % len(phases)]
                 rng = random.Random(f"{a.seed}/noisy/{run}/{name}")
-                r = asyncio.run(noisy_phase(a, fleet, router, with_a, ids, rng,
+                r = asyncio.run(noisy_phase(a, fleet, router, a_factor, ids, rng,
                                             f"{a.seed}/a/{run}/{name}"))
                 row[name] = r
                 print(f"noisy run {run + 1} {name}: {r}", flush=True)
@@ -685,6 +691,7 @@ def noisy_report(a, runs):
     s = {"b_alone_p99_ms": med(runs, "alone", "b_ttft_p99_ms"),
          "b_with_a_on_p99_ms": med(runs, "with_a_on", "b_ttft_p99_ms"),
          "b_with_a_off_p99_ms": med(runs, "with_a_off", "b_ttft_p99_ms"),
+         "b_a_at_quota_p99_ms": med(runs, "a_at_quota_on", "b_ttft_p99_ms"),
          "a_admitted_per_s": med(runs, "with_a_on", "a_admitted_per_s"),
          "a_sent_per_s": med(runs, "with_a_on", "a_sent_per_s"), "a_quota_per_s": a.noisy_quota}
     s["ratio_on"] = ratio(s["b_with_a_on_p99_ms"], s["b_alone_p99_ms"])
@@ -692,21 +699,25 @@ def noisy_report(a, runs):
     s["goal_met"] = s["ratio_on"] is not None and s["ratio_on"] <= 1.2
     lines = ["", f"noisy neighbour: A sends {a.noisy_factor:g}x its quota of {a.noisy_quota:g} "
              f"req/s, B {a.b_rate:g} req/s (quota {a.b_quota:g}); B's TTFT p50 / p99 ms",
-             "| run | load | B alone | B with A, on | B with A, off | A sent / s | A admitted / s "
-             "on, off | A 429s on, off | B failed | router CPU s alone, on, off |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| run | load | B alone | B with A, on | B with A, off | B with A at its quota, on "
+             "| A sent / s | A admitted / s on, off | A 429s on, off | B failed | router CPU s "
+             "alone, on, off |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for i, r in enumerate(runs):
-        al, on, off = r["alone"], r["with_a_on"], r["with_a_off"]
+        al, on, off, quota = r["alone"], r["with_a_on"], r["with_a_off"], r["a_at_quota_on"]
+        failed = sum(r[p]["b_failed"] for p in ("alone", "with_a_on", "with_a_off",
+                                                  "a_at_quota_on"))
         lines.append(
             f"| {i + 1} | {r['load']:.2f} | {pair(al, 'b')} | {pair(on, 'b')} | {pair(off, 'b')} "
-            f"| {f(on['a_sent_per_s'])} | {f(on['a_admitted_per_s'], 2)}, "
-            f"{f(off['a_admitted_per_s'], 2)} | {on['a_429']}, {off['a_429']} | "
-            f"{al['b_failed'] + on['b_failed'] + off['b_failed']} | {f(al['router_cpu_s'], 2)}, "
-            f"{f(on['router_cpu_s'], 2)}, {f(off['router_cpu_s'], 2)} |")
+            f"| {pair(quota, 'b')} | {f(on['a_sent_per_s'])} | {f(on['a_admitted_per_s'], 2)}, "
+            f"{f(off['a_admitted_per_s'], 2)} | {on['a_429']}, {off['a_429']} | {failed} | "
+            f"{f(al['router_cpu_s'], 2)}, {f(on['router_cpu_s'], 2)}, "
+            f"{f(off['router_cpu_s'], 2)} |")
     lines.append(f"median B p99: alone {f(s['b_alone_p99_ms'])} ms, with A on "
                  f"{f(s['b_with_a_on_p99_ms'])} ms ({f(s['ratio_on'], 2)}x, goal <= 1.2: "
                  f"{'met' if s['goal_met'] else 'missed'}), with A off "
-                 f"{f(s['b_with_a_off_p99_ms'])} ms ({f(s['ratio_off'], 2)}x); A admitted "
+                 f"{f(s['b_with_a_off_p99_ms'])} ms ({f(s['ratio_off'], 2)}x), with A at its "
+                 f"quota {f(s['b_a_at_quota_p99_ms'])} ms; A admitted "
                  f"{f(s['a_admitted_per_s'], 2)} req/s of a {a.noisy_quota:g} req/s quota")
     return s, lines
 
@@ -819,7 +830,7 @@ def smoke_check(results):
                 or not with_a["a_retry_after"]:
             bad.append(f"noisy: A was not refused for its rate with a Retry-After: {with_a}")
         if any(r[p]["b_failed"] or r[p]["b_ttft_p99_ms"] is None for p in
-               ("alone", "with_a_on", "with_a_off")):
+               ("alone", "with_a_on", "with_a_off", "a_at_quota_on")):
             bad.append(f"noisy: B failed: {r}")
     for r in results.get("urgent", {}).get("runs", []):
         on = r["with_batch_on"]
@@ -850,7 +861,9 @@ def parse_args():
     ap.add_argument("--max-num-seqs", dest="slots", type=int, default=8)
     ap.add_argument("--router-threads", type=int, default=2)
     ap.add_argument("--detector", choices=("concurrency", "utilization"), default="concurrency")
-    ap.add_argument("--seconds", type=float, default=30, help="measured window per phase")
+    ap.add_argument("--extra-concurrency", type=int, default=0,
+                    help="concurrency-detector's maxConcurrency over the engines' slots")
+    ap.add_argument("--seconds", type=float, default=60, help="measured window per phase")
     ap.add_argument("--warmup", type=float, default=3)
     ap.add_argument("--prompt-tokens", type=int, default=128)
     ap.add_argument("--max-tokens", type=int, default=16)

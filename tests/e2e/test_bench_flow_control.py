@@ -16,11 +16,12 @@ def test_flow_control_bench_smoke(switchyard, tmp_path):
         assert a["a_429"] > 0 and set(a["a_reasons"]) == {"rate-limited-requests"}
         assert a["a_retry_after"] and all(int(s) >= 1 for s in a["a_retry_after"])
         assert a["a_failed"] == 0
+    for phase in ("with_a_on", "with_a_off", "a_at_quota_on"):
         # The smoke's quota is 1 req/s with a burst of 1: over its ~3 s window A gets at most
         # the burst plus a request a second.
-        assert a["a_admitted_per_s"] <= 1 + 1 / 2
+        assert 0 < noisy[phase]["a_admitted_per_s"] <= 1 + 1 / 2
     assert all(noisy[p]["b_failed"] == 0 and noisy[p]["b_ttft_p99_ms"] > 0
-               for p in ("alone", "with_a_on", "with_a_off"))
+               for p in ("alone", "with_a_on", "with_a_off", "a_at_quota_on"))
     assert result["noisy"]["summary"]["ratio_on"] > 0
 
     [urgent] = result["urgent"]["runs"]
