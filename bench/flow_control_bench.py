@@ -186,8 +186,9 @@ class Fleet:
 # ------------------------------------------------------------------ load generation
 
 
-def session(limit=0):
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit),
+def session():
+    """An aiohttp session without a connection limit (aiohttp's default is 100)."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0),
                                  timeout=aiohttp.ClientTimeout(total=600))
 
 
@@ -243,6 +244,7 @@ def pct(values, q):
 
 
 def ttft_stats(results, prefix):
+    """TTFT p50/p99 of the results that streamed to the end, and the count of the others."""
     ttfts = [r["ttft"] for r in results if r.get("status") == 200 and r.get("done")]
     failed = [r for r in results if not (r.get("status") == 200 and r.get("done"))]
     return {f"{prefix}_requests": len(results), f"{prefix}_failed": len(failed),
