@@ -1,9 +1,12 @@
 """Processes for the router benchmarks (router_proxy_bench, router_picker_bench,
-router_quality_bench): simulated `switchyard engine`s, `switchyard router` over them, a
-sim model directory with a long context, per-process CPU time from /proc, load averages.
+router_quality_bench, flow_control_bench): simulated `switchyard engine`s, `switchyard router`
+over them, a sim model directory with a long context, per-process CPU time and peak memory
+from /proc, load averages, Prometheus histogram quantiles, and one streamed request over an
+aiohttp session for asyncio load generators.
 
 Every process is started here and stopped by its own Popen handle (SIGTERM, then SIGKILL
 after a timeout); logs go to files under the run's output directory."""
+import hashlib
 import http.client
 import json
 import os
@@ -44,6 +47,69 @@ def cpu_times(pid):
 def cpu_seconds(pid):
     """utime + stime of a process (all its threads), in seconds."""
     return sum(cpu_times(pid))
+
+
+def thread_cpu(pid):
+    """CPU time of a process's live threads, in seconds, summed by thread name (comm), from
+    /proc/PID/task/*/schedstat (nanoseconds; /proc/PID/stat counts 10 ms clock ticks, too
+    coarse for a window of a few seconds). Threads that already exited are not counted: use
+    it on processes whose threads live as long as they do (the router's)."""
+    by_name = {}
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        try:
+            ns = int((task / "schedstat").read_text().split()[0])
+            name = (task / "comm").read_text().strip()
+        except (FileNotFoundError, ProcessLookupError):  # the thread just exited
+            continue
+        by_name[name] = by_name.get(name, 0.0) + ns / 1e9
+    return by_name
+
+
+def thread_cpu_seconds(pid):
+    """thread_cpu's total over the threads."""
+    return sum(thread_cpu(pid).values())
+
+
+def peak_rss_kib(pid):
+    """The process's peak resident set size (VmHWM), in KiB."""
+    m = re.search(r"^VmHWM:\s+(\d+) kB$", pathlib.Path(f"/proc/{pid}/status").read_text(), re.M)
+    return int(m.group(1))
+
+
+def api_key_digest(key):
+    """An API key as router.yaml's tenants list it: "sha256:" and its SHA-256 in hex."""
+    return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def histogram_buckets(text, name, **labels):
+    """The cumulative counts of the `name`_bucket series of a /metrics `text` whose labels
+    include `labels`, summed: {le: count}, le a float (inf for "+Inf")."""
+    buckets = {}
+    for m in re.finditer(rf"^{re.escape(name)}_bucket\{{([^}}]*)\}} (\S+)$", text, re.M):
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if all(have.get(k) == v for k, v in labels.items()):
+            le = float(have["le"])
+            buckets[le] = buckets.get(le, 0.0) + float(m.group(2))
+    return buckets
+
+
+def bucket_quantile(buckets, q):
+    """Prometheus's histogram_quantile over cumulative `buckets` ({le: count}, as
+    histogram_buckets gives, or the difference of two): linear inside the bucket that holds
+    the q-th observation (the first bucket's lower edge is 0), the highest finite bound when
+    it falls in +Inf. None without observations."""
+    bounds = sorted(buckets)
+    if not bounds or buckets[bounds[-1]] <= 0:
+        return None
+    rank = q * buckets[bounds[-1]]
+    lower, below = 0.0, 0.0
+    for le in bounds:
+        if buckets[le] >= rank:
+            if le == float("inf"):
+                return lower
+            return lower + (le - lower) * (rank - below) / max(buckets[le] - below, 1e-12)
+        lower, below = le, buckets[le]
+    return lower
 
 
 def median(values):
@@ -140,29 +206,36 @@ class SimEngine(Proc):
         return self
 
 
-def scoring_profile(prefix_mode=None):
+def scoring_profile(prefix_mode=None, filters=()):
     """An EndpointPickerConfig: prefix-cache-scorer in `prefix_mode` ("precise" or
     "approximate", 16-token blocks) weight 3 when given, queue-scorer 2, kv-cache-utilization
-    2, max-score-picker (llm-d's Helm default; without a prefix mode, load only)."""
-    plugins = ["- type: queue-scorer", "- type: kv-cache-utilization-scorer",
-               "- type: max-score-picker"]
-    refs = ["  - {pluginRef: queue-scorer, weight: 2}",
-            "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}",
-            "  - {pluginRef: max-score-picker}"]
+    2, max-score-picker (llm-d's Helm default; without a prefix mode, load only). `filters`
+    are (type, parameters) pairs of filter plugins that go first in the profile (parameters a
+    YAML flow mapping or None), such as a saturation detector that flow control names too."""
+    plugins = [f"- type: {t}" + (f"\n  parameters: {p}" if p else "") for t, p in filters]
+    plugins += ["- type: queue-scorer", "- type: kv-cache-utilization-scorer",
+                "- type: max-score-picker"]
+    refs = [f"  - {{pluginRef: {t}}}" for t, _ in filters]
+    refs += ["  - {pluginRef: queue-scorer, weight: 2}",
+             "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}",
+             "  - {pluginRef: max-score-picker}"]
     if prefix_mode:
         plugins.insert(0, "- type: prefix-cache-scorer\n"
                           f"  parameters: {{mode: {prefix_mode}, blockSizeTokens: 16}}")
-        refs.insert(0, "  - {pluginRef: prefix-cache-scorer, weight: 3}")
+        refs.insert(len(filters), "  - {pluginRef: prefix-cache-scorer, weight: 3}")
     return "\n".join(["plugins:", *plugins, "schedulingProfiles:", "- name: default",
                       "  plugins:", *refs]) + "\n"
 
 
 def router_yaml(engines, model, scheduling, threads=1, tokenizer=None, scrape_interval_ms=50,
-                engine_kind="switchyard"):
+                engine_kind="switchyard", listen_extra="", extra=""):
     """A router.yaml over `engines` (SimEngine, ready; an engine's `labels` dict, when it has
     one, labels its endpoint); `scheduling` is the text of an EndpointPickerConfig (indented
-    under `scheduling:`) or None for the router's default."""
-    lines = [f"listen: {{host: 127.0.0.1, port: 0, threads: {threads}}}", f"model: {model}"]
+    under `scheduling:`) or None for the router's default. `listen_extra` is more of the
+    listen mapping (", maxConnectionsPerClient: 0"), `extra` more top-level YAML (tenants:,
+    objectives:)."""
+    lines = [f"listen: {{host: 127.0.0.1, port: 0, threads: {threads}{listen_extra}}}",
+             f"model: {model}"]
     if tokenizer:
         lines.append(f"tokenizer: {tokenizer}")
     lines.append(f"scraping: {{intervalMs: {scrape_interval_ms}, stalenessMs: 2000}}")
@@ -179,6 +252,8 @@ def router_yaml(engines, model, scheduling, threads=1, tokenizer=None, scrape_in
     if scheduling:
         lines.append("scheduling:")
         lines += ["  " + line for line in scheduling.strip("\n").splitlines()]
+    if extra:
+        lines += extra.strip("\n").splitlines()
     return "\n".join(lines) + "\n"
 
 
@@ -205,12 +280,16 @@ class Router(Proc):
                 raise RuntimeError(f"{self.name}: endpoints not fresh in {timeout} s")
             time.sleep(0.1)
 
+    def metrics_text(self):
+        """The router's /metrics."""
+        return urllib.request.urlopen(self.url + "/metrics", timeout=10).read().decode()
+
     def scheduling_seconds(self):
         """Seconds the router spent deciding, summed over requests: tokenize (parse, chat
         template, encode) plus scheduler (snapshot, filters, scorers, picker) from the
         switchyard_router_*_duration_seconds histograms, or the older single counter
         switchyard_router_scheduling_seconds_total; None when neither is exported."""
-        text = urllib.request.urlopen(self.url + "/metrics", timeout=10).read().decode()
+        text = self.metrics_text()
         sums = [float(m.group(1)) for m in re.finditer(
             r"^switchyard_router_(?:tokenize|scheduler)_duration_seconds_sum (\S+)$", text, re.M)]
         if sums:
@@ -291,3 +370,40 @@ def stop_all(procs):
             p.stop()
         except Exception as e:  # keep stopping the others
             print(f"stopping {p.name}: {e!r}")
+
+
+async def stream_request_async(session, url, body, headers=None):
+    """POSTs `body` (a dict with "stream": true) to `url` over an aiohttp ClientSession and
+    reads its SSE stream: a dict of status, ttft (s from the send to the first data event
+    with a choice), seconds (to the end of the response), chunks (data events with a choice),
+    done (whether "data: [DONE]" came), text (choice 0's text or delta content, joined), and
+    the x-llm-d-request-dropped-reason and retry-after headers (dropped, retry_after: None
+    when absent). A non-200 response's body is read and kept in `error`. Connection errors
+    and timeouts raise (the session's timeout applies)."""
+    t0 = time.perf_counter()
+    async with session.post(url, json=body, headers=headers) as resp:
+        r = {"status": resp.status, "ttft": None, "chunks": 0, "done": False, "text": "",
+             "dropped": resp.headers.get("x-llm-d-request-dropped-reason"),
+             "retry_after": resp.headers.get("retry-after"), "error": None}
+        if resp.status != 200:
+            r["error"] = (await resp.read())[:300].decode(errors="replace")
+        else:
+            parts = []
+            async for raw in resp.content:
+                line = raw.strip()
+                if not line.startswith(b"data:"):
+                    continue
+                if line == b"data: [DONE]":
+                    r["done"] = True
+                    continue
+                choices = json.loads(line[5:]).get("choices")
+                if not choices:
+                    continue
+                if r["ttft"] is None:
+                    r["ttft"] = time.perf_counter() - t0
+                r["chunks"] += 1
+                c = choices[0]
+                parts.append(c.get("text") or (c.get("delta") or {}).get("content") or "")
+            r["text"] = "".join(parts)
+    r["seconds"] = time.perf_counter() - t0
+    return r

@@ -1,7 +1,9 @@
 """Shared fixtures for the end-to-end tests: where the repo, the binary and the models are."""
+import json
 import os
 import pathlib
 import subprocess
+import sys
 import time
 
 import pytest
@@ -69,3 +71,15 @@ def wait_until(check, what, timeout=10, interval=0.02):
             return got
         assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
         time.sleep(interval)
+
+
+def bench_smoke(script, tmp_path, *args, timeout=120):
+    """Runs bench/`script` --smoke against the binary under test; returns (its JSON output,
+    its stdout). Fails with its output when it exits non-zero."""
+    out = tmp_path / "result.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), "--smoke", *args, "--bin",
+         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
+        capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(out.read_text()), proc.stdout

@@ -6,25 +6,9 @@ bench/kv_peer_ttft.py (the peer step must load its prefix from the other engine)
 bench/kv_capacity_workload.py (every tier configuration must load blocks back and hit more
 than tiers off), and bench/pd_disagg_bench.py (the P/D fleet must move every long prompt's
 KV)."""
-import json
-import subprocess
-import sys
-
 import pytest
 
-from conftest import REPO, switchyard_bin
-
-
-def smoke(script, tmp_path, *args, timeout=120):
-    """Runs bench/`script` --smoke against the binary under test; returns (its JSON output,
-    its stdout). Fails with its output when it exits non-zero."""
-    out = tmp_path / "result.json"
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "bench" / script), "--smoke", *args, "--bin",
-         str(switchyard_bin()), "--out-dir", str(tmp_path), "--json-out", str(out)],
-        capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return json.loads(out.read_text()), proc.stdout
+from conftest import bench_smoke as smoke
 
 
 @pytest.mark.parametrize("tier", ["host", "disk", "redis"])
