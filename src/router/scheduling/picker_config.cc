@@ -263,6 +263,15 @@ absl::StatusOr<Built> MakeP2pSourceProducer(const YAML::Node& p, const std::stri
   return built;
 }
 
+// A saturation detector, which also filters when a profile references it.
+template <typename Detector>
+Built DetectorPlugin(std::unique_ptr<Detector> detector) {
+  Built built;
+  built.detector = detector.get();
+  built.filter = std::move(detector);
+  return built;
+}
+
 absl::StatusOr<Built> MakeUtilizationDetector(const YAML::Node& p, const std::string& where,
                                               Shared) {
   flow::UtilizationDetectorOptions o;
@@ -288,11 +297,7 @@ absl::StatusOr<Built> MakeUtilizationDetector(const YAML::Node& p, const std::st
                     "headroom >= 0",
                     where));
   }
-  auto detector = std::make_unique<flow::UtilizationDetector>(o);
-  Built built;
-  built.detector = detector.get();
-  built.filter = std::move(detector);
-  return built;
+  return DetectorPlugin(std::make_unique<flow::UtilizationDetector>(o));
 }
 
 absl::StatusOr<Built> MakeConcurrencyDetector(const YAML::Node& p, const std::string& where,
@@ -320,11 +325,7 @@ absl::StatusOr<Built> MakeConcurrencyDetector(const YAML::Node& p, const std::st
     return absl::InvalidArgumentError(fmt::format(
         "{}: maxConcurrency and maxTokenConcurrency must be > 0, headroom >= 0", where));
   }
-  auto detector = std::make_unique<flow::ConcurrencyDetector>(o);
-  Built built;
-  built.detector = detector.get();
-  built.filter = std::move(detector);
-  return built;
+  return DetectorPlugin(std::make_unique<flow::ConcurrencyDetector>(o));
 }
 
 absl::StatusOr<Built> MakeDisaggProfileHandler(const YAML::Node& p, const std::string& where,
