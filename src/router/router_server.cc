@@ -54,7 +54,8 @@ using Clock = std::chrono::steady_clock;
 constexpr std::string_view kJson = "application/json";
 // The longest an endpoint's 503 Retry-After keeps it out of the snapshots.
 constexpr std::chrono::seconds kMaxRefusal{30};
-// How often flow control is pumped without news (TTLs; saturation between scrapes).
+// How often flow control is pumped without news while requests wait (TTLs; saturation
+// between scrapes). With nothing queued the pump sleeps until a request is.
 constexpr std::chrono::milliseconds kPumpInterval{5};
 
 // Request headers forwarded upstream; the rest (hop-by-hop, routing hints a client must
@@ -317,6 +318,10 @@ class RouterServerImpl final : public RouterServer {
   void Refuse(net::HttpResponder& responder, const absl::Status& error, std::string_view tenant,
               std::string_view reason, std::optional<std::chrono::seconds> retry_after,
               std::string request_id, Clock::time_point arrival, bool counted = false);
+  // Refuse for a quota the limiter refused (counted there).
+  void RefuseOverQuota(net::HttpResponder& responder, const flow::Tenant& tenant,
+                       const flow::Refusal& refusal, int64_t prompt_tokens, std::string request_id,
+                       Clock::time_point arrival);
   // Sends the request on its way: to the engines at once (flow control off, after the
   // tenant's concurrency check), or into flow control's queues.
   void Dispatch(std::shared_ptr<internal::ProxyCall> call, RequestRouting* routing,
@@ -324,9 +329,11 @@ class RouterServerImpl final : public RouterServer {
                 int32_t priority, std::string fairness_id, std::string request_id,
                 int64_t cost_tokens, int64_t bytes, std::optional<Clock::time_point> slo_deadline,
                 Clock::time_point arrival);
-  // Pumps flow control every kPumpInterval (TTLs, and room that ended requests or scrapes
-  // made) until Stop.
+  // Pumps flow control every kPumpInterval while requests wait (TTLs, and room that ended
+  // requests or scrapes made), and sleeps while none does, until Stop.
   void PumpFlows();
+  // Ends the pump's idle sleep: a request now waits.
+  void WakePump();
   // GET /v1/models: the configured model with what the healthy engines report of it.
   void Models(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   void Metrics(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
@@ -360,6 +367,7 @@ class RouterServerImpl final : public RouterServer {
   base::Mutex pump_mu_;
   base::CondVar pump_cv_;
   bool stopping_ ABSL_GUARDED_BY(pump_mu_) = false;
+  bool pump_wanted_ ABSL_GUARDED_BY(pump_mu_) = false;  // a request was queued
   std::thread pump_;
   // The HTTP server and the upstream client share these loops: a request's upstream call
   // runs on the thread that took the request, with no hand-off between threads.
@@ -559,6 +567,11 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
     }
     priority = *p;
   }
+  // A tenant over its request rate is refused before its prompt costs a tokenization.
+  if (std::optional<flow::Refusal> refusal = limiter_->CheckRequestRate(**tenant, arrival)) {
+    RefuseOverQuota(*responder, **tenant, *refusal, 0, std::move(request_id), arrival);
+    return;
+  }
   absl::StatusOr<TokenizedRequest> tokenized = prompt_tokenizer_->Tokenize(request.body, chat);
   const Clock::time_point tokenized_at = Clock::now();
   metrics_.ObserveTokenize(SecondsBetween(arrival, tokenized_at));
@@ -572,17 +585,7 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   const int64_t prompt_tokens = static_cast<int64_t>(tokenized->prompt_tokens.size());
   if (std::optional<flow::Refusal> refusal =
           limiter_->Admit(**tenant, prompt_tokens, tokenized_at)) {
-    const std::string_view reason = flow::RefusalReasonName(refusal->reason);
-    Refuse(*responder,
-           absl::ResourceExhaustedError(
-               refusal->reason == flow::RefusalReason::kExceedsTokenQuota
-                   ? fmt::format("The prompt ({} tokens) is larger than the tenant's token quota "
-                                 "for a whole minute.",
-                                 prompt_tokens)
-                   : fmt::format("Tenant {} is over its quota ({}); retry later.", (*tenant)->id,
-                                 reason)),
-           (*tenant)->id, reason, refusal->retry_after, std::move(request_id), arrival,
-           /*counted=*/true);
+    RefuseOverQuota(*responder, **tenant, *refusal, prompt_tokens, std::move(request_id), arrival);
     return;
   }
   // Each tenant's own prefix cache: its salt in place of the client's.
@@ -720,8 +723,26 @@ void RouterServerImpl::Dispatch(std::shared_ptr<internal::ProxyCall> call, Reque
            arrival);
   };
   handle->store(static_cast<int64_t>(flow_->Enqueue(std::move(item), Clock::now())));
+  if (flow_->queued() > 0)
+    WakePump();
   if (responder->closed())  // it left before the handle was there to cancel
     flow_->Cancel(static_cast<flow::FlowController::Handle>(handle->load()));
+}
+
+void RouterServerImpl::RefuseOverQuota(net::HttpResponder& responder, const flow::Tenant& tenant,
+                                       const flow::Refusal& refusal, int64_t prompt_tokens,
+                                       std::string request_id, Clock::time_point arrival) {
+  const std::string_view reason = flow::RefusalReasonName(refusal.reason);
+  Refuse(
+      responder,
+      absl::ResourceExhaustedError(
+          refusal.reason == flow::RefusalReason::kExceedsTokenQuota
+              ? fmt::format("The prompt ({} tokens) is larger than the tenant's token quota "
+                            "for a whole minute.",
+                            prompt_tokens)
+              : fmt::format("Tenant {} is over its quota ({}); retry later.", tenant.id, reason)),
+      tenant.id, reason, refusal.retry_after, std::move(request_id), arrival,
+      /*counted=*/true);
 }
 
 void RouterServerImpl::Refuse(net::HttpResponder& responder, const absl::Status& error,
@@ -744,11 +765,32 @@ void RouterServerImpl::PumpFlows() {
   base::SetCurrentThreadName("sy-flow-pump");
   while (true) {
     flow_->Pump(Clock::now());
+    // Read before the lock: an Enqueue after this read sets pump_wanted_ (under it) once its
+    // request is queued, so the wait below cannot miss it.
+    const bool idle = flow_->queued() == 0;
     base::MutexLock lock(&pump_mu_);
-    if (pump_cv_.WaitUntil(&pump_mu_, Clock::now() + kPumpInterval,
-                           [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pump_mu_) { return stopping_; }))
+    const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pump_mu_) {
+      return stopping_ || pump_wanted_;
+    };
+    if (idle) {
+      pump_cv_.Wait(&pump_mu_, woken);
+    } else {
+      pump_cv_.WaitUntil(&pump_mu_, Clock::now() + kPumpInterval, woken);
+    }
+    if (stopping_)
       return;
+    pump_wanted_ = false;
   }
+}
+
+void RouterServerImpl::WakePump() {
+  {
+    base::MutexLock lock(&pump_mu_);
+    if (pump_wanted_)
+      return;
+    pump_wanted_ = true;
+  }
+  pump_cv_.NotifyAll();
 }
 
 void RouterServerImpl::Health(net::HttpRequest&, std::shared_ptr<net::HttpResponder> responder) {

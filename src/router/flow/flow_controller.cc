@@ -125,6 +125,11 @@ void FlowController::Shutdown() {
   Reject(items, DropReason::kShuttingDown);
 }
 
+int64_t FlowController::queued() const {
+  base::MutexLock lock(&mu_);
+  return static_cast<int64_t>(queued_items_.size());
+}
+
 FlowControlSnapshot FlowController::Snapshot(Clock::time_point now) const {
   FlowControlSnapshot snapshot;
   base::MutexLock lock(&mu_);

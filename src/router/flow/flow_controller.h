@@ -109,6 +109,8 @@ class FlowController {
   void Shutdown();
 
   FlowControlSnapshot Snapshot(Clock::time_point now) const;
+  // How many requests wait now (cheaper than Snapshot: the pump's idle check).
+  int64_t queued() const;
 
  private:
   // A flow's state across the bands.

@@ -34,6 +34,7 @@ TenantLimiter::TenantLimiter(const TenantTable& table) {
     }
     state.max_concurrent = limits.max_concurrent;
     state.usage.tenant_id = tenant.id;
+    state.unsent.tenant_id = tenant.id;
   }
 }
 
@@ -43,6 +44,23 @@ std::optional<size_t> TenantLimiter::IndexOf(const Tenant& tenant) const {
   if (it == index_.end())
     return std::nullopt;
   return it->second;
+}
+
+std::optional<Refusal> TenantLimiter::CheckRequestRate(const Tenant& tenant,
+                                                       Clock::time_point now) {
+  const std::optional<size_t> i = IndexOf(tenant);
+  if (!i.has_value())
+    return std::nullopt;
+  base::MutexLock lock(&mu_);
+  State& state = states_[*i];
+  if (!state.requests.has_value())
+    return std::nullopt;
+  state.requests->Refill(now);
+  const std::chrono::seconds wait = state.requests->Wait(1);
+  if (wait.count() == 0)
+    return std::nullopt;
+  ++state.usage.refusals[static_cast<size_t>(RefusalReason::kRateLimitedRequests)];
+  return Refusal{RefusalReason::kRateLimitedRequests, wait};
 }
 
 std::optional<Refusal> TenantLimiter::Admit(const Tenant& tenant, int64_t prompt_tokens,
@@ -80,6 +98,8 @@ std::optional<Refusal> TenantLimiter::Admit(const Tenant& tenant, int64_t prompt
   if (state.tokens.has_value())
     state.tokens->Take(cost);
   state.usage.prompt_tokens += prompt;
+  ++state.unsent.requests;
+  state.unsent.tokens += prompt;
   return std::nullopt;
 }
 
@@ -94,6 +114,7 @@ void TenantLimiter::ChargeGenerated(const Tenant& tenant, int64_t tokens, Clock:
     state.tokens->Take(static_cast<double>(tokens));
   }
   state.usage.generated_tokens += tokens;
+  state.unsent.tokens += tokens;
 }
 
 bool TenantLimiter::TryStart(const Tenant& tenant) {
@@ -133,6 +154,38 @@ std::vector<TenantUsage> TenantLimiter::Usage() const {
   for (const State& state : states_)
     usage.push_back(state.usage);
   return usage;
+}
+
+std::vector<QuotaCharge> TenantLimiter::TakeCharges() {
+  std::vector<QuotaCharge> charges;
+  base::MutexLock lock(&mu_);
+  for (State& state : states_) {
+    if (state.unsent.requests == 0 && state.unsent.tokens == 0)
+      continue;
+    charges.push_back(state.unsent);
+    state.unsent.requests = 0;
+    state.unsent.tokens = 0;
+  }
+  return charges;
+}
+
+void TenantLimiter::ChargeElsewhere(const QuotaCharge& charge, Clock::time_point now) {
+  const auto it = index_.find(absl::string_view(charge.tenant_id.data(), charge.tenant_id.size()));
+  if (it == index_.end())
+    return;
+  base::MutexLock lock(&mu_);
+  State& state = states_[it->second];
+  if (state.requests.has_value() && charge.requests > 0) {
+    state.requests->Refill(now);
+    // Down to empty, not into debt: a burst elsewhere must not lock this replica out for
+    // longer than the rate says.
+    state.requests->Take(
+        std::min(static_cast<double>(charge.requests), std::max(0.0, state.requests->available())));
+  }
+  if (state.tokens.has_value() && charge.tokens > 0) {
+    state.tokens->Refill(now);
+    state.tokens->Take(static_cast<double>(charge.tokens));
+  }
 }
 
 }  // namespace switchyard::router::flow

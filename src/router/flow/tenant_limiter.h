@@ -50,6 +50,14 @@ struct Refusal {
   std::optional<std::chrono::seconds> retry_after;
 };
 
+// What one tenant's requests consumed of its quotas: what a replica tells the others
+// (router/shared/replica_sync.h), so that a tenant's limits hold across router replicas.
+struct QuotaCharge {
+  std::string tenant_id;
+  int64_t requests = 0;  // admitted
+  int64_t tokens = 0;    // prompt and generated
+};
+
 // One tenant's counters since the limiter was built.
 struct TenantUsage {
   std::string tenant_id;
@@ -64,6 +72,9 @@ class TenantLimiter {
   // Keeps each tenant's limits; does not keep `table`.
   explicit TenantLimiter(const TenantTable& table);
 
+  // Refuses (counting the refusal) when the tenant's requests/s bucket is empty now, taking
+  // nothing either way: the router's check before it spends a tokenization on the request.
+  std::optional<Refusal> CheckRequestRate(const Tenant& tenant, Clock::time_point now);
   // Admits a request of `prompt_tokens` (taking from the tenant's buckets), or says why not
   // (taking nothing).
   std::optional<Refusal> Admit(const Tenant& tenant, int64_t prompt_tokens, Clock::time_point now);
@@ -81,12 +92,21 @@ class TenantLimiter {
   // Every tenant's counters, in the table's order.
   std::vector<TenantUsage> Usage() const;
 
+  // What each tenant consumed here since the last call (tenants that consumed nothing are
+  // left out).
+  std::vector<QuotaCharge> TakeCharges();
+  // Takes what another replica's requests consumed from the tenant's buckets (tokens into
+  // debt if need be; requests down to empty), so that this replica admits only the rest.
+  // Not counted in Usage nor in TakeCharges. A tenant id not in the table is ignored.
+  void ChargeElsewhere(const QuotaCharge& charge, Clock::time_point now);
+
  private:
   struct State {
     std::optional<TokenBucket> requests;  // with a requests/s limit
     std::optional<TokenBucket> tokens;    // with a tokens/min limit
     int64_t max_concurrent = 0;
     TenantUsage usage;
+    QuotaCharge unsent;  // since the last TakeCharges
   };
 
   // The index of the tenant's state; nullopt for a tenant not in the table.

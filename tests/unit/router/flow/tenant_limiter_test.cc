@@ -131,6 +131,61 @@ TEST(TenantLimiterTest, PromptLargerThanTheQuotaNeverPasses) {
   EXPECT_EQ(limiter.Usage()[1].prompt_tokens, 100);
 }
 
+TEST(TenantLimiterTest, CheckRequestRateRefusesAnEmptyBucketAndTakesNothing) {
+  const TenantTable table(OneTenant({.requests_per_second = 0.5, .tokens_per_minute = 100}),
+                          kSecret);
+  TenantLimiter limiter(table);
+  const Tenant& t = table.tenants()[1];
+  // The check passes without taking: the burst's one request is still there to admit.
+  EXPECT_EQ(limiter.CheckRequestRate(t, kT0), std::nullopt);
+  EXPECT_EQ(limiter.CheckRequestRate(t, kT0), std::nullopt);
+  EXPECT_EQ(limiter.Admit(t, 10, kT0), std::nullopt);
+  const std::optional<Refusal> refusal = limiter.CheckRequestRate(t, kT0 + milliseconds(500));
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->reason, RefusalReason::kRateLimitedRequests);
+  EXPECT_EQ(refusal->retry_after, seconds(2));
+  EXPECT_EQ(Refusals(limiter, 1, RefusalReason::kRateLimitedRequests), 1);
+  EXPECT_EQ(limiter.CheckRequestRate(t, kT0 + seconds(2)), std::nullopt);
+  // A tenant without a request rate is never refused by it.
+  const TenantTable unlimited(OneTenant({.tokens_per_minute = 1}), kSecret);
+  TenantLimiter free_limiter(unlimited);
+  EXPECT_EQ(free_limiter.CheckRequestRate(unlimited.tenants()[1], kT0), std::nullopt);
+  EXPECT_EQ(limiter.Usage()[1].prompt_tokens, 10);
+}
+
+TEST(TenantLimiterTest, ChargesAreTakenOnceAndChargesElsewhereCountAgainstTheQuota) {
+  const TenantTable table(
+      OneTenant({.requests_per_second = 1, .burst = 4, .tokens_per_minute = 600}), kSecret);
+  TenantLimiter limiter(table);
+  const Tenant& t = table.tenants()[1];
+  ASSERT_EQ(limiter.Admit(t, 10, kT0), std::nullopt);
+  limiter.ChargeGenerated(t, 5, kT0);
+  std::vector<QuotaCharge> charges = limiter.TakeCharges();
+  ASSERT_EQ(charges.size(), 1u);
+  EXPECT_EQ(charges[0].tenant_id, "t");
+  EXPECT_EQ(charges[0].requests, 1);
+  EXPECT_EQ(charges[0].tokens, 15);
+  EXPECT_TRUE(limiter.TakeCharges().empty());
+  // Another replica admitted 2 requests and used 580 tokens: one request of the burst is
+  // left here, and the token bucket is in debt (600 - 15 - 580 = 5 left).
+  limiter.ChargeElsewhere({"t", 2, 580}, kT0);
+  limiter.ChargeElsewhere({"nobody", 9, 9}, kT0);  // not in the table: ignored
+  const std::optional<Refusal> tokens = limiter.Admit(t, 10, kT0);
+  ASSERT_TRUE(tokens.has_value());
+  EXPECT_EQ(tokens->reason, RefusalReason::kRateLimitedTokens);
+  ASSERT_EQ(limiter.Admit(t, 5, kT0), std::nullopt);
+  EXPECT_EQ(limiter.CheckRequestRate(t, kT0)->reason, RefusalReason::kRateLimitedRequests);
+  // A burst elsewhere larger than the bucket empties it, no more: one second refills one.
+  limiter.ChargeElsewhere({"t", 100, 0}, kT0);
+  EXPECT_EQ(limiter.CheckRequestRate(t, kT0 + seconds(1)), std::nullopt);
+  // What was charged elsewhere is neither usage nor a charge to send on.
+  EXPECT_EQ(limiter.Usage()[1].prompt_tokens, 15);
+  charges = limiter.TakeCharges();
+  ASSERT_EQ(charges.size(), 1u);
+  EXPECT_EQ(charges[0].requests, 1);
+  EXPECT_EQ(charges[0].tokens, 5);
+}
+
 TEST(TenantLimiterTest, GeneratedTokensPutTheBucketInDebt) {
   const TenantTable table(OneTenant({.tokens_per_minute = 60}), kSecret);
   TenantLimiter limiter(table);
