@@ -1,8 +1,5 @@
 #include "kvx/redis_block_store.h"
 
-#include <signal.h>
-#include <sys/time.h>
-
 #include <cstring>
 #include <utility>
 
@@ -12,76 +9,28 @@
 namespace switchyard::kvx {
 namespace {
 
-timeval ToTimeval(std::chrono::milliseconds ms) {
-  return {static_cast<time_t>(ms.count() / 1000),
-          static_cast<suseconds_t>((ms.count() % 1000) * 1000)};
-}
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-
-// The next reply on `c`; null when the connection failed (c->errstr says why).
-Reply NextReply(redisContext* c) {
-  void* reply = nullptr;
-  if (redisGetReply(c, &reply) != REDIS_OK)
-    return nullptr;
-  return Reply(static_cast<redisReply*>(reply));
-}
-
-absl::Status Lost(redisContext* c) {
-  return absl::UnavailableError(fmt::format("KV Redis tier: {}", c->errstr));
-}
-
-// hiredis 0.14 sends with write(2), so writing to a connection Redis has reset raises
-// SIGPIPE, whose default action ends the process. While one of these lives, the calling
-// thread has SIGPIPE blocked, so such a write fails with EPIPE (a lost connection like any
-// other); a SIGPIPE it raised is taken off the thread before the mask is restored.
-class SigpipeBlock {
- public:
-  SigpipeBlock() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
-  }
-  ~SigpipeBlock() {
-    const timespec no_wait{};
-    while (sigtimedwait(&pipe_, nullptr, &no_wait) == SIGPIPE) {
-    }
-    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-  SigpipeBlock(const SigpipeBlock&) = delete;
-  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
-
- private:
-  sigset_t pipe_{};
-  sigset_t previous_{};
-};
+constexpr std::string_view kWho = "KV Redis tier";
 
 }  // namespace
-
-void RedisBlockStore::ContextDeleter::operator()(redisContext* c) const {
-  redisFree(c);
-}
 
 absl::StatusOr<std::unique_ptr<RedisBlockStore>> RedisBlockStore::Open(
     RedisBlockStoreOptions options, MemoryRegion pool) {
   std::unique_ptr<RedisBlockStore> store(new RedisBlockStore(std::move(options), std::move(pool)));
   const SigpipeBlock sigpipe_block;
   bool pooled = false;
-  absl::StatusOr<Context> context = store->Acquire(&pooled);
-  if (!context.ok())
-    return context.status();
-  Reply pong(static_cast<redisReply*>(redisCommand(context->get(), "PING")));
-  if (pong == nullptr)
-    return Lost(context->get());
-  if (pong->type == REDIS_REPLY_ERROR) {
-    return absl::UnavailableError(fmt::format("KV Redis tier: {}:{} answers PING with {}",
+  absl::StatusOr<RedisConnection> connection = store->Acquire(&pooled);
+  if (!connection.ok())
+    return connection.status();
+  const std::string_view ping[] = {"PING"};
+  absl::StatusOr<RedisReply> pong = connection->Command(ping);
+  if (!pong.ok())
+    return pong.status();
+  if ((*pong)->type == REDIS_REPLY_ERROR) {
+    return absl::UnavailableError(fmt::format("{}: {}:{} answers PING with {}", kWho,
                                               store->options_.host, store->options_.port,
-                                              std::string(pong->str, pong->len)));
+                                              ReplyText(**pong)));
   }
-  store->Return(*std::move(context));
+  store->Return(*std::move(connection));
   return store;
 }
 
@@ -105,37 +54,29 @@ std::string RedisBlockStore::KeyName(const KvBlockKey& key) const {
   return name;
 }
 
-absl::StatusOr<RedisBlockStore::Context> RedisBlockStore::Acquire(bool* pooled) {
+absl::StatusOr<RedisConnection> RedisBlockStore::Acquire(bool* pooled) {
   {
     base::MutexLock lock(&mu_);
     *pooled = !idle_.empty();
     if (*pooled) {
-      Context context = std::move(idle_.back());
+      RedisConnection connection = std::move(idle_.back());
       idle_.pop_back();
-      return context;
+      return connection;
     }
   }
-  const timeval tv = ToTimeval(options_.timeout);
-  Context context(redisConnectWithTimeout(options_.host.c_str(), options_.port, tv));
-  if (context == nullptr)
-    return absl::ResourceExhaustedError("KV Redis tier: cannot allocate a connection");
-  if (context->err != 0) {
-    return absl::UnavailableError(fmt::format("KV Redis tier: cannot reach {}:{}: {}",
-                                              options_.host, options_.port, context->errstr));
-  }
-  redisSetTimeout(context.get(), tv);
-  return context;
+  return RedisConnection::Connect(options_.host, options_.port, options_.timeout,
+                                  std::string(kWho));
 }
 
-void RedisBlockStore::Return(Context context) {
+void RedisBlockStore::Return(RedisConnection connection) {
   base::MutexLock lock(&mu_);
-  idle_.push_back(std::move(context));
+  idle_.push_back(std::move(connection));
 }
 
 void RedisBlockStore::Write(std::vector<Op> ops, Callback done) {
   threads_->Submit(
       [this, ops = std::move(ops), done = std::make_shared<Callback>(std::move(done))] {
-        (*done)(RunBatch(ops, [this](redisContext* c, const std::vector<Op>& batch, Loss* loss) {
+        (*done)(RunBatch(ops, [this](RedisConnection& c, const std::vector<Op>& batch, Loss* loss) {
           return WriteOn(c, batch, loss);
         }));
       });
@@ -144,7 +85,7 @@ void RedisBlockStore::Write(std::vector<Op> ops, Callback done) {
 void RedisBlockStore::Read(std::vector<Op> ops, Callback done) {
   threads_->Submit(
       [this, ops = std::move(ops), done = std::make_shared<Callback>(std::move(done))] {
-        (*done)(RunBatch(ops, [this](redisContext* c, const std::vector<Op>& batch, Loss* loss) {
+        (*done)(RunBatch(ops, [this](RedisConnection& c, const std::vector<Op>& batch, Loss* loss) {
           return ReadOn(c, batch, loss);
         }));
       });
@@ -155,13 +96,13 @@ std::vector<absl::Status> RedisBlockStore::RunBatch(const std::vector<Op>& ops,
   const SigpipeBlock sigpipe_block;
   for (int attempt = 0;; ++attempt) {
     bool pooled = false;
-    absl::StatusOr<Context> context = Acquire(&pooled);
-    if (!context.ok())
-      return std::vector<absl::Status>(ops.size(), context.status());
+    absl::StatusOr<RedisConnection> connection = Acquire(&pooled);
+    if (!connection.ok())
+      return std::vector<absl::Status>(ops.size(), connection.status());
     Loss loss;
-    std::vector<absl::Status> results = batch(context->get(), ops, &loss);
+    std::vector<absl::Status> results = batch(*connection, ops, &loss);
     if (!loss.lost) {
-      Return(*std::move(context));
+      Return(*std::move(connection));
       return results;
     }
     // The server closed a pooled connection before answering anything: it restarted or
@@ -174,7 +115,7 @@ std::vector<absl::Status> RedisBlockStore::RunBatch(const std::vector<Op>& ops,
   }
 }
 
-std::vector<absl::Status> RedisBlockStore::WriteOn(redisContext* c, const std::vector<Op>& ops,
+std::vector<absl::Status> RedisBlockStore::WriteOn(RedisConnection& c, const std::vector<Op>& ops,
                                                    Loss* loss) {
   const size_t block_bytes = pool_.layout().block_bytes();
   std::string value(kKvBlockEntryHeaderBytes + block_bytes, '\0');
@@ -188,46 +129,42 @@ std::vector<absl::Status> RedisBlockStore::WriteOn(redisContext* c, const std::v
       offset += pool_.layout().segment_bytes(s);
     }
     const std::string key = KeyName(op.key);
-    const char* argv[] = {"SET", key.data(), value.data()};
-    const size_t lengths[] = {3, key.size(), value.size()};
-    // hiredis copies the command into its output buffer.
-    redisAppendCommandArgv(c, 3, argv, lengths);
+    const std::string_view argv[] = {"SET", key, value};
+    c.Append(argv);  // copied into the output buffer
   }
   std::vector<absl::Status> results;
   for (size_t i = 0; i < ops.size(); ++i) {
-    Reply reply = NextReply(c);
+    RedisReply reply = c.NextReply();
     if (reply == nullptr) {
       *loss = {.lost = true, .before_any_reply = i == 0};
-      results.resize(ops.size(), Lost(c));
+      results.resize(ops.size(), c.Lost());
       return results;
     }
     results.push_back(reply->type == REDIS_REPLY_ERROR
-                          ? absl::InternalError(fmt::format("KV Redis tier: SET: {}",
-                                                            std::string(reply->str, reply->len)))
+                          ? absl::InternalError(fmt::format("{}: SET: {}", kWho, ReplyText(*reply)))
                           : absl::OkStatus());
   }
   return results;
 }
 
-std::vector<absl::Status> RedisBlockStore::ReadOn(redisContext* c, const std::vector<Op>& ops,
+std::vector<absl::Status> RedisBlockStore::ReadOn(RedisConnection& c, const std::vector<Op>& ops,
                                                   Loss* loss) {
   std::vector<std::string> keys;
   keys.reserve(ops.size());
   for (const Op& op : ops) {
     keys.push_back(KeyName(op.key));
-    const char* argv[] = {"GET", keys.back().data()};
-    const size_t lengths[] = {3, keys.back().size()};
-    redisAppendCommandArgv(c, 2, argv, lengths);
+    const std::string_view argv[] = {"GET", keys.back()};
+    c.Append(argv);
   }
   const size_t block_bytes = pool_.layout().block_bytes();
   std::vector<absl::Status> results;
   absl::Status stop;  // the first failure, which every later op gets too
   for (size_t i = 0; i < ops.size(); ++i) {
-    Reply reply = NextReply(c);
+    RedisReply reply = c.NextReply();
     if (reply == nullptr) {
       *loss = {.lost = true, .before_any_reply = i == 0};
       if (stop.ok())
-        stop = Lost(c);
+        stop = c.Lost();
       results.resize(ops.size(), stop);
       return results;
     }
@@ -237,10 +174,10 @@ std::vector<absl::Status> RedisBlockStore::ReadOn(redisContext* c, const std::ve
     }
     const Op& op = ops[i];
     if (reply->type == REDIS_REPLY_NIL) {
-      stop = absl::NotFoundError(fmt::format("KV Redis tier: no {}", keys[i]));
+      stop = absl::NotFoundError(fmt::format("{}: no {}", kWho, keys[i]));
     } else if (reply->type != REDIS_REPLY_STRING ||
                reply->len != kKvBlockEntryHeaderBytes + block_bytes) {
-      stop = absl::DataLossError(fmt::format("KV Redis tier: {} is not a whole entry", keys[i]));
+      stop = absl::DataLossError(fmt::format("{}: {} is not a whole entry", kWho, keys[i]));
     } else {
       KvBlockEntryHeader header{};
       std::memcpy(header.data(), reply->str, header.size());

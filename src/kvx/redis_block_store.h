@@ -29,8 +29,7 @@
 #include "base/thread_pool.h"
 #include "kvx/kv_block_entry.h"
 #include "kvx/memory_region.h"
-
-struct redisContext;
+#include "kvx/redis_connection.h"
 
 namespace switchyard::kvx {
 
@@ -75,11 +74,6 @@ class RedisBlockStore {
   std::string KeyName(const KvBlockKey& key) const;
 
  private:
-  struct ContextDeleter {
-    void operator()(redisContext* c) const;
-  };
-  using Context = std::unique_ptr<redisContext, ContextDeleter>;
-
   RedisBlockStore(RedisBlockStoreOptions options, MemoryRegion pool);
 
   // How a batch lost its connection, if it did.
@@ -88,22 +82,22 @@ class RedisBlockStore {
     bool before_any_reply = false;
   };
   using Batch =
-      std::function<std::vector<absl::Status>(redisContext*, const std::vector<Op>&, Loss*)>;
+      std::function<std::vector<absl::Status>(RedisConnection&, const std::vector<Op>&, Loss*)>;
 
   // A connected context from the idle list (`pooled`), or a new one.
-  absl::StatusOr<Context> Acquire(bool* pooled);
-  void Return(Context context);
+  absl::StatusOr<RedisConnection> Acquire(bool* pooled);
+  void Return(RedisConnection connection);
   // Runs `batch` on a connection, which goes back to the idle list unless it was lost; a
   // pooled connection lost before any reply is retried once on a new one.
   std::vector<absl::Status> RunBatch(const std::vector<Op>& ops, const Batch& batch);
   // One pipelined batch of SETs / GETs on `c`.
-  std::vector<absl::Status> WriteOn(redisContext* c, const std::vector<Op>& ops, Loss* loss);
-  std::vector<absl::Status> ReadOn(redisContext* c, const std::vector<Op>& ops, Loss* loss);
+  std::vector<absl::Status> WriteOn(RedisConnection& c, const std::vector<Op>& ops, Loss* loss);
+  std::vector<absl::Status> ReadOn(RedisConnection& c, const std::vector<Op>& ops, Loss* loss);
 
   const RedisBlockStoreOptions options_;
   const MemoryRegion pool_;
   base::Mutex mu_;
-  std::vector<Context> idle_ ABSL_GUARDED_BY(mu_);
+  std::vector<RedisConnection> idle_ ABSL_GUARDED_BY(mu_);
   // Reset first in the destructor, while the members above are alive.
   std::unique_ptr<base::ThreadPool> threads_;
 };
