@@ -185,7 +185,8 @@ class KubeCluster:
 
     def restart_apiserver(self):
         """Stops kube-apiserver (SIGKILL if SIGTERM takes over 5 s) and starts it again on the
-        same port, etcd and certificate, so clients' watches can resume."""
+        same port, etcd, certificate and token, so clients reconnect and watch on (a watch from
+        a resource version of before may be answered 410 Expired: then they list again)."""
         _stop_process(self._apiserver)
         self._start_apiserver()
 
