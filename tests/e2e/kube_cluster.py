@@ -20,7 +20,7 @@ import time
 
 import requests
 
-from conftest import REPO
+from conftest import REPO, wait_until
 from peer_servers import free_port
 
 TOOLS = REPO / ".cache" / "tools"
@@ -220,8 +220,14 @@ class KubeCluster:
         return self.kubectl("apply", "--server-side", *args, "-f", "-", input=yaml_text)
 
     def wait_crd_established(self, name, timeout_s=30):
-        self.kubectl("wait", "--for=condition=Established", f"--timeout={timeout_s}s",
-                     f"crd/{name}")
+        """Waits until the CRD `name` is Established: its kind can be created. (Not `kubectl
+        wait`, which fails at once while the CRD has no conditions yet.)"""
+        def established():
+            conditions = self.get_json("crd", name).get("status", {}).get("conditions") or []
+            return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+
+        wait_until(established, f"the CRD {name} to be Established", timeout=timeout_s,
+                   interval=0.05)
 
     def create_namespace(self, name):
         self.kubectl("create", "namespace", name)
