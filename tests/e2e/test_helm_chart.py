@@ -84,8 +84,8 @@ def test_defaults_render_the_router_engines_pool_and_rbac(helm):
 
     config = yaml.safe_load(got[("ConfigMap", "demo-switchyard-router")]["data"]["router.yaml"])
     assert config["listen"]["port"] == 8080
-    assert config["pools"] == [{"name": "demo-switchyard", "inferencePool": {
-        "namespace": "llm", "name": "demo-switchyard"}}]
+    assert config["pools"] == [{"name": "demo-switchyard", "engine": "switchyard",
+                                "inferencePool": {"namespace": "llm", "name": "demo-switchyard"}}]
 
     role = got[("Role", "demo-switchyard-router")]
     assert [(r["apiGroups"], r["resources"], r["verbs"]) for r in role["rules"]] == [
