@@ -40,6 +40,7 @@
 #include "router/internal/drain.h"
 #include "router/internal/json_fields_rewrite.h"
 #include "router/internal/proxy_call.h"
+#include "router/internal/request_routing.h"
 #include "router/prefix/block_keys.h"
 #include "router/prefix/kv_event_indexer.h"
 #include "router/prompt_tokenizer.h"
@@ -51,9 +52,9 @@ namespace switchyard::router {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using internal::RequestRouting;
+using internal::TenantAccount;
 constexpr std::string_view kJson = "application/json";
-// The longest an endpoint's 503 Retry-After keeps it out of the snapshots.
-constexpr std::chrono::seconds kMaxRefusal{30};
 // How often flow control is pumped without news (TTLs; saturation between scrapes).
 constexpr std::chrono::milliseconds kPumpInterval{5};
 
@@ -76,195 +77,6 @@ std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
     names.push_back(pool.name);
   return names;
 }
-
-// Whom a request is charged to, and what its end must give back.
-struct TenantAccount {
-  const flow::Tenant* tenant = nullptr;
-  flow::TenantLimiter* limiter = nullptr;
-  // Flow control's, when the request goes through it (null: the gate is off).
-  flow::FlowController* flow = nullptr;
-  std::string fairness_id;
-  int32_t priority = 0;
-};
-
-// The scheduling of one proxied request: the profile picks from a fresh snapshot per attempt,
-// without the endpoints already tried. With a disagg-profile-handler that profile is the
-// decode one, and its decider may have the prefill profile pick a prefill endpoint for the
-// attempt too (from the whole snapshot but the decode pick). An attempt without a prefill
-// endpoint gets a KV source when the profile's p2p-source-producer names one.
-class RequestRouting final : public internal::ProxyRouting {
- public:
-  // `ready`: when the request was ready to schedule (a clock read just made), the first
-  // pick's start.
-  // `ticket`: the request counts as in flight for the drain until this routing (and the
-  // call that owns it) is gone.
-  RequestRouting(const SchedulingProfile* profile, EndpointTable* table, RouterMetrics* metrics,
-                 const PluginSet* plugins, std::vector<int32_t> prompt_tokens,
-                 Clock::time_point ready, std::unique_ptr<internal::Drain::Ticket> ticket,
-                 TenantAccount account)
-      : profile_(profile),
-        disagg_(plugins->disagg().has_value() ? &*plugins->disagg() : nullptr),
-        table_(table),
-        metrics_(metrics),
-        plugins_(plugins),
-        prompt_tokens_(std::move(prompt_tokens)),
-        first_start_(ready),
-        ticket_(std::move(ticket)),
-        account_(std::move(account)) {
-    request_.prompt_tokens = prompt_tokens_;
-  }
-  // The request's end, however it ended: its tenant's concurrency and its flow's in-flight
-  // count (when it was dispatched) go down.
-  ~RequestRouting() override {
-    if (account_.flow != nullptr && dispatched_)
-      account_.flow->Finished(account_.fairness_id, account_.priority, Clock::now());
-    if (started_)
-      account_.limiter->Finish(*account_.tenant);
-  }
-
-  // Flow control dispatched the request: its end is the flow's.
-  void Dispatched() { dispatched_ = true; }
-  // The limiter's TryStart counted it (flow control off): its end is the tenant's.
-  void MarkStarted() { started_ = true; }
-
-  // What the plugins see; its prompt_tokens view this object's tokens.
-  SchedulingRequest& request() { return request_; }
-  internal::Drain::Ticket& ticket() { return *ticket_; }
-
-  std::optional<internal::ProxyTarget> NextTarget(absl::Span<const std::string> tried) override {
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    // The thread's, reused: a pick allocates no list of its own.
-    thread_local Candidates candidates;
-    Clock::time_point start;
-    if (first_start_.has_value()) {
-      start = *first_start_;
-      first_start_.reset();
-    } else {
-      start = Clock::now();
-    }
-    last_pick_ = nullptr;  // they point into the snapshot replaced here
-    prefill_pick_ = nullptr;
-    snapshot_ = table_->Snapshot(start);
-    candidates.clear();
-    for (const Endpoint& e : *snapshot_) {
-      if (std::find(tried.begin(), tried.end(), e.name) == tried.end())
-        candidates.push_back(&e);
-    }
-    if (candidates.empty())
-      return std::nullopt;
-    // Each pick is a cycle of its own (a retry's plugins see none of the last one's state).
-    cycle_ = CycleState();
-    ProfileResult result = profile_->Run(request_, cycle_, candidates, rng);
-    metrics_->ObserveSchedule(SecondsSince(start));
-    if (result.picked.empty())
-      return std::nullopt;
-    const Endpoint& picked = *result.picked[0];
-    last_pick_ = &picked;
-    EndpointRecorder* recorder = picked.load->recorder.load(std::memory_order_acquire);
-    if (recorder == nullptr) {
-      recorder = &metrics_->Endpoint(picked.name, picked.pool);
-      picked.load->recorder.store(recorder, std::memory_order_release);
-    }
-    if (cycle_.prefix_match.has_value()) {
-      recorder->PrefixPrediction(cycle_.prefix_match->prompt_tokens,
-                                 cycle_.prefix_match->CachedTokens(picked.name));
-    }
-    internal::ProxyTarget target{picked.name,          picked.address, picked.pool,
-                                 picked.authorization, recorder,       picked.load.get()};
-    if (disagg_ != nullptr)
-      target.prefill = PickPrefill(picked, rng);
-    kv_source_.clear();
-    if (!target.prefill.has_value() && profile_->p2p_source() != nullptr) {
-      if (std::optional<std::string> source =
-              profile_->p2p_source()->Source(cycle_, *snapshot_, picked)) {
-        kv_source_ = *std::move(source);
-        target.kv_source = kv_source_;
-      }
-    }
-    return target;
-  }
-
-  void Picked(const internal::ProxyTarget& target) override {
-    if (last_pick_ == nullptr || last_pick_->name != target.name)
-      return;
-    profile_->NotifyPicked(request_, cycle_, *last_pick_);
-    if (prefill_pick_ != nullptr && target.prefill.has_value())
-      disagg_->prefill->NotifyPicked(request_, prefill_cycle_, *prefill_pick_);
-  }
-
-  std::string SessionToken(std::string_view endpoint) override {
-    const SessionTokenCodec* codec = plugins_->session_codec();
-    return codec != nullptr ? codec->Issue(endpoint) : std::string();
-  }
-
-  void AttemptEnded(const internal::ProxyTarget& target, bool failed) override {
-    if (!failed) {
-      EndpointTable::ReportRequestSuccess(target.load);
-    } else if (table_->ReportRequestFailure(target.name, target.load, Clock::now())) {
-      target.metrics->Ejected();
-      SY_LOG_WARN("router: outlier detection ejected {} (requests failing in a row)",
-                  std::string(target.name));
-    }
-  }
-
-  // The disagg-profile-handler's second step, after the decode profile picked `decode`:
-  // nullopt when the decider keeps the prompt on it or no prefill endpoint is found.
-  std::optional<internal::ProxyTarget::Prefill> PickPrefill(const Endpoint& decode,
-                                                            std::mt19937_64& rng) {
-    if (!disagg_->decider->Disaggregate(request_, cycle_, decode)) {
-      metrics_->PdDecision(PdOutcome::kDecodeOnly);
-      return std::nullopt;
-    }
-    thread_local Candidates candidates;
-    candidates.clear();
-    for (const Endpoint& e : *snapshot_) {
-      if (&e != &decode)
-        candidates.push_back(&e);
-    }
-    prefill_cycle_ = CycleState();
-    ProfileResult result = disagg_->prefill->Run(request_, prefill_cycle_, candidates, rng);
-    if (result.picked.empty()) {
-      metrics_->PdDecision(PdOutcome::kFallback);
-      return std::nullopt;
-    }
-    prefill_pick_ = result.picked[0];
-    return internal::ProxyTarget::Prefill{prefill_pick_->name, prefill_pick_->address,
-                                          prefill_pick_->authorization, prefill_pick_->load.get()};
-  }
-
-  void Refused(const internal::ProxyTarget& target, std::chrono::seconds retry_after) override {
-    // Bounded: a Retry-After far off must not keep a restarted engine at this address out.
-    table_->ReportRefusing(std::string(target.name),
-                           Clock::now() + std::min(retry_after, kMaxRefusal));
-  }
-
-  void Generated(int64_t tokens) override {
-    account_.limiter->ChargeGenerated(*account_.tenant, tokens, Clock::now());
-  }
-
- private:
-  const SchedulingProfile* const profile_;
-  const DisaggProfiles* const disagg_;  // null: no prefill/decode disaggregation
-  EndpointTable* const table_;
-  RouterMetrics* const metrics_;
-  const PluginSet* const plugins_;
-  const std::vector<int32_t> prompt_tokens_;
-  SchedulingRequest request_;
-  // The state of the last pick's cycle, the snapshot it picked from and its pick, for Picked.
-  CycleState cycle_;
-  std::shared_ptr<const std::vector<Endpoint>> snapshot_;
-  const Endpoint* last_pick_ = nullptr;
-  // The prefill profile's cycle and pick, when the last pick has one.
-  CycleState prefill_cycle_;
-  const Endpoint* prefill_pick_ = nullptr;
-  // The last pick's KV source (ProxyTarget::kv_source views it); empty: none.
-  std::string kv_source_;
-  std::optional<Clock::time_point> first_start_;  // until the first pick
-  const std::unique_ptr<internal::Drain::Ticket> ticket_;
-  const TenantAccount account_;
-  bool dispatched_ = false;
-  bool started_ = false;
-};
 
 class RouterServerImpl final : public RouterServer {
  public:
