@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "fmt/format.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
@@ -37,15 +38,20 @@ class ProcessService final : public pb::ExternalProcessor::CallbackService {
   const ExtProcServerOptions* const options_;
 };
 
-// Builds and starts a gRPC server on host:port (0: a free one) with `service` (null: health
-// only); `*bound` gets the port.
+// Builds and starts a gRPC server on host:port (0: a free one) with `service`, or, for the
+// health server, `unknown` (every other method UNIMPLEMENTED, on gRPC's callback threads as
+// the health service); `*bound` gets the port.
 absl::StatusOr<std::unique_ptr<grpc::Server>> StartServer(const std::string& host, int port,
-                                                          grpc::Service* service, int* bound) {
+                                                          grpc::Service* service,
+                                                          grpc::CallbackGenericService* unknown,
+                                                          int* bound) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort(fmt::format("{}:{}", host, port), grpc::InsecureServerCredentials(),
                            bound);
   if (service != nullptr)
     builder.RegisterService(service);
+  else
+    builder.RegisterCallbackGenericService(unknown);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || *bound == 0)
     return absl::UnavailableError(fmt::format("gRPC could not listen on {}:{}", host, port));
@@ -68,12 +74,13 @@ class ExtProcServerImpl final : public ExtProcServer {
   absl::Status Init() {
     // Every server built from here has grpc.health.v1.Health.
     grpc::EnableDefaultHealthCheckService(true);
-    auto server = StartServer(options_.host, options_.port, &service_, &port_);
+    auto server = StartServer(options_.host, options_.port, &service_, nullptr, &port_);
     if (!server.ok())
       return server.status();
     server_ = *std::move(server);
     if (options_.health_port >= 0) {
-      auto health = StartServer(options_.host, options_.health_port, nullptr, &health_port_);
+      auto health =
+          StartServer(options_.host, options_.health_port, nullptr, &unknown_, &health_port_);
       if (!health.ok())
         return health.status();
       health_ = *std::move(health);
@@ -106,6 +113,7 @@ class ExtProcServerImpl final : public ExtProcServer {
  private:
   const ExtProcServerOptions options_;
   ProcessService service_;
+  grpc::CallbackGenericService unknown_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<grpc::Server> health_;
   int port_ = 0;
