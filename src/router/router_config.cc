@@ -126,7 +126,7 @@ absl::Status ReadOutlierDetection(const YAML::Node& node, const std::string& whe
 absl::Status ReadExtProc(const YAML::Node& node, const std::string& where, RouterConfig* out) {
   if (!node.IsMap())
     return Bad(where, "must be a map");
-  SY_ASSIGN_OR_RETURN(out->ext_proc_port, base::YamlField<int>(node, "port", out->ext_proc_port));
+  SY_ASSIGN_OR_RETURN(out->ext_proc_port, base::YamlField<int>(node, "port", 9002));
   SY_ASSIGN_OR_RETURN(out->grpc_health_port,
                       base::YamlField<int>(node, "healthPort", out->grpc_health_port));
   if (out->ext_proc_port < 0 || out->ext_proc_port > 65535)

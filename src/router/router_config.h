@@ -33,7 +33,7 @@
 //                                # passive health, as Envoy's (outlier_detection.h);
 //                                # consecutive5xx: 0 turns it off
 //   sessionTokenSecretEnv: SWITCHYARD_SESSION_SECRET
-//   extProc: {port: 9002,        # Envoy ext_proc (the Endpoint Picker Protocol) over gRPC;
+//   extProc: {port: 9002,        # Envoy ext_proc (the Endpoint Picker Protocol) over gRPC
 //             healthPort: 9003,  # absent: off (router --ext-proc-port, --grpc-health-port)
 //             failureMode: closed}  # on an internal error: closed answers 503; open lets
 //                                # the request through without a destination
