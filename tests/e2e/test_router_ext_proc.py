@@ -53,8 +53,10 @@ def body_messages(body, pieces):
 class Stream:
     """One Process stream: send() messages, next() answers, close() half-closes, cancel()."""
 
-    def __init__(self, port):
-        self.channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    def __init__(self, port, channel=None):
+        """`channel`: one to share (cancel() then leaves it open)."""
+        self.own_channel = channel is None
+        self.channel = channel or grpc.insecure_channel(f"127.0.0.1:{port}")
         self.outbox = queue.Queue()
         self.responses = ep_grpc.ExternalProcessorStub(self.channel).Process(self._messages())
 
@@ -74,16 +76,17 @@ class Stream:
 
     def cancel(self):
         self.responses.cancel()
-        self.channel.close()
+        if self.own_channel:
+            self.channel.close()
 
 
 def completion_body(prompt, **extra):
     return json.dumps({"model": MODEL_NAME, "prompt": prompt, "max_tokens": 2, **extra}).encode()
 
 
-def pick(port, body, pieces=3, path="/v1/completions"):
+def pick(port, body, pieces=3, path="/v1/completions", channel=None):
     """Sends a whole request; returns (stream, first answer, body chunks answered)."""
-    s = Stream(port)
+    s = Stream(port, channel)
     s.send(headers_message(path), *body_messages(body, pieces))
     first = s.next()
     chunks = []
