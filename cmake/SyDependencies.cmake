@@ -17,6 +17,11 @@ find_package(cppzmq CONFIG REQUIRED)
 find_package(msgpackc-cxx CONFIG REQUIRED NAMES msgpack)
 # The remote KV tier (kvx/redis_block_store) speaks to Redis through hiredis.
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+# The router's ext_proc server (Envoy's protocol): gRPC 1.51 and protobuf 3.21, with the
+# compilers that generate its code at build time (src/router/CMakeLists.txt).
+pkg_check_modules(GRPCPP REQUIRED IMPORTED_TARGET grpc++ protobuf)
+find_program(PROTOC protoc REQUIRED)
+find_program(GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
 # Engine metrics.
 find_package(prometheus-cpp CONFIG REQUIRED)
 if(SY_BUILD_TESTS)

@@ -123,6 +123,24 @@ absl::Status ReadOutlierDetection(const YAML::Node& node, const std::string& whe
   return absl::OkStatus();
 }
 
+absl::Status ReadExtProc(const YAML::Node& node, const std::string& where, RouterConfig* out) {
+  if (!node.IsMap())
+    return Bad(where, "must be a map");
+  SY_ASSIGN_OR_RETURN(out->ext_proc_port, base::YamlField<int>(node, "port", 9002));
+  SY_ASSIGN_OR_RETURN(out->grpc_health_port,
+                      base::YamlField<int>(node, "healthPort", out->grpc_health_port));
+  if (out->ext_proc_port < 0 || out->ext_proc_port > 65535)
+    return Bad(where, "port must be in [0, 65535]");
+  if (out->grpc_health_port < -1 || out->grpc_health_port > 65535)
+    return Bad(where, "healthPort must be in [0, 65535]");
+  SY_ASSIGN_OR_RETURN(std::string mode,
+                      base::YamlField<std::string>(node, "failureMode", "closed"));
+  if (mode != "open" && mode != "closed")
+    return Bad(where, "failureMode must be open or closed");
+  out->ext_proc_fail_open = mode == "open";
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view source,
                                    const std::string& base_dir) {
   if (!root.IsMap())
@@ -230,6 +248,8 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
   SY_ASSIGN_OR_RETURN(c.session_token_secret_env,
                       base::YamlField<std::string>(root, "sessionTokenSecretEnv", ""));
   SY_ASSIGN_OR_RETURN(c.tenants, flow::ParseTenantsConfig(root, source));
+  if (const YAML::Node e = root["extProc"])
+    SY_RETURN_IF_ERROR(ReadExtProc(e, src + ": extProc", &c));
   const YAML::Node scheduling = root["scheduling"];
   SY_ASSIGN_OR_RETURN(std::string file,
                       base::YamlField<std::string>(root, "schedulingConfigFile", ""));

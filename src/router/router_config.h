@@ -33,6 +33,10 @@
 //                                # passive health, as Envoy's (outlier_detection.h);
 //                                # consecutive5xx: 0 turns it off
 //   sessionTokenSecretEnv: SWITCHYARD_SESSION_SECRET
+//   extProc: {port: 9002,        # Envoy ext_proc (the Endpoint Picker Protocol) over gRPC
+//             healthPort: 9003,  # absent: off (router --ext-proc-port, --grpc-health-port)
+//             failureMode: closed}  # on an internal error: closed answers 503; open lets
+//                                # the request through without a destination
 //   tenants:                     # who may call, with what limits (flow/tenants_config.h);
 //                                # absent: no auth, one anonymous tenant, no limits
 //     requireApiKey: false       # true: a request without a known key is 401
@@ -145,6 +149,10 @@ struct RouterConfig {
   OutlierDetectionConfig outlier_detection;
   std::string session_token_secret_env;
   flow::TenantsConfig tenants;
+  // The ext_proc gRPC server's port and its gRPC health service's (-1: off; 0: a free one).
+  int ext_proc_port = -1;
+  int grpc_health_port = -1;
+  bool ext_proc_fail_open = false;
   // The EndpointPickerConfig YAML text (from `scheduling:` or schedulingConfigFile).
   std::string scheduling_yaml;
 };

@@ -4,12 +4,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -32,6 +34,8 @@
 #include "router/endpoint_scraper.h"
 #include "router/endpoint_table.h"
 #include "router/engine_models.h"
+#include "router/extproc/ext_proc_server.h"
+#include "router/extproc/routed_request.h"
 #include "router/flow/fleet_gate.h"
 #include "router/flow/flow_controller.h"
 #include "router/flow/flow_metrics.h"
@@ -40,6 +44,7 @@
 #include "router/internal/drain.h"
 #include "router/internal/json_fields_rewrite.h"
 #include "router/internal/proxy_call.h"
+#include "router/internal/request_routing.h"
 #include "router/prefix/block_keys.h"
 #include "router/prefix/kv_event_indexer.h"
 #include "router/prompt_tokenizer.h"
@@ -51,9 +56,9 @@ namespace switchyard::router {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using internal::RequestRouting;
+using internal::TenantAccount;
 constexpr std::string_view kJson = "application/json";
-// The longest an endpoint's 503 Retry-After keeps it out of the snapshots.
-constexpr std::chrono::seconds kMaxRefusal{30};
 // How often flow control is pumped without news while requests wait (TTLs; saturation
 // between scrapes). With nothing queued the pump sleeps until a request is.
 constexpr std::chrono::milliseconds kPumpInterval{5};
@@ -78,196 +83,48 @@ std::vector<std::string> PoolNames(const std::vector<PoolConfig>& pools) {
   return names;
 }
 
-// Whom a request is charged to, and what its end must give back.
-struct TenantAccount {
+// A request admission let through: the routing that will pick for it, and what dispatching
+// it needs.
+struct Admitted {
+  std::unique_ptr<RequestRouting> routing;
   const flow::Tenant* tenant = nullptr;
-  flow::TenantLimiter* limiter = nullptr;
-  // Flow control's, when the request goes through it (null: the gate is off).
-  flow::FlowController* flow = nullptr;
-  std::string fairness_id;
   int32_t priority = 0;
+  std::string fairness_id;
+  std::optional<Clock::time_point> slo_deadline;
+  int64_t prompt_tokens = 0;
+  int64_t cost_tokens = 0;  // prompt plus max_tokens
+  int64_t bytes = 0;        // the body's
+  bool stream = false;
 };
 
-// The scheduling of one proxied request: the profile picks from a fresh snapshot per attempt,
-// without the endpoints already tried. With a disagg-profile-handler that profile is the
-// decode one, and its decider may have the prefill profile pick a prefill endpoint for the
-// attempt too (from the whole snapshot but the decode pick). An attempt without a prefill
-// endpoint gets a KV source when the profile's p2p-source-producer names one.
-class RequestRouting final : public internal::ProxyRouting {
- public:
-  // `ready`: when the request was ready to schedule (a clock read just made), the first
-  // pick's start.
-  // `ticket`: the request counts as in flight for the drain until this routing (and the
-  // call that owns it) is gone.
-  RequestRouting(const SchedulingProfile* profile, EndpointTable* table, RouterMetrics* metrics,
-                 const PluginSet* plugins, std::vector<int32_t> prompt_tokens,
-                 Clock::time_point ready, std::unique_ptr<internal::Drain::Ticket> ticket,
-                 TenantAccount account)
-      : profile_(profile),
-        disagg_(plugins->disagg().has_value() ? &*plugins->disagg() : nullptr),
-        table_(table),
-        metrics_(metrics),
-        plugins_(plugins),
-        prompt_tokens_(std::move(prompt_tokens)),
-        first_start_(ready),
-        ticket_(std::move(ticket)),
-        account_(std::move(account)) {
-    request_.prompt_tokens = prompt_tokens_;
-  }
-  // The request's end, however it ended: its tenant's concurrency and its flow's in-flight
-  // count (when it was dispatched) go down.
-  ~RequestRouting() override {
-    if (account_.flow != nullptr && dispatched_)
-      account_.flow->Finished(account_.fairness_id, account_.priority, Clock::now());
-    if (started_)
-      account_.limiter->Finish(*account_.tenant);
-  }
-
-  // Flow control dispatched the request: its end is the flow's.
-  void Dispatched() { dispatched_ = true; }
-  // The limiter's TryStart counted it (flow control off): its end is the tenant's.
-  void MarkStarted() { started_ = true; }
-
-  // What the plugins see; its prompt_tokens view this object's tokens.
-  SchedulingRequest& request() { return request_; }
-  internal::Drain::Ticket& ticket() { return *ticket_; }
-
-  std::optional<internal::ProxyTarget> NextTarget(absl::Span<const std::string> tried) override {
-    thread_local std::mt19937_64 rng(std::random_device{}());
-    // The thread's, reused: a pick allocates no list of its own.
-    thread_local Candidates candidates;
-    Clock::time_point start;
-    if (first_start_.has_value()) {
-      start = *first_start_;
-      first_start_.reset();
-    } else {
-      start = Clock::now();
-    }
-    last_pick_ = nullptr;  // they point into the snapshot replaced here
-    prefill_pick_ = nullptr;
-    snapshot_ = table_->Snapshot(start);
-    candidates.clear();
-    for (const Endpoint& e : *snapshot_) {
-      if (std::find(tried.begin(), tried.end(), e.name) == tried.end())
-        candidates.push_back(&e);
-    }
-    if (candidates.empty())
-      return std::nullopt;
-    // Each pick is a cycle of its own (a retry's plugins see none of the last one's state).
-    cycle_ = CycleState();
-    ProfileResult result = profile_->Run(request_, cycle_, candidates, rng);
-    metrics_->ObserveSchedule(SecondsSince(start));
-    if (result.picked.empty())
-      return std::nullopt;
-    const Endpoint& picked = *result.picked[0];
-    last_pick_ = &picked;
-    EndpointRecorder* recorder = picked.load->recorder.load(std::memory_order_acquire);
-    if (recorder == nullptr) {
-      recorder = &metrics_->Endpoint(picked.name, picked.pool);
-      picked.load->recorder.store(recorder, std::memory_order_release);
-    }
-    if (cycle_.prefix_match.has_value()) {
-      recorder->PrefixPrediction(cycle_.prefix_match->prompt_tokens,
-                                 cycle_.prefix_match->CachedTokens(picked.name));
-    }
-    internal::ProxyTarget target{picked.name,          picked.address, picked.pool,
-                                 picked.authorization, recorder,       picked.load.get()};
-    if (disagg_ != nullptr)
-      target.prefill = PickPrefill(picked, rng);
-    kv_source_.clear();
-    if (!target.prefill.has_value() && profile_->p2p_source() != nullptr) {
-      if (std::optional<std::string> source =
-              profile_->p2p_source()->Source(cycle_, *snapshot_, picked)) {
-        kv_source_ = *std::move(source);
-        target.kv_source = kv_source_;
-      }
-    }
-    return target;
-  }
-
-  void Picked(const internal::ProxyTarget& target) override {
-    if (last_pick_ == nullptr || last_pick_->name != target.name)
-      return;
-    profile_->NotifyPicked(request_, cycle_, *last_pick_);
-    if (prefill_pick_ != nullptr && target.prefill.has_value())
-      disagg_->prefill->NotifyPicked(request_, prefill_cycle_, *prefill_pick_);
-  }
-
-  std::string SessionToken(std::string_view endpoint) override {
-    const SessionTokenCodec* codec = plugins_->session_codec();
-    return codec != nullptr ? codec->Issue(endpoint) : std::string();
-  }
-
-  void AttemptEnded(const internal::ProxyTarget& target, bool failed) override {
-    if (!failed) {
-      EndpointTable::ReportRequestSuccess(target.load);
-    } else if (table_->ReportRequestFailure(target.name, target.load, Clock::now())) {
-      target.metrics->Ejected();
-      SY_LOG_WARN("router: outlier detection ejected {} (requests failing in a row)",
-                  std::string(target.name));
-    }
-  }
-
-  // The disagg-profile-handler's second step, after the decode profile picked `decode`:
-  // nullopt when the decider keeps the prompt on it or no prefill endpoint is found.
-  std::optional<internal::ProxyTarget::Prefill> PickPrefill(const Endpoint& decode,
-                                                            std::mt19937_64& rng) {
-    if (!disagg_->decider->Disaggregate(request_, cycle_, decode)) {
-      metrics_->PdDecision(PdOutcome::kDecodeOnly);
-      return std::nullopt;
-    }
-    thread_local Candidates candidates;
-    candidates.clear();
-    for (const Endpoint& e : *snapshot_) {
-      if (&e != &decode)
-        candidates.push_back(&e);
-    }
-    prefill_cycle_ = CycleState();
-    ProfileResult result = disagg_->prefill->Run(request_, prefill_cycle_, candidates, rng);
-    if (result.picked.empty()) {
-      metrics_->PdDecision(PdOutcome::kFallback);
-      return std::nullopt;
-    }
-    prefill_pick_ = result.picked[0];
-    return internal::ProxyTarget::Prefill{prefill_pick_->name, prefill_pick_->address,
-                                          prefill_pick_->authorization, prefill_pick_->load.get()};
-  }
-
-  void Refused(const internal::ProxyTarget& target, std::chrono::seconds retry_after) override {
-    // Bounded: a Retry-After far off must not keep a restarted engine at this address out.
-    table_->ReportRefusing(std::string(target.name),
-                           Clock::now() + std::min(retry_after, kMaxRefusal));
-  }
-
-  void Generated(int64_t tokens) override {
-    account_.limiter->ChargeGenerated(*account_.tenant, tokens, Clock::now());
-  }
-
- private:
-  const SchedulingProfile* const profile_;
-  const DisaggProfiles* const disagg_;  // null: no prefill/decode disaggregation
-  EndpointTable* const table_;
-  RouterMetrics* const metrics_;
-  const PluginSet* const plugins_;
-  const std::vector<int32_t> prompt_tokens_;
-  SchedulingRequest request_;
-  // The state of the last pick's cycle, the snapshot it picked from and its pick, for Picked.
-  CycleState cycle_;
-  std::shared_ptr<const std::vector<Endpoint>> snapshot_;
-  const Endpoint* last_pick_ = nullptr;
-  // The prefill profile's cycle and pick, when the last pick has one.
-  CycleState prefill_cycle_;
-  const Endpoint* prefill_pick_ = nullptr;
-  // The last pick's KV source (ProxyTarget::kv_source views it); empty: none.
-  std::string kv_source_;
-  std::optional<Clock::time_point> first_start_;  // until the first pick
-  const std::unique_ptr<internal::Drain::Ticket> ticket_;
-  const TenantAccount account_;
-  bool dispatched_ = false;
-  bool started_ = false;
+// A request the router answers itself, and how it is counted.
+struct Refusal {
+  absl::Status error;
+  std::string tenant;
+  // Counted for `tenant` under it; the x-llm-d-request-dropped-reason of a 429 or a 503.
+  // Empty: neither.
+  std::string reason;
+  std::optional<std::chrono::seconds> retry_after = std::nullopt;
+  // The reason is counted elsewhere already (the limiter's refusals), or not at all.
+  bool counted = false;
+  // Over HTTP, the connection closes after the answer (the drain's).
+  bool close = false;
 };
 
-class RouterServerImpl final : public RouterServer {
+// The refusal of a request the tenant's quotas refused (counted by the limiter).
+Refusal OverQuota(const flow::Tenant& tenant, const flow::Refusal& refusal, int64_t prompt_tokens) {
+  const std::string_view reason = flow::RefusalReasonName(refusal.reason);
+  return Refusal{
+      absl::ResourceExhaustedError(
+          refusal.reason == flow::RefusalReason::kExceedsTokenQuota
+              ? fmt::format("The prompt ({} tokens) is larger than the tenant's token quota "
+                            "for a whole minute.",
+                            prompt_tokens)
+              : fmt::format("Tenant {} is over its quota ({}); retry later.", tenant.id, reason)),
+      tenant.id, std::string(reason), refusal.retry_after, /*counted=*/true};
+}
+
+class RouterServerImpl final : public RouterServer, public extproc::PickBackend {
  public:
   explicit RouterServerImpl(RouterConfig config)
       : config_(std::move(config)),
@@ -278,6 +135,10 @@ class RouterServerImpl final : public RouterServer {
 
   absl::Status Init();
   int port() const override { return server_->port(); }
+  int ext_proc_port() const override { return ext_proc_ != nullptr ? ext_proc_->port() : -1; }
+  int grpc_health_port() const override {
+    return ext_proc_ != nullptr ? ext_proc_->health_port() : -1;
+  }
   void StartDrain() override;
   bool WaitDrained(Clock::time_point deadline) override {
     return drain_.gate().AwaitIdle(deadline, true);
@@ -311,24 +172,32 @@ class RouterServerImpl final : public RouterServer {
   void DebugEndpoints(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   // GET /debug/flows: flow control's bands and queues ({"enabled": false} when it is off).
   void DebugFlows(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
-  // Answers a request the router refuses itself (401, 400, 403, 429, 503) and counts it for
-  // `tenant` under `reason` (also the x-llm-d-request-dropped-reason header of a 429 or a
-  // 503), with a Retry-After when `retry_after` is set. `counted`: the reason is counted
-  // elsewhere already (the limiter's refusals).
-  void Refuse(net::HttpResponder& responder, const absl::Status& error, std::string_view tenant,
-              std::string_view reason, std::optional<std::chrono::seconds> retry_after,
-              std::string request_id, Clock::time_point arrival, bool counted = false);
-  // Refuse for a quota the limiter refused (counted there).
-  void RefuseOverQuota(net::HttpResponder& responder, const flow::Tenant& tenant,
-                       const flow::Refusal& refusal, int64_t prompt_tokens, std::string request_id,
-                       Clock::time_point arrival);
-  // Sends the request on its way: to the engines at once (flow control off, after the
-  // tenant's concurrency check), or into flow control's queues.
-  void Dispatch(std::shared_ptr<internal::ProxyCall> call, RequestRouting* routing,
-                std::shared_ptr<net::HttpResponder> responder, const flow::Tenant& tenant,
-                int32_t priority, std::string fairness_id, std::string request_id,
-                int64_t cost_tokens, int64_t bytes, std::optional<Clock::time_point> slo_deadline,
-                Clock::time_point arrival);
+  // Admission, shared by the HTTP front and the ext_proc server: the drain, the tenant and
+  // its objective, the prompt's tokens, the tenant's quotas and cache salt (which may rewrite
+  // `request.body`), then the routing that will pick for it.
+  std::variant<Admitted, Refusal> Admit(net::HttpRequest& request, bool chat,
+                                        Clock::time_point arrival);
+  // Counts a refusal (the router's metrics; flow control's unless `counted`) and makes its
+  // answer: an OpenAI error body, x-request-id, x-llm-d-request-dropped-reason with a reason,
+  // Retry-After when set.
+  extproc::DirectAnswer Answer(const Refusal& refusal, std::string request_id,
+                               Clock::time_point arrival);
+  // Answers a request the router refuses itself (401, 400, 403, 429, 503) over HTTP.
+  void Refuse(net::HttpResponder& responder, const Refusal& refusal, std::string request_id,
+              Clock::time_point arrival);
+  // Sends an admitted request on its way: `start` runs once it may go to an endpoint (at
+  // once with flow control off, after the tenant's concurrency check; or when flow control
+  // dispatches it), `refuse` when it may not (never for a request whose client left).
+  // Returns flow control's handle of a queued request, for its client's cancel.
+  std::optional<flow::FlowController::Handle> Dispatch(const Admitted& admitted,
+                                                       RequestRouting* routing,
+                                                       std::function<void()> start,
+                                                       std::function<void(const Refusal&)> refuse,
+                                                       std::string request_id,
+                                                       Clock::time_point arrival);
+  // extproc::PickBackend: Admit, Dispatch, then one pick (no endpoint: 429, as llm-d).
+  std::function<void()> Pick(net::HttpRequest request,
+                             std::function<void(extproc::PickOutcome)> done) override;
   // Pumps flow control every kPumpInterval while requests wait (TTLs, and room that ended
   // requests or scrapes made), and sleeps while none does, until Stop.
   void PumpFlows();
@@ -375,6 +244,8 @@ class RouterServerImpl final : public RouterServer {
   std::unique_ptr<net::HttpClient> client_;
   std::unique_ptr<net::HttpServer> server_;
   std::unique_ptr<EndpointScraper> scraper_;
+  // The Endpoint Picker Protocol's front (config extProc); null when off.
+  std::unique_ptr<extproc::ExtProcServer> ext_proc_;
 };
 
 std::vector<net::RouteTable::Route> RouterServerImpl::Routes() {
@@ -485,15 +356,29 @@ absl::Status RouterServerImpl::Init() {
   };
   SY_ASSIGN_OR_RETURN(scraper_,
                       EndpointScraper::Start(std::move(scraper_options), &table_, &engine_models_));
+  if (config_.ext_proc_port >= 0) {
+    extproc::ExtProcServerOptions ext_proc_options;
+    ext_proc_options.host = config_.host;
+    ext_proc_options.port = config_.ext_proc_port;
+    ext_proc_options.health_port = config_.grpc_health_port;
+    ext_proc_options.fail_open = config_.ext_proc_fail_open;
+    SY_ASSIGN_OR_RETURN(ext_proc_, extproc::ExtProcServer::Start(ext_proc_options, this));
+    ext_proc_->SetServing(true);
+  }
   return absl::OkStatus();
 }
 
 void RouterServerImpl::StartDrain() {
   drain_.gate().BeginDrain();
+  if (ext_proc_ != nullptr)
+    ext_proc_->SetServing(false);
   SY_LOG_INFO("router: draining: /health answers 503, new requests get 503 with Retry-After");
 }
 
 void RouterServerImpl::Stop() {
+  // Its streams end (and release their picks) while what they hold is still here.
+  if (ext_proc_ != nullptr)
+    ext_proc_->Stop();
   if (pump_.joinable()) {
     {
       base::MutexLock lock(&pump_mu_);
@@ -529,64 +414,48 @@ void RouterServerImpl::ReportKvEvents() {
   metrics_.SetKvEventSubscriberRestarts(subscriber_->restarts());
 }
 
-void RouterServerImpl::Generate(net::HttpRequest& request,
-                                std::shared_ptr<net::HttpResponder> responder, bool chat) {
-  const Clock::time_point arrival = Clock::now();
-  std::string request_id = RequestIdOf(request);
+std::variant<Admitted, Refusal> RouterServerImpl::Admit(net::HttpRequest& request, bool chat,
+                                                        Clock::time_point arrival) {
   // Counted in flight from here, so that the drain also waits for it while it is tokenized.
-  std::unique_ptr<internal::Drain::Ticket> admitted = drain_.Admit();
-  if (admitted == nullptr) {
+  std::unique_ptr<internal::Drain::Ticket> ticket = drain_.Admit();
+  if (ticket == nullptr) {
     // Envoy's drain: refused at once, and the connection closed, so that the client (or the
     // load balancer in front) goes to another router.
-    metrics_.Unrouted().RequestFinished(503, SecondsSince(arrival));
-    responder->Send(
-        503, kJson,
-        api::ErrorBody(absl::UnavailableError("The router is shutting down; retry the request.")),
-        {{"retry-after", std::to_string(internal::kRetryAfterSeconds)},
-         {"connection", "close"},
-         {"x-request-id", std::move(request_id)}});
-    return;
+    return Refusal{absl::UnavailableError("The router is shutting down; retry the request."),
+                   "",
+                   "",
+                   std::chrono::seconds(internal::kRetryAfterSeconds),
+                   /*counted=*/true,
+                   /*close=*/true};
   }
   // Who sent it, and at which priority.
   absl::StatusOr<const flow::Tenant*> tenant =
       tenants_->Authenticate(request.Header("authorization"));
-  if (!tenant.ok()) {
-    Refuse(*responder, tenant.status(), "", "unauthenticated", std::nullopt, std::move(request_id),
-           arrival);
-    return;
-  }
+  if (!tenant.ok())
+    return Refusal{tenant.status(), "", "unauthenticated"};
   int32_t priority = 0;
   if (!config_.tenants.objectives.empty()) {
     absl::StatusOr<int32_t> p =
         tenants_->Priority(**tenant, request.Header("x-llm-d-inference-objective"));
     if (!p.ok()) {
-      Refuse(*responder, p.status(), (*tenant)->id,
-             absl::IsPermissionDenied(p.status()) ? "forbidden-objective" : "unknown-objective",
-             std::nullopt, std::move(request_id), arrival);
-      return;
+      return Refusal{
+          p.status(), (*tenant)->id,
+          absl::IsPermissionDenied(p.status()) ? "forbidden-objective" : "unknown-objective"};
     }
     priority = *p;
   }
   // A tenant over its request rate is refused before its prompt costs a tokenization.
-  if (std::optional<flow::Refusal> refusal = limiter_->CheckRequestRate(**tenant, arrival)) {
-    RefuseOverQuota(*responder, **tenant, *refusal, 0, std::move(request_id), arrival);
-    return;
-  }
+  if (std::optional<flow::Refusal> refusal = limiter_->CheckRequestRate(**tenant, arrival))
+    return OverQuota(**tenant, *refusal, 0);
   absl::StatusOr<TokenizedRequest> tokenized = prompt_tokenizer_->Tokenize(request.body, chat);
   const Clock::time_point tokenized_at = Clock::now();
   metrics_.ObserveTokenize(SecondsBetween(arrival, tokenized_at));
-  if (!tokenized.ok()) {
-    const int http_status = api::HttpErrorFor(tokenized.status()).http_status;
-    metrics_.Unrouted().RequestFinished(http_status, SecondsBetween(arrival, tokenized_at));
-    responder->Send(http_status, kJson, api::ErrorBody(tokenized.status()),
-                    {{"x-request-id", std::move(request_id)}});
-    return;
-  }
+  if (!tokenized.ok())
+    return Refusal{tokenized.status(), "", "", std::nullopt, /*counted=*/true};
   const int64_t prompt_tokens = static_cast<int64_t>(tokenized->prompt_tokens.size());
   if (std::optional<flow::Refusal> refusal =
           limiter_->Admit(**tenant, prompt_tokens, tokenized_at)) {
-    RefuseOverQuota(*responder, **tenant, *refusal, prompt_tokens, std::move(request_id), arrival);
-    return;
+    return OverQuota(**tenant, *refusal, prompt_tokens);
   }
   // Each tenant's own prefix cache: its salt in place of the client's.
   std::string cache_salt = std::move(tokenized->cache_salt);
@@ -594,36 +463,50 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
           **tenant,
           cache_salt.empty() ? std::nullopt : std::optional<std::string_view>(cache_salt))) {
     absl::StatusOr<std::string> body = internal::WithCacheSalt(request.body, *salt);
-    if (!body.ok()) {  // the tokenizer parsed it: not reached
-      Refuse(*responder, body.status(), (*tenant)->id, "bad-request", std::nullopt,
-             std::move(request_id), arrival);
-      return;
-    }
+    if (!body.ok())  // the tokenizer parsed it: not reached
+      return Refusal{body.status(), (*tenant)->id, "bad-request"};
     request.body = *std::move(body);
     cache_salt = *std::move(salt);
   }
-  std::string fairness_id =
+  Admitted admitted;
+  admitted.tenant = *tenant;
+  admitted.priority = priority;
+  admitted.fairness_id =
       tenants_->FairnessId(**tenant, request.Header("x-llm-d-inference-fairness-id"));
-  std::optional<Clock::time_point> slo_deadline;
   if (std::optional<std::string_view> slo = request.Header("x-llm-d-slo-ttft-ms")) {
     int64_t ms = 0;
     if (absl::SimpleAtoi(absl::string_view(slo->data(), slo->size()), &ms) && ms > 0)
-      slo_deadline = arrival + std::chrono::milliseconds(ms);
+      admitted.slo_deadline = arrival + std::chrono::milliseconds(ms);
   }
-  const bool stream = tokenized->stream;
-  const int64_t cost_tokens = prompt_tokens + tokenized->max_tokens.value_or(0);
-  TenantAccount account{*tenant, limiter_.get(), flow_.get(), fairness_id, priority};
-  auto routing = std::make_unique<RequestRouting>(profile_, &table_, &metrics_, plugins_.get(),
-                                                  std::move(tokenized->prompt_tokens), tokenized_at,
-                                                  std::move(admitted), std::move(account));
-  RequestRouting* routing_view = routing.get();
-  SchedulingRequest& sched = routing->request();
+  admitted.stream = tokenized->stream;
+  admitted.prompt_tokens = prompt_tokens;
+  admitted.cost_tokens = prompt_tokens + tokenized->max_tokens.value_or(0);
+  admitted.bytes = static_cast<int64_t>(request.body.size());
+  TenantAccount account{*tenant, limiter_.get(), flow_.get(), admitted.fairness_id, priority};
+  admitted.routing = std::make_unique<RequestRouting>(
+      profile_, &table_, &metrics_, plugins_.get(), std::move(tokenized->prompt_tokens),
+      tokenized_at, std::move(ticket), std::move(account));
+  SchedulingRequest& sched = admitted.routing->request();
   sched.model = config_.model;
   sched.cache_salt = std::move(cache_salt);
   if (std::optional<std::string_view> t = request.Header("x-session-token"))
     sched.session_token = std::string(*t);
   if (std::optional<std::string_view> id = request.Header("x-session-id"))
     sched.session_id = std::string(*id);
+  return admitted;
+}
+
+void RouterServerImpl::Generate(net::HttpRequest& request,
+                                std::shared_ptr<net::HttpResponder> responder, bool chat) {
+  const Clock::time_point arrival = Clock::now();
+  std::string request_id = RequestIdOf(request);
+  std::variant<Admitted, Refusal> admission = Admit(request, chat, arrival);
+  if (const Refusal* refusal = std::get_if<Refusal>(&admission)) {
+    Refuse(*responder, *refusal, std::move(request_id), arrival);
+    return;
+  }
+  Admitted& admitted = std::get<Admitted>(admission);
+  RequestRouting* routing = admitted.routing.get();
 
   internal::ProxyRequest proxy;
   proxy.http.method = std::move(request.method);
@@ -631,7 +514,7 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   // The client's header list, cut to what goes upstream: no list of its own (it has room for
   // x-request-id unless every header is forwarded). A tenant's key is the router's: it goes
   // no further.
-  const bool keyed = !(*tenant)->anonymous;
+  const bool keyed = !admitted.tenant->anonymous;
   proxy.http.headers = std::move(request.headers);
   std::erase_if(proxy.http.headers, [&proxy, keyed](net::HeaderList::value_type& header) {
     if (header.first == "authorization" && proxy.client_authorization.empty() && !keyed)
@@ -640,71 +523,127 @@ void RouterServerImpl::Generate(net::HttpRequest& request,
   });
   proxy.request_id_header = proxy.http.headers.size();
   proxy.http.headers.emplace_back("x-request-id", request_id);
-  const int64_t bytes = static_cast<int64_t>(request.body.size());
   proxy.http.body = std::move(request.body);
   proxy.arrival = arrival;
-  proxy.prompt_tokens = prompt_tokens;
-  proxy.stream = stream;
+  proxy.prompt_tokens = admitted.prompt_tokens;
+  proxy.stream = admitted.stream;
   proxy.prefill_timeout = std::chrono::milliseconds(config_.request_timeout_ms);
   // A buffered response's head comes with its whole completion, after however long the
   // request queues in a healthy engine: its wait is bounded by the request timeout, and a
   // dead or frozen engine is found by health checks (which wake the request to retry it).
-  if (!stream)
+  if (!admitted.stream)
     proxy.http.first_byte_timeout = std::chrono::milliseconds(config_.request_timeout_ms);
   internal::Drain::Ticket& ticket = routing->ticket();
   auto call = std::allocate_shared<internal::ProxyCall>(
       base::RecyclingAllocator<internal::ProxyCall>(), std::move(proxy), responder, client_.get(),
-      &metrics_, config_.max_retries, std::move(routing));
+      &metrics_, config_.max_retries, std::move(admitted.routing));
   ticket.Attach(call);
-  Dispatch(std::move(call), routing_view, std::move(responder), **tenant, priority,
-           std::move(fairness_id), std::move(request_id), cost_tokens, bytes, slo_deadline,
-           arrival);
-}
-
-void RouterServerImpl::Dispatch(std::shared_ptr<internal::ProxyCall> call, RequestRouting* routing,
-                                std::shared_ptr<net::HttpResponder> responder,
-                                const flow::Tenant& tenant, int32_t priority,
-                                std::string fairness_id, std::string request_id,
-                                int64_t cost_tokens, int64_t bytes,
-                                std::optional<Clock::time_point> slo_deadline,
-                                Clock::time_point arrival) {
-  if (flow_ == nullptr) {
-    if (!limiter_->TryStart(tenant)) {
-      Refuse(*responder,
-             absl::ResourceExhaustedError(
-                 fmt::format("Tenant {} has {} requests running, its limit; retry later.",
-                             tenant.id, tenant.limits.max_concurrent)),
-             tenant.id, "max-concurrent", std::chrono::seconds(internal::kRetryAfterSeconds),
-             std::move(request_id), arrival);
-      return;
-    }
-    routing->MarkStarted();
-    call->Start();
-    return;
-  }
   // Queued: the client's disconnect takes it out of the queue (the call's own close handler
   // replaces this one once it starts).
   auto handle = std::make_shared<std::atomic<int64_t>>(-1);
-  responder->OnClose([flow = flow_.get(), handle] {
-    if (const int64_t h = handle->load(); h >= 0)
-      flow->Cancel(static_cast<flow::FlowController::Handle>(h));
-  });
+  if (flow_ != nullptr) {
+    responder->OnClose([flow = flow_.get(), handle] {
+      if (const int64_t h = handle->load(); h >= 0)
+        flow->Cancel(static_cast<flow::FlowController::Handle>(h));
+    });
+  }
+  // The call is never started when refused: dropping it releases its drain ticket.
+  std::optional<flow::FlowController::Handle> queued = Dispatch(
+      admitted, routing, [call] { call->Start(); },
+      [this, call, responder, request_id, arrival](const Refusal& refusal) {
+        Refuse(*responder, refusal, request_id, arrival);
+      },
+      request_id, arrival);
+  if (queued.has_value()) {
+    handle->store(static_cast<int64_t>(*queued));
+    if (responder->closed())  // it left before the handle was there to cancel
+      flow_->Cancel(*queued);
+  }
+}
+
+std::function<void()> RouterServerImpl::Pick(net::HttpRequest request,
+                                             std::function<void(extproc::PickOutcome)> done) {
+  const Clock::time_point arrival = Clock::now();
+  std::string request_id = RequestIdOf(request);
+  const bool chat = request.path == "/v1/chat/completions";
+  if (!chat && request.path != "/v1/completions") {
+    done(Answer(Refusal{absl::NotFoundError(fmt::format("No generation route for {} {}.",
+                                                        request.method, request.path)),
+                        "", "", std::nullopt, /*counted=*/true},
+                std::move(request_id), arrival));
+    return nullptr;
+  }
+  std::variant<Admitted, Refusal> admission = Admit(request, chat, arrival);
+  if (const Refusal* refusal = std::get_if<Refusal>(&admission)) {
+    done(Answer(*refusal, std::move(request_id), arrival));
+    return nullptr;
+  }
+  Admitted& admitted = std::get<Admitted>(admission);
+  RequestRouting* routing = admitted.routing.get();
+  // What the pick needs once dispatched (flow control may hold it a while).
+  struct Pending {
+    std::unique_ptr<RequestRouting> routing;
+    std::string body;
+    std::function<void(extproc::PickOutcome)> done;
+  };
+  auto pending = std::make_shared<Pending>(
+      Pending{std::move(admitted.routing), std::move(request.body), std::move(done)});
+  auto start = [this, pending, request_id, arrival] {
+    std::optional<internal::ProxyTarget> target = pending->routing->NextTarget({});
+    if (!target.has_value()) {
+      pending->done(Answer(
+          Refusal{absl::ResourceExhaustedError("No endpoint can take the request; retry later."),
+                  "", "no-endpoint", std::nullopt, /*counted=*/true},
+          request_id, arrival));
+      return;
+    }
+    pending->routing->Picked(*target);
+    pending->done(std::make_unique<extproc::RoutedRequest>(std::move(pending->routing), *target,
+                                                           std::move(pending->body)));
+  };
+  auto refuse = [this, pending, request_id, arrival](const Refusal& refusal) {
+    pending->done(Answer(refusal, request_id, arrival));
+  };
+  std::optional<flow::FlowController::Handle> queued =
+      Dispatch(admitted, routing, std::move(start), std::move(refuse), request_id, arrival);
+  if (!queued.has_value())
+    return nullptr;
+  return [flow = flow_.get(), handle = *queued] { flow->Cancel(handle); };
+}
+
+std::optional<flow::FlowController::Handle> RouterServerImpl::Dispatch(
+    const Admitted& admitted, RequestRouting* routing, std::function<void()> start,
+    std::function<void(const Refusal&)> refuse, std::string request_id, Clock::time_point arrival) {
+  const flow::Tenant& tenant = *admitted.tenant;
+  if (flow_ == nullptr) {
+    if (!limiter_->TryStart(tenant)) {
+      refuse(Refusal{absl::ResourceExhaustedError(
+                         fmt::format("Tenant {} has {} requests running, its limit; retry later.",
+                                     tenant.id, tenant.limits.max_concurrent)),
+                     tenant.id, "max-concurrent",
+                     std::chrono::seconds(internal::kRetryAfterSeconds)});
+      return std::nullopt;
+    }
+    routing->MarkStarted();
+    start();
+    return std::nullopt;
+  }
   flow::FlowItem item;
-  item.flow_id = fairness_id;
-  item.priority = priority;
-  item.bytes = bytes;
-  item.cost_tokens = cost_tokens;
+  item.flow_id = admitted.fairness_id;
+  item.priority = admitted.priority;
+  item.bytes = admitted.bytes;
+  item.cost_tokens = admitted.cost_tokens;
   item.received = arrival;
-  item.slo_deadline = slo_deadline;
+  item.slo_deadline = admitted.slo_deadline;
   item.limits = {tenant.limits.max_concurrent, tenant.limits.max_queued};
   item.weight = tenant.weight;
-  item.dispatch = [call, routing] {
+  item.dispatch = [start = std::move(start), routing] {
     routing->Dispatched();
-    call->Start();
+    start();
   };
-  // The call is never started: dropping it releases its drain ticket.
-  item.reject = [this, call, responder, tenant_id = tenant.id, fairness_id = std::move(fairness_id),
-                 priority, request_id = std::move(request_id), arrival](flow::DropReason reason) {
+  item.reject = [this, refuse = std::move(refuse), tenant_id = tenant.id,
+                 fairness_id = admitted.fairness_id, priority = admitted.priority,
+                 request_id = std::move(request_id), arrival](flow::DropReason reason) {
     const std::string_view name = flow::DropReasonName(reason);
     flow_metrics_.QueueTime(fairness_id, priority, name, SecondsSince(arrival));
     if (reason == flow::DropReason::kContextCancelled) {
@@ -713,52 +652,40 @@ void RouterServerImpl::Dispatch(std::shared_ptr<internal::ProxyCall> call, Reque
       return;  // nobody to answer
     }
     const bool unavailable = reason == flow::DropReason::kShuttingDown || !gate_->HasEndpoints();
-    Refuse(*responder,
-           unavailable
-               ? absl::UnavailableError(
-                     fmt::format("No endpoint could take the request in time ({}).", name))
-               : absl::ResourceExhaustedError(fmt::format(
-                     "The fleet is saturated and the request was shed ({}); retry later.", name)),
-           tenant_id, name, std::chrono::seconds(internal::kRetryAfterSeconds), request_id,
-           arrival);
+    refuse(Refusal{
+        unavailable
+            ? absl::UnavailableError(
+                  fmt::format("No endpoint could take the request in time ({}).", name))
+            : absl::ResourceExhaustedError(fmt::format(
+                  "The fleet is saturated and the request was shed ({}); retry later.", name)),
+        tenant_id, std::string(name), std::chrono::seconds(internal::kRetryAfterSeconds)});
   };
-  handle->store(static_cast<int64_t>(flow_->Enqueue(std::move(item), Clock::now())));
+  const flow::FlowController::Handle handle = flow_->Enqueue(std::move(item), Clock::now());
   if (flow_->queued() > 0)
     WakePump();
-  if (responder->closed())  // it left before the handle was there to cancel
-    flow_->Cancel(static_cast<flow::FlowController::Handle>(handle->load()));
+  return handle;
 }
 
-void RouterServerImpl::RefuseOverQuota(net::HttpResponder& responder, const flow::Tenant& tenant,
-                                       const flow::Refusal& refusal, int64_t prompt_tokens,
-                                       std::string request_id, Clock::time_point arrival) {
-  const std::string_view reason = flow::RefusalReasonName(refusal.reason);
-  Refuse(
-      responder,
-      absl::ResourceExhaustedError(
-          refusal.reason == flow::RefusalReason::kExceedsTokenQuota
-              ? fmt::format("The prompt ({} tokens) is larger than the tenant's token quota "
-                            "for a whole minute.",
-                            prompt_tokens)
-              : fmt::format("Tenant {} is over its quota ({}); retry later.", tenant.id, reason)),
-      tenant.id, reason, refusal.retry_after, std::move(request_id), arrival,
-      /*counted=*/true);
-}
-
-void RouterServerImpl::Refuse(net::HttpResponder& responder, const absl::Status& error,
-                              std::string_view tenant, std::string_view reason,
-                              std::optional<std::chrono::seconds> retry_after,
-                              std::string request_id, Clock::time_point arrival, bool counted) {
-  const int http_status = api::HttpErrorFor(error).http_status;
+extproc::DirectAnswer RouterServerImpl::Answer(const Refusal& refusal, std::string request_id,
+                                               Clock::time_point arrival) {
+  const int http_status = api::HttpErrorFor(refusal.error).http_status;
   metrics_.Unrouted().RequestFinished(http_status, SecondsSince(arrival));
-  if (!counted)
-    flow_metrics_.Rejected(tenant, reason);
+  if (!refusal.counted)
+    flow_metrics_.Rejected(refusal.tenant, refusal.reason);
   net::HeaderList headers = {{"x-request-id", std::move(request_id)}};
-  if (http_status == 429 || http_status == 503)
-    headers.emplace_back("x-llm-d-request-dropped-reason", reason);
-  if (retry_after.has_value())
-    headers.emplace_back("retry-after", std::to_string(retry_after->count()));
-  responder.Send(http_status, kJson, api::ErrorBody(error), std::move(headers));
+  if (!refusal.reason.empty() && (http_status == 429 || http_status == 503))
+    headers.emplace_back("x-llm-d-request-dropped-reason", refusal.reason);
+  if (refusal.retry_after.has_value())
+    headers.emplace_back("retry-after", std::to_string(refusal.retry_after->count()));
+  return {http_status, std::move(headers), api::ErrorBody(refusal.error)};
+}
+
+void RouterServerImpl::Refuse(net::HttpResponder& responder, const Refusal& refusal,
+                              std::string request_id, Clock::time_point arrival) {
+  extproc::DirectAnswer answer = Answer(refusal, std::move(request_id), arrival);
+  if (refusal.close)
+    answer.headers.emplace_back("connection", "close");
+  responder.Send(answer.http_status, kJson, std::move(answer.body), std::move(answer.headers));
 }
 
 void RouterServerImpl::PumpFlows() {

@@ -34,6 +34,9 @@
 // x-switchyard-endpoint and a signed x-session-token, and every generation response its
 // x-request-id (request_id.h). Pools named by DNS are kept by a DnsPoolResolver.
 //
+// With extProc configured, the same admission and scheduling also answer Envoy's ext_proc
+// protocol (extproc/ext_proc_server.h): the gateway proxies, the router picks.
+//
 // Threads: `listen.threads` event loops run the handlers and the upstream calls they
 // start (the HTTP server and the upstream client share them, so a request stays on one
 // thread from its first byte to its last); an EndpointScraper polls every endpoint from a
@@ -57,6 +60,9 @@ class RouterServer {
   static absl::StatusOr<std::unique_ptr<RouterServer>> Start(const RouterConfig& config);
   virtual ~RouterServer() = default;
   virtual int port() const = 0;
+  // The ext_proc gRPC server's port and its health server's (-1: none).
+  virtual int ext_proc_port() const = 0;
+  virtual int grpc_health_port() const = 0;
   // Idempotent. Any thread.
   virtual void StartDrain() = 0;
   // True once no proxied request is in flight; false at `deadline` or after InterruptDrain.

@@ -58,6 +58,25 @@ TEST(RouterConfigTest, ParsesEverySection) {
   ASSERT_TRUE(set.ok()) << set.status();
 }
 
+TEST(RouterConfigTest, ExtProcSection) {
+  constexpr char kBase[] = "model: m\npools:\n- endpoints: [{address: 'h:1'}]\n";
+  auto off = ParseRouterConfig(kBase, "r", ".");
+  ASSERT_TRUE(off.ok()) << off.status();
+  EXPECT_EQ(off->ext_proc_port, -1);
+  EXPECT_EQ(off->grpc_health_port, -1);
+  EXPECT_FALSE(off->ext_proc_fail_open);
+  auto on = ParseRouterConfig(
+      std::string(kBase) + "extProc: {port: 9002, healthPort: 9003, failureMode: open}\n", "r",
+      ".");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->ext_proc_port, 9002);
+  EXPECT_EQ(on->grpc_health_port, 9003);
+  EXPECT_TRUE(on->ext_proc_fail_open);
+  EXPECT_FALSE(
+      ParseRouterConfig(std::string(kBase) + "extProc: {failureMode: maybe}\n", "r", ".").ok());
+  EXPECT_FALSE(ParseRouterConfig(std::string(kBase) + "extProc: {port: 70000}\n", "r", ".").ok());
+}
+
 TEST(RouterConfigTest, DefaultSchedulingAndFileReference) {
   auto c = ParseRouterConfig("model: m\npools:\n- endpoints: [{address: 'h:1'}]\n", "r", ".");
   ASSERT_TRUE(c.ok()) << c.status();
