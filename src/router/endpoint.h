@@ -81,6 +81,12 @@ struct EndpointLoad {
   // The endpoint's series in the router's metrics, found on its first pick and kept here
   // so that later picks need no lookup (the metrics keep every recorder they made).
   std::atomic<EndpointRecorder*> recorder{nullptr};
+  // The other router replicas' requests in flight to the endpoint and their tokens, as they
+  // last reported them (router/shared/replica_sync.h); 0 without shared state. Scheduling
+  // counts them with the router's own (Endpoint's accessors).
+  std::atomic<int64_t> elsewhere_requests{0};
+  std::atomic<int64_t> elsewhere_prompt_tokens{0};
+  std::atomic<int64_t> elsewhere_tokens{0};
   // Attempts in a row that failed (outlier detection: EndpointTable::ReportRequestFailure).
   std::atomic<int> consecutive_failures{0};
   // The requests waiting on the endpoint with nothing sent to their client yet: cancelled
@@ -97,14 +103,25 @@ struct Endpoint {
   EndpointMetrics metrics;
   std::shared_ptr<EndpointLoad> load;  // null: no router requests known
 
+  // Requests in flight to the endpoint from this router and (with shared state) the others.
   int64_t active_requests() const {
+    return load == nullptr ? 0
+                           : load->active_requests.load(std::memory_order_relaxed) +
+                                 load->elsewhere_requests.load(std::memory_order_relaxed);
+  }
+  // This router's own.
+  int64_t own_active_requests() const {
     return load == nullptr ? 0 : load->active_requests.load(std::memory_order_relaxed);
   }
   int64_t inflight_prompt_tokens() const {
-    return load == nullptr ? 0 : load->inflight_prompt_tokens.load(std::memory_order_relaxed);
+    return load == nullptr ? 0
+                           : load->inflight_prompt_tokens.load(std::memory_order_relaxed) +
+                                 load->elsewhere_prompt_tokens.load(std::memory_order_relaxed);
   }
   int64_t inflight_tokens() const {
-    return load == nullptr ? 0 : load->inflight_tokens.load(std::memory_order_relaxed);
+    return load == nullptr ? 0
+                           : load->inflight_tokens.load(std::memory_order_relaxed) +
+                                 load->elsewhere_tokens.load(std::memory_order_relaxed);
   }
 
   std::optional<std::string> Label(const std::string& key) const {

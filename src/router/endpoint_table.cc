@@ -278,12 +278,14 @@ std::string EndpointTable::DebugJson(Clock::time_point now) const {
     out.append(fmt::format(
         "}},\"healthy\":{},\"metrics\":{{\"fresh\":{},\"age_s\":{:.3f},\"waiting_requests\":{},"
         "\"running_requests\":{},\"kv_cache_usage\":{:.4f},\"block_size\":{},"
-        "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"inflight_prompt_tokens\":{},"
+        "\"num_gpu_blocks\":{}}},\"active_requests\":{},\"elsewhere_requests\":{},"
+        "\"inflight_prompt_tokens\":{},"
         "\"outlier\":{{\"ejected\":{},\"ejected_for_s\":{:.3f},\"ejections\":{},"
         "\"consecutive_failures\":{}}}",
         status.healthy, e.metrics.fresh, status.metrics_age_s, e.metrics.waiting_requests,
         e.metrics.running_requests, e.metrics.kv_cache_usage, e.metrics.block_size,
-        e.metrics.num_gpu_blocks, e.active_requests(), e.inflight_prompt_tokens(), status.ejected,
+        e.metrics.num_gpu_blocks, e.active_requests(),
+        e.active_requests() - e.own_active_requests(), e.inflight_prompt_tokens(), status.ejected,
         status.ejected_for_s, status.ejections, status.consecutive_failures));
     AppendDiagnostics(status, &out);
     out.push_back('}');

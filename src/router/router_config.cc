@@ -11,6 +11,7 @@
 #include "base/config.h"
 #include "base/file.h"
 #include "base/status_macros.h"
+#include "net/host_port.h"
 
 namespace switchyard::router {
 namespace {
@@ -141,6 +142,31 @@ absl::Status ReadExtProc(const YAML::Node& node, const std::string& where, Route
   return absl::OkStatus();
 }
 
+absl::StatusOr<RouterConfig::SharedState> ReadSharedState(const YAML::Node& node,
+                                                          const std::string& where) {
+  if (!node.IsMap())
+    return Bad(where, "must be a map");
+  RouterConfig::SharedState out;
+  SY_ASSIGN_OR_RETURN(std::string redis, base::YamlField<std::string>(node, "redis", ""));
+  absl::StatusOr<net::HostPort> address = net::ParseHostPort(redis);
+  if (!address.ok())
+    return Bad(where,
+               fmt::format("redis must be host:port: {}", std::string(address.status().message())));
+  out.redis_host = address->host;
+  out.redis_port = address->port;
+  SY_ASSIGN_OR_RETURN(out.key, base::YamlField<std::string>(node, "key", out.key));
+  SY_ASSIGN_OR_RETURN(out.replica_id, base::YamlField<std::string>(node, "replicaId", ""));
+  if (out.key.empty())
+    return Bad(where, "key must not be empty");
+  if (out.replica_id.size() > 256)
+    return Bad(where, "replicaId must be at most 256 bytes");
+  SY_RETURN_IF_ERROR(ReadPositive(node, "intervalMs", where, &out.interval_ms));
+  SY_RETURN_IF_ERROR(ReadPositive(node, "timeoutMs", where, &out.timeout_ms));
+  SY_RETURN_IF_ERROR(ReadPositive(node, "history", where, &out.history));
+  SY_RETURN_IF_ERROR(ReadPositive(node, "loadStaleMs", where, &out.load_stale_ms));
+  return out;
+}
+
 absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view source,
                                    const std::string& base_dir) {
   if (!root.IsMap())
@@ -250,6 +276,9 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
   SY_ASSIGN_OR_RETURN(c.tenants, flow::ParseTenantsConfig(root, source));
   if (const YAML::Node e = root["extProc"])
     SY_RETURN_IF_ERROR(ReadExtProc(e, src + ": extProc", &c));
+  if (const YAML::Node s = root["sharedState"]) {
+    SY_ASSIGN_OR_RETURN(c.shared_state, ReadSharedState(s, src + ": sharedState"));
+  }
   const YAML::Node scheduling = root["scheduling"];
   SY_ASSIGN_OR_RETURN(std::string file,
                       base::YamlField<std::string>(root, "schedulingConfigFile", ""));

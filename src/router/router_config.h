@@ -37,6 +37,12 @@
 //             healthPort: 9003,  # absent: off (router --ext-proc-port, --grpc-health-port)
 //             failureMode: closed}  # on an internal error: closed answers 503; open lets
 //                                # the request through without a destination
+//   sharedState:                 # router replicas that share state through Redis (the
+//     redis: 127.0.0.1:6379      # prefix index, sessions, quotas, in-flight load:
+//     key: switchyard:router     # shared/replica_sync.h); absent: each replica alone.
+//     replicaId: ""              # unique per replica; absent: <hostname>-<pid>-<random>
+//     intervalMs: 20, timeoutMs: 200, history: 2000, loadStaleMs: 1000}
+//                                # replicas of one fleet give the same redis and key
 //   tenants:                     # who may call, with what limits (flow/tenants_config.h);
 //                                # absent: no auth, one anonymous tenant, no limits
 //     requireApiKey: false       # true: a request without a known key is 401
@@ -153,6 +159,18 @@ struct RouterConfig {
   int ext_proc_port = -1;
   int grpc_health_port = -1;
   bool ext_proc_fail_open = false;
+  // `sharedState:` (replica_sync.h's options; the stream is "<key>:replicas").
+  struct SharedState {
+    std::string redis_host;
+    int redis_port = 6379;
+    std::string key = "switchyard:router";
+    std::string replica_id;
+    int interval_ms = 20;
+    int timeout_ms = 200;
+    int history = 2000;
+    int load_stale_ms = 1000;
+  };
+  std::optional<SharedState> shared_state;
   // The EndpointPickerConfig YAML text (from `scheduling:` or schedulingConfigFile).
   std::string scheduling_yaml;
 };

@@ -347,7 +347,7 @@ void RouterMetrics::UpdateEndpoints(const std::vector<EndpointStatus>& statuses)
       for (size_t i = 0; i < g.gauges.size(); ++i)
         g.gauges[i] = &m.endpoint_gauges[i]->Add({{"endpoint", e.name}, {"pool", e.pool}});
     }
-    g.gauges[0]->Set(static_cast<double>(e.active_requests()));
+    g.gauges[0]->Set(static_cast<double>(e.own_active_requests()));
     g.gauges[1]->Set(static_cast<double>(e.metrics.waiting_requests));
     g.gauges[2]->Set(static_cast<double>(e.metrics.running_requests));
     g.gauges[3]->Set(e.metrics.kv_cache_usage);

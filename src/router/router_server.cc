@@ -1,5 +1,7 @@
 #include "router/router_server.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -51,6 +53,8 @@
 #include "router/request_id.h"
 #include "router/router_metrics.h"
 #include "router/scheduling/picker_config.h"
+#include "router/shared/replica_sync.h"
+#include "router/shared/replica_sync_metrics.h"
 
 namespace switchyard::router {
 namespace {
@@ -110,6 +114,17 @@ struct Refusal {
   // Over HTTP, the connection closes after the answer (the drain's).
   bool close = false;
 };
+
+// A replica's name among the routers that share state: <hostname>-<pid>-<4 random bytes>
+// (a pod's hostname is its name; the random part tells a restarted process apart).
+std::string DefaultReplicaId() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::string random;
+  for (unsigned char c : base::RandomBytes(4))
+    random += fmt::format("{:02x}", c);
+  return fmt::format("{}-{}-{}", host, getpid(), random);
+}
 
 // The refusal of a request the tenant's quotas refused (counted by the limiter).
 Refusal OverQuota(const flow::Tenant& tenant, const flow::Refusal& refusal, int64_t prompt_tokens) {
@@ -220,6 +235,7 @@ class RouterServerImpl final : public RouterServer, public extproc::PickBackend 
   internal::Drain drain_;
   EngineModels engine_models_;
   std::unique_ptr<DnsPoolResolver> dns_;
+  std::unique_ptr<ReplicaSync> replicas_;  // with sharedState
   std::unique_ptr<PluginSet> plugins_;
   const SchedulingProfile* profile_ = nullptr;
   std::unique_ptr<PromptTokenizer> prompt_tokenizer_;
@@ -304,6 +320,23 @@ absl::Status RouterServerImpl::Init() {
   if (any_dns) {
     dns_ = std::make_unique<DnsPoolResolver>(config_.pools, &table_);
     dns_->Start();
+  }
+  if (const std::optional<RouterConfig::SharedState>& shared = config_.shared_state) {
+    ReplicaSyncOptions options;
+    options.redis_host = shared->redis_host;
+    options.redis_port = shared->redis_port;
+    options.stream_key = shared->key + ":replicas";
+    options.replica_id = shared->replica_id.empty() ? DefaultReplicaId() : shared->replica_id;
+    options.interval = std::chrono::milliseconds(shared->interval_ms);
+    options.timeout = std::chrono::milliseconds(shared->timeout_ms);
+    options.history = shared->history;
+    options.load_stale = std::chrono::milliseconds(shared->load_stale_ms);
+    SY_LOG_INFO("router: sharing state with the other replicas through {}:{} as {}",
+                options.redis_host, options.redis_port, options.replica_id);
+    replicas_ =
+        std::make_unique<ReplicaSync>(std::move(options), plugins_.get(), &table_, limiter_.get());
+    replicas_->Start();
+    plugins_->observers().Install(replicas_.get());
   }
   if (plugins_->precise_index() != nullptr) {
     indexer_ =
@@ -392,6 +425,10 @@ void RouterServerImpl::Stop() {
     scraper_->Stop();
   if (dns_ != nullptr)
     dns_->Stop();
+  if (replicas_ != nullptr) {
+    plugins_->observers().Install(nullptr);
+    replicas_->Stop();
+  }
   if (server_ != nullptr)
     server_->Stop();
   if (client_ != nullptr)
@@ -755,6 +792,8 @@ void RouterServerImpl::Metrics(net::HttpRequest&, std::shared_ptr<net::HttpRespo
   text += prometheus::TextSerializer().Serialize(
       flow_metrics_.Collect(flows.has_value() ? &*flows : nullptr,
                             gate_ != nullptr ? gate_->Saturation(now) : 0, limiter_->Usage()));
+  if (replicas_ != nullptr)
+    text += prometheus::TextSerializer().Serialize(ReplicaSyncMetrics(replicas_->Stats()));
   responder->Send(200, "text/plain; version=0.0.4", std::move(text));
 }
 

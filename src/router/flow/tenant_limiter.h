@@ -56,6 +56,7 @@ struct QuotaCharge {
   std::string tenant_id;
   int64_t requests = 0;  // admitted
   int64_t tokens = 0;    // prompt and generated
+  bool operator==(const QuotaCharge&) const = default;
 };
 
 // One tenant's counters since the limiter was built.

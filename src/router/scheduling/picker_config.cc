@@ -52,6 +52,8 @@ struct Shared {
   int32_t* precise_block_size;
   const SessionTokenCodec* session_codec;
   bool* issues_session_tokens;  // set by a session-affinity plugin of the token strategy
+  const ObserverSlot* observers;
+  std::vector<SessionAffinity*>* session_plugins;  // of the session_id strategy
 };
 
 absl::StatusOr<Built> MakeSessionAffinity(const YAML::Node& p, const std::string& where,
@@ -67,10 +69,12 @@ absl::StatusOr<Built> MakeSessionAffinity(const YAML::Node& p, const std::string
     return absl::InvalidArgumentError(fmt::format("{}: evictionTtlSeconds must be > 0", where));
   if (strategy != "session_id")
     *shared.issues_session_tokens = true;
-  auto plugin = std::make_unique<SessionAffinity>(strategy == "session_id"
-                                                      ? SessionAffinity::Strategy::kSessionId
-                                                      : SessionAffinity::Strategy::kToken,
-                                                  shared.session_codec, std::chrono::seconds(ttl));
+  auto plugin = std::make_unique<SessionAffinity>(
+      strategy == "session_id" ? SessionAffinity::Strategy::kSessionId
+                               : SessionAffinity::Strategy::kToken,
+      shared.session_codec, std::chrono::seconds(ttl), shared.observers);
+  if (strategy == "session_id")
+    shared.session_plugins->push_back(plugin.get());
   PreRequest* pre = plugin.get();
   if (filter)
     return Built{std::move(plugin), nullptr, nullptr, pre};
@@ -179,7 +183,7 @@ absl::StatusOr<PrefixMatcher> MakePrefixMatcher(const YAML::Node& p, const std::
   int32_t& index_block_size = o.precise ? *shared.precise_block_size : *shared.approx_block_size;
   index_block_size =
       index_block_size == 0 ? o.block_size : std::min(index_block_size, o.block_size);
-  return PrefixMatcher(index.get(), o);
+  return PrefixMatcher(index.get(), o, shared.observers);
 }
 
 absl::StatusOr<Built> MakePrefixScorer(const YAML::Node& p, const std::string& where,
@@ -451,6 +455,16 @@ void PluginSet::SetEndpointKvCache(const std::string& endpoint, int64_t num_bloc
   }
 }
 
+void PluginSet::LearnPrefix(const std::string& endpoint, std::span<const uint64_t> keys) const {
+  if (approx_index_ != nullptr)
+    approx_index_->Add(endpoint, keys);
+}
+
+void PluginSet::BindSession(std::string_view session_id, const std::string& endpoint) const {
+  for (SessionAffinity* plugin : session_plugins_)
+    plugin->Bind(session_id, endpoint);
+}
+
 const flow::SaturationDetector* PluginSet::saturation_detector(const std::string& ref) const {
   auto it = plugins_.find(ref);
   return it == plugins_.end() ? nullptr : it->second.detector;
@@ -517,11 +531,12 @@ absl::StatusOr<std::unique_ptr<PluginSet>> PluginSet::Build(const YAML::Node& ro
     const YAML::Node params = p["parameters"] ? p["parameters"] : YAML::Node(YAML::NodeType::Map);
     if (!params.IsMap())
       return absl::InvalidArgumentError(fmt::format("{}: parameters must be a map", where));
-    SY_ASSIGN_OR_RETURN(Built built,
-                        factory->second(params, where,
-                                        {&set->approx_index_, &set->precise_index_,
-                                         &set->approx_block_size_, &set->precise_block_size_,
-                                         set->session_codec_.get(), &set->issues_session_tokens_}));
+    SY_ASSIGN_OR_RETURN(
+        Built built,
+        factory->second(params, where,
+                        {&set->approx_index_, &set->precise_index_, &set->approx_block_size_,
+                         &set->precise_block_size_, set->session_codec_.get(),
+                         &set->issues_session_tokens_, &set->observers_, &set->session_plugins_}));
     if (built.disagg.has_value()) {
       if (disagg.has_value()) {
         return absl::InvalidArgumentError(

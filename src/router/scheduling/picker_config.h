@@ -47,6 +47,7 @@
 #include "router/scheduling/pd_deciders.h"
 #include "router/scheduling/plugin.h"
 #include "router/scheduling/profile.h"
+#include "router/scheduling/scheduling_observer.h"
 #include "router/scheduling/session_affinity.h"
 
 namespace YAML {
@@ -107,6 +108,14 @@ class PluginSet {
   void SetEndpointKvCache(const std::string& endpoint, int64_t num_blocks,
                           int32_t block_size) const;
 
+  // Where the plugins report what other replicas should learn (scheduling_observer.h).
+  ObserverSlot& observers() { return observers_; }
+  // What another replica learnt: `endpoint` holds the prefix `keys` (the approximate index's
+  // keys; a no-op without an approximate prefix plugin), and a session is bound to
+  // `endpoint` (the session_id plugins). Neither is reported to the observer again.
+  void LearnPrefix(const std::string& endpoint, std::span<const uint64_t> keys) const;
+  void BindSession(std::string_view session_id, const std::string& endpoint) const;
+
  private:
   struct Owned {
     std::string type;
@@ -131,6 +140,8 @@ class PluginSet {
   int32_t precise_block_size_ = 0;
   std::unique_ptr<SessionTokenCodec> session_codec_;
   bool issues_session_tokens_ = false;
+  ObserverSlot observers_;
+  std::vector<SessionAffinity*> session_plugins_;  // of the session_id strategy, in plugins_
   std::vector<std::unique_ptr<SchedulingProfile>> profiles_;
   std::optional<DisaggProfiles> disagg_;
   flow::FlowControlConfig flow_control_;

@@ -64,8 +64,12 @@ std::vector<CandidateMatch> PrefixMatcher::Matches(std::span<const uint64_t> key
 
 void PrefixMatcher::Record(const SchedulingRequest& request, CycleState& cycle,
                            const Endpoint& picked) {
-  if (!options_.precise)
-    index_->Add(picked.name, Keys(request, cycle));
+  if (options_.precise)
+    return;
+  const std::vector<uint64_t>& keys = Keys(request, cycle);
+  index_->Add(picked.name, keys);
+  if (SchedulingObserver* observer = observers_ == nullptr ? nullptr : observers_->get())
+    observer->PrefixLearned(picked.name, keys);
 }
 
 void PrefixCacheScorer::Score(const SchedulingRequest& request, CycleState& cycle,

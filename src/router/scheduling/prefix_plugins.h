@@ -42,6 +42,7 @@
 #include "base/mutex.h"
 #include "router/prefix/prefix_index.h"
 #include "router/scheduling/plugin.h"
+#include "router/scheduling/scheduling_observer.h"
 
 namespace switchyard::router {
 
@@ -63,21 +64,25 @@ struct CandidateMatch {
 // Matches requests against an index. Borrows the index.
 class PrefixMatcher {
  public:
-  PrefixMatcher(PrefixIndex* index, const PrefixMatchOptions& options)
-      : index_(index), options_(options) {}
+  // `observers` (may be null) hears of what Record learns.
+  PrefixMatcher(PrefixIndex* index, const PrefixMatchOptions& options,
+                const ObserverSlot* observers = nullptr)
+      : index_(index), options_(options), observers_(observers) {}
 
   // The request's keys for this matcher's block size and mode (cached in `cycle`).
   const std::vector<uint64_t>& Keys(const SchedulingRequest& request, CycleState& cycle) const;
   // Each candidate's match, in candidate order.
   std::vector<CandidateMatch> Matches(std::span<const uint64_t> keys,
                                       const Candidates& candidates) const;
-  // Approximate mode: records that `picked` now holds the request's prefix.
+  // Approximate mode: records that `picked` now holds the request's prefix, and tells the
+  // observer.
   void Record(const SchedulingRequest& request, CycleState& cycle, const Endpoint& picked);
   const PrefixMatchOptions& options() const { return options_; }
 
  private:
   PrefixIndex* const index_;
   const PrefixMatchOptions options_;
+  const ObserverSlot* observers_;
 };
 
 struct PrefixScorerOptions {

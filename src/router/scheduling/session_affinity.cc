@@ -148,9 +148,20 @@ void SessionAffinity::OnPicked(const SchedulingRequest& request, CycleState&,
                                const Endpoint& picked) {
   if (strategy_ != Strategy::kSessionId || request.session_id.empty())
     return;
+  Remember(request.session_id, picked.name);
+  if (SchedulingObserver* observer = observers_ == nullptr ? nullptr : observers_->get())
+    observer->SessionBound(request.session_id, picked.name);
+}
+
+void SessionAffinity::Bind(std::string_view session_id, const std::string& endpoint) {
+  if (strategy_ == Strategy::kSessionId && !session_id.empty())
+    Remember(session_id, endpoint);
+}
+
+void SessionAffinity::Remember(std::string_view session_id, const std::string& endpoint) {
   const Clock::time_point now = Clock::now();
   base::MutexLock lock(&mu_);
-  sessions_[request.session_id] = {picked.name, now};
+  sessions_[std::string(session_id)] = {endpoint, now};
   if (now >= next_sweep_) {
     // Amortized expiry: a full pass at most every ttl/4.
     for (auto it = sessions_.begin(); it != sessions_.end();) {

@@ -23,6 +23,7 @@
 
 #include "base/mutex.h"
 #include "router/scheduling/plugin.h"
+#include "router/scheduling/scheduling_observer.h"
 
 namespace switchyard::router {
 
@@ -63,17 +64,21 @@ class SessionAffinity final : public Filter, public Scorer, public PreRequest {
   enum class Strategy { kToken, kSessionId };
   using Clock = std::chrono::steady_clock;
 
-  // `codec` is borrowed (token strategy only).
-  SessionAffinity(Strategy strategy, const SessionTokenCodec* codec, std::chrono::seconds ttl)
-      : strategy_(strategy), codec_(codec), ttl_(ttl) {}
+  // `codec` is borrowed (token strategy only); `observers` (may be null) hears of each
+  // binding OnPicked makes.
+  SessionAffinity(Strategy strategy, const SessionTokenCodec* codec, std::chrono::seconds ttl,
+                  const ObserverSlot* observers = nullptr)
+      : strategy_(strategy), codec_(codec), ttl_(ttl), observers_(observers) {}
 
   Candidates Apply(const SchedulingRequest& request, CycleState& cycle,
                    const Candidates& candidates) override;
   void Score(const SchedulingRequest& request, CycleState& cycle, const Candidates& candidates,
              std::span<double> scores) override;
-  // Session-id strategy: remembers where the session went.
+  // Session-id strategy: remembers where the session went, and tells the observer.
   void OnPicked(const SchedulingRequest& request, CycleState& cycle,
                 const Endpoint& picked) override;
+  // Session-id strategy: binds a session another replica bound (not told to the observer).
+  void Bind(std::string_view session_id, const std::string& endpoint);
 
   // The endpoint the request's session is bound to, if any (verified / not expired).
   std::optional<std::string> SessionEndpoint(const SchedulingRequest& request);
@@ -84,9 +89,12 @@ class SessionAffinity final : public Filter, public Scorer, public PreRequest {
     Clock::time_point last_used;
   };
 
+  void Remember(std::string_view session_id, const std::string& endpoint);
+
   const Strategy strategy_;
   const SessionTokenCodec* codec_;
   const std::chrono::seconds ttl_;
+  const ObserverSlot* observers_;
   base::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> sessions_ ABSL_GUARDED_BY(mu_);
   Clock::time_point next_sweep_ ABSL_GUARDED_BY(mu_);
