@@ -17,6 +17,8 @@ find_package(cppzmq CONFIG REQUIRED)
 find_package(msgpackc-cxx CONFIG REQUIRED NAMES msgpack)
 # The remote KV tier (kvx/redis_block_store) speaks to Redis through hiredis.
 pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+# The Kubernetes API client (kube/): HTTPS, streamed watches.
+pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 # Engine metrics.
 find_package(prometheus-cpp CONFIG REQUIRED)
 if(SY_BUILD_TESTS)
