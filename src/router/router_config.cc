@@ -231,7 +231,7 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
       return Bad(where, "kubeconfig is for an inferencePool pool");
     }
     if (pool.endpoints.empty() && pool.dns.empty() && !pool.inference_pool)
-      return Bad(where, "a pool needs endpoints, dns or inferencePool");
+      return Bad(where, "a pool needs endpoints or dns (or an inferencePool)");
     c.pools.push_back(std::move(pool));
   }
   if (const YAML::Node s = root["scraping"]) {
