@@ -98,4 +98,8 @@ if [ ! -f "$guidellm_stamp" ] || [ "$(cat "$guidellm_stamp")" != "$want" ]; then
   .venv-guidellm/bin/python -m pip install -q -r tools/requirements-guidellm.txt
   echo "$want" > "$guidellm_stamp"
 fi
+# A real kube-apiserver, kubectl, etcd and helm, and the InferencePool and HTTPRoute CRDs,
+# for the Kubernetes tests (tests/e2e/kube_cluster.py), built from the Go module proxy once
+# per version (about 15 CPU-minutes cold; seconds once built).
+bash scripts/setup_kube.sh
 echo "setup_test: ok"

@@ -39,5 +39,7 @@ export SWITCHYARD_BIN="$root/build/asan/src/cli/switchyard"
 export SWITCHYARD_OPTIMIZED_BIN="$root/build/release/src/cli/switchyard"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+# setup_test.sh built the Kubernetes tools: a test that cannot find them fails, not skips.
+export SWITCHYARD_REQUIRE_KUBE=1
 .venv/bin/python -m pytest -q tests/e2e "$@"
 stage "done"

@@ -1,7 +1,9 @@
 """Shared fixtures for the end-to-end tests: where the repo, the binary and the models are."""
+import itertools
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import time
@@ -83,3 +85,42 @@ def bench_smoke(script, tmp_path, *args, timeout=120):
         capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return json.loads(out.read_text()), proc.stdout
+
+
+def require_kube_tools(paths):
+    """Skips the test when a tool scripts/setup_kube.sh builds is missing from `paths`, or
+    fails it when SWITCHYARD_REQUIRE_KUBE is set (scripts/test.sh sets it: CI fails rather
+    than skips)."""
+    import kube_cluster
+
+    missing = kube_cluster.missing_tools(paths)
+    if missing:
+        message = f"Kubernetes test tools missing (run scripts/setup_kube.sh): {', '.join(missing)}"
+        if os.environ.get("SWITCHYARD_REQUIRE_KUBE"):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def kube_cluster(tmp_path_factory):
+    """A real kube-apiserver with etcd and the InferencePool CRD (kube_cluster.KubeCluster),
+    one per test session (require_kube_tools says when it is skipped)."""
+    import kube_cluster
+
+    require_kube_tools(kube_cluster.CLUSTER_TOOLS)
+    cluster = kube_cluster.KubeCluster(tmp_path_factory.mktemp("kube"))
+    yield cluster
+    cluster.stop()
+
+
+_kube_namespaces = itertools.count()
+
+
+@pytest.fixture
+def kube_namespace(kube_cluster, request):
+    """A namespace of the session's cluster for this test alone (never deleted: without a
+    controller-manager it would stay Terminating)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:50].strip("-")
+    name = f"t{next(_kube_namespaces)}-{slug}"
+    kube_cluster.create_namespace(name)
+    return name
