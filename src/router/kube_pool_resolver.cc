@@ -16,12 +16,6 @@
 namespace switchyard::router {
 namespace {
 
-// "<ip>:<port>", brackets around IPv6 (as DnsPoolResolver names its members).
-std::string MemberAddress(const std::string& ip, int port) {
-  return ip.find(':') == std::string::npos ? fmt::format("{}:{}", ip, port)
-                                           : fmt::format("[{}]:{}", ip, port);
-}
-
 bool SameMembers(const std::vector<EndpointSpec>& a, const std::vector<EndpointSpec>& b) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(),
                     [](const EndpointSpec& x, const EndpointSpec& y) {

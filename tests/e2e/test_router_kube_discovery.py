@@ -49,14 +49,26 @@ def fresh_namespace(cluster):
     return name
 
 
-def apply_pool(cluster, namespace, port, match_labels=None):
+def apply_pool(cluster, namespace, ports, match_labels=None):
     cluster.apply(json.dumps({
         "apiVersion": "inference.networking.k8s.io/v1", "kind": "InferencePool",
         "metadata": {"name": POOL, "namespace": namespace},
         "spec": {"selector": {"matchLabels": match_labels or {"app": "sim"}},
-                 "targetPorts": [{"number": port}],
+                 "targetPorts": [{"number": p} for p in ports],
                  "endpointPickerRef": {"name": "switchyard-router", "port": {"number": 9002}}},
     }))
+
+
+def pool_with_pods(cluster, port, pods):
+    """A fresh namespace with the InferencePool (app=sim, `port`) and `pods`, {name: (app
+    label, IP or None)}: those with an IP made ready. Returns the namespace."""
+    namespace = fresh_namespace(cluster)
+    apply_pool(cluster, namespace, [port])
+    for name, (app, ip) in pods.items():
+        cluster.create_pod(name, {"app": app}, namespace=namespace)
+        if ip:
+            cluster.set_pod_status(name, ip, namespace=namespace)
+    return namespace
 
 
 def start_router(namespace, kubeconfig, **kwargs):
@@ -94,7 +106,7 @@ def test_pods_are_followed_within_a_second(kube_cluster, engines):
         time.sleep(0.5)
         assert ready_status(router) == 503
         assert requests.get(f"{router.url}/health", timeout=5).status_code == 200
-        apply_pool(kube_cluster, ns, port)
+        apply_pool(kube_cluster, ns, [port])
         deadline = time.monotonic() + 5
         while ready_status(router) != 200:
             assert time.monotonic() < deadline, "not ready after the InferencePool appeared"
@@ -151,18 +163,17 @@ def test_pods_are_followed_within_a_second(kube_cluster, engines):
 
 def test_selector_and_port_changes_are_followed(kube_cluster, engines):
     port, _ = engines
-    ns = fresh_namespace(kube_cluster)
-    apply_pool(kube_cluster, ns, port)
-    kube_cluster.create_pod("x", {"app": "sim"}, namespace=ns)
-    kube_cluster.create_pod("y", {"app": "sim2"}, namespace=ns)
-    kube_cluster.set_pod_status("x", "127.0.0.2", namespace=ns)
-    kube_cluster.set_pod_status("y", "127.0.0.3", namespace=ns)
+    ns = pool_with_pods(kube_cluster, port, {"x": ("sim", "127.0.0.2"), "y": ("sim2", "127.0.0.3")})
     router = start_router(ns, kube_cluster.kubeconfig)
     try:
         wait_for(router, lambda e: set(e) == {f"127.0.0.2:{port}"}, "x", 5)
         assert ready_status(router) == 200
-        apply_pool(kube_cluster, ns, port, match_labels={"app": "sim2"})
+        apply_pool(kube_cluster, ns, [port], match_labels={"app": "sim2"})
         wait_for(router, lambda e: set(e) == {f"127.0.0.3:{port}"}, "selector change", 1)
+        # A second target port: each ready pod is an endpoint on each.
+        apply_pool(kube_cluster, ns, [port, port + 1], match_labels={"app": "sim2"})
+        wait_for(router, lambda e: set(e) == {f"127.0.0.3:{port}", f"127.0.0.3:{port + 1}"},
+                 "port added", 1)
         kube_cluster.kubectl("delete", "inferencepool", POOL, "-n", ns)
         wait_for(router, lambda e: e == {}, "pool deleted", 1)
     finally:
@@ -171,11 +182,7 @@ def test_selector_and_port_changes_are_followed(kube_cluster, engines):
 
 def test_watch_resumes_after_an_api_server_restart(kube_cluster, engines):
     port, _ = engines
-    ns = fresh_namespace(kube_cluster)
-    apply_pool(kube_cluster, ns, port)
-    kube_cluster.create_pod("c", {"app": "sim"}, namespace=ns)
-    kube_cluster.create_pod("d", {"app": "sim"}, namespace=ns)
-    kube_cluster.set_pod_status("c", "127.0.0.2", namespace=ns)
+    ns = pool_with_pods(kube_cluster, port, {"c": ("sim", "127.0.0.2"), "d": ("sim", None)})
     router = start_router(ns, kube_cluster.kubeconfig)
     try:
         wait_for(router, lambda e: set(e) == {f"127.0.0.2:{port}"}, "c", 5)
