@@ -22,6 +22,8 @@ pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 pkg_check_modules(GRPCPP REQUIRED IMPORTED_TARGET grpc++ protobuf)
 find_program(PROTOC protoc REQUIRED)
 find_program(GRPC_CPP_PLUGIN grpc_cpp_plugin REQUIRED)
+# The Kubernetes API client (kube/): HTTPS, streamed watches.
+pkg_check_modules(CURL REQUIRED IMPORTED_TARGET libcurl)
 # Engine metrics.
 find_package(prometheus-cpp CONFIG REQUIRED)
 if(SY_BUILD_TESTS)

@@ -13,7 +13,7 @@ bash scripts/install_debs.sh \
   libabsl-dev libsimdjson-dev libyaml-cpp-dev libspdlog-dev libfmt-dev libcli11-dev \
   libpcre2-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev \
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libboost-dev prometheus-cpp-dev libxxhash-dev \
-  libgoogle-perftools-dev libhiredis-dev python3-venv \
+  libgoogle-perftools-dev libhiredis-dev libcurl4-openssl-dev python3-venv \
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
 
 # The venv that tools, tests and benchmarks use (scripts/setup_test.sh fills it); here only

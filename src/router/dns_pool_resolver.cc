@@ -15,12 +15,6 @@
 namespace switchyard::router {
 namespace {
 
-// "<ip>:<port>", brackets around IPv6 (what the HTTP client's upstream parser takes).
-std::string MemberAddress(const std::string& ip, int port) {
-  return ip.find(':') == std::string::npos ? fmt::format("{}:{}", ip, port)
-                                           : fmt::format("[{}]:{}", ip, port);
-}
-
 std::vector<EndpointSpec> MembersOf(const std::string& pool, const DnsMembersConfig& config,
                                     const std::vector<std::string>& ips) {
   std::vector<EndpointSpec> members;

@@ -10,6 +10,11 @@
 
 namespace switchyard::router {
 
+std::string MemberAddress(const std::string& ip, int port) {
+  return ip.find(':') == std::string::npos ? fmt::format("{}:{}", ip, port)
+                                           : fmt::format("[{}]:{}", ip, port);
+}
+
 void EndpointTable::SetPoolMembers(const std::string& pool,
                                    const std::vector<EndpointSpec>& specs) {
   base::MutexLock lock(&mu_);

@@ -46,6 +46,10 @@ struct EndpointSpec {
   std::string credentials;
 };
 
+// "<ip>:<port>", brackets around an IPv6 address (what the HTTP client's upstream parser
+// takes): the address and name of a discovered member (DNS, Kubernetes).
+std::string MemberAddress(const std::string& ip, int port);
+
 // What the router believes about one member, healthy or not.
 struct EndpointStatus {
   Endpoint endpoint;          // metrics.fresh computed against the staleness bound

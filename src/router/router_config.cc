@@ -167,6 +167,24 @@ absl::StatusOr<RouterConfig::SharedState> ReadSharedState(const YAML::Node& node
   return out;
 }
 
+absl::StatusOr<InferencePoolRefConfig> ReadInferencePoolRef(const YAML::Node& pool,
+                                                            const YAML::Node& ref,
+                                                            const std::string& where,
+                                                            const std::string& base_dir) {
+  if (!ref.IsMap())
+    return Bad(where, "must be a map {namespace, name}");
+  InferencePoolRefConfig c;
+  SY_ASSIGN_OR_RETURN(c.name, base::YamlField<std::string>(ref, "name", ""));
+  if (c.name.empty())
+    return Bad(where, "name is required");
+  SY_ASSIGN_OR_RETURN(c.namespace_name, base::YamlField<std::string>(ref, "namespace", ""));
+  SY_ASSIGN_OR_RETURN(c.kubeconfig, base::YamlField<std::string>(pool, "kubeconfig", ""));
+  if (!c.kubeconfig.empty() && std::filesystem::path(c.kubeconfig).is_relative())
+    c.kubeconfig = (std::filesystem::path(base_dir) / c.kubeconfig).string();
+  SY_ASSIGN_OR_RETURN(c.engine, ReadEngine(pool, where));
+  return c;
+}
+
 absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view source,
                                    const std::string& base_dir) {
   if (!root.IsMap())
@@ -250,8 +268,14 @@ absl::StatusOr<RouterConfig> Parse(const YAML::Node& root, std::string_view sour
       d.credentials = pool.credentials;
       pool.dns.push_back(std::move(d));
     }
-    if (pool.endpoints.empty() && pool.dns.empty())
-      return Bad(where, "a pool needs endpoints or dns");
+    if (const YAML::Node ip = pools[i]["inferencePool"]) {
+      SY_ASSIGN_OR_RETURN(pool.inference_pool,
+                          ReadInferencePoolRef(pools[i], ip, where + ".inferencePool", base_dir));
+    } else if (pools[i]["kubeconfig"]) {
+      return Bad(where, "kubeconfig is for an inferencePool pool");
+    }
+    if (pool.endpoints.empty() && pool.dns.empty() && !pool.inference_pool)
+      return Bad(where, "a pool needs endpoints or dns (or an inferencePool)");
     c.pools.push_back(std::move(pool));
   }
   if (const YAML::Node s = root["scraping"]) {

@@ -20,6 +20,10 @@
 //       credentials: {apiKeyFile: ...}          # overrides the pool's for this endpoint
 //     dns:                       # members from DNS A/AAAA records, re-resolved
 //     - {name: engines.svc, port: 8000, engine: vllm, labels: {}, refreshSeconds: 10}
+//   - name: gateway-pool         # members from a Kubernetes InferencePool (kube_pool_resolver.h)
+//     inferencePool: {namespace: llm, name: my-pool}  # namespace: default the config's
+//     kubeconfig: /path/kubeconfig   # omit: in-cluster (the pod's service account)
+//     engine: vllm               # the engine kind of every pod found
 //   scraping: {intervalMs: 50, stalenessMs: 2000, timeoutMs: 1000}
 //   proxy: {connectTimeoutMs: 2000, firstByteTimeoutMs: 60000, idleTimeoutMs: 60000,
 //           requestTimeoutMs: 600000, maxRetries: 2}
@@ -120,6 +124,15 @@ struct DnsMembersConfig {
   std::string credentials;
 };
 
+// `inferencePool:` (with the pool's `kubeconfig:` and `engine:`): the ready pods an
+// InferencePool selects, on each of its target ports.
+struct InferencePoolRefConfig {
+  std::string namespace_name;  // empty: the kubeconfig context's (or in-cluster) namespace
+  std::string name;
+  std::string kubeconfig;  // a path; empty: the in-cluster config
+  EngineKind engine = EngineKind::kVllm;
+};
+
 struct PoolConfig {
   std::string name;
   // The pool's credentials (EndpointSpec::authorization and ::credentials), given to its
@@ -128,6 +141,7 @@ struct PoolConfig {
   std::string credentials;
   std::vector<StaticEndpointConfig> endpoints;
   std::vector<DnsMembersConfig> dns;
+  std::optional<InferencePoolRefConfig> inference_pool;
 };
 
 struct RouterConfig {

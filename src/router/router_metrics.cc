@@ -177,6 +177,21 @@ struct RouterMetrics::Impl {
       &pd_decisions.Add({{"outcome", "disaggregated"}}),
       &pd_decisions.Add({{"outcome", "fallback"}}),
       &pd_decisions.Add({{"outcome", "decode_only"}})};
+  prometheus::Family<prometheus::Counter>& kube_lists =
+      prometheus::BuildCounter()
+          .Name("switchyard_router_kube_lists_total")
+          .Help("Successful lists of a Kubernetes-discovered pool's resource (first and re-lists).")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& kube_watch_restarts =
+      prometheus::BuildCounter()
+          .Name("switchyard_router_kube_watch_restarts_total")
+          .Help("Watches of a Kubernetes-discovered pool's resource opened after the first.")
+          .Register(registry);
+  prometheus::Family<prometheus::Counter>& kube_errors =
+      prometheus::BuildCounter()
+          .Name("switchyard_router_kube_errors_total")
+          .Help("Failed lists and watches of a Kubernetes-discovered pool's resource.")
+          .Register(registry);
   Family<Gauge>& pool_size =
       AddGauge(registry, "switchyard_router_pool_size", "Members of each pool.");
   Family<Gauge>& pool_ready =
@@ -377,11 +392,27 @@ void RouterMetrics::PdDecision(PdOutcome outcome) {
   impl_->pd_decision_totals[static_cast<size_t>(outcome)]->Increment();
 }
 
-void RouterMetrics::SetKvEventSubscriberRestarts(int64_t restarts) {
-  prometheus::Counter& counter = impl_->subscriber_restarts_total;
-  const double more = static_cast<double>(restarts) - counter.Value();
+namespace {
+
+// Raises a counter to `total`, a count kept elsewhere.
+void CatchUp(prometheus::Counter& counter, double total) {
+  const double more = total - counter.Value();
   if (more > 0)
     counter.Increment(more);
+}
+
+}  // namespace
+
+void RouterMetrics::SetKvEventSubscriberRestarts(int64_t restarts) {
+  CatchUp(impl_->subscriber_restarts_total, static_cast<double>(restarts));
+}
+
+void RouterMetrics::SetKubeWatchCounts(const std::string& pool, const std::string& resource,
+                                       uint64_t lists, uint64_t watch_restarts, uint64_t errors) {
+  const prometheus::Labels labels = {{"pool", pool}, {"resource", resource}};
+  CatchUp(impl_->kube_lists.Add(labels), static_cast<double>(lists));
+  CatchUp(impl_->kube_watch_restarts.Add(labels), static_cast<double>(watch_restarts));
+  CatchUp(impl_->kube_errors.Add(labels), static_cast<double>(errors));
 }
 
 std::string RouterMetrics::Serialize() const {

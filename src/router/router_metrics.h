@@ -62,6 +62,14 @@
 //   switchyard_router_kv_source_requests_total{endpoint,pool}        counter
 //       attempts sent to `endpoint` with a peer to pull the prompt's cached KV from
 //       (p2p-source-producer: x-kv-cache-source-host-port).
+//   switchyard_router_kube_lists_total{pool,resource}                counter
+//   switchyard_router_kube_watch_restarts_total{pool,resource}       counter
+//   switchyard_router_kube_errors_total{pool,resource}               counter
+//       Kubernetes discovery (kube_pool_resolver.h), per pool and watched resource
+//       (inferencepool, pods): successful lists (the first and each re-list after a 410 Gone),
+//       watches opened again after the first (timeouts, errors, re-lists), failed lists and
+//       watches (the API server down, a refused token). client-go's reflector has no metrics
+//       of its own; these are ours.
 //   switchyard_router_pool_size{pool}                                gauge (members)
 //   switchyard_router_pool_ready_endpoints{pool}                     gauge
 //       inference_pool_ready_pods: healthy and not ejected.
@@ -164,6 +172,10 @@ class RouterMetrics {
   void PdDecision(PdOutcome outcome);
   // The KV event subscriber's restarts() so far.
   void SetKvEventSubscriberRestarts(int64_t restarts);
+
+  // A Kubernetes-discovered pool's reflector counts so far (kube::ReflectorStats).
+  void SetKubeWatchCounts(const std::string& pool, const std::string& resource, uint64_t lists,
+                          uint64_t watch_restarts, uint64_t errors);
 
   // Prometheus text exposition format 0.0.4.
   std::string Serialize() const;

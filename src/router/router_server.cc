@@ -47,6 +47,7 @@
 #include "router/internal/json_fields_rewrite.h"
 #include "router/internal/proxy_call.h"
 #include "router/internal/request_routing.h"
+#include "router/kube_pool_resolver.h"
 #include "router/prefix/block_keys.h"
 #include "router/prefix/kv_event_indexer.h"
 #include "router/prompt_tokenizer.h"
@@ -184,6 +185,9 @@ class RouterServerImpl final : public RouterServer, public extproc::PickBackend 
   void Generate(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder,
                 bool chat);
   void Health(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
+  // GET /ready: /health's answer, or 503 while a Kubernetes-discovered pool has not listed
+  // its pods yet (its members are not known).
+  void Ready(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   void DebugEndpoints(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   // GET /debug/flows: flow control's bands and queues ({"enabled": false} when it is off).
   void DebugFlows(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
@@ -236,6 +240,7 @@ class RouterServerImpl final : public RouterServer, public extproc::PickBackend 
   EngineModels engine_models_;
   std::unique_ptr<DnsPoolResolver> dns_;
   std::unique_ptr<ReplicaSync> replicas_;  // with sharedState
+  std::unique_ptr<KubePoolResolver> kube_;
   std::unique_ptr<PluginSet> plugins_;
   const SchedulingProfile* profile_ = nullptr;
   std::unique_ptr<PromptTokenizer> prompt_tokenizer_;
@@ -275,6 +280,7 @@ std::vector<net::RouteTable::Route> RouterServerImpl::Routes() {
   return {route("POST", "/v1/completions", &RouterServerImpl::Completion),
           route("POST", "/v1/chat/completions", &RouterServerImpl::ChatCompletion),
           route("GET", "/health", &RouterServerImpl::Health),
+          route("GET", "/ready", &RouterServerImpl::Ready),
           route("GET", "/debug/endpoints", &RouterServerImpl::DebugEndpoints),
           route("GET", "/debug/flows", &RouterServerImpl::DebugFlows),
           route("GET", "/v1/models", &RouterServerImpl::Models),
@@ -310,8 +316,10 @@ absl::Status RouterServerImpl::Init() {
   }
   SY_ASSIGN_OR_RETURN(prompt_tokenizer_, PromptTokenizer::FromConfig(config_));
   bool any_dns = false;
+  bool any_kube = false;
   for (const PoolConfig& pool : config_.pools) {
     any_dns = any_dns || !pool.dns.empty();
+    any_kube = any_kube || pool.inference_pool.has_value();
     std::vector<EndpointSpec> specs;
     for (const StaticEndpointConfig& e : pool.endpoints)
       specs.push_back(e.spec);
@@ -320,6 +328,10 @@ absl::Status RouterServerImpl::Init() {
   if (any_dns) {
     dns_ = std::make_unique<DnsPoolResolver>(config_.pools, &table_);
     dns_->Start();
+  }
+  if (any_kube) {
+    kube_ = std::make_unique<KubePoolResolver>(config_.pools, &table_);
+    SY_RETURN_IF_ERROR(kube_->Start());
   }
   if (const std::optional<RouterConfig::SharedState>& shared = config_.shared_state) {
     ReplicaSyncOptions options;
@@ -429,6 +441,8 @@ void RouterServerImpl::Stop() {
     plugins_->observers().Install(nullptr);
     replicas_->Stop();
   }
+  if (kube_ != nullptr)
+    kube_->Stop();
   if (server_ != nullptr)
     server_->Stop();
   if (client_ != nullptr)
@@ -768,6 +782,17 @@ void RouterServerImpl::Health(net::HttpRequest&, std::shared_ptr<net::HttpRespon
   }
 }
 
+void RouterServerImpl::Ready(net::HttpRequest& request,
+                             std::shared_ptr<net::HttpResponder> responder) {
+  if (kube_ != nullptr && !kube_->synced() && !drain_.gate().draining()) {
+    responder->Send(503, kJson,
+                    api::ErrorBody(absl::UnavailableError(
+                        "The router has not listed its Kubernetes-discovered pools' pods yet.")));
+    return;
+  }
+  Health(request, std::move(responder));
+}
+
 void RouterServerImpl::DebugEndpoints(net::HttpRequest&,
                                       std::shared_ptr<net::HttpResponder> responder) {
   responder->Send(200, kJson, table_.DebugJson(Clock::now()));
@@ -785,6 +810,11 @@ void RouterServerImpl::Models(net::HttpRequest&, std::shared_ptr<net::HttpRespon
 void RouterServerImpl::Metrics(net::HttpRequest&, std::shared_ptr<net::HttpResponder> responder) {
   const Clock::time_point now = Clock::now();
   metrics_.UpdateEndpoints(table_.Statuses(now));
+  if (kube_ != nullptr) {
+    for (const KubeWatchStats& s : kube_->stats())
+      metrics_.SetKubeWatchCounts(s.pool, s.resource, s.stats.lists, s.stats.watch_restarts,
+                                  s.stats.errors);
+  }
   std::string text = metrics_.Serialize();
   std::optional<flow::FlowControlSnapshot> flows;
   if (flow_ != nullptr)

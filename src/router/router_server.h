@@ -13,12 +13,13 @@
 // (outlierDetection, outlier_detection.h). A client that disconnects cancels the upstream
 // request, which the engine sees as a disconnect.
 //
-// Also: GET /health, GET /v1/models (the configured model, with the `created`,
-// `owned_by`, `root` and smallest `max_model_len` the healthy engines report on their own
-// /v1/models, fetched beside the scrapes: engine_models.h), GET /debug/endpoints (the
-// endpoint table as JSON: health, last scrape error, credentials' source, KV event stream
-// state), GET /metrics (RouterMetrics). A known path asked with another method is answered
-// 405 with an Allow header, an unknown path 404, both with OpenAI error bodies.
+// Also: GET /health, GET /ready (as /health, and 503 until every Kubernetes-discovered pool
+// has listed its pods once: kube_pool_resolver.h), GET /v1/models (the configured model, with the
+// `created`, `owned_by`, `root` and smallest `max_model_len` the healthy engines report on their
+// own /v1/models, fetched beside the scrapes: engine_models.h), GET /debug/endpoints (the endpoint
+// table as JSON: health, last scrape error, credentials' source, KV event stream state), GET
+// /metrics (RouterMetrics). A known path asked with another method is answered 405 with an Allow
+// header, an unknown path 404, both with OpenAI error bodies.
 //
 // Endpoints with credentials (router_config.h) get their key with forwarded requests and
 // scrapes; a 401/403 scrape is logged once and shown in /debug/endpoints and the metrics.
@@ -32,7 +33,8 @@
 // what is left with a clean error (a stream: an SSE error event, then `data: [DONE]`; a
 // buffered request: 503 with Retry-After); then Stop. Every proxied response carries
 // x-switchyard-endpoint and a signed x-session-token, and every generation response its
-// x-request-id (request_id.h). Pools named by DNS are kept by a DnsPoolResolver.
+// x-request-id (request_id.h). Pools named by DNS are kept by a DnsPoolResolver, InferencePool
+// pools by a KubePoolResolver.
 //
 // With extProc configured, the same admission and scheduling also answer Envoy's ext_proc
 // protocol (extproc/ext_proc_server.h): the gateway proxies, the router picks.

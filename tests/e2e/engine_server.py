@@ -1,7 +1,8 @@
 """Starts `switchyard engine` subprocesses for the end-to-end tests and reads their metrics.
 
-An EngineServer runs the binary with `--host 127.0.0.1 --port 0` plus the given flags, waits
-for the ready line ("switchyard engine: serving NAME on http://HOST:PORT", and the KV events
+An EngineServer runs the binary with `--host 127.0.0.1 --port 0` (or the `host` and `port`
+given: engines on 127.0.0.2, 127.0.0.3, ... sharing one port stand for pods) plus the given
+flags, waits for the ready line ("switchyard engine: serving NAME on http://HOST:PORT", and the KV events
 line when events are on), and on stop sends SIGTERM and requires exit code 0 within a
 timeout: a crash, a sanitizer report (ASan aborts) or a hang fails the test that owns it."""
 import json
@@ -38,7 +39,7 @@ class EngineServer:
     engine_kind = "switchyard"  # its `engine:` in a router config
 
     def __init__(self, *flags, model=TINY_MODEL, name=MODEL_NAME, env=None, kv_events=False,
-                 start_timeout=120, binary=None):
+                 start_timeout=120, binary=None, host="127.0.0.1", port=0):
         self.binary = pathlib.Path(binary) if binary is not None else None
         self.flags = [str(f) for f in flags]
         self.model = pathlib.Path(model)
@@ -46,6 +47,8 @@ class EngineServer:
         self.env = {**os.environ, **(env or {})}
         self.kv_events = kv_events
         self.start_timeout = start_timeout
+        self.host = host
+        self.listen_port = port
         self.proc = None
         self._signalled = False
         self._stopped = False
@@ -71,7 +74,7 @@ class EngineServer:
         self._out = tempfile.TemporaryFile(mode="w+")
         self._err = tempfile.TemporaryFile(mode="w+")
         args = [str(binary), "engine", "--model", str(self.model), "--served-model-name",
-                self.name, "--host", "127.0.0.1", "--port", "0", *self.flags]
+                self.name, "--host", self.host, "--port", str(self.listen_port), *self.flags]
         self.proc = subprocess.Popen(args, stdout=self._out, stderr=self._err, env=self.env)
         self._deadline = time.monotonic() + self.start_timeout
 
