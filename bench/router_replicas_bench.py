@@ -145,7 +145,7 @@ def window(a, replicas, seed, log_dir):
                "SEED": str(seed)}
         hits0, queries0 = engine_prefix_counts(engines)
         cpu0 = sum(cpu_seconds(r.pid) for r in routers)
-        out = subprocess.run(["wrk", "-t1", f"-c{a.connections}", f"-d{a.duration}s",
+        out = subprocess.run(["wrk", "-t1", f"-c{a.connections}", f"-d{a.duration:g}s",
                               "--timeout", "10s", "-s", str(script),
                               f"http://127.0.0.1:{port}/v1/completions"],
                              capture_output=True, text=True, env=env, timeout=a.duration + 60)
