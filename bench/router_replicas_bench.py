@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Router replicas: does throughput scale with replicas that share state, and does the
 approximate prefix routing stay as good? One router vs two (the same config, sharedState
-through one redis-server in both cases, so the sync's own cost is in both), each behind
+through one redis-server in both cases, so the sync's own cost is in both; --no-shared
+drops it, for the cost of sharing and the hit rate without it), each behind
 haproxy (Debian's, one thread, round robin, HTTP keep-alive to the routers), over the same
 simulated engines (`--backend sim --sim-latency zero`, tiny-llama3, 64 slots each).
 
@@ -117,7 +118,9 @@ def window(a, replicas, seed, log_dir):
         redis_port = free_port()
         procs.append(Proc("redis", ["redis-server", "--port", redis_port, "--bind", "127.0.0.1",
                                     "--save", "", "--appendonly", "no"], log_dir))
-        engines = [SimEngine(a.bin, f"engine-{i}", log_dir, extra=["--max-num-seqs", "64"])
+        engines = [SimEngine(a.bin, f"engine-{i}", log_dir,
+                             extra=["--max-num-seqs", "64",
+                                    "--num-gpu-blocks-override", a.engine_blocks])
                    for i in range(a.engines)]
         procs += engines
         for e in engines:
@@ -125,7 +128,7 @@ def window(a, replicas, seed, log_dir):
         routers = []
         for r in range(replicas):
             extra = (f"sharedState: {{redis: '127.0.0.1:{redis_port}', key: bench, "
-                     f"replicaId: r{r}}}")
+                     f"replicaId: r{r}}}") if a.shared else ""
             text = router_yaml(engines, "tiny", scoring_profile("approximate"),
                                threads=a.threads, tokenizer=TINY_MODEL, extra=extra)
             routers.append(Router(a.bin, f"router-{r}", log_dir, text))
@@ -175,6 +178,13 @@ def main():
     ap.add_argument("--groups", type=int, default=32)
     ap.add_argument("--prefix-words", type=int, default=96)
     ap.add_argument("--suffix-words", type=int, default=8)
+    ap.add_argument("--engine-blocks", type=int, default=0,
+                    help="each engine's KV blocks (0: its default, far more than the groups "
+                         "need); small enough that the fleet holds each group's prefix once "
+                         "but not twice, routing that sends a group to two engines misses")
+    ap.add_argument("--no-shared", dest="shared", action="store_false",
+                    help="routers without sharedState (each on its own view): the cost of "
+                         "sharing, and the hit rate without it")
     ap.add_argument("--json-out", type=pathlib.Path)
     ap.add_argument("--out-dir", type=pathlib.Path, help="logs (default: a new temp dir)")
     ap.add_argument("--smoke", action="store_true", help="one short run, 2 engines")
