@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 
 #include "../../kvx/redis_test_server.h"
+#include "base/logging.h"
 #include "router/flow/tenant_table.h"
 
 namespace switchyard::router {
@@ -145,7 +146,12 @@ SchedulingRequest Request(int seed, std::string session = "") {
 
 class ReplicaSyncTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_TRUE(redis_.Start().ok()); }
+  void SetUp() override {
+    ASSERT_TRUE(redis_.Start().ok());
+    // spdlog's registry is made on first use, inside its (uninstrumented) library: make it
+    // here, before the sync threads log, as the router's main does before it starts threads.
+    SY_LOG_INFO("replica sync test: redis-server on port {}", redis_.port());
+  }
   kvx::RedisTestServer redis_;
 };
 
