@@ -9,6 +9,7 @@ a 400, and the gRPC health service says SERVING."""
 import json
 import queue
 import re
+import signal
 import socket
 import time
 
@@ -223,6 +224,61 @@ def test_health_is_serving(fleet):
             request = b"\x0a" + bytes([len(service)]) + service if service else b""
             assert check(request, timeout=5) == b"\x08\x01"
         channel.close()
+
+
+def _health_request(service):
+    """HealthCheckRequest{service}."""
+    return b"\x0a" + bytes([len(service)]) + service if service else b""
+
+
+def _raw(channel, method, streaming=False):
+    make = channel.unary_stream if streaming else channel.unary_unary
+    return make(method, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+
+
+def test_health_answers_unknown_services_and_methods(fleet):
+    router, _ = fleet
+    ext_proc_port, health_port = grpc_ports(router)
+    for port in (health_port, ext_proc_port):
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            with pytest.raises(grpc.RpcError) as e:
+                _raw(channel, "/grpc.health.v1.Health/Check")(_health_request(b"nope"), timeout=5)
+            assert e.value.code() == grpc.StatusCode.NOT_FOUND
+            # Watch: SERVICE_UNKNOWN (3) for a name it does not know, SERVING (1) for its own.
+            watch = _raw(channel, "/grpc.health.v1.Health/Watch", streaming=True)
+            unknown = watch(_health_request(b"nope"), timeout=5)
+            assert next(unknown) == b"\x08\x03"
+            unknown.cancel()
+            serving = watch(_health_request(b"liveness"), timeout=5)
+            assert next(serving) == b"\x08\x01"
+            serving.cancel()
+            with pytest.raises(grpc.RpcError) as e:
+                _raw(channel, "/grpc.health.v1.Health/List")(b"", timeout=5)
+            assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    # The health port serves nothing but health.
+    with grpc.insecure_channel(f"127.0.0.1:{health_port}") as channel:
+        with pytest.raises(grpc.RpcError) as e:
+            pick(health_port, completion_body("wrong port"), channel=channel)
+        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_health_watch_sees_the_drain():
+    engine = EngineServer("--backend", "sim", "--sim-latency", "zero")
+    engine.spawn()
+    engine.wait_ready()
+    router = Router([engine], args=("--ext-proc-port", 0, "--grpc-health-port", 0))
+    try:
+        _, health_port = grpc_ports(router)
+        with grpc.insecure_channel(f"127.0.0.1:{health_port}") as channel:
+            watch = _raw(channel, "/grpc.health.v1.Health/Watch", streaming=True)(
+                _health_request(b"readiness"), timeout=30)
+            assert next(watch) == b"\x08\x01"
+            router.proc.send_signal(signal.SIGTERM)
+            assert next(watch) == b"\x08\x02"  # NOT_SERVING while it drains
+            watch.cancel()
+    finally:
+        router.stop()
+        engine.stop()
 
 
 class _DeadMember:
