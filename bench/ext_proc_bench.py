@@ -41,7 +41,15 @@ from engine_server import MODEL_NAME, EngineServer  # noqa: E402
 from router_server import Router  # noqa: E402
 from test_router_ext_proc import completion_body, destination, grpc_ports, pick  # noqa: E402
 
-CLIENT = pathlib.Path(switchyard_bin()).parents[2] / "bench" / "sy_ext_proc_client"
+
+def client_bin():
+    """$SY_EXT_PROC_CLIENT, else sy_ext_proc_client in the build tree of $SWITCHYARD_BIN, else
+    in build/release."""
+    if os.environ.get("SY_EXT_PROC_CLIENT"):
+        return pathlib.Path(os.environ["SY_EXT_PROC_CLIENT"])
+    near = pathlib.Path(switchyard_bin()).parents[2] / "bench" / "sy_ext_proc_client"
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    return near if near.exists() else repo / "build" / "release" / "bench" / "sy_ext_proc_client"
 
 
 def cpu_seconds(pid):
@@ -63,7 +71,7 @@ def routed(port):
 
 def run_cpp_client(port, bodies_file, n, concurrency):
     """Latencies (s) and the client's CPU (s) of n picks by sy_ext_proc_client."""
-    out = subprocess.run([str(CLIENT), "--target", f"127.0.0.1:{port}", "--bodies", bodies_file,
+    out = subprocess.run([str(client_bin()), "--target", f"127.0.0.1:{port}", "--bodies", bodies_file,
                           "--requests", str(n), "--concurrency", str(concurrency)],
                          check=True, capture_output=True, text=True).stdout.splitlines()
     latencies, outcomes = [], set()
