@@ -138,7 +138,8 @@ void HealthCall::SendLatest() {
   sent_ = status;
   writing_ = true;
   response_ = HealthResponse(status);
-  if (!queues_->Submit([&] { stream_.Write(response_, write_op_.Start()); }))
+  const grpc::ByteBuffer& response = response_;
+  if (!queues_->Submit([&] { stream_.Write(response, write_op_.Start()); }))
     ended_ = true;
 }
 
