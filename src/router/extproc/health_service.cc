@@ -122,8 +122,9 @@ void HealthCall::OnReadDone(bool ok) {
   } else {
     base::MutexLock lock(&mu_);
     response_ = HealthResponse(status);
+    const grpc::ByteBuffer* response = &response_;  // the lambda cannot see the lock
     queues_->Submit([&] {
-      stream_.WriteAndFinish(response_, grpc::WriteOptions(), grpc::Status::OK, finish_op_.Start());
+      stream_.WriteAndFinish(*response, grpc::WriteOptions(), grpc::Status::OK, finish_op_.Start());
     });
   }
 }
@@ -138,8 +139,8 @@ void HealthCall::SendLatest() {
   sent_ = status;
   writing_ = true;
   response_ = HealthResponse(status);
-  const grpc::ByteBuffer& response = response_;
-  if (!queues_->Submit([&] { stream_.Write(response, write_op_.Start()); }))
+  const grpc::ByteBuffer* response = &response_;  // the lambda cannot see the lock
+  if (!queues_->Submit([&] { stream_.Write(*response, write_op_.Start()); }))
     ended_ = true;
 }
 
