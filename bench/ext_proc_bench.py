@@ -11,7 +11,8 @@ timed until the headers response and every re-sent body chunk are back; then the
 half-closed and finished. HTTP: the whole proxied completion over a keep-alive session
 (Python requests), which includes the engine's work: an upper bound on its pick. CPU per
 request: the picker process's user+system CPU (/proc/PID/stat) over the phase, divided by N;
-the client's own CPU is reported too.
+the client's own CPU is reported too, and requests/s (N over the phase's wall time: the
+throughput with --concurrency C).
 
 lwepp needs scripts/setup_kube.sh and scripts/build_lwepp.sh (a real kube-apiserver holds its
 InferencePool and pods: tests/e2e/lwepp_server.py); it picks round-robin without reading the
@@ -149,7 +150,7 @@ def main():
         for run in range(args.runs):
             for front in fronts:
                 pid = router.proc.pid if front == "http" else pickers[front][1]
-                cpu0 = cpu_seconds(pid)
+                cpu0, wall0 = cpu_seconds(pid), time.perf_counter()
                 if front == "http":
                     latencies, client_cpu = run_http(router, bodies, args.n)
                 elif args.client == "cpp":
@@ -159,22 +160,24 @@ def main():
                     latencies, client_cpu = run_python_client(pickers[front][0], bodies, args.n)
                 cpu = (cpu_seconds(pid) - cpu0) / args.n
                 row = (statistics.median(latencies), percentile(latencies, 0.99), cpu,
-                       client_cpu / args.n)
+                       client_cpu / args.n, args.n / (time.perf_counter() - wall0))
                 results[front].append(row)
                 print(f"run {run} {front:9s} p50 {row[0] * 1e3:7.3f} ms  p99 {row[1] * 1e3:7.3f} "
                       f"ms  picker CPU {row[2] * 1e6:7.1f} us/req  client CPU "
-                      f"{row[3] * 1e6:7.1f} us/req", flush=True)
+                      f"{row[3] * 1e6:7.1f} us/req  {row[4]:7.0f} req/s", flush=True)
         print(f"median of {args.runs} runs, {args.n} requests each, "
               f"{args.client} client x{args.concurrency}:")
         summary = {}
         for front, rows in results.items():
-            summary[front] = [statistics.median(r[i] for r in rows) for i in range(4)]
-            p50, p99, cpu, client = summary[front]
+            summary[front] = [statistics.median(r[i] for r in rows) for i in range(5)]
+            p50, p99, cpu, client, rps = summary[front]
             print(f"{front:9s} p50 {p50 * 1e3:7.3f} ms  p99 {p99 * 1e3:7.3f} ms  "
-                  f"picker CPU {cpu * 1e6:7.1f} us/req  client CPU {client * 1e6:7.1f} us/req")
+                  f"picker CPU {cpu * 1e6:7.1f} us/req  client CPU {client * 1e6:7.1f} us/req  "
+                  f"{rps:7.0f} req/s")
         print(json.dumps({front: {"p50_ms": v[0] * 1e3, "p99_ms": v[1] * 1e3,
                                   "cpu_us_per_request": v[2] * 1e6,
-                                  "client_cpu_us_per_request": v[3] * 1e6}
+                                  "client_cpu_us_per_request": v[3] * 1e6,
+                                  "requests_per_s": v[4]}
                           for front, v in summary.items()}))
     finally:
         if lwepp is not None:
