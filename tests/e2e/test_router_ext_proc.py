@@ -6,6 +6,7 @@ engine, the request body comes back byte-identical in chunks of at most 62,000 b
 response passes through, prefix-aware picks agree with the HTTP front's, a cancelled stream
 leaves no request in flight, no endpoint is a 429 (as llm-d's EPP), a body that is not JSON
 a 400, and the gRPC health service says SERVING."""
+import concurrent.futures
 import json
 import queue
 import re
@@ -224,6 +225,40 @@ def test_health_is_serving(fleet):
             request = b"\x0a" + bytes([len(service)]) + service if service else b""
             assert check(request, timeout=5) == b"\x08\x01"
         channel.close()
+
+
+def test_concurrent_streams_on_several_threads():
+    engines = [EngineServer("--backend", "sim", "--sim-latency", "zero") for _ in range(2)]
+    for e in engines:
+        e.spawn()
+    for e in engines:
+        e.wait_ready()
+    router = Router(engines, extra="extProc: {port: 0, threads: 3}\n")
+    try:
+        port, _ = grpc_ports(router)
+        names = {f"127.0.0.1:{e.port}" for e in engines}
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            def picks(worker):
+                for i in range(20):
+                    s, first, chunks = pick(port, completion_body(f"worker {worker} asks {i}"),
+                                            pieces=2, channel=channel)
+                    assert destination(first)[0] in names
+                    assert chunks[-1].end_of_stream
+                    if i % 2:
+                        s.close()  # ends as Envoy ends one
+                    else:
+                        s.cancel()
+
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                list(pool.map(picks, range(8)))
+        deadline = time.monotonic() + 10
+        while any(e["active_requests"] for e in router.endpoints()):
+            assert time.monotonic() < deadline, router.endpoints()
+            time.sleep(0.05)
+    finally:
+        router.stop()
+        for e in engines:
+            e.stop()
 
 
 def _health_request(service):
