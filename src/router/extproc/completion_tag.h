@@ -9,10 +9,8 @@ namespace switchyard::router::extproc {
 
 class CompletionTag {
  public:
+  virtual ~CompletionTag() = default;
   virtual void Complete(bool ok) = 0;
-
- protected:
-  ~CompletionTag() = default;
 };
 
 // One of a call's operations in gRPC (a read, a write, its Finish ...), as the tag whose

@@ -229,14 +229,15 @@ void ProcessStream::BeginPick() {
   std::function<void()> cancel = backend_->Pick(
       std::move(request_),
       [self = shared_from_this()](PickOutcome outcome) { self->Picked(std::move(outcome)); });
-  bool cancelled = false;
   {
     base::MutexLock lock(&mu_);
-    cancelled = cancelled_;
-    if (!cancelled && phase_ == Phase::kPicking)
-      cancel_pick_ = std::move(cancel);
+    if (!cancelled_) {
+      if (phase_ == Phase::kPicking)
+        cancel_pick_ = std::move(cancel);
+      return;
+    }
   }
-  if (cancelled && cancel)
+  if (cancel)  // the stream was cancelled while the pick began
     cancel();
 }
 
