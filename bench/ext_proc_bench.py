@@ -70,10 +70,11 @@ def routed(port):
     return first.HasField("request_headers")
 
 
-def run_cpp_client(port, bodies_file, n, concurrency):
+def run_cpp_client(port, bodies_file, n, concurrency, cancel):
     """Latencies (s) and the client's CPU (s) of n picks by sy_ext_proc_client."""
-    out = subprocess.run([str(client_bin()), "--target", f"127.0.0.1:{port}", "--bodies", bodies_file,
-                          "--requests", str(n), "--concurrency", str(concurrency)],
+    out = subprocess.run([str(client_bin()), "--target", f"127.0.0.1:{port}", "--bodies",
+                          bodies_file, "--requests", str(n), "--concurrency", str(concurrency),
+                          *(["--cancel"] if cancel else [])],
                          check=True, capture_output=True, text=True).stdout.splitlines()
     latencies, outcomes = [], set()
     for line in out[:-1]:
@@ -119,14 +120,21 @@ def main():
     parser.add_argument("--peer", choices=["lwepp"], action="append", default=[])
     parser.add_argument("--client", choices=["cpp", "python"], default="cpp")
     parser.add_argument("--concurrency", type=int, default=1, help="C++ client threads")
+    parser.add_argument("--cancel", action="store_true",
+                        help="the C++ client cancels each stream after its pick")
     parser.add_argument("--no-http", action="store_true")
+    parser.add_argument("--ext-proc-threads", type=int, default=0,
+                        help="the router's extProc.threads (0: its default)")
     args = parser.parse_args()
     engines = [EngineServer("--backend", "sim", "--sim-latency", "zero") for _ in range(3)]
     for e in engines:
         e.spawn()
     for e in engines:
         e.wait_ready()
-    router = Router(engines, args=("--ext-proc-port", 0))
+    if args.ext_proc_threads:
+        router = Router(engines, extra=f"extProc: {{port: 0, threads: {args.ext_proc_threads}}}\n")
+    else:
+        router = Router(engines, args=("--ext-proc-port", 0))
     lwepp = None
     tmp = tempfile.TemporaryDirectory(prefix="sy-ext-proc-bench-")
     try:
@@ -155,7 +163,7 @@ def main():
                     latencies, client_cpu = run_http(router, bodies, args.n)
                 elif args.client == "cpp":
                     latencies, client_cpu = run_cpp_client(pickers[front][0], bodies_file,
-                                                           args.n, args.concurrency)
+                                                           args.n, args.concurrency, args.cancel)
                 else:
                     latencies, client_cpu = run_python_client(pickers[front][0], bodies, args.n)
                 cpu = (cpu_seconds(pid) - cpu0) / args.n

@@ -3,7 +3,8 @@
 // each request is one Process stream (request headers, then the body as one request_body
 // message with end_of_stream), timed from the stream's start until the headers response and
 // every re-sent body chunk (or an immediate response) have come back; then the stream is
-// half-closed and finished, as Envoy ends one. Bodies come one per line from --bodies, in
+// half-closed and finished, as Envoy ends one (--cancel: cancelled, as when the downstream
+// client goes away). Bodies come one per line from --bodies, in
 // turn. One shared channel (as a gateway keeps one); --concurrency threads each run their
 // share of the requests back to back.
 //
@@ -49,7 +50,7 @@ pb::ProcessingRequest Headers(const std::string& path, size_t body_bytes) {
 
 // One pick; returns what came back: "routed <endpoint>", "immediate <code>", or "error".
 std::string Pick(pb::ExternalProcessor::Stub* stub, const std::string& path,
-                 const std::string& body) {
+                 const std::string& body, bool cancel) {
   grpc::ClientContext context;
   auto stream = stub->Process(&context);
   pb::ProcessingRequest message;
@@ -75,7 +76,10 @@ std::string Pick(pb::ExternalProcessor::Stub* stub, const std::string& path,
       }
     }
   }
-  stream->WritesDone();
+  if (cancel)
+    context.TryCancel();
+  else
+    stream->WritesDone();
   stream->Finish();
   return outcome;
 }
@@ -86,11 +90,13 @@ int main(int argc, char** argv) {
   CLI::App app{"ext_proc load client"};
   std::string target, bodies_path, path = "/v1/completions";
   int requests = 100, concurrency = 1;
+  bool cancel = false;
   app.add_option("--target", target, "host:port of the ext_proc server")->required();
   app.add_option("--bodies", bodies_path, "request bodies, one per line")->required();
   app.add_option("--requests", requests, "how many picks in all");
   app.add_option("--concurrency", concurrency, "client threads");
   app.add_option("--path", path, "the request's :path");
+  app.add_flag("--cancel", cancel, "cancel each stream after its pick instead of closing it");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<std::string> bodies;
@@ -109,7 +115,7 @@ int main(int argc, char** argv) {
     threads.emplace_back([&, t] {
       for (int i = t; i < requests; i += concurrency) {
         const auto start = std::chrono::steady_clock::now();
-        const std::string outcome = Pick(stub.get(), path, bodies[i % bodies.size()]);
+        const std::string outcome = Pick(stub.get(), path, bodies[i % bodies.size()], cancel);
         const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::steady_clock::now() - start)
                             .count();

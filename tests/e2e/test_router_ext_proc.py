@@ -78,6 +78,7 @@ class Stream:
 
     def cancel(self):
         self.responses.cancel()
+        self.outbox.put(None)  # ends grpcio's request-iterator thread, else left waiting
         if self.own_channel:
             self.channel.close()
 
