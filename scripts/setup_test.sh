@@ -9,12 +9,13 @@ cd "$(dirname "$0")/.."
 # clang 14 builds the asan (and clang) presets: libclang-rt-14-dev has its sanitizer and
 # libFuzzer runtimes, llvm (Debian 12's is 14) puts llvm-symbolizer on the PATH for the
 # sanitizers' stack traces; iperf3 is the KV peer benchmark's peer; redis-server backs the
-# remote KV tier's tests. Node.js and npm (for the tokenizer packages) come with the
-# machine image; Debian's are installed only where neither exists.
+# remote KV tier's and the router replicas' tests; haproxy balances the replicas in the HA
+# test and the replicas benchmark, whose load generator is wrk. Node.js and npm (for the tokenizer packages) come with the machine image; Debian's
+# are installed only where neither exists.
 extra=()
 command -v npm >/dev/null 2>&1 || extra+=(nodejs npm)
 bash scripts/install_debs.sh clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev llvm \
-  iperf3 redis-server "${extra[@]}"
+  iperf3 redis-server haproxy wrk "${extra[@]}"
 
 # Python: one venv for tools, e2e tests and benchmarks (scripts/setup.sh made it). Its
 # packages are re-installed only when requirements.txt changes (its hash is stamped inside).

@@ -14,7 +14,7 @@ std::string InferencePool::LabelSelector() const {
   for (const auto& [key, value] : match_labels) {
     if (!selector.empty())
       selector += ',';
-    selector += key + "=" + value;
+    selector.append(key).append("=").append(value);
   }
   return selector;
 }

@@ -188,6 +188,11 @@ class RouterServerImpl final : public RouterServer, public extproc::PickBackend 
   // GET /ready: /health's answer, or 503 while a Kubernetes-discovered pool has not listed
   // its pods yet (its members are not known).
   void Ready(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
+  // Every Kubernetes-discovered pool has listed its pods once (true without any).
+  bool Discovered() const;
+  // The gRPC health service says SERVING exactly when GET /ready is 200: discovered and not
+  // draining. Any thread.
+  void SyncExtProcHealth();
   void DebugEndpoints(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
   // GET /debug/flows: flow control's bands and queues ({"enabled": false} when it is off).
   void DebugFlows(net::HttpRequest& request, std::shared_ptr<net::HttpResponder> responder);
@@ -267,6 +272,8 @@ class RouterServerImpl final : public RouterServer, public extproc::PickBackend 
   std::unique_ptr<EndpointScraper> scraper_;
   // The Endpoint Picker Protocol's front (config extProc); null when off.
   std::unique_ptr<extproc::ExtProcServer> ext_proc_;
+  base::Mutex ext_proc_health_mu_;
+  bool ext_proc_serving_ ABSL_GUARDED_BY(ext_proc_health_mu_) = false;
 };
 
 std::vector<net::RouteTable::Route> RouterServerImpl::Routes() {
@@ -396,11 +403,11 @@ absl::Status RouterServerImpl::Init() {
   };
   scraper_options.after_round = [this] {
     ReportKvEvents();
+    if (ext_proc_ != nullptr)  // readiness may have changed (pods listed)
+      SyncExtProcHealth();
     if (flow_ != nullptr)  // fresh metrics may show room
       flow_->Pump(Clock::now());
   };
-  SY_ASSIGN_OR_RETURN(scraper_,
-                      EndpointScraper::Start(std::move(scraper_options), &table_, &engine_models_));
   if (config_.ext_proc_port >= 0) {
     extproc::ExtProcServerOptions ext_proc_options;
     ext_proc_options.host = config_.host;
@@ -409,15 +416,17 @@ absl::Status RouterServerImpl::Init() {
     ext_proc_options.fail_open = config_.ext_proc_fail_open;
     ext_proc_options.threads = config_.ext_proc_threads;
     SY_ASSIGN_OR_RETURN(ext_proc_, extproc::ExtProcServer::Start(ext_proc_options, this));
-    ext_proc_->SetServing(true);
+    SyncExtProcHealth();
   }
+  SY_ASSIGN_OR_RETURN(scraper_,
+                      EndpointScraper::Start(std::move(scraper_options), &table_, &engine_models_));
   return absl::OkStatus();
 }
 
 void RouterServerImpl::StartDrain() {
   drain_.gate().BeginDrain();
   if (ext_proc_ != nullptr)
-    ext_proc_->SetServing(false);
+    SyncExtProcHealth();
   SY_LOG_INFO("router: draining: /health answers 503, new requests get 503 with Retry-After");
 }
 
@@ -783,9 +792,21 @@ void RouterServerImpl::Health(net::HttpRequest&, std::shared_ptr<net::HttpRespon
   }
 }
 
+bool RouterServerImpl::Discovered() const {
+  return kube_ == nullptr || kube_->synced();
+}
+
+void RouterServerImpl::SyncExtProcHealth() {
+  base::MutexLock lock(&ext_proc_health_mu_);  // a drain and a scrape may race
+  const bool serving = Discovered() && !drain_.gate().draining();
+  if (ext_proc_serving_ != serving)
+    ext_proc_->SetServing(serving);
+  ext_proc_serving_ = serving;
+}
+
 void RouterServerImpl::Ready(net::HttpRequest& request,
                              std::shared_ptr<net::HttpResponder> responder) {
-  if (kube_ != nullptr && !kube_->synced() && !drain_.gate().draining()) {
+  if (!Discovered() && !drain_.gate().draining()) {
     responder->Send(503, kJson,
                     api::ErrorBody(absl::UnavailableError(
                         "The router has not listed its Kubernetes-discovered pools' pods yet.")));

@@ -111,6 +111,11 @@ class Router:
         self.err.seek(0)
         return self.err.read()[-3000:]
 
+    def kill(self):
+        """SIGKILL: a router that dies with requests in flight."""
+        self.proc.kill()
+        self.proc.wait()
+
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
         assert self.proc.wait(timeout=30) == 0, self._tail()

@@ -9,8 +9,6 @@ import concurrent.futures
 import os
 import pathlib
 import signal
-import socket
-import subprocess
 import time
 
 import msgpack
@@ -22,6 +20,8 @@ import zmq
 from conftest import MODELS_DIR, wait_until
 from engine_server import EngineServer, kv_events_flags
 from kv_wire import as_dict
+from peer_servers import free_port
+from redis_server import RedisServer
 
 # 100 tokens: 6 full blocks of 16 that a prefix hit may cover, and a partial one.
 PROMPT = [(7 * i + 3) % 500 + 10 for i in range(100)]
@@ -253,35 +253,6 @@ def test_the_disk_tier_needs_the_host_tier(switchyard, tmp_path):
     with pytest.raises(AssertionError, match="exited"):
         engine.start()
     assert "need the host tier" in engine.stderr_tail()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class RedisServer:
-    """Debian's redis-server on a free loopback port, without persistence."""
-
-    def __init__(self):
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                assert self.proc.poll() is None, "redis-server exited"
-                assert time.monotonic() < deadline, "redis-server did not start"
-                time.sleep(0.02)
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait()
 
 
 @pytest.fixture

@@ -1,15 +1,18 @@
 """The Helm chart (deploy/helm/switchyard): `helm lint` passes, `helm template` renders what
 the values say (replicas, ports, labels, the router's config, RBAC limited to get/list/watch),
 and the rendered objects are accepted by the test kube-apiserver, the InferencePool by the
-real CRD and the HTTPRoute by the Gateway API's."""
+real CRD and the HTTPRoute by the Gateway API's; the real router runs on the rendered
+router.yaml."""
 import json
 import subprocess
 
 import pytest
+import requests
 import yaml
 
-from conftest import REPO, require_kube_tools
+from conftest import MODELS_DIR, REPO, require_kube_tools, wait_until
 from kube_cluster import HELM, HTTP_ROUTE_CRD
+from router_server import Router, metric_sum
 
 CHART = REPO / "deploy" / "helm" / "switchyard"
 RELEASE = "demo"
@@ -119,6 +122,10 @@ def test_values_turn_on_redis_the_http_route_and_more_engines(helm):
     prefill_labels = prefill["spec"]["template"]["metadata"]["labels"]
     assert (prefill_labels["llm-d.ai/role"], prefill_labels["switchyard.ai/accelerator"]) == (
         "prefill", "nvidia-h100")
+    router_yaml = yaml.safe_load(got[("ConfigMap", "demo-switchyard-router")]["data"]
+                                 ["router.yaml"])
+    assert router_yaml["sharedState"] == {"redis": "demo-switchyard-redis:6379",
+                                          "key": "switchyard:demo"}
     args = container(decode)["args"]
     assert args[-2:] == ["--max-num-seqs", "32"]
     assert args[args.index("--kv-offloading-redis") + 1] == "demo-switchyard-redis:6379"
@@ -163,3 +170,28 @@ def may(cluster, user, verb, group, resource, namespace):
         "spec": {"user": user, "groups": ["system:serviceaccounts"], "resourceAttributes": {
             "verb": verb, "group": group, "resource": resource, "namespace": namespace}}}))
     return json.loads(review)["status"]["allowed"]
+
+
+def test_the_router_runs_on_the_rendered_config(helm, kube_cluster, kube_namespace, tmp_path,
+                                                switchyard):
+    """The real router accepts the chart's router.yaml (every part on): pointed at the test
+    API server (a kubeconfig in place of the pod's service account, a free port), it lists
+    the InferencePool's pods and is ready; the chart's Redis, which does not resolve here,
+    leaves it on its own view (fail-open), not down."""
+    rendered = template(helm, kube_namespace, *FULL_VALUES)
+    kube_cluster.apply(rendered, namespace=kube_namespace)
+    config = yaml.safe_load(objects(rendered)[("ConfigMap", "demo-switchyard-router")]["data"]
+                            ["router.yaml"])
+    config["listen"] = {"host": "127.0.0.1", "port": 0}
+    config["pools"][0]["kubeconfig"] = str(kube_cluster.kubeconfig)
+    config["tokenizer"] = str(MODELS_DIR / "tiny-llama3")
+    pools = "pools:\n" + yaml.safe_dump(config.pop("pools"))
+    extra = yaml.safe_dump({k: v for k, v in config.items()
+                            if k not in ("listen", "model", "tokenizer")})
+    router = Router([], pools=pools, wait_fresh=[], model=config["model"], extra=extra)
+    try:
+        wait_until(lambda: requests.get(f"{router.url}/ready", timeout=5).status_code == 200,
+                   "the router listed the pool's pods")
+        assert metric_sum(router.metrics(), "switchyard_router_shared_state_connected") == 0
+    finally:
+        router.stop()

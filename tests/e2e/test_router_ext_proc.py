@@ -213,19 +213,26 @@ def test_garbage_body_is_a_400(fleet):
     s.cancel()
 
 
+SERVING, NOT_SERVING = b"\x08\x01", b"\x08\x02"
+
+
+def health(port, service=b""):
+    """grpc.health.v1.Health/Check on `port`: the HealthCheckResponse's bytes (SERVING is
+    status 1: 08 01)."""
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        check = channel.unary_unary("/grpc.health.v1.Health/Check",
+                                    request_serializer=lambda b: b,
+                                    response_deserializer=lambda b: b)
+        request = b"\x0a" + bytes([len(service)]) + service if service else b""
+        return check(request, timeout=5)
+
+
 def test_health_is_serving(fleet):
     router, _ = fleet
     ext_proc_port, health_port = grpc_ports(router)
     for port in (health_port, ext_proc_port):
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        check = channel.unary_unary("/grpc.health.v1.Health/Check",
-                                    request_serializer=lambda b: b,
-                                    response_deserializer=lambda b: b)
-        # HealthCheckRequest{service}; HealthCheckResponse{status: SERVING (1)} is 08 01.
         for service in (b"", b"readiness", b"envoy.service.ext_proc.v3.ExternalProcessor"):
-            request = b"\x0a" + bytes([len(service)]) + service if service else b""
-            assert check(request, timeout=5) == b"\x08\x01"
-        channel.close()
+            assert health(port, service) == SERVING
 
 
 def test_concurrent_streams_on_several_threads():

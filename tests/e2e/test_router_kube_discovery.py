@@ -17,6 +17,7 @@ import requests
 from engine_server import MODEL_NAME, EngineServer
 from peer_servers import free_port
 from router_server import Router, metric_sum
+from test_router_ext_proc import NOT_SERVING, grpc_ports, health
 
 POOL = "engines"
 ROLE = "llm-d.ai/role"
@@ -210,7 +211,7 @@ def test_a_bad_token_is_logged_and_retried(kube_cluster, tmp_path):
     config["users"][0]["user"]["token"] = "not-the-token"
     bad = tmp_path / "bad-kubeconfig"
     bad.write_text(json.dumps(config))
-    router = start_router(ns, bad)
+    router = start_router(ns, bad, args=("--ext-proc-port", 0, "--grpc-health-port", 0))
     try:
         deadline = time.monotonic() + 10
         while metric_sum(router.metrics(), "switchyard_router_kube_errors_total", pool="kube",
@@ -221,5 +222,7 @@ def test_a_bad_token_is_logged_and_retried(kube_cluster, tmp_path):
         assert "HTTP 401" in log and "Unauthorized" in log, log[-3000:]
         assert "retrying in" in log, log[-3000:]
         assert ready_status(router) == 503
+        # The gateway's view of readiness is the same: gRPC health says NOT_SERVING.
+        assert health(grpc_ports(router)[1], b"readiness") == NOT_SERVING
     finally:
         router.stop()

@@ -232,7 +232,7 @@ void ProcessStream::BeginPick() {
   {
     base::MutexLock lock(&mu_);
     if (!cancelled_) {
-      if (phase_ == Phase::kPicking)
+      if (phase_ == Phase::kPicking)  // still picking: a later cancel of the stream uses it
         cancel_pick_ = std::move(cancel);
       return;
     }

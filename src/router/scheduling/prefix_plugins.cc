@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <xxhash.h>
+
 #include "router/prefix/block_keys.h"
 
 namespace switchyard::router {
@@ -72,6 +74,23 @@ void PrefixMatcher::Record(const SchedulingRequest& request, CycleState& cycle,
     observer->PrefixLearned(picked.name, keys);
 }
 
+namespace {
+
+// Approximate mode: a prefix no candidate holds gets a score this small on each candidate,
+// from a rendezvous hash of its first key and the candidate's name: where the load scorers
+// tie, every router replica places the new prefix on the same endpoint, even before they
+// share what they learnt (replicas that placed it apart would both keep using both
+// placements, since picks are what the index learns). Precise mode learns from the engines'
+// KV events, which every replica sees alike: there, ties stay llm-d's random.
+constexpr double kPlacementTieBreak = 1e-6;
+
+double PlacementTieBreak(uint64_t first_key, const std::string& endpoint) {
+  const uint64_t h = XXH3_64bits_withSeed(endpoint.data(), endpoint.size(), first_key);
+  return kPlacementTieBreak * static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
+}  // namespace
+
 void PrefixCacheScorer::Score(const SchedulingRequest& request, CycleState& cycle,
                               const Candidates& candidates, std::span<double> scores) {
   std::fill(scores.begin(), scores.end(), 0.0);
@@ -81,6 +100,13 @@ void PrefixCacheScorer::Score(const SchedulingRequest& request, CycleState& cycl
   if (keys.empty())
     return;
   const std::vector<CandidateMatch> matched = matcher_.Matches(keys, candidates);
+  if (!matcher_.options().precise &&
+      std::all_of(matched.begin(), matched.end(),
+                  [](const CandidateMatch& m) { return m.blocks == 0; })) {
+    for (size_t i = 0; i < candidates.size(); ++i)
+      scores[i] = PlacementTieBreak(keys.front(), candidates[i]->name);
+    return;
+  }
   const double w = options_.match_length_weight;
   const int64_t block_size = matcher_.options().block_size;
   for (size_t i = 0; i < candidates.size(); ++i) {

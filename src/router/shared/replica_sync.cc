@@ -145,24 +145,8 @@ bool ReplicaSync::ReadHistory() {
   const redisReply& entries = **reply;
   if (entries.elements > 0 && IsArray(entries.element[0]) && entries.element[0]->elements > 0)
     last_id_ = std::string(kvx::ReplyText(*entries.element[0]->element[0]));
-  for (size_t i = entries.elements; i-- > 0;) {
-    const redisReply* entry = entries.element[i];
-    if (!IsArray(entry) || entry->elements != 2 || !IsArray(entry->element[1]))
-      continue;
-    const redisReply& fields = *entry->element[1];
-    for (size_t f = 0; f + 1 < fields.elements; f += 2) {
-      if (kvx::ReplyText(*fields.element[f]) != kField)
-        continue;
-      absl::StatusOr<ReplicaUpdate> update =
-          DecodeReplicaUpdate(kvx::ReplyText(*fields.element[f + 1]));
-      if (update.ok()) {
-        Apply(*update, kvx::ReplyText(*entry->element[0]), /*history=*/true);
-      } else {
-        base::MutexLock lock(&mu_);
-        ++stats_.malformed;
-      }
-    }
-  }
+  for (size_t i = entries.elements; i-- > 0;)
+    ApplyEntry(entries.element[i], /*history=*/true);
   return true;
 }
 
@@ -238,28 +222,33 @@ bool ReplicaSync::Round() {
       read->element[0]->elements == 2 && IsArray(read->element[0]->element[1])) {
     const redisReply& entries = *read->element[0]->element[1];
     for (size_t i = 0; i < entries.elements; ++i) {
-      const redisReply* entry = entries.element[i];
-      if (!IsArray(entry) || entry->elements != 2 || !IsArray(entry->element[1]))
-        continue;
-      const std::string_view id = kvx::ReplyText(*entry->element[0]);
-      last_id_ = std::string(id);
-      const redisReply& fields = *entry->element[1];
-      for (size_t f = 0; f + 1 < fields.elements; f += 2) {
-        if (kvx::ReplyText(*fields.element[f]) != kField)
-          continue;
-        absl::StatusOr<ReplicaUpdate> other =
-            DecodeReplicaUpdate(kvx::ReplyText(*fields.element[f + 1]));
-        if (other.ok()) {
-          Apply(*other, id, /*history=*/false);
-        } else {
-          base::MutexLock lock(&mu_);
-          ++stats_.malformed;
-        }
-      }
+      if (std::optional<std::string_view> id = ApplyEntry(entries.element[i], false))
+        last_id_ = std::string(*id);
     }
   }
   PublishLoads(now);
   return true;
+}
+
+std::optional<std::string_view> ReplicaSync::ApplyEntry(const redisReply* entry, bool history) {
+  // [id, [field, value, ...]]
+  if (!IsArray(entry) || entry->elements != 2 || !IsArray(entry->element[1]))
+    return std::nullopt;
+  const std::string_view id = kvx::ReplyText(*entry->element[0]);
+  const redisReply& fields = *entry->element[1];
+  for (size_t f = 0; f + 1 < fields.elements; f += 2) {
+    if (kvx::ReplyText(*fields.element[f]) != kField)
+      continue;
+    absl::StatusOr<ReplicaUpdate> update =
+        DecodeReplicaUpdate(kvx::ReplyText(*fields.element[f + 1]));
+    if (update.ok()) {
+      Apply(*update, id, history);
+    } else {
+      base::MutexLock lock(&mu_);
+      ++stats_.malformed;
+    }
+  }
+  return id;
 }
 
 void ReplicaSync::Apply(const ReplicaUpdate& update, std::string_view entry_id, bool history) {

@@ -102,8 +102,8 @@ class ReplicaSync final : public SchedulingObserver {
   // Reads the stream's history (prefixes and sessions) and sets the read position.
   bool ReadHistory();
   ReplicaUpdate TakeUpdate();
-  // Applies the entries of an XREAD / XRANGE reply's entry list.
-  void ApplyEntries(const redisReply& entries, bool history);
+  // Applies one stream entry's updates; its id, or nullopt for a reply that is not an entry.
+  std::optional<std::string_view> ApplyEntry(const redisReply* entry, bool history);
   void Apply(const ReplicaUpdate& update, std::string_view entry_id, bool history);
   void PublishLoads(Clock::time_point now);
   void CountError(const absl::Status& status);
