@@ -139,6 +139,10 @@ absl::Status ReadExtProc(const YAML::Node& node, const std::string& where, Route
   if (mode != "open" && mode != "closed")
     return Bad(where, "failureMode must be open or closed");
   out->ext_proc_fail_open = mode == "open";
+  SY_ASSIGN_OR_RETURN(out->ext_proc_threads,
+                      base::YamlField<int>(node, "threads", out->ext_proc_threads));
+  if (out->ext_proc_threads < 1 || out->ext_proc_threads > 64)
+    return Bad(where, "threads must be in [1, 64]");
   return absl::OkStatus();
 }
 

@@ -39,8 +39,9 @@
 //   sessionTokenSecretEnv: SWITCHYARD_SESSION_SECRET
 //   extProc: {port: 9002,        # Envoy ext_proc (the Endpoint Picker Protocol) over gRPC
 //             healthPort: 9003,  # absent: off (router --ext-proc-port, --grpc-health-port)
-//             failureMode: closed}  # on an internal error: closed answers 503; open lets
+//             failureMode: closed,  # on an internal error: closed answers 503; open lets
 //                                # the request through without a destination
+//             threads: 1}        # the streams' threads (more pay only past a core of picks)
 //   sharedState:                 # router replicas that share state through Redis (the
 //     redis: 127.0.0.1:6379      # prefix index, sessions, quotas, in-flight load:
 //     key: switchyard:router     # shared/replica_sync.h); absent: each replica alone.
@@ -173,6 +174,7 @@ struct RouterConfig {
   int ext_proc_port = -1;
   int grpc_health_port = -1;
   bool ext_proc_fail_open = false;
+  int ext_proc_threads = 1;
   // `sharedState:` (replica_sync.h's options; the stream is "<key>:replicas").
   struct SharedState {
     std::string redis_host;

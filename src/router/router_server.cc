@@ -414,6 +414,7 @@ absl::Status RouterServerImpl::Init() {
     ext_proc_options.port = config_.ext_proc_port;
     ext_proc_options.health_port = config_.grpc_health_port;
     ext_proc_options.fail_open = config_.ext_proc_fail_open;
+    ext_proc_options.threads = config_.ext_proc_threads;
     SY_ASSIGN_OR_RETURN(ext_proc_, extproc::ExtProcServer::Start(ext_proc_options, this));
     SyncExtProcHealth();
   }

@@ -6,9 +6,11 @@ engine, the request body comes back byte-identical in chunks of at most 62,000 b
 response passes through, prefix-aware picks agree with the HTTP front's, a cancelled stream
 leaves no request in flight, no endpoint is a 429 (as llm-d's EPP), a body that is not JSON
 a 400, and the gRPC health service says SERVING."""
+import concurrent.futures
 import json
 import queue
 import re
+import signal
 import socket
 import time
 
@@ -76,6 +78,7 @@ class Stream:
 
     def cancel(self):
         self.responses.cancel()
+        self.outbox.put(None)  # ends grpcio's request-iterator thread, else left waiting
         if self.own_channel:
             self.channel.close()
 
@@ -230,6 +233,95 @@ def test_health_is_serving(fleet):
     for port in (health_port, ext_proc_port):
         for service in (b"", b"readiness", b"envoy.service.ext_proc.v3.ExternalProcessor"):
             assert health(port, service) == SERVING
+
+
+def test_concurrent_streams_on_several_threads():
+    engines = [EngineServer("--backend", "sim", "--sim-latency", "zero") for _ in range(2)]
+    for e in engines:
+        e.spawn()
+    for e in engines:
+        e.wait_ready()
+    router = Router(engines, extra="extProc: {port: 0, threads: 3}\n")
+    try:
+        port, _ = grpc_ports(router)
+        names = {f"127.0.0.1:{e.port}" for e in engines}
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            def picks(worker):
+                for i in range(20):
+                    s, first, chunks = pick(port, completion_body(f"worker {worker} asks {i}"),
+                                            pieces=2, channel=channel)
+                    assert destination(first)[0] in names
+                    assert chunks[-1].end_of_stream
+                    if i % 2:
+                        s.close()  # ends as Envoy ends one
+                    else:
+                        s.cancel()
+
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                list(pool.map(picks, range(8)))
+        deadline = time.monotonic() + 10
+        while any(e["active_requests"] for e in router.endpoints()):
+            assert time.monotonic() < deadline, router.endpoints()
+            time.sleep(0.05)
+    finally:
+        router.stop()
+        for e in engines:
+            e.stop()
+
+
+def _health_request(service):
+    """HealthCheckRequest{service}."""
+    return b"\x0a" + bytes([len(service)]) + service if service else b""
+
+
+def _raw(channel, method, streaming=False):
+    make = channel.unary_stream if streaming else channel.unary_unary
+    return make(method, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+
+
+def test_health_answers_unknown_services_and_methods(fleet):
+    router, _ = fleet
+    ext_proc_port, health_port = grpc_ports(router)
+    for port in (health_port, ext_proc_port):
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            with pytest.raises(grpc.RpcError) as e:
+                _raw(channel, "/grpc.health.v1.Health/Check")(_health_request(b"nope"), timeout=5)
+            assert e.value.code() == grpc.StatusCode.NOT_FOUND
+            # Watch: SERVICE_UNKNOWN (3) for a name it does not know, SERVING (1) for its own.
+            watch = _raw(channel, "/grpc.health.v1.Health/Watch", streaming=True)
+            unknown = watch(_health_request(b"nope"), timeout=5)
+            assert next(unknown) == b"\x08\x03"
+            unknown.cancel()
+            serving = watch(_health_request(b"liveness"), timeout=5)
+            assert next(serving) == b"\x08\x01"
+            serving.cancel()
+            with pytest.raises(grpc.RpcError) as e:
+                _raw(channel, "/grpc.health.v1.Health/List")(b"", timeout=5)
+            assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    # The health port serves nothing but health.
+    with grpc.insecure_channel(f"127.0.0.1:{health_port}") as channel:
+        with pytest.raises(grpc.RpcError) as e:
+            pick(health_port, completion_body("wrong port"), channel=channel)
+        assert e.value.code() == grpc.StatusCode.UNIMPLEMENTED
+
+
+def test_health_watch_sees_the_drain():
+    engine = EngineServer("--backend", "sim", "--sim-latency", "zero")
+    engine.spawn()
+    engine.wait_ready()
+    router = Router([engine], args=("--ext-proc-port", 0, "--grpc-health-port", 0))
+    try:
+        _, health_port = grpc_ports(router)
+        with grpc.insecure_channel(f"127.0.0.1:{health_port}") as channel:
+            watch = _raw(channel, "/grpc.health.v1.Health/Watch", streaming=True)(
+                _health_request(b"readiness"), timeout=30)
+            assert next(watch) == b"\x08\x01"
+            router.proc.send_signal(signal.SIGTERM)
+            assert next(watch) == b"\x08\x02"  # NOT_SERVING while it drains
+            watch.cancel()
+    finally:
+        router.stop()
+        engine.stop()
 
 
 class _DeadMember:

@@ -18,12 +18,16 @@
 // router: 500) is answered as `fail_open` says: closed, an immediate 503; open, the request
 // goes on unchanged without a destination (the gateway's own routing then decides).
 //
-// The gRPC health service (grpc.health.v1.Health: the empty service name, "liveness",
-// "readiness" and the ext_proc service's name) is on `health_port`, and on `port` too;
-// SERVING once SetServing(true).
+// The gRPC health service (grpc.health.v1.Health, Check and Watch: the empty service name,
+// "liveness", "readiness" and the ext_proc service's name) is on `health_port`, and on `port`
+// too; SERVING once SetServing(true). Other methods are UNIMPLEMENTED.
 //
-// Threads: gRPC's callback threads run the streams; a pick's answer may come on a flow
-// control thread. Start/Stop from one controlling thread; SetServing from any.
+// Threads: gRPC's asynchronous API, on threads of the server's own, each running one
+// completion queue (completion_queues.h): a stream's messages are read, picked and answered
+// on its queue's thread; a pick's answer may come on a flow control thread. Nothing runs on
+// gRPC's callback API, whose threads (two or more, each polling every socket of the process)
+// would hand each event over between threads. Start/Stop from one controlling thread;
+// SetServing from any.
 #pragma once
 
 #include <memory>
@@ -40,6 +44,10 @@ struct ExtProcServerOptions {
   int port = 9002;       // 0: a free one
   int health_port = -1;  // -1: none of its own
   bool fail_open = false;
+  // The streams' threads. gRPC's poller on Linux (epoll1) has every polling thread wait on
+  // the process's one epoll set, so a second thread mostly takes events for the first's
+  // streams and hands them over: more than 1 pays only past one core of picks.
+  int threads = 1;
   // The largest request body buffered for a pick; past it the answer is 413.
   size_t max_body_bytes = 64 << 20;
 };

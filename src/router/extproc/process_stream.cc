@@ -49,28 +49,64 @@ pb::ProcessingResponse BodyChunk(pb::ProcessingResponse::ResponseCase side, std:
 
 }  // namespace
 
-ProcessStream* ProcessStream::Open(PickBackend* backend, const ExtProcServerOptions* options) {
-  std::shared_ptr<ProcessStream> stream(new ProcessStream(backend, options));
-  stream->self_ = stream;
-  stream->StartRead(&stream->incoming_);
-  return stream.get();
+void ProcessStream::Await(Service* service, CompletionQueues* queues,
+                          grpc::ServerCompletionQueue* queue, PickBackend* backend,
+                          const ExtProcServerOptions* options) {
+  std::shared_ptr<ProcessStream> stream(
+      new ProcessStream(service, queues, queue, backend, options));
+  stream->context_.AsyncNotifyWhenDone(stream->done_op_.Start());
+  const bool requested = queues->Submit([&] {
+    service->RequestProcess(&stream->context_, &stream->stream_, queue, queue,
+                            stream->call_op_.Start());
+  });
+  if (!requested)
+    stream->done_op_.Abandon();
 }
 
-ProcessStream::ProcessStream(PickBackend* backend, const ExtProcServerOptions* options)
-    : backend_(backend), options_(options) {}
+ProcessStream::ProcessStream(Service* service, CompletionQueues* queues,
+                             grpc::ServerCompletionQueue* queue, PickBackend* backend,
+                             const ExtProcServerOptions* options)
+    : service_(service), queues_(queues), queue_(queue), backend_(backend), options_(options) {}
+
+void ProcessStream::OnCall(bool ok) {
+  if (!ok) {  // the server is shutting down: no call came, and no end-of-call notice comes
+    done_op_.Abandon();
+    return;
+  }
+  Await(service_, queues_, queue_, backend_, options_);
+  StartRead();
+}
+
+void ProcessStream::StartRead() {
+  queues_->Submit([&] { stream_.Read(&incoming_, read_op_.Start()); });
+}
+
+void ProcessStream::StartWrite(const Response* response) {
+  queues_->Submit([&] { stream_.Write(*response, write_op_.Start()); });
+}
+
+void ProcessStream::Finish(const grpc::Status& status) {
+  queues_->Submit([&] { stream_.Finish(status, finish_op_.Start()); });
+}
+
+void ProcessStream::OnFinishDone(bool) {}
+
+void ProcessStream::OnCallDone(bool) {
+  if (context_.IsCancelled())
+    OnCancel();
+}
 
 void ProcessStream::OnReadDone(bool ok) {
-  const std::shared_ptr<ProcessStream> keep = shared_from_this();
   grpc::Status error;
   if (ok && Handle(incoming_, &error)) {
-    // gRPC counts this reaction as outstanding until it returns, so OnDone cannot come
-    // between the check and the read.
+    // A Finish that comes after the check (a pick's answer on another thread) ends this
+    // read with nothing.
     {
       base::MutexLock lock(&mu_);
       if (finished_)
         return;
     }
-    StartRead(&incoming_);
+    StartRead();
     return;
   }
   Actions actions;
@@ -320,7 +356,6 @@ void ProcessStream::Run(Actions actions) {
 }
 
 void ProcessStream::OnWriteDone(bool ok) {
-  const std::shared_ptr<ProcessStream> keep = shared_from_this();
   Actions actions;
   {
     base::MutexLock lock(&mu_);
@@ -337,7 +372,6 @@ void ProcessStream::OnWriteDone(bool ok) {
 }
 
 void ProcessStream::OnCancel() {
-  const std::shared_ptr<ProcessStream> keep = shared_from_this();
   Actions actions;
   {
     base::MutexLock lock(&mu_);
@@ -355,16 +389,6 @@ void ProcessStream::OnCancel() {
     }
   }
   Run(std::move(actions));
-}
-
-void ProcessStream::OnDone() {
-  std::unique_ptr<PickedRequest> released;
-  {
-    base::MutexLock lock(&mu_);
-    released = std::move(picked_);
-  }
-  released.reset();
-  self_.reset();  // a pick's answer still under way holds the stream until it comes
 }
 
 }  // namespace switchyard::router::extproc

@@ -3,11 +3,12 @@
 // the pick (or the router's own answer), then passes the response through while its
 // PickedRequest observes it.
 //
-// Threads: gRPC's reactions run on its callback threads, one read and one write outstanding
-// at a time; the pick's answer may come on any thread. A mutex guards the state they share;
-// gRPC's Start*/Finish run outside it (a reaction may run inline in them). The stream owns
-// itself: it lives while gRPC holds it (until OnDone) and while a pick's answer may still
-// come.
+// Threads: it runs on gRPC's asynchronous API. Each stream belongs to one completion queue,
+// whose one thread runs its completions (CompletionTag::Complete), one read and one write
+// outstanding at a time; the pick's answer may come on any thread. A mutex guards the state
+// they share; gRPC's Read/Write/Finish are started outside it. The stream lives while any of
+// its operations is outstanding in gRPC (CallOperation) and while a pick's answer may still
+// come; its end releases its request.
 #pragma once
 
 #include <deque>
@@ -16,32 +17,31 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
-#include "grpcpp/support/server_callback.h"
+#include "grpcpp/completion_queue.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/async_stream.h"
 
 #include "base/mutex.h"
 #include "envoy/service/ext_proc/v3/external_processor.grpc.pb.h"
 #include "net/http_message.h"
+#include "router/extproc/completion_queues.h"
+#include "router/extproc/completion_tag.h"
 #include "router/extproc/ext_proc_server.h"
 #include "router/extproc/pick_backend.h"
 
 namespace switchyard::router::extproc {
 
-class ProcessStream final
-    : public grpc::ServerBidiReactor<envoy::service::ext_proc::v3::ProcessingRequest,
-                                     envoy::service::ext_proc::v3::ProcessingResponse>,
-      public std::enable_shared_from_this<ProcessStream> {
+class ProcessStream final : public std::enable_shared_from_this<ProcessStream> {
  public:
   using Request = envoy::service::ext_proc::v3::ProcessingRequest;
   using Response = envoy::service::ext_proc::v3::ProcessingResponse;
+  using Service = envoy::service::ext_proc::v3::ExternalProcessor::AsyncService;
 
-  // A new stream, reading; gRPC holds the pointer until OnDone. `backend` and `options`
-  // outlive it.
-  static ProcessStream* Open(PickBackend* backend, const ExtProcServerOptions* options);
-
-  void OnReadDone(bool ok) override;
-  void OnWriteDone(bool ok) override;
-  void OnCancel() override;
-  void OnDone() override;
+  // Asks `service` for the next Process call on `queue` (one of `queues`); when one comes,
+  // its stream reads and asks again, so one call is always awaited per queue (until the
+  // server shuts down). `service`, `queues`, `backend` and `options` outlive the streams.
+  static void Await(Service* service, CompletionQueues* queues, grpc::ServerCompletionQueue* queue,
+                    PickBackend* backend, const ExtProcServerOptions* options);
 
  private:
   // Where the request stands.
@@ -62,7 +62,20 @@ class ProcessStream final
     std::function<void()> cancel_pick;
   };
 
-  ProcessStream(PickBackend* backend, const ExtProcServerOptions* options);
+  ProcessStream(Service* service, CompletionQueues* queues, grpc::ServerCompletionQueue* queue,
+                PickBackend* backend, const ExtProcServerOptions* options);
+  // Completions of the call's arrival, a read, a write, the Finish, and the call's end
+  // (ServerContext::AsyncNotifyWhenDone: finished or cancelled).
+  void OnCall(bool ok);
+  void OnReadDone(bool ok);
+  void OnWriteDone(bool ok);
+  void OnFinishDone(bool ok);
+  void OnCallDone(bool ok);
+  // The client cancelled (or the server is shutting down): the request is over.
+  void OnCancel();
+  void StartRead();
+  void StartWrite(const Response* response);
+  void Finish(const grpc::Status& status);
   // Takes one message; returns false when the stream must end with `*error`.
   bool Handle(Request& message, grpc::Status* error);
   // The request is whole: the backend has it.
@@ -80,10 +93,18 @@ class ProcessStream final
   void Next(Actions* actions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Run(Actions actions);
 
+  Service* const service_;
+  CompletionQueues* const queues_;
+  grpc::ServerCompletionQueue* const queue_;
   PickBackend* const backend_;
   const ExtProcServerOptions* const options_;
-  // Kept until OnDone: gRPC's hold on the stream.
-  std::shared_ptr<ProcessStream> self_;
+  grpc::ServerContext context_;
+  grpc::ServerAsyncReaderWriter<Response, Request> stream_{&context_};
+  CallOperation<ProcessStream> call_op_{this, &ProcessStream::OnCall};
+  CallOperation<ProcessStream> read_op_{this, &ProcessStream::OnReadDone};
+  CallOperation<ProcessStream> write_op_{this, &ProcessStream::OnWriteDone};
+  CallOperation<ProcessStream> finish_op_{this, &ProcessStream::OnFinishDone};
+  CallOperation<ProcessStream> done_op_{this, &ProcessStream::OnCallDone};
   // Read side only (one read at a time).
   Request incoming_;
   net::HttpRequest request_;

@@ -65,13 +65,17 @@ TEST(RouterConfigTest, ExtProcSection) {
   EXPECT_EQ(off->ext_proc_port, -1);
   EXPECT_EQ(off->grpc_health_port, -1);
   EXPECT_FALSE(off->ext_proc_fail_open);
-  auto on = ParseRouterConfig(
-      std::string(kBase) + "extProc: {port: 9002, healthPort: 9003, failureMode: open}\n", "r",
-      ".");
+  EXPECT_EQ(off->ext_proc_threads, 1);
+  auto on = ParseRouterConfig(std::string(kBase) +
+                                  "extProc: {port: 9002, healthPort: 9003, failureMode: open, "
+                                  "threads: 4}\n",
+                              "r", ".");
   ASSERT_TRUE(on.ok()) << on.status();
   EXPECT_EQ(on->ext_proc_port, 9002);
   EXPECT_EQ(on->grpc_health_port, 9003);
   EXPECT_TRUE(on->ext_proc_fail_open);
+  EXPECT_EQ(on->ext_proc_threads, 4);
+  EXPECT_FALSE(ParseRouterConfig(std::string(kBase) + "extProc: {threads: 0}\n", "r", ".").ok());
   EXPECT_FALSE(
       ParseRouterConfig(std::string(kBase) + "extProc: {failureMode: maybe}\n", "r", ".").ok());
   EXPECT_FALSE(ParseRouterConfig(std::string(kBase) + "extProc: {port: 70000}\n", "r", ".").ok());
