@@ -14,8 +14,11 @@ namespace {
 void Drain(grpc::ServerCompletionQueue* queue) {
   void* tag = nullptr;
   bool ok = false;
-  while (queue->Next(&tag, &ok))
-    static_cast<CompletionTag*>(tag)->Complete(ok);
+  while (queue->Next(&tag, &ok)) {
+    auto* completion = static_cast<CompletionTag*>(tag);
+    completion->Received();
+    completion->Complete(ok);
+  }
 }
 
 }  // namespace

@@ -56,7 +56,7 @@ TEST_F(CompletionQueuesTest, EachQueueHasAThreadThatCompletesItsTags) {
     auto done = tag.done();
     grpc::Alarm alarm;
     ASSERT_TRUE(queues_->Submit(
-        [&] { alarm.Set(queues_->queue(i), std::chrono::system_clock::now(), &tag); }));
+        [&] { alarm.Set(queues_->queue(i), std::chrono::system_clock::now(), tag.Handed()); }));
     ASSERT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
     const auto [ok, thread] = done.get();
     EXPECT_TRUE(ok);
@@ -79,7 +79,7 @@ TEST_F(CompletionQueuesTest, QueuesNeverStartedAreDrainedByShutdown) {
   auto done = tag.done();
   grpc::Alarm alarm;
   ASSERT_TRUE(queues_->Submit(
-      [&] { alarm.Set(queues_->queue(0), std::chrono::system_clock::now(), &tag); }));
+      [&] { alarm.Set(queues_->queue(0), std::chrono::system_clock::now(), tag.Handed()); }));
   server_->Shutdown();
   queues_->Shutdown();
   ASSERT_EQ(done.wait_for(std::chrono::seconds(0)), std::future_status::ready);
