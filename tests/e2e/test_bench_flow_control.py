@@ -43,7 +43,9 @@ def test_flow_control_bench_smoke(switchyard, tmp_path):
     [gate] = result["gate"]["runs"]
     window = gate["20"]
     assert all(window[x]["ok"] == window[x]["requests"] > 0 for x in ("on", "off"))
-    assert window["on"]["pump_thread_ms_per_s"] > 0 == window["off"]["pump_thread_ms_per_s"]
+    # Only the router with flow control has a pump thread, and with nothing queued it sleeps.
+    assert window["on"]["pump_thread_ms_per_s"] < 1
+    assert window["off"]["pump_thread_ms_per_s"] == 0
     # Every request went through flow control's queue, and none waited there.
     assert window["on"]["queue"]["count"] == window["on"]["requests"]
     assert window["on"]["queue"]["p99_ms"] < 1
