@@ -318,6 +318,7 @@ absl::Status RouterServerImpl::Init() {
                                         double seconds) {
       flow_metrics_.QueueTime(flow_id, priority, "dispatched", seconds);
     };
+    flow_options.on_waiting = [this] { WakePump(); };
     flow_ = std::make_unique<flow::FlowController>(fc, gate_.get(), std::move(flow_options));
     pump_ = std::thread([this] { PumpFlows(); });
   }
@@ -721,10 +722,7 @@ std::optional<flow::FlowController::Handle> RouterServerImpl::Dispatch(
                   "The fleet is saturated and the request was shed ({}); retry later.", name)),
         tenant_id, std::string(name), std::chrono::seconds(internal::kRetryAfterSeconds)});
   };
-  const flow::FlowController::Handle handle = flow_->Enqueue(std::move(item), Clock::now());
-  if (flow_->queued() > 0)
-    WakePump();
-  return handle;
+  return flow_->Enqueue(std::move(item), Clock::now());
 }
 
 extproc::DirectAnswer RouterServerImpl::Answer(const Refusal& refusal, std::string request_id,
@@ -752,10 +750,9 @@ void RouterServerImpl::Refuse(net::HttpResponder& responder, const Refusal& refu
 void RouterServerImpl::PumpFlows() {
   base::SetCurrentThreadName("sy-flow-pump");
   while (true) {
-    flow_->Pump(Clock::now());
-    // Read before the lock: an Enqueue after this read sets pump_wanted_ (under it) once its
-    // request is queued, so the wait below cannot miss it.
-    const bool idle = flow_->queued() == 0;
+    // An Enqueue whose request waits after this Pump sets pump_wanted_ (under pump_mu_),
+    // so the wait below cannot miss it.
+    const bool idle = !flow_->Pump(Clock::now());
     base::MutexLock lock(&pump_mu_);
     const auto woken = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(pump_mu_) {
       return stopping_ || pump_wanted_;

@@ -199,6 +199,17 @@ IDLE_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting",
                "vllm:kv_cache_usage_perc")
 
 
+def start_engines(count, *flags, **kwargs):
+    """`count` EngineServers of `flags` (and EngineServer's keyword arguments), spawned
+    together, then each waited for: started, in order."""
+    engines = [EngineServer(*flags, **kwargs) for _ in range(count)]
+    for e in engines:
+        e.spawn()
+    for e in engines:
+        e.wait_ready()
+    return engines
+
+
 def sample(url, name, **labels):
     """The sum of the samples of `name` at url/metrics whose labels include `labels`; fails
     when there is none."""

@@ -21,7 +21,7 @@ from envoy.config.core.v3 import base_pb2
 from envoy.service.ext_proc.v3 import external_processor_pb2 as ep
 from envoy.service.ext_proc.v3 import external_processor_pb2_grpc as ep_grpc
 
-from engine_server import MODEL_NAME, EngineServer
+from engine_server import MODEL_NAME, EngineServer, start_engines
 from router_server import Router
 
 _PORTS = re.compile(r"ext_proc on \S+:(\d+), gRPC health on \S+:(\d+)")
@@ -123,11 +123,7 @@ def wait_in_flight(router, name, want, timeout=10):
 
 @pytest.fixture(scope="module")
 def fleet():
-    engines = [EngineServer("--backend", "sim", "--sim-latency", "zero") for _ in range(3)]
-    for e in engines:
-        e.spawn()
-    for e in engines:
-        e.wait_ready()
+    engines = start_engines(3, "--backend", "sim", "--sim-latency", "zero")
     router = Router(engines, args=("--ext-proc-port", 0, "--grpc-health-port", 0))
     yield router, engines
     router.stop()
@@ -236,11 +232,7 @@ def test_health_is_serving(fleet):
 
 
 def test_concurrent_streams_on_several_threads():
-    engines = [EngineServer("--backend", "sim", "--sim-latency", "zero") for _ in range(2)]
-    for e in engines:
-        e.spawn()
-    for e in engines:
-        e.wait_ready()
+    engines = start_engines(2, "--backend", "sim", "--sim-latency", "zero")
     router = Router(engines, extra="extProc: {port: 0, threads: 3}\n")
     try:
         port, _ = grpc_ports(router)

@@ -17,7 +17,7 @@ import pytest
 import requests
 
 from conftest import wait_until
-from engine_server import MODEL_NAME, EngineServer
+from engine_server import MODEL_NAME, start_engines
 from peer_servers import free_port
 from redis_server import RedisServer
 from router_server import Router, metric_sum
@@ -110,13 +110,8 @@ async def stream(http, url, i, outcomes):
 
 
 def test_killing_a_replica_fails_only_its_streams_and_the_other_keeps_state(switchyard):
-    engines = [EngineServer("--backend", "sim", "--sim-latency",
-                            "zero,decode_ms_per_seq=5", "--max-num-seqs", "64")
-               for _ in range(4)]
-    for e in engines:
-        e.spawn()
-    for e in engines:
-        e.wait_ready()
+    engines = start_engines(4, "--backend", "sim", "--sim-latency", "zero,decode_ms_per_seq=5",
+                            "--max-num-seqs", "64")
     redis = RedisServer()
     routers = [Router(engines, scheduling=SCHEDULING, extra=shared_state(redis, name))
                for name in ("replica-a", "replica-b")]

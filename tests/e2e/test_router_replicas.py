@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from conftest import wait_until
-from engine_server import MODEL_NAME, EngineServer
+from engine_server import MODEL_NAME, EngineServer, start_engines
 from redis_server import RedisServer
 from router_server import Router, metric_sum
 
@@ -78,11 +78,7 @@ def synced(*routers):
 
 @pytest.fixture
 def engines(switchyard):
-    es = [EngineServer("--backend", "sim", "--sim-latency", "zero") for _ in range(4)]
-    for e in es:
-        e.spawn()
-    for e in es:
-        e.wait_ready()
+    es = start_engines(4, "--backend", "sim", "--sim-latency", "zero")
     yield es
     for e in es:
         e.stop()

@@ -16,7 +16,7 @@ import pytest
 import requests
 
 from conftest import wait_until
-from engine_server import MODEL_NAME, EngineServer
+from engine_server import MODEL_NAME, EngineServer, start_engines
 from router_server import Router, metric_sum
 
 KEY_A = "sk-team-a-5d1f0c"
@@ -324,12 +324,8 @@ def test_queued_requests_survive_an_engine_killed_under_them(switchyard):
     """Two engines behind flow control (one request each at a time); an engine is killed
     (SIGKILL) while requests run on it and more wait in the router: every request is
     answered once, by the engine left, and flow control ends empty."""
-    engines = [EngineServer("--backend", "sim", "--sim-latency", "zero,decode_ms_per_seq=100")
-               for _ in range(2)]
-    for e in engines:
-        e.spawn()
-    for e in engines:
-        e.wait_ready()
+    engines = start_engines(2, "--backend", "sim", "--sim-latency",
+                            "zero,decode_ms_per_seq=100")
     router = Router(engines, extra=tenants(), scheduling=flow_control())
     try:
         futures = [in_background(complete, router, KEY_A, max_tokens=4) for _ in range(6)]

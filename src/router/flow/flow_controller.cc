@@ -55,7 +55,8 @@ FlowController::Handle FlowController::Enqueue(FlowItem item, Clock::time_point 
     reject(*refused);
     return handle;
   }
-  Pump(now);
+  if (Pump(now) && options_.on_waiting)
+    options_.on_waiting();
   return handle;
 }
 
@@ -87,12 +88,12 @@ void FlowController::Finished(std::string_view flow_id, int32_t priority, Clock:
   Pump(now);
 }
 
-void FlowController::Pump(Clock::time_point now) {
+bool FlowController::Pump(Clock::time_point now) {
   std::vector<Owned> expired;
   {
     base::MutexLock lock(&mu_);
     if (pumping_)
-      return;
+      return true;
     pumping_ = true;
     ObserveRegimeLocked(now);
     ExpireLocked(now, &expired);
@@ -105,13 +106,14 @@ void FlowController::Pump(Clock::time_point now) {
       item = TakeNextLocked(now);
       if (item == nullptr) {
         pumping_ = false;
-        return;
+        return !queued_items_.empty();
       }
     }
     Dispatch(*item, now);
   }
   base::MutexLock lock(&mu_);
   pumping_ = false;
+  return !queued_items_.empty();
 }
 
 void FlowController::Shutdown() {
@@ -123,11 +125,6 @@ void FlowController::Shutdown() {
     rejected_total_[static_cast<size_t>(DropReason::kShuttingDown)] += items.size();
   }
   Reject(items, DropReason::kShuttingDown);
-}
-
-int64_t FlowController::queued() const {
-  base::MutexLock lock(&mu_);
-  return static_cast<int64_t>(queued_items_.size());
 }
 
 FlowControlSnapshot FlowController::Snapshot(Clock::time_point now) const {

@@ -46,6 +46,10 @@ struct FlowControllerOptions {
   // thread and likewise with no lock held. Optional.
   std::function<void(std::string_view flow_id, int32_t priority, double queue_seconds)>
       on_dispatched = nullptr;
+  // Enqueue's request (or an older one) still waits once Enqueue has pumped: whoever pumps
+  // on a timer should tick (the router's pump sleeps while nothing waits). Runs on
+  // Enqueue's thread with no lock held. Optional.
+  std::function<void()> on_waiting = nullptr;
 };
 
 // A view of the controller for /debug/flows and the router's metrics.
@@ -102,15 +106,14 @@ class FlowController {
   // (a no-op when it has none in flight at that priority). Then pumps.
   void Finished(std::string_view flow_id, int32_t priority, Clock::time_point now);
   // Rejects the requests whose TTL budget ran out (rejected-ttl-expired), then dispatches
-  // while it may, at most max_dispatches_per_pump.
-  void Pump(Clock::time_point now);
+  // while it may, at most max_dispatches_per_pump. Returns whether requests still wait
+  // (true, too, when another thread was pumping: it may leave some).
+  bool Pump(Clock::time_point now);
   // Rejects everything queued, and every later Enqueue, with rejected-shutting-down. Requests
   // in flight stay counted until Finished.
   void Shutdown();
 
   FlowControlSnapshot Snapshot(Clock::time_point now) const;
-  // How many requests wait now (cheaper than Snapshot: the pump's idle check).
-  int64_t queued() const;
 
  private:
   // A flow's state across the bands.

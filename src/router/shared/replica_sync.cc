@@ -4,6 +4,7 @@
 #include <charconv>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "fmt/format.h"
 #include <hiredis/hiredis.h>
 
@@ -255,11 +256,12 @@ void ReplicaSync::Apply(const ReplicaUpdate& update, std::string_view entry_id, 
   if (update.replica_id == options_.replica_id)
     return;
   // Only this replica's endpoints: a replica with another config must not grow the index.
-  const std::shared_ptr<const std::vector<Endpoint>> endpoints = table_->Snapshot(Clock::now());
-  const auto known = [&endpoints](const std::string& name) {
-    return std::any_of(endpoints->begin(), endpoints->end(),
-                       [&name](const Endpoint& e) { return e.name == name; });
-  };
+  absl::flat_hash_set<std::string> endpoints;
+  if (!update.prefixes.empty() || !update.sessions.empty()) {
+    for (const Endpoint& e : *table_->Snapshot(Clock::now()))
+      endpoints.insert(e.name);
+  }
+  const auto known = [&endpoints](const std::string& name) { return endpoints.contains(name); };
   for (const PrefixObservation& p : update.prefixes) {
     if (known(p.endpoint))
       plugins_->LearnPrefix(p.endpoint, p.keys);

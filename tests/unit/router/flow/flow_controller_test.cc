@@ -37,6 +37,26 @@ TEST(FlowControllerTest, BandsGoInStrictPriorityOrder) {
   EXPECT_THAT(out.Take(), ElementsAre("high1", "high2", "mid", "low", "shed"));
 }
 
+TEST(FlowControllerTest, PumpAndOnWaitingSayWhetherRequestsStillWait) {
+  TestGate gate;
+  Outcomes out;
+  int waiting_calls = 0;
+  FlowControllerOptions options;
+  options.on_waiting = [&waiting_calls] { ++waiting_calls; };
+  FlowController fc(FlowControlConfig{}, &gate, options);
+  // Dispatched at once: nothing waits, nobody is told.
+  fc.Enqueue(out.Item("now", "t", 0), kT0);
+  EXPECT_EQ(waiting_calls, 0);
+  EXPECT_FALSE(fc.Pump(kT0));
+  gate.RefuseAll();
+  fc.Enqueue(out.Item("later", "t", 0), kT0);
+  EXPECT_EQ(waiting_calls, 1);
+  EXPECT_TRUE(fc.Pump(kT0));
+  gate.AllowAll();
+  EXPECT_FALSE(fc.Pump(kT0));
+  EXPECT_THAT(out.Take(), ElementsAre("now", "later"));
+}
+
 TEST(FlowControllerTest, ARefusedBandHoldsBackEveryBandBelowIt) {
   TestGate gate;
   gate.refused = {10};

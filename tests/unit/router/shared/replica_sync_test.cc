@@ -4,6 +4,7 @@
 // killed a replica fails open and counts it, and shares again once Redis is back.
 #include "router/shared/replica_sync.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -80,43 +81,46 @@ struct Replica {
 
   // The profile's pick for `request` (its OnPicked hooks run, as the router's do).
   std::string Pick(const SchedulingRequest& request) {
-    std::shared_ptr<const std::vector<Endpoint>> snapshot =
-        table.Snapshot(std::chrono::steady_clock::now());
-    Candidates candidates;
-    for (const Endpoint& e : *snapshot)
-      candidates.push_back(&e);
+    const auto snapshot = Snapshot();
     CycleState cycle;
-    const SchedulingProfile* profile = plugins->profile("default");
-    ProfileResult result = profile->Run(request, cycle, candidates, rng);
-    profile->NotifyPicked(request, cycle, *result.picked[0]);
+    ProfileResult result = Run(request, *snapshot, cycle);
+    plugins->profile("default")->NotifyPicked(request, cycle, *result.picked[0]);
     return result.picked[0]->name;
   }
   // The endpoint the profile scores highest now, without teaching anything.
   std::string Best(const SchedulingRequest& request) {
-    std::shared_ptr<const std::vector<Endpoint>> snapshot =
-        table.Snapshot(std::chrono::steady_clock::now());
-    Candidates candidates;
-    for (const Endpoint& e : *snapshot)
-      candidates.push_back(&e);
+    const auto snapshot = Snapshot();
     CycleState cycle;
-    ProfileResult result = plugins->profile("default")->Run(request, cycle, candidates, rng);
+    ProfileResult result = Run(request, *snapshot, cycle);
     return result.totals[0] > result.totals[1]   ? "e0"
            : result.totals[1] > result.totals[0] ? "e1"
                                                  : "tie";
   }
   int64_t ElsewhereRequests(const std::string& endpoint) {
-    for (const Endpoint& e : *table.Snapshot(std::chrono::steady_clock::now())) {
-      if (e.name == endpoint)
-        return e.active_requests() - e.own_active_requests();
-    }
-    return -1;
+    const auto snapshot = Snapshot();
+    const Endpoint& e = Find(*snapshot, endpoint);
+    return e.active_requests() - e.own_active_requests();
   }
   std::shared_ptr<EndpointLoad> Load(const std::string& endpoint) {
-    for (const Endpoint& e : *table.Snapshot(std::chrono::steady_clock::now())) {
-      if (e.name == endpoint)
-        return e.load;
-    }
-    return nullptr;
+    const auto snapshot = Snapshot();
+    return Find(*snapshot, endpoint).load;
+  }
+
+  std::shared_ptr<const std::vector<Endpoint>> Snapshot() const {
+    return table.Snapshot(std::chrono::steady_clock::now());
+  }
+  ProfileResult Run(const SchedulingRequest& request, const std::vector<Endpoint>& endpoints,
+                    CycleState& cycle) {
+    Candidates candidates;
+    for (const Endpoint& e : endpoints)
+      candidates.push_back(&e);
+    return plugins->profile("default")->Run(request, cycle, candidates, rng);
+  }
+  static const Endpoint& Find(const std::vector<Endpoint>& endpoints, const std::string& name) {
+    const auto it = std::find_if(endpoints.begin(), endpoints.end(),
+                                 [&name](const Endpoint& e) { return e.name == name; });
+    EXPECT_NE(it, endpoints.end()) << name;
+    return *it;
   }
 
   std::unique_ptr<PluginSet> plugins;
