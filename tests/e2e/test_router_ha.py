@@ -28,12 +28,13 @@ STREAMS = 200
 
 class Haproxy:
     """haproxy in HTTP mode over the routers, round robin, checking each one's /health every
-    200 ms; it names the replica that answered in x-router."""
+    200 ms (down after two failed checks: one slow answer from a loaded 2-core machine is
+    not a dead replica); it names the replica that answered in x-router."""
 
     def __init__(self, routers):
         self.port = free_port()
         servers = "\n".join(
-            f"    server r{i} 127.0.0.1:{r.url.rsplit(':', 1)[1]} check inter 200 fall 1 rise 2"
+            f"    server r{i} 127.0.0.1:{r.url.rsplit(':', 1)[1]} check inter 200 fall 2 rise 2"
             for i, r in enumerate(routers))
         self.config = tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False)
         self.config.write(f"""global
@@ -43,6 +44,7 @@ defaults
     timeout connect 2s
     timeout client 60s
     timeout server 60s
+    timeout check 1s
     retries 2
     option redispatch
     retry-on conn-failure empty-response
@@ -160,7 +162,7 @@ def test_killing_a_replica_fails_only_its_streams_and_the_other_keeps_state(swit
         # before its response head has no x-router: haproxy's own 502, or a reset.)
         assert all(o in ok for o in outcomes.values() if o["router"] == "r1")
         assert all(o["router"] in ("r0", None) for o in failed), failed[:3]
-        assert 0 < len(failed) <= in_flight_on_a
+        assert 0 < len(failed) <= in_flight_on_a, [o.get("error", o.get("status")) for o in failed]
         # None served twice: each completed stream is one completion id of its own.
         ids = [next(iter(o["ids"])) for o in ok]
         assert all(len(o["ids"]) == 1 for o in ok) and len(set(ids)) == len(ids)

@@ -161,7 +161,9 @@ ReplicaUpdate ReplicaSync::TakeUpdate() {
   }
   if (limiter_ != nullptr)
     update.charges = limiter_->TakeCharges();
-  for (const Endpoint& e : *table_->Snapshot(Clock::now())) {
+  // The snapshot is held by name: a range-for over `*Snapshot()` would free it mid-loop.
+  const std::shared_ptr<const std::vector<Endpoint>> endpoints = table_->Snapshot(Clock::now());
+  for (const Endpoint& e : *endpoints) {
     if (e.load == nullptr)
       continue;
     EndpointLoadShare share{e.name, e.load->active_requests.load(std::memory_order_relaxed),
@@ -258,7 +260,8 @@ void ReplicaSync::Apply(const ReplicaUpdate& update, std::string_view entry_id, 
   // Only this replica's endpoints: a replica with another config must not grow the index.
   absl::flat_hash_set<std::string> endpoints;
   if (!update.prefixes.empty() || !update.sessions.empty()) {
-    for (const Endpoint& e : *table_->Snapshot(Clock::now()))
+    const std::shared_ptr<const std::vector<Endpoint>> table = table_->Snapshot(Clock::now());
+    for (const Endpoint& e : *table)
       endpoints.insert(e.name);
   }
   const auto known = [&endpoints](const std::string& name) { return endpoints.contains(name); };
@@ -310,7 +313,8 @@ void ReplicaSync::PublishLoads(Clock::time_point now) {
     }
     ++it;
   }
-  for (const Endpoint& e : *table_->Snapshot(now)) {
+  const std::shared_ptr<const std::vector<Endpoint>> endpoints = table_->Snapshot(now);
+  for (const Endpoint& e : *endpoints) {
     if (e.load == nullptr)
       continue;
     const auto it = sums.find(e.name);
