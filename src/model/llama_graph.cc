@@ -144,4 +144,17 @@ absl::Status Head(runtime::Backend* backend, const LlamaWeights& w, const StepVi
   return backend->SoftCap(logits, static_cast<float>(*w.config.final_logit_softcapping), logits);
 }
 
+absl::Status Step(runtime::Backend* backend, const LlamaWeights& w, const StepRopes& ropes,
+                  const KvCacheStorage& kv, const StepViews& step, Activations* a) {
+  SY_RETURN_IF_ERROR(Embed(backend, w, step, a));
+  for (int64_t layer = 0; layer < w.config.num_hidden_layers; ++layer) {
+    const bool local = ropes.local != nullptr && LayerWindow(w.config, layer) > 0;
+    SY_RETURN_IF_ERROR(DecoderLayer(backend, w, layer, local ? *ropes.local : *ropes.global,
+                                    kv.k_pool(layer), kv.v_pool(layer), step, a));
+  }
+  if (step.r == 0)
+    return absl::OkStatus();
+  return Head(backend, w, step, a);
+}
+
 }  // namespace switchyard::model

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 
+#include "model/kv_cache_storage.h"
 #include "model/moe_ffn.h"
 #include "model/weights.h"
 #include "runtime/backend.h"
@@ -36,6 +37,13 @@ struct Activations {
   runtime::Tensor last;                 // F32 [R, d] hidden rows that want logits
   runtime::Tensor logits;               // F32 [R, vocab]
   std::unique_ptr<MoeActivations> moe;  // MoE models only
+};
+
+// The rotary tables a step uses: `global` for every layer, `local` (may be null) for the
+// sliding-window layers when their parameters differ (Gemma 3).
+struct StepRopes {
+  const runtime::RopeTable* global = nullptr;
+  const runtime::RopeTable* local = nullptr;
 };
 
 // One step's inputs, already on the device, cut to n tokens and r logit rows.
@@ -65,5 +73,12 @@ absl::Status DecoderLayer(runtime::Backend* backend, const LlamaWeights& w, int6
 // logit soft-capping: a->logits.
 absl::Status Head(runtime::Backend* backend, const LlamaWeights& w, const StepViews& step,
                   Activations* a);
+
+// The whole step, in order: Embed, every DecoderLayer, then Head when the step wants logit
+// rows. Its inputs (a->tokens, positions, slots, rows) are already on the device; the
+// logits are left in a->logits. Eager mode runs it on a compute backend; compile/ runs it
+// on a recording one.
+absl::Status Step(runtime::Backend* backend, const LlamaWeights& w, const StepRopes& ropes,
+                  const KvCacheStorage& kv, const StepViews& step, Activations* a);
 
 }  // namespace switchyard::model

@@ -102,15 +102,9 @@ absl::Status LlamaModel::Forward(const ForwardBatch& batch, const KvCacheStorage
     SY_RETURN_IF_ERROR(backend_->CopyToDevice(batch.logit_rows.data(), a->rows.Slice(0, r)));
 
   const StepViews step{n, r, batch.sequences};
-  SY_RETURN_IF_ERROR(Embed(backend_, *weights_, step, a));
-  for (int64_t layer = 0; layer < config().num_hidden_layers; ++layer) {
-    const bool local = local_rope_ != nullptr && LayerWindow(config(), layer) > 0;
-    SY_RETURN_IF_ERROR(DecoderLayer(backend_, *weights_, layer, local ? *local_rope_ : *rope_,
-                                    kv.k_pool(layer), kv.v_pool(layer), step, a));
-  }
+  SY_RETURN_IF_ERROR(Step(backend_, *weights_, {rope_.get(), local_rope_.get()}, kv, step, a));
   if (r == 0)
     return backend_->Synchronize();
-  SY_RETURN_IF_ERROR(Head(backend_, *weights_, step, a));
   return backend_->CopyToHost(a->logits.Slice(0, r), logits.data());
 }
 
