@@ -2,54 +2,19 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
 #include "compile/graph_recorder.h"
+#include "compile/llama_weight_names.h"
 #include "model/kv_cache_storage.h"
 #include "model/llama_graph.h"
 
 namespace switchyard::compile {
 namespace {
-
-absl::Status BindOptional(GraphRecorder* r, const std::string& name,
-                          const std::optional<runtime::Tensor>& t) {
-  return t.has_value() ? r->Bind(ValueKind::kWeight, name, *t) : absl::OkStatus();
-}
-
-// Every weight of a dense model under its place in it.
-absl::Status BindWeights(GraphRecorder* r, const model::LlamaWeights& w) {
-  SY_RETURN_IF_ERROR(r->Bind(ValueKind::kWeight, "embed", w.embed));
-  SY_RETURN_IF_ERROR(r->Bind(ValueKind::kWeight, "final_norm", w.final_norm));
-  SY_RETURN_IF_ERROR(r->Bind(ValueKind::kWeight, "lm_head", w.lm_head));
-  for (size_t i = 0; i < w.layers.size(); ++i) {
-    const model::LayerWeights& l = w.layers[i];
-    const auto name = [i](std::string_view field) { return fmt::format("layers.{}.{}", i, field); };
-    for (const auto& [field, tensor] : {std::pair{"attn_norm", &l.attn_norm},
-                                        {"wq", &l.wq},
-                                        {"wk", &l.wk},
-                                        {"wv", &l.wv},
-                                        {"wo", &l.wo},
-                                        {"ffn_norm", &l.ffn_norm},
-                                        {"w_gate", &l.w_gate},
-                                        {"w_up", &l.w_up},
-                                        {"w_down", &l.w_down}}) {
-      SY_RETURN_IF_ERROR(r->Bind(ValueKind::kWeight, name(field), *tensor));
-    }
-    for (const auto& [field, tensor] : {std::pair{"bq", &l.bq},
-                                        {"bk", &l.bk},
-                                        {"bv", &l.bv},
-                                        {"q_norm", &l.q_norm},
-                                        {"k_norm", &l.k_norm},
-                                        {"post_attn_norm", &l.post_attn_norm},
-                                        {"post_ffn_norm", &l.post_ffn_norm}}) {
-      SY_RETURN_IF_ERROR(BindOptional(r, name(field), *tensor));
-    }
-  }
-  return absl::OkStatus();
-}
 
 absl::Status NameActivations(GraphRecorder* r, const model::Activations& a) {
   for (const auto& [name, tensor] : {std::pair{"tokens", &a.tokens},
@@ -90,7 +55,10 @@ absl::StatusOr<StepGraph> RecordLlamaStep(const model::LlamaWeights& weights,
         "recordable and runs eagerly");
   }
   SY_ASSIGN_OR_RETURN(std::unique_ptr<GraphRecorder> recorder, GraphRecorder::Create());
-  SY_RETURN_IF_ERROR(BindWeights(recorder.get(), weights));
+  SY_RETURN_IF_ERROR(ForEachLlamaWeight(
+      weights, [&recorder](const std::string& name, const runtime::Tensor& tensor) {
+        return recorder->Bind(ValueKind::kWeight, name, tensor);
+      }));
   SY_ASSIGN_OR_RETURN(std::unique_ptr<runtime::RopeTable> global,
                       recorder->CreateRopeTable(weights.rope));
   std::unique_ptr<runtime::RopeTable> local;
@@ -116,6 +84,32 @@ absl::StatusOr<StepGraph> RecordLlamaStep(const model::LlamaWeights& weights,
   SY_RETURN_IF_ERROR(
       model::Step(recorder.get(), weights, {global.get(), local.get()}, *kv, step, a.get()));
   return recorder->graph();
+}
+
+ExternalResolver ResolveLlamaExternals(const model::LlamaWeights& weights,
+                                       const model::KvCacheStorage& kv) {
+  return [&weights, &kv](const GraphValue& value) -> absl::StatusOr<runtime::Tensor> {
+    if (value.kind == ValueKind::kKvPool) {
+      for (int64_t layer = 0; layer < kv.shape().num_layers; ++layer) {
+        if (value.name == fmt::format("k_pool.{}", layer))
+          return kv.k_pool(layer);
+        if (value.name == fmt::format("v_pool.{}", layer))
+          return kv.v_pool(layer);
+      }
+    } else if (value.kind == ValueKind::kWeight) {
+      std::optional<runtime::Tensor> found;
+      SY_RETURN_IF_ERROR(
+          ForEachLlamaWeight(weights, [&](const std::string& name, const runtime::Tensor& tensor) {
+            if (name == value.name && !found.has_value())
+              found = tensor;
+            return absl::OkStatus();
+          }));
+      if (found.has_value())
+        return *found;
+    }
+    return absl::NotFoundError(
+        fmt::format("the model has no {} named {}", ValueKindName(value.kind), value.name));
+  };
 }
 
 }  // namespace switchyard::compile

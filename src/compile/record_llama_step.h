@@ -12,6 +12,8 @@
 #include "absl/status/statusor.h"
 
 #include "compile/step_graph.h"
+#include "compile/step_program.h"
+#include "model/kv_cache_storage.h"
 #include "model/weights.h"
 #include "runtime/dtype.h"
 
@@ -29,5 +31,10 @@ struct StepBucket {
 absl::StatusOr<StepGraph> RecordLlamaStep(const model::LlamaWeights& weights,
                                           runtime::DType kv_dtype, int64_t block_size,
                                           StepBucket bucket);
+
+// Resolves the weights and KV pools of a graph RecordLlamaStep made to `weights` and `kv`
+// (both borrowed: they must outlive the resolver and the programs bound with it).
+ExternalResolver ResolveLlamaExternals(const model::LlamaWeights& weights,
+                                       const model::KvCacheStorage& kv);
 
 }  // namespace switchyard::compile
