@@ -28,9 +28,13 @@ struct RunnerFlags {
   // transfers move them; the cache then has --num-gpu-blocks-override blocks, or as many as
   // kv_cache_memory_bytes holds.
   bool sim_kv_memory = false;
+  // cpu backend: --enforce-eager and --compilation-config (compile/compilation_config.h).
+  bool enforce_eager = false;
+  std::string compilation_config;
 };
 
-// InvalidArgument for an unknown backend or dtype, or a bad --sim-latency.
+// InvalidArgument for an unknown backend or dtype, a bad --sim-latency or
+// --compilation-config.
 absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f);
 
 }  // namespace switchyard::cli

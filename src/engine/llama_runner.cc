@@ -5,6 +5,7 @@
 
 #include "fmt/format.h"
 
+#include "base/logging.h"
 #include "base/status_macros.h"
 #include "runtime/cpu/cpu_backend.h"
 
@@ -49,15 +50,37 @@ absl::StatusOr<std::unique_ptr<LlamaRunner>> LlamaRunner::Create(
   runner->limits_.num_kv_blocks = static_cast<int32_t>(num_blocks);
   runner->limits_.block_size = options.block_size;
   runner->limits_.sliding_window = SlidingWindowOf(runner->model_->config());
+  if (!options.compile_sizes.empty()) {
+    absl::StatusOr<std::unique_ptr<compile::CompiledLlamaSteps>> compiled =
+        compile::CompiledLlamaSteps::Create(runner->model_.get(), runner->backend_.get(),
+                                            runner->kv_.get(), options.compile_sizes);
+    if (compiled.ok()) {
+      runner->compiled_ = *std::move(compiled);
+    } else if (compiled.status().code() == absl::StatusCode::kUnimplemented) {
+      SY_LOG_INFO("engine: every step runs eagerly: {}", std::string(compiled.status().message()));
+    } else {
+      return compiled.status();
+    }
+  }
   return runner;
 }
 
 absl::Status LlamaRunner::Execute(const model::ForwardBatch& batch, std::span<float> logits) {
+  if (compiled_ != nullptr) {
+    SY_ASSIGN_OR_RETURN(const bool ran, compiled_->Forward(batch, logits));
+    if (ran)
+      return absl::OkStatus();
+  }
   return model_->Forward(batch, *kv_, logits);
 }
 
 std::string LlamaRunner::backend_name() const {
-  return std::string(backend_->name());
+  if (compiled_ == nullptr)
+    return std::string(backend_->name());
+  std::string sizes;
+  for (int64_t s : compiled_->sizes())
+    sizes += fmt::format("{}{}", sizes.empty() ? "" : ",", s);
+  return fmt::format("{}, compiled steps of {} tokens", backend_->name(), sizes);
 }
 
 absl::StatusOr<RunnerKvMemory> LlamaRunner::kv_memory() const {

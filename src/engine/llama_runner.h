@@ -1,5 +1,6 @@
 // LlamaRunner: the ModelRunner that runs a Llama-family checkpoint (HF directory or GGUF)
-// on the CPU backend (later any runtime::Backend) against its own paged KV cache.
+// on the CPU backend (later any runtime::Backend) against its own paged KV cache, each
+// step compiled when a bucket holds it (compile_sizes) and eagerly otherwise.
 //
 // Threads: the engine loop thread drives it; the backend's compute pool does the work.
 // Owns the backend, the checkpoint files (weights may map them), the model and the KV
@@ -10,9 +11,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
+#include "compile/compiled_llama_steps.h"
 #include "engine/model_runner.h"
 #include "model/kv_cache_storage.h"
 #include "model/llama_model.h"
@@ -32,6 +35,10 @@ struct LlamaRunnerOptions {
   // KV blocks: num_kv_blocks when > 0, else as many as kv_cache_memory_bytes holds.
   int32_t num_kv_blocks = 0;
   size_t kv_cache_memory_bytes = size_t{1} << 30;
+  // Token buckets that run as compiled steps (compile::CompiledLlamaSteps); empty: every
+  // step eager. A model whose steps cannot be compiled (mixture of experts) runs eagerly,
+  // with a log line saying so.
+  std::vector<int64_t> compile_sizes;
 };
 
 class LlamaRunner final : public ModelRunner {
@@ -54,6 +61,7 @@ class LlamaRunner final : public ModelRunner {
   std::unique_ptr<runtime::Backend> backend_;
   std::unique_ptr<model::LlamaModel> model_;
   std::unique_ptr<model::KvCacheStorage> kv_;
+  std::unique_ptr<compile::CompiledLlamaSteps> compiled_;  // null: eager only
   RunnerLimits limits_;
 };
 

@@ -73,9 +73,11 @@ class LlamaModel {
   absl::Status Forward(const ForwardBatch& batch, const KvCacheStorage& kv,
                        std::span<float> logits);
 
+  // Forward's checks of a batch and a KV cache (for a compiled step that runs it instead).
+  absl::Status CheckBatch(const ForwardBatch& batch, const KvCacheStorage& kv) const;
+
  private:
   LlamaModel(runtime::Backend* backend, const LlamaModelOptions& options);
-  absl::Status CheckBatch(const ForwardBatch& batch, const KvCacheStorage& kv) const;
 
   runtime::Backend* backend_;
   LlamaModelOptions options_;

@@ -39,7 +39,7 @@ class EngineServer:
     engine_kind = "switchyard"  # its `engine:` in a router config
 
     def __init__(self, *flags, model=TINY_MODEL, name=MODEL_NAME, env=None, kv_events=False,
-                 start_timeout=120, binary=None, host="127.0.0.1", port=0):
+                 start_timeout=120, binary=None, host="127.0.0.1", port=0, log_level=None):
         self.binary = pathlib.Path(binary) if binary is not None else None
         self.flags = [str(f) for f in flags]
         self.model = pathlib.Path(model)
@@ -49,6 +49,7 @@ class EngineServer:
         self.start_timeout = start_timeout
         self.host = host
         self.listen_port = port
+        self.log_level = log_level
         self.proc = None
         self._signalled = False
         self._stopped = False
@@ -73,7 +74,8 @@ class EngineServer:
             raise AssertionError(f"switchyard binary not found at {binary}; set SWITCHYARD_BIN")
         self._out = tempfile.TemporaryFile(mode="w+")
         self._err = tempfile.TemporaryFile(mode="w+")
-        args = [str(binary), "engine", "--model", str(self.model), "--served-model-name",
+        level = ["--log-level", self.log_level] if self.log_level else []
+        args = [str(binary), *level, "engine", "--model", str(self.model), "--served-model-name",
                 self.name, "--host", self.host, "--port", str(self.listen_port), *self.flags]
         self.proc = subprocess.Popen(args, stdout=self._out, stderr=self._err, env=self.env)
         self._deadline = time.monotonic() + self.start_timeout
@@ -112,6 +114,12 @@ class EngineServer:
         found = _LENDING.search(self._out.read())
         assert found, f"the engine lends no KV blocks: {self.stderr_tail()}"
         return found.group(1)
+
+    def log(self):
+        """Everything it printed: stdout, then stderr (its log lines)."""
+        self._out.seek(0)
+        self._err.seek(0)
+        return self._out.read() + self._err.read()
 
     def stderr_tail(self, chars=4000):
         self._err.seek(0)

@@ -1,0 +1,89 @@
+#include "compile/compiled_llama_steps.h"
+
+#include <algorithm>
+#include <string_view>
+#include <utility>
+
+#include "fmt/format.h"
+
+#include "base/status_macros.h"
+
+namespace switchyard::compile {
+
+absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
+    model::LlamaModel* model, runtime::Backend* backend, const model::KvCacheStorage* kv,
+    std::span<const int64_t> sizes) {
+  std::vector<int64_t> sorted(sizes.begin(), sizes.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  const model::LlamaModelOptions& options = model->options();
+  for (int64_t size : sorted) {
+    if (size <= 0 || size > options.max_num_batched_tokens) {
+      return absl::InvalidArgumentError(
+          fmt::format("compile size {}: a step holds 1 to {} tokens (max_num_batched_tokens)", size,
+                      options.max_num_batched_tokens));
+    }
+  }
+  auto steps = std::unique_ptr<CompiledLlamaSteps>(new CompiledLlamaSteps(model, backend, kv));
+  const std::string_view outputs[] = {"logits"};
+  for (int64_t size : sorted) {
+    const StepBucket shape{size, std::min(size, options.max_logit_rows)};
+    SY_ASSIGN_OR_RETURN(StepGraph graph, RecordLlamaStep(model->weights(), kv->shape().dtype,
+                                                         kv->shape().block_size, shape));
+    SY_ASSIGN_OR_RETURN(std::unique_ptr<StepProgram> program,
+                        StepProgram::Create(std::move(graph), backend,
+                                            ResolveLlamaExternals(model->weights(), *kv), outputs));
+    steps->buckets_.push_back({shape, std::move(program)});
+  }
+  return steps;
+}
+
+std::vector<int64_t> CompiledLlamaSteps::sizes() const {
+  std::vector<int64_t> out;
+  for (const Bucket& b : buckets_)
+    out.push_back(b.shape.tokens);
+  return out;
+}
+
+absl::StatusOr<bool> CompiledLlamaSteps::Forward(const model::ForwardBatch& batch,
+                                                 std::span<float> logits) {
+  const auto n = static_cast<int64_t>(batch.tokens.size());
+  const auto r = static_cast<int64_t>(batch.logit_rows.size());
+  const auto bucket = std::find_if(buckets_.begin(), buckets_.end(), [n, r](const Bucket& b) {
+    return n <= b.shape.tokens && r <= b.shape.logit_rows;
+  });
+  if (bucket == buckets_.end())
+    return false;
+  SY_RETURN_IF_ERROR(model_->CheckBatch(batch, *kv_));
+  const int64_t vocab = model_->config().vocab_size;
+  if (logits.size() != static_cast<size_t>(r * vocab)) {
+    return absl::InvalidArgumentError(
+        fmt::format("forward: logits span holds {} floats, {} rows x {} vocab need {}",
+                    logits.size(), r, vocab, r * vocab));
+  }
+  StepProgram& program = *bucket->program;
+  const int64_t t = bucket->shape.tokens;
+  // Each input padded to the bucket: token 0 at position 0 into no slot; logit row 0.
+  const auto copy_in = [&](std::string_view name, std::span<const int32_t> values, int64_t size,
+                           int32_t pad) -> absl::Status {
+    staging_.assign(values.begin(), values.end());
+    staging_.resize(static_cast<size_t>(size), pad);
+    SY_ASSIGN_OR_RETURN(runtime::Tensor view, program.View(name, runtime::DType::kI32, {size}));
+    return backend_->CopyToDevice(staging_.data(), view);
+  };
+  SY_RETURN_IF_ERROR(copy_in("tokens", batch.tokens, t, 0));
+  SY_RETURN_IF_ERROR(copy_in("positions", batch.positions, t, 0));
+  SY_RETURN_IF_ERROR(copy_in("slots", batch.slot_ids, t, -1));
+  SY_RETURN_IF_ERROR(copy_in("rows", batch.logit_rows, bucket->shape.logit_rows, 0));
+  SY_RETURN_IF_ERROR(program.Run(batch.sequences));
+  if (r == 0) {
+    SY_RETURN_IF_ERROR(backend_->Synchronize());
+    return true;
+  }
+  SY_ASSIGN_OR_RETURN(runtime::Tensor out,
+                      program.View("logits", runtime::DType::kF32, {r, vocab}));
+  SY_RETURN_IF_ERROR(backend_->CopyToHost(out, logits.data()));
+  return true;
+}
+
+}  // namespace switchyard::compile

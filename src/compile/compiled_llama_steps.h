@@ -1,0 +1,59 @@
+// CompiledLlamaSteps: a Llama-family model's steps as StepPrograms, one per token bucket
+// (vLLM's compile_sizes), built when the runner starts. A step runs in the smallest bucket
+// that holds its tokens and logit rows, padded as StepProgram says; a step larger than
+// every bucket is not taken (the caller runs it eagerly).
+//
+// A bucket of T tokens has min(T, max_logit_rows) logit rows. Threads: one thread drives
+// it, as the backend. Borrows the model, its backend and the KV storage.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+#include "compile/record_llama_step.h"
+#include "compile/step_program.h"
+#include "model/forward_batch.h"
+#include "model/kv_cache_storage.h"
+#include "model/llama_model.h"
+
+namespace switchyard::compile {
+
+class CompiledLlamaSteps {
+ public:
+  // `sizes`: the token buckets (positive, at most the model's max_num_batched_tokens; any
+  // order, duplicates ignored). Errors: a bad size, a model whose steps cannot be recorded
+  // (Unimplemented: mixture of experts), the backend's.
+  static absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> Create(model::LlamaModel* model,
+                                                                    runtime::Backend* backend,
+                                                                    const model::KvCacheStorage* kv,
+                                                                    std::span<const int64_t> sizes);
+
+  // The buckets' token counts, ascending.
+  std::vector<int64_t> sizes() const;
+
+  // Runs `batch` in its bucket and writes its logit rows into `logits` (as
+  // LlamaModel::Forward does, with its checks); false, with nothing run, when no bucket
+  // holds the batch.
+  absl::StatusOr<bool> Forward(const model::ForwardBatch& batch, std::span<float> logits);
+
+ private:
+  struct Bucket {
+    StepBucket shape;
+    std::unique_ptr<StepProgram> program;
+  };
+  CompiledLlamaSteps(model::LlamaModel* model, runtime::Backend* backend,
+                     const model::KvCacheStorage* kv)
+      : model_(model), backend_(backend), kv_(kv) {}
+
+  model::LlamaModel* model_;
+  runtime::Backend* backend_;
+  const model::KvCacheStorage* kv_;
+  std::vector<Bucket> buckets_;  // by tokens, ascending
+  std::vector<int32_t> staging_;
+};
+
+}  // namespace switchyard::compile

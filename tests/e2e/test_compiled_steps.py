@@ -1,0 +1,87 @@
+"""Compiled steps (issue 24): `--compilation-config` runs the steps that fit a token bucket as
+recorded step programs, the rest eagerly, and answers exactly as `--enforce-eager` does:
+`switchyard generate` on every dense family and a quantized file, and `switchyard engine`
+under concurrent streams through the openai client. Bad configs are refused by name; a
+mixture-of-experts model says it runs eagerly."""
+import concurrent.futures
+import json
+
+import openai
+import pytest
+
+from conftest import MODELS_DIR
+from engine_server import EngineServer
+
+PROMPT = "Once upon a time there was"
+
+
+def generate(switchyard, model, *flags):
+    proc = switchyard("generate", "--model", model, "--prompt", PROMPT, "-n", "24",
+                      "--ignore-eos", "--json", "--batch", "4", "--prefill-chunk", "5", *flags)
+    return json.loads(proc.stdout)["batch_tokens"]
+
+
+@pytest.mark.parametrize("model", ["tiny-llama3", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3",
+                                   "tiny-mistral-swa", "tiny-llama3/model-q8_0.gguf"])
+def test_generate_compiled_matches_eager(switchyard, model):
+    # Prefill chunks of 5 tokens run eagerly (the largest bucket is 4); the decode steps of
+    # the four sequences run in the 4-token bucket.
+    eager = generate(switchyard, MODELS_DIR / model, "--enforce-eager")
+    compiled = generate(switchyard, MODELS_DIR / model, "--compilation-config", "{}")
+    assert compiled == eager
+    # One 5-token bucket: the prefill chunks fill it, the decode steps are padded into it.
+    padded = generate(switchyard, MODELS_DIR / model, "--compilation-config",
+                      '{"compile_sizes": [5]}')
+    assert padded == eager
+
+
+@pytest.mark.parametrize("config, says", [
+    ('{"compile_sizes": [0]}', "compile_sizes[0]: 0 tokens"),
+    ('{"level": 3}', "level: unknown key"),
+    ("[1]", "expected an object"),
+    ('{"compile_sizes": [1', "--compilation-config"),
+])
+def test_bad_compilation_configs_are_refused(switchyard, config, says):
+    proc = switchyard("generate", "--model", MODELS_DIR / "tiny-llama3", "--prompt", "x",
+                      "--compilation-config", config, check=False)
+    assert proc.returncode != 0
+    assert says.encode() in proc.stderr, proc.stderr
+
+
+def test_mixture_of_experts_runs_eagerly():
+    engine = EngineServer("--compilation-config", "{}", model=MODELS_DIR / "tiny-qwen3-moe",
+                          log_level="info")
+    engine.start()
+    try:
+        assert "every step runs eagerly" in engine.log()
+        client = openai.OpenAI(base_url=engine.base_url, api_key="x")
+        out = client.completions.create(model=engine.name, prompt=PROMPT, max_tokens=8)
+        assert out.usage.completion_tokens == 8
+    finally:
+        engine.stop()
+
+
+def test_engine_serves_compiled_steps_as_eager_ones():
+    prompts = [f"{PROMPT} {i}" * (1 + i % 3) for i in range(12)]
+
+    def answers(engine):
+        client = openai.OpenAI(base_url=engine.base_url, api_key="x")
+
+        def one(prompt):
+            stream = client.completions.create(model=engine.name, prompt=prompt, max_tokens=12,
+                                               temperature=0, stream=True)
+            return "".join(chunk.choices[0].text for chunk in stream if chunk.choices)
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            return list(pool.map(one, prompts))
+
+    compiled = EngineServer("--max-num-seqs", "8", "--compilation-config", "{}", log_level="info")
+    eager = EngineServer("--max-num-seqs", "8", log_level="info")
+    for e in (compiled, eager):
+        e.start()
+    try:
+        assert "compiled steps of 1,2,4,8 tokens" in compiled.log()
+        assert "compiled steps" not in eager.log()
+        assert answers(compiled) == answers(eager)
+    finally:
+        for e in (compiled, eager):
+            e.stop()
