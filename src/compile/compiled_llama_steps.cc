@@ -1,6 +1,7 @@
 #include "compile/compiled_llama_steps.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string_view>
 #include <utility>
 
@@ -27,13 +28,18 @@ absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
   auto steps = std::unique_ptr<CompiledLlamaSteps>(new CompiledLlamaSteps(model, backend, kv));
   const std::string_view outputs[] = {"logits"};
   for (int64_t size : sorted) {
+    const auto start = std::chrono::steady_clock::now();
     const StepBucket shape{size, std::min(size, options.max_logit_rows)};
     SY_ASSIGN_OR_RETURN(StepGraph graph, RecordLlamaStep(model->weights(), kv->shape().dtype,
                                                          kv->shape().block_size, shape));
+    std::string digest = graph.Digest();
     SY_ASSIGN_OR_RETURN(std::unique_ptr<StepProgram> program,
                         StepProgram::Create(std::move(graph), backend,
                                             ResolveLlamaExternals(model->weights(), *kv), outputs));
-    steps->buckets_.push_back({shape, std::move(program)});
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    steps->buckets_.push_back(
+        {{shape, std::move(digest), "compiled", seconds}, std::move(program)});
   }
   return steps;
 }
@@ -41,7 +47,14 @@ absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
 std::vector<int64_t> CompiledLlamaSteps::sizes() const {
   std::vector<int64_t> out;
   for (const Bucket& b : buckets_)
-    out.push_back(b.shape.tokens);
+    out.push_back(b.build.shape.tokens);
+  return out;
+}
+
+std::vector<BucketBuild> CompiledLlamaSteps::builds() const {
+  std::vector<BucketBuild> out;
+  for (const Bucket& b : buckets_)
+    out.push_back(b.build);
   return out;
 }
 
@@ -50,7 +63,7 @@ absl::StatusOr<bool> CompiledLlamaSteps::Forward(const model::ForwardBatch& batc
   const auto n = static_cast<int64_t>(batch.tokens.size());
   const auto r = static_cast<int64_t>(batch.logit_rows.size());
   const auto bucket = std::find_if(buckets_.begin(), buckets_.end(), [n, r](const Bucket& b) {
-    return n <= b.shape.tokens && r <= b.shape.logit_rows;
+    return n <= b.build.shape.tokens && r <= b.build.shape.logit_rows;
   });
   if (bucket == buckets_.end())
     return false;
@@ -62,7 +75,7 @@ absl::StatusOr<bool> CompiledLlamaSteps::Forward(const model::ForwardBatch& batc
                     logits.size(), r, vocab, r * vocab));
   }
   StepProgram& program = *bucket->program;
-  const int64_t t = bucket->shape.tokens;
+  const int64_t t = bucket->build.shape.tokens;
   // Each input padded to the bucket: token 0 at position 0 into no slot; logit row 0.
   const auto copy_in = [&](std::string_view name, std::span<const int32_t> values, int64_t size,
                            int32_t pad) -> absl::Status {
@@ -74,7 +87,7 @@ absl::StatusOr<bool> CompiledLlamaSteps::Forward(const model::ForwardBatch& batc
   SY_RETURN_IF_ERROR(copy_in("tokens", batch.tokens, t, 0));
   SY_RETURN_IF_ERROR(copy_in("positions", batch.positions, t, 0));
   SY_RETURN_IF_ERROR(copy_in("slots", batch.slot_ids, t, -1));
-  SY_RETURN_IF_ERROR(copy_in("rows", batch.logit_rows, bucket->shape.logit_rows, 0));
+  SY_RETURN_IF_ERROR(copy_in("rows", batch.logit_rows, bucket->build.shape.logit_rows, 0));
   SY_RETURN_IF_ERROR(program.Run(batch.sequences));
   if (r == 0) {
     SY_RETURN_IF_ERROR(backend_->Synchronize());

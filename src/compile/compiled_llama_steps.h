@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,15 @@
 #include "model/llama_model.h"
 
 namespace switchyard::compile {
+
+// How one bucket's step came to be, for the startup report.
+struct BucketBuild {
+  StepBucket shape;
+  std::string digest;  // StepGraph::Digest
+  // Where the step came from: "compiled" (recorded and bound at start-up).
+  std::string source;
+  double seconds = 0.0;
+};
 
 class CompiledLlamaSteps {
  public:
@@ -34,6 +44,8 @@ class CompiledLlamaSteps {
 
   // The buckets' token counts, ascending.
   std::vector<int64_t> sizes() const;
+  // Each bucket's build, ascending by tokens.
+  std::vector<BucketBuild> builds() const;
 
   // Runs `batch` in its bucket and writes its logit rows into `logits` (as
   // LlamaModel::Forward does, with its checks); false, with nothing run, when no bucket
@@ -42,7 +54,7 @@ class CompiledLlamaSteps {
 
  private:
   struct Bucket {
-    StepBucket shape;
+    BucketBuild build;
     std::unique_ptr<StepProgram> program;
   };
   CompiledLlamaSteps(model::LlamaModel* model, runtime::Backend* backend,

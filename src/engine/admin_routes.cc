@@ -13,6 +13,7 @@
 #include "base/json.h"
 #include "base/status_macros.h"
 #include "engine/generation_handler.h"
+#include "engine/startup_report.h"
 #include "kvx/kv_events.h"
 #include "net/query_string.h"
 #include "text/chat_prompt.h"
@@ -169,6 +170,12 @@ void HandleDebugKv(const ServingContext& ctx, const net::HttpRequest&,
   }
   body += "]}";
   responder->Send(200, kJson, std::move(body));
+}
+
+void HandleDebugStartup(const ServingContext& ctx, const net::HttpRequest&,
+                        std::shared_ptr<net::HttpResponder> responder) {
+  responder->Send(200, kJson,
+                  StartupReportJson(ctx.startup, ctx.runner_limits, ctx.engine->snapshot()));
 }
 
 void HandleResetPrefixCache(const ServingContext& ctx, const net::HttpRequest& request,

@@ -1,7 +1,7 @@
 // The engine's non-generation routes: /v1/models, /tokenize, /detokenize (vLLM's forms,
-// /tokenize also with chat messages), /health, /version, /metrics, /debug/kv and vLLM's development
-// route POST /reset_prefix_cache. Each answers on the HTTP loop thread, except the reset,
-// which answers from the engine loop once it is done. Stateless; borrows the context.
+// /tokenize also with chat messages), /health, /version, /metrics, /debug/kv, /debug/startup and
+// vLLM's development route POST /reset_prefix_cache. Each answers on the HTTP loop thread, except
+// the reset, which answers from the engine loop once it is done. Stateless; borrows the context.
 #pragma once
 
 #include <memory>
@@ -29,6 +29,9 @@ void HandleMetrics(const ServingContext& ctx, const net::HttpRequest& request,
 // names it, then its tiers) with capacity, used blocks and prefix hit rate, as JSON.
 void HandleDebugKv(const ServingContext& ctx, const net::HttpRequest& request,
                    std::shared_ptr<net::HttpResponder> responder);
+// GET /debug/startup: the startup report (startup_report.h) as JSON.
+void HandleDebugStartup(const ServingContext& ctx, const net::HttpRequest& request,
+                        std::shared_ptr<net::HttpResponder> responder);
 // POST /reset_prefix_cache[?reset_running_requests=BOOL&reset_external=BOOL]: 200 with an
 // empty body once the prefix cache is dropped; 409 while running requests hold KV blocks
 // (unless reset_running_requests: they are preempted and recomputed); 400 for a malformed

@@ -38,6 +38,7 @@ std::vector<net::RouteTable::Route> Routes(const ServingContext* ctx, bool dev_m
       Route("GET", "/version", ctx, &HandleVersion),
       Route("GET", "/metrics", ctx, &HandleMetrics),
       Route("GET", "/debug/kv", ctx, &HandleDebugKv),
+      Route("GET", "/debug/startup", ctx, &HandleDebugStartup),
       Route("GET", "/ping", ctx, &HandleHealth),
   };
   if (dev_mode)

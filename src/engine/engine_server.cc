@@ -10,6 +10,7 @@
 
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "engine/startup_report.h"
 #include "model/model_text.h"
 
 namespace switchyard::engine {
@@ -45,6 +46,7 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
                       o.make_runner(std::move(files), *s->tokenizer_));
   const RunnerLimits limits = runner->limits();
   const std::string backend = runner->backend_name();
+  RunnerStartup startup = runner->startup();
 
   const int64_t max_model_len =
       o.max_model_len > 0 ? o.max_model_len : config.max_position_embeddings;
@@ -70,6 +72,7 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
       metrics_options.kv_tier_media.emplace_back(kvx::kMediumRedis);
   }
   s->metrics_ = std::make_unique<EngineMetrics>(metrics_options);
+  s->metrics_->SetStartup(StartupNumbersOf(startup));
 
   if (o.kv_events.has_value()) {
     SY_ASSIGN_OR_RETURN(s->publisher_, kvx::KvEventPublisher::Start(*o.kv_events));
@@ -157,9 +160,12 @@ absl::StatusOr<std::unique_ptr<EngineServer>> EngineServer::Start(EngineServerOp
   ctx.exclude_tools_when_tool_choice_none = o.exclude_tools_when_tool_choice_none;
   ctx.version = o.version;
   ctx.drain = &s->drain_;
+  ctx.runner_limits = limits;
+  ctx.startup = std::move(startup);
   SY_ASSIGN_OR_RETURN(s->api_, ApiServer::Start(o.api, &s->ctx_));
   SY_LOG_INFO("engine: serving {} on port {} ({} backend, {} KV blocks of {} tokens)", name,
               s->api_->port(), backend, limits.num_kv_blocks, limits.block_size);
+  LogStartupReport(ctx.startup, limits);
   return s;
 }
 

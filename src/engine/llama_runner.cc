@@ -83,6 +83,16 @@ std::string LlamaRunner::backend_name() const {
   return fmt::format("{}, compiled steps of {} tokens", backend_->name(), sizes);
 }
 
+RunnerStartup LlamaRunner::startup() const {
+  RunnerStartup out;
+  out.weights = model_->weights().load;
+  if (compiled_ != nullptr)
+    out.compiled = compiled_->builds();
+  out.kv_dtype = std::string(runtime::DTypeName(kv_->shape().dtype));
+  out.kv_pool_bytes = kv_->size_bytes();
+  return out;
+}
+
 absl::StatusOr<RunnerKvMemory> LlamaRunner::kv_memory() const {
   // The runner builds only the CPU backend today, whose device memory is the host's; a
   // device backend will need host staging here.

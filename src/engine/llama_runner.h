@@ -51,6 +51,7 @@ class LlamaRunner final : public ModelRunner {
   absl::Status Execute(const model::ForwardBatch& batch, std::span<float> logits) override;
   std::string backend_name() const override;
   absl::StatusOr<RunnerKvMemory> kv_memory() const override;
+  RunnerStartup startup() const override;
 
   const model::ModelConfig& config() const { return model_->config(); }
 

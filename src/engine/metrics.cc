@@ -539,6 +539,30 @@ EngineMetrics::Impl::Impl(const EngineMetricsOptions& o)
 EngineMetrics::EngineMetrics(const EngineMetricsOptions& options)
     : impl_(std::make_unique<Impl>(options)) {}
 
+void EngineMetrics::SetStartup(const StartupNumbers& n) {
+  Impl& m = *impl_;
+  m.AddGauge("switchyard:startup_weights_seconds", "Seconds the weights took to load.")
+      ->Set(n.weights_seconds);
+  auto& bytes = prometheus::BuildGauge()
+                    .Name("switchyard:startup_weights_bytes")
+                    .Help(
+                        "Weight bytes by how they were loaded: mapped from the file (shared), "
+                        "copied, or converted to another dtype.")
+                    .Register(m.registry);
+  bytes.Add(m.With("loaded", "mapped")).Set(static_cast<double>(n.weights_mapped_bytes));
+  bytes.Add(m.With("loaded", "copied")).Set(static_cast<double>(n.weights_copied_bytes));
+  bytes.Add(m.With("loaded", "converted")).Set(static_cast<double>(n.weights_converted_bytes));
+  m.AddGauge("switchyard:startup_compile_seconds",
+             "Seconds the compiled step buckets took to be ready.")
+      ->Set(n.compile_seconds);
+  auto& buckets = prometheus::BuildGauge()
+                      .Name("switchyard:startup_compiled_buckets")
+                      .Help("Compiled step buckets by where each came from.")
+                      .Register(m.registry);
+  for (const auto& [source, count] : n.compiled_buckets)
+    buckets.Add(m.With("source", source)).Set(static_cast<double>(count));
+}
+
 EngineMetrics::~EngineMetrics() = default;
 
 void EngineMetrics::SetSchedulerState(int64_t num_running, int64_t num_waiting,

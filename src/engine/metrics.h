@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,16 @@ struct FinishedRequestStats {
   double mean_time_per_output_token_s = -1;
 };
 
+// The startup report's numbers (startup_report.h), set once at start-up.
+struct StartupNumbers {
+  double weights_seconds = 0;
+  int64_t weights_mapped_bytes = 0;
+  int64_t weights_copied_bytes = 0;
+  int64_t weights_converted_bytes = 0;
+  double compile_seconds = 0;
+  std::map<std::string, int64_t> compiled_buckets;  // by where each came from
+};
+
 class EngineMetrics {
  public:
   explicit EngineMetrics(const EngineMetricsOptions& options);
@@ -105,6 +116,10 @@ class EngineMetrics {
   // switchyard:kv_tier_loads{outcome=loaded|fell_back}. Counters advance by the change since
   // the last call.
   void SetKvTier(const KvTierStats& stats);
+  // switchyard:startup_weights_seconds, switchyard:startup_weights_bytes{loaded=mapped|
+  // copied|converted}, switchyard:startup_compile_seconds and
+  // switchyard:startup_compiled_buckets{source}.
+  void SetStartup(const StartupNumbers& numbers);
   // vllm:iteration_tokens_total: tokens scheduled in one step.
   void ObserveIterationTokens(int64_t count);
   void ObserveTimeToFirstToken(double seconds);

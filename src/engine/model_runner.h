@@ -11,16 +11,20 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
+#include "compile/compiled_llama_steps.h"
 #include "kvx/kv_compatibility.h"
 #include "kvx/memory_region.h"
 #include "model/forward_batch.h"
 #include "model/model_config.h"
+#include "model/weights.h"
 
 namespace switchyard::engine {
 
@@ -60,6 +64,15 @@ struct RunnerKvMemory {
   kvx::KvCompatibility compatibility;
 };
 
+// What the runner did at start-up, for the startup report (startup_report.h): where its
+// weights came from and how, and each compiled step bucket (none: every step eager).
+struct RunnerStartup {
+  std::optional<model::WeightsLoad> weights;  // none: no real weights (the sim runner)
+  std::vector<compile::BucketBuild> compiled;
+  std::string kv_dtype;      // the KV pool's ("" when it holds no bytes)
+  size_t kv_pool_bytes = 0;  // all layers' K and V pools
+};
+
 class ModelRunner {
  public:
   virtual ~ModelRunner() = default;
@@ -81,6 +94,8 @@ class ModelRunner {
   virtual absl::StatusOr<RunnerKvMemory> kv_memory() const {
     return absl::UnimplementedError(backend_name() + " runner: its KV cannot be moved");
   }
+
+  virtual RunnerStartup startup() const { return {}; }
 };
 
 }  // namespace switchyard::engine

@@ -21,6 +21,7 @@
 #include "base/drain_gate.h"
 #include "engine/engine_core.h"
 #include "engine/metrics.h"
+#include "engine/model_runner.h"
 #include "structured/grammar_cache.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -70,6 +71,9 @@ struct ServingContext {
   // The shutdown drain: refuses new generation requests and fails /health once it began.
   // Null: no drain (requests are always admitted).
   base::DrainGate* drain = nullptr;
+  // What the runner did at start-up and its sizes (GET /debug/startup).
+  RunnerStartup startup;
+  RunnerLimits runner_limits;
 };
 
 // NotFound (vLLM's message) unless `model` is empty or the served model's name.

@@ -1,5 +1,6 @@
 #include "model/weights.h"
 
+#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -128,11 +129,13 @@ class Loader {
       const size_t bytes = static_cast<size_t>(view.byte_size);
       if (reinterpret_cast<uintptr_t>(view.data) % WrapAlignment(target) == 0) {
         SY_ASSIGN_OR_RETURN(runtime::Buffer buffer, backend_->WrapHost(view.data, bytes));
+        out_->load.mapped_bytes += bytes;
         return Keep(std::move(buffer), target, view.shape);
       }
       SY_ASSIGN_OR_RETURN(runtime::Buffer buffer, backend_->Allocate(bytes));
       runtime::Tensor t = buffer.View(target, view.shape);
       SY_RETURN_IF_ERROR(backend_->CopyToDevice(view.data, t));
+      out_->load.copied_bytes += bytes;
       return Keep(std::move(buffer), target, view.shape);
     }
     // Convert row by row on the host, then upload once.
@@ -160,6 +163,7 @@ class Loader {
     SY_ASSIGN_OR_RETURN(runtime::Buffer buffer, backend_->Allocate(host.size()));
     runtime::Tensor t = buffer.View(target, view.shape);
     SY_RETURN_IF_ERROR(backend_->CopyToDevice(host.data(), t));
+    out_->load.converted_bytes += host.size();
     return Keep(std::move(buffer), target, view.shape);
   }
 
@@ -274,8 +278,10 @@ absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(
         fmt::format("weights: a matrix dtype must be F32, F16 or BF16, not {}",
                     runtime::DTypeName(*matrix_dtype)));
   }
+  const auto start = std::chrono::steady_clock::now();
   auto w = std::make_unique<LlamaWeights>();
   w->config = files.config();
+  w->load.source = files.path();
   const ModelConfig& c = w->config;
   const Names names{files.gguf() != nullptr};
   Loader loader(files, backend, matrix_dtype, w.get());
@@ -352,6 +358,7 @@ absl::StatusOr<std::unique_ptr<LlamaWeights>> LoadLlamaWeights(
     SY_ASSIGN_OR_RETURN(w->lm_head, loader.Load(names.LmHead(), Role::kMatrix, {c.vocab_size, d}));
   }
   SY_RETURN_IF_ERROR(SetRope(files, w.get()));
+  w->load.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return w;
 }
 

@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -42,6 +43,15 @@ struct LayerWeights {
   std::vector<runtime::Tensor> expert_gate, expert_up, expert_down;
 };
 
+// How the weights reached the backend's memory (the startup report's weights part).
+struct WeightsLoad {
+  std::string source;          // the checkpoint's path
+  size_t mapped_bytes = 0;     // wrapped from the file's memory map: shared, not copied
+  size_t copied_bytes = 0;     // copied as stored (a tensor the map did not align)
+  size_t converted_bytes = 0;  // converted to another dtype on the host (bytes after)
+  double seconds = 0.0;
+};
+
 struct LlamaWeights {
   ModelConfig config;
   runtime::Tensor embed;  // [vocab, d]
@@ -52,6 +62,7 @@ struct LlamaWeights {
   // The sliding layers' rotary parameters when they differ from `rope` (Gemma 3).
   std::optional<runtime::RopeParams> local_rope;
   std::vector<runtime::Buffer> buffers;  // owners of the device memory above
+  WeightsLoad load;
 };
 
 // `matrix_dtype` is the device dtype of the matrices (embedding, projections, lm_head): F32,

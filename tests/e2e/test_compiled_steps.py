@@ -8,9 +8,10 @@ import json
 
 import openai
 import pytest
+import requests
 
 from conftest import MODELS_DIR
-from engine_server import EngineServer
+from engine_server import EngineServer, sample
 
 PROMPT = "Once upon a time there was"
 
@@ -80,8 +81,45 @@ def test_engine_serves_compiled_steps_as_eager_ones():
         e.start()
     try:
         assert "compiled steps of 1,2,4,8 tokens" in compiled.log()
-        assert "compiled steps" not in eager.log()
+        assert "compiled steps: none (every step eager)" in eager.log()
         assert answers(compiled) == answers(eager)
     finally:
         for e in (compiled, eager):
+            e.stop()
+
+
+def test_startup_report_names_the_three_caches():
+    compiled = EngineServer("--max-num-seqs", "4", "--compilation-config", "{}",
+                            "--kv-offloading-size", "0.01", log_level="info")
+    sim = EngineServer("--backend", "sim", "--sim-latency", "zero")
+    for e in (compiled, sim):
+        e.start()
+    try:
+        report = requests.get(f"{compiled.url}/debug/startup", timeout=5).json()
+        weights = report["weights"]
+        assert weights["source"].endswith("tiny-llama3")
+        assert weights["bytes"] > 0 and weights["seconds"] >= 0
+        assert weights["bytes"] == (weights["mapped_bytes"] + weights["copied_bytes"]
+                                    + weights["converted_bytes"])
+        steps = report["compiled"]
+        assert steps["mode"] == "compiled"
+        assert [b["tokens"] for b in steps["buckets"]] == [1, 2, 4]
+        assert all(b["source"] == "compiled" and len(b["digest"]) == 64 for b in steps["buckets"])
+        assert len({b["digest"] for b in steps["buckets"]}) == 3
+        kv = report["kv_cache"]
+        assert kv["pool_bytes"] > 0 and kv["dtype"] in ("F32", "F16", "BF16")
+        assert [t["medium"] for t in kv["tiers"]] == ["GPU", "CPU"]
+        assert sample(compiled.url, "switchyard:startup_compiled_buckets", source="compiled") == 3
+        assert sample(compiled.url, "switchyard:startup_weights_bytes",
+                      loaded="mapped") == weights["mapped_bytes"]
+        log = compiled.log()
+        assert "engine: weights: " in log and "engine: KV cache: " in log
+        assert "engine: compiled steps: 1 tokens (compiled, " in log
+
+        # A simulated engine has no weights and no compiled steps.
+        report = requests.get(f"{sim.url}/debug/startup", timeout=5).json()
+        assert report["weights"] is None
+        assert report["compiled"] == {"mode": "eager", "seconds": 0, "buckets": []}
+    finally:
+        for e in (compiled, sim):
             e.stop()
