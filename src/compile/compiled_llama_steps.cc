@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
+#include "compile/matmul_tuning.h"
 
 namespace switchyard::compile {
 
@@ -36,10 +37,11 @@ absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
     SY_ASSIGN_OR_RETURN(std::unique_ptr<StepProgram> program,
                         StepProgram::Create(std::move(graph), backend,
                                             ResolveLlamaExternals(model->weights(), *kv), outputs));
+    SY_ASSIGN_OR_RETURN(const std::vector<MatMulChoice> choices, TuneMatMuls(program.get()));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     steps->buckets_.push_back(
-        {{shape, std::move(digest), "compiled", seconds}, std::move(program)});
+        {{shape, std::move(digest), "compiled", seconds, choices}, std::move(program)});
   }
   return steps;
 }

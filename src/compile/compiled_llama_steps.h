@@ -1,5 +1,6 @@
 // CompiledLlamaSteps: a Llama-family model's steps as StepPrograms, one per token bucket
-// (vLLM's compile_sizes), built when the runner starts. A step runs in the smallest bucket
+// (vLLM's compile_sizes), built when the runner starts: recorded, bound, and their MatMul
+// paths tuned (matmul_tuning.h). A step runs in the smallest bucket
 // that holds its tokens and logit rows, padded as StepProgram says; a step larger than
 // every bucket is not taken (the caller runs it eagerly).
 //
@@ -15,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "compile/matmul_tuning.h"
 #include "compile/record_llama_step.h"
 #include "compile/step_program.h"
 #include "model/forward_batch.h"
@@ -27,9 +29,10 @@ namespace switchyard::compile {
 struct BucketBuild {
   StepBucket shape;
   std::string digest;  // StepGraph::Digest
-  // Where the step came from: "compiled" (recorded and bound at start-up).
+  // Where the step came from: "compiled" (recorded, bound and tuned at start-up).
   std::string source;
   double seconds = 0.0;
+  std::vector<MatMulChoice> matmuls;  // the tuned MatMul shapes (matmul_tuning.h)
 };
 
 class CompiledLlamaSteps {

@@ -123,8 +123,9 @@ absl::StatusOr<TensorRef> GraphRecorder::Ref(const runtime::Tensor& tensor) cons
 
 absl::Status GraphRecorder::Record(StepOp op, std::initializer_list<const runtime::Tensor*> inputs,
                                    std::initializer_list<const runtime::Tensor*> outputs,
-                                   float scalar, int64_t window, int32_t rope) {
-  StepNode node{op, {}, {}, scalar, window, rope};
+                                   float scalar, int64_t window, int32_t rope,
+                                   runtime::MatMulPath path) {
+  StepNode node{op, {}, {}, scalar, window, rope, path};
   for (const runtime::Tensor* t : inputs) {
     if (t == nullptr) {
       node.inputs.emplace_back();
@@ -191,6 +192,12 @@ absl::Status GraphRecorder::Rope(const runtime::RopeTable& table, const runtime:
 absl::Status GraphRecorder::MatMul(const runtime::Tensor& x, const runtime::Tensor& w,
                                    const runtime::Tensor* bias, const runtime::Tensor& out) {
   return Record(StepOp::kMatMul, {&x, &w, bias}, {&out});
+}
+
+absl::Status GraphRecorder::MatMulOnPath(const runtime::Tensor& x, const runtime::Tensor& w,
+                                         const runtime::Tensor* bias, const runtime::Tensor& out,
+                                         runtime::MatMulPath path) {
+  return Record(StepOp::kMatMul, {&x, &w, bias}, {&out}, 0.0f, 0, -1, path);
 }
 
 absl::Status GraphRecorder::SwiGlu(const runtime::Tensor& gate, const runtime::Tensor& up,

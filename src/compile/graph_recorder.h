@@ -67,6 +67,9 @@ class GraphRecorder final : public runtime::Backend {
                     const runtime::Tensor& positions) override;
   absl::Status MatMul(const runtime::Tensor& x, const runtime::Tensor& w,
                       const runtime::Tensor* bias, const runtime::Tensor& out) override;
+  absl::Status MatMulOnPath(const runtime::Tensor& x, const runtime::Tensor& w,
+                            const runtime::Tensor* bias, const runtime::Tensor& out,
+                            runtime::MatMulPath path) override;
   absl::Status SwiGlu(const runtime::Tensor& gate, const runtime::Tensor& up,
                       const runtime::Tensor& out) override;
   absl::Status GeluTanhGlu(const runtime::Tensor& gate, const runtime::Tensor& up,
@@ -98,7 +101,8 @@ class GraphRecorder final : public runtime::Backend {
   // Appends a node of `op` over `inputs` and `outputs` (null entries: absent operands).
   absl::Status Record(StepOp op, std::initializer_list<const runtime::Tensor*> inputs,
                       std::initializer_list<const runtime::Tensor*> outputs, float scalar = 0.0f,
-                      int64_t window = 0, int32_t rope = -1);
+                      int64_t window = 0, int32_t rope = -1,
+                      runtime::MatMulPath path = runtime::MatMulPath::kAuto);
 
   void* const base_;
   const size_t size_;

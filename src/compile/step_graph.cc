@@ -88,6 +88,18 @@ std::string_view StepOpName(StepOp op) {
   return "unknown";
 }
 
+std::string_view MatMulPathName(runtime::MatMulPath path) {
+  switch (path) {
+    case runtime::MatMulPath::kAuto:
+      return "auto";
+    case runtime::MatMulPath::kStreaming:
+      return "streaming";
+    case runtime::MatMulPath::kPanel:
+      return "panel";
+  }
+  return "unknown";
+}
+
 int32_t StepGraph::Find(std::string_view name) const {
   for (size_t i = 0; i < values.size(); ++i) {
     if (values[i].name == name)
@@ -131,7 +143,10 @@ std::string StepGraph::Canonical() const {
         out.append(", ");
       AppendRef(*this, n.outputs[i], &out);
     }
-    fmt::format_to(it, ") scalar={:a} window={} rope={}\n", n.scalar, n.window, n.rope);
+    fmt::format_to(it, ") scalar={:a} window={} rope={}", n.scalar, n.window, n.rope);
+    if (n.path != runtime::MatMulPath::kAuto)
+      fmt::format_to(it, " path={}", MatMulPathName(n.path));
+    out.push_back('\n');
   }
   return out;
 }

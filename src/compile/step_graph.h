@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/backend.h"
 #include "runtime/dtype.h"
 #include "runtime/rope.h"
 
@@ -50,7 +51,7 @@ enum class StepOp : uint8_t {
   kEmbedding,       // in: table, ids            out: out
   kRmsNorm,         // in: x, weight             out: out        scalar: eps
   kRope,            // in: x, positions          out: x          rope: table index
-  kMatMul,          // in: x, w, bias?           out: out
+  kMatMul,          // in: x, w, bias?           out: out        path
   kSwiGlu,          // in: gate, up              out: out
   kGeluTanhGlu,     // in: gate, up              out: out
   kScale,           // in: x                     out: out        scalar: factor
@@ -61,6 +62,7 @@ enum class StepOp : uint8_t {
 };
 
 std::string_view StepOpName(StepOp op);
+std::string_view MatMulPathName(runtime::MatMulPath path);  // "auto", "streaming", "panel"
 
 struct StepNode {
   StepOp op = StepOp::kAdd;
@@ -68,7 +70,8 @@ struct StepNode {
   std::vector<TensorRef> outputs;
   float scalar = 0.0f;
   int64_t window = 0;
-  int32_t rope = -1;  // index into StepGraph::ropes
+  int32_t rope = -1;                                      // index into StepGraph::ropes
+  runtime::MatMulPath path = runtime::MatMulPath::kAuto;  // kMatMul: the shape asked for
 };
 
 struct StepGraph {

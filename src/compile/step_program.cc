@@ -23,6 +23,11 @@ absl::Status StepProgram::Bind(const ExternalResolver& resolve,
                                std::span<const std::string_view> outputs) {
   plan_ = PlanArena(graph_, outputs);
   SY_ASSIGN_OR_RETURN(arena_, backend_->Allocate(std::max<size_t>(plan_.size_bytes, 1)));
+  // Zeroed: a node run alone (tuning) must not meet NaNs or denormals that slow it down.
+  const std::vector<std::byte> zeros(arena_.size_bytes());
+  SY_RETURN_IF_ERROR(backend_->CopyToDevice(
+      zeros.data(), arena_.View(runtime::DType::kI32,
+                                {static_cast<int64_t>(arena_.size_bytes() / sizeof(int32_t))})));
   externals_.resize(graph_.values.size());
   for (size_t v = 0; v < graph_.values.size(); ++v) {
     const GraphValue& value = graph_.values[v];
@@ -63,7 +68,7 @@ absl::Status StepProgram::Bind(const ExternalResolver& resolve,
   for (const StepNode& node : graph_.nodes) {
     if (node.rope >= static_cast<int32_t>(ropes_.size()))
       return absl::InvalidArgumentError("step program: a rope node names no table");
-    BoundNode b{&node, {}, {}};
+    BoundNode b{&node, {}, {}, node.path};
     for (const TensorRef& ref : node.inputs) {
       SY_ASSIGN_OR_RETURN(runtime::Tensor t, tensor(ref));
       b.in.push_back(t);
@@ -112,7 +117,8 @@ absl::Status StepProgram::RunNode(const BoundNode& b,
     case StepOp::kRope:
       return backend_->Rope(*ropes_[static_cast<size_t>(n.rope)], in[0], in[1]);
     case StepOp::kMatMul:
-      return backend_->MatMul(in[0], in[1], n.inputs[2].present() ? &in[2] : nullptr, out);
+      return backend_->MatMulOnPath(in[0], in[1], n.inputs[2].present() ? &in[2] : nullptr, out,
+                                    b.path);
     case StepOp::kSwiGlu:
       return backend_->SwiGlu(in[0], in[1], out);
     case StepOp::kGeluTanhGlu:

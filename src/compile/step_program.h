@@ -43,6 +43,7 @@ class StepProgram {
       std::span<const std::string_view> outputs);
 
   const StepGraph& graph() const { return graph_; }
+  runtime::Backend* backend() const { return backend_; }
   const ArenaPlan& plan() const { return plan_; }
   // A view of the input or activation value `name` from its start (NotFound for another
   // name; InvalidArgument when the view is larger than the value).
@@ -52,11 +53,19 @@ class StepProgram {
   // Runs every node; `sequences` is the step's attention metadata for PagedAttention.
   absl::Status Run(std::span<const runtime::AttentionSequence> sequences);
 
+  // MatMul paths (matmul_tuning.h): node i's path now, and a new one for it; other ops
+  // ignore theirs. RunNode runs node i alone, as tuning measures it (PagedAttention over
+  // no sequences).
+  runtime::MatMulPath path(size_t i) const { return bound_[i].path; }
+  void SetPath(size_t i, runtime::MatMulPath path) { bound_[i].path = path; }
+  absl::Status RunNode(size_t i) { return RunNode(bound_[i], {}); }
+
  private:
   struct BoundNode {
     const StepNode* node;
     std::vector<runtime::Tensor> in;  // absent operands: a rank-0 tensor with no data
     std::vector<runtime::Tensor> out;
+    runtime::MatMulPath path;
   };
 
   StepProgram(StepGraph graph, runtime::Backend* backend);

@@ -42,11 +42,14 @@ std::string StartupReportJson(const RunnerStartup& s, const RunnerLimits& limits
                  s.compiled.empty() ? "eager" : "compiled", CompileSeconds(s));
   for (size_t i = 0; i < s.compiled.size(); ++i) {
     const compile::BucketBuild& b = s.compiled[i];
+    int64_t panels = 0;
+    for (const compile::MatMulChoice& c : b.matmuls)
+      panels += c.path == runtime::MatMulPath::kPanel ? 1 : 0;
     fmt::format_to(it,
                    "{}{{\"tokens\":{},\"logit_rows\":{},\"source\":\"{}\",\"seconds\":{},"
-                   "\"digest\":\"{}\"}}",
+                   "\"digest\":\"{}\",\"tuned_matmul_shapes\":{},\"panel_shapes\":{}}}",
                    i == 0 ? "" : ",", b.shape.tokens, b.shape.logit_rows, b.source, b.seconds,
-                   b.digest);
+                   b.digest, b.matmuls.size(), panels);
   }
   out += "]},\"kv_cache\":{\"dtype\":";
   base::AppendJsonString(s.kv_dtype, false, &out);

@@ -68,6 +68,13 @@ struct AttentionSequence {
   }
 };
 
+// Which of a backend's MatMul shapes runs: the backend's own pick by the number of
+// activation rows (kAuto); the one that streams each weight row once against all rows
+// (kStreaming: a backend takes it only up to its streaming row limit); or the one that packs
+// weight panels and multiplies every row against each (kPanel: only where the weight dtype
+// has panels). Where the asked one is not available, the backend's pick runs.
+enum class MatMulPath : uint8_t { kAuto, kStreaming, kPanel };
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -128,6 +135,11 @@ class Backend {
   // does (see its options, e.g. CpuBackendOptions::quantize_q8_0_activations).
   virtual absl::Status MatMul(const Tensor& x, const Tensor& w, const Tensor* bias,
                               const Tensor& out) = 0;
+
+  // MatMul on the given path (see MatMulPath): for a compiled step, which measured both.
+  // Same contract and results up to summation order.
+  virtual absl::Status MatMulOnPath(const Tensor& x, const Tensor& w, const Tensor* bias,
+                                    const Tensor& out, MatMulPath path) = 0;
 
   // out = silu(gate) * up elementwise, silu(g) = g / (1 + exp(-g)).
   // gate, up, out: F32, same element count ([n, f]). out may alias gate or up.

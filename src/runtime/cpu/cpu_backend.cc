@@ -214,6 +214,11 @@ class CpuBackend final : public Backend {
 
   absl::Status MatMul(const Tensor& x, const Tensor& w, const Tensor* bias,
                       const Tensor& out) override {
+    return MatMulOnPath(x, w, bias, out, MatMulPath::kAuto);
+  }
+
+  absl::Status MatMulOnPath(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out,
+                            MatMulPath path) override {
     constexpr std::string_view kName = "MatMul";
     SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
     SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
@@ -234,7 +239,7 @@ class CpuBackend final : public Backend {
     if (out.data() == x.data() && out.num_elements() != 0) {
       return Invalid(kName, "out must not alias x");
     }
-    cpu::MatMulKernel(ctx_, x, w, bias, out);
+    cpu::MatMulKernel(ctx_, x, w, bias, out, path);
     return absl::OkStatus();
   }
 

@@ -11,6 +11,9 @@
 // decoded to unsigned bytes with a scale and a min per 16 elements; see quant_decode.h).
 // Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once, then
 // both shapes run on bf16 pair dot products.
+//
+// Where both shapes apply (few rows, and panels for the dtype), the caller's MatMulPath
+// picks one; a compiled step measures both per shape (compile/matmul_tuning.h).
 #include <algorithm>
 #include <vector>
 
@@ -42,6 +45,17 @@ void AddBias(const float* bias, int64_t n, int64_t m, int64_t j_begin, int64_t j
   }
 }
 
+// Whether a MatMul of n activation rows streams the weights rather than packing panels:
+// `path` decides where both shapes are there (has_panels, and n within the streaming
+// limit), else the row count.
+bool Streams(MatMulPath path, int64_t n, int64_t max_streaming_rows, bool has_panels) {
+  if (!has_panels)
+    return true;
+  if (n > max_streaming_rows)
+    return false;
+  return path != MatMulPath::kPanel;
+}
+
 // Scratch that grows once per thread and is reused by every later call.
 template <typename T>
 T* Grow(std::vector<T>& v, size_t size) {
@@ -51,7 +65,7 @@ T* Grow(std::vector<T>& v, size_t size) {
 }
 
 void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
-                     const Tensor& w, const float* bd, int64_t m, float* od) {
+                     const Tensor& w, const float* bd, int64_t m, float* od, MatMulPath path) {
   const Q8Kernels& q8 = *ctx.q8;
   const int64_t blocks = k / kQ8_0BlockElems;
   thread_local std::vector<uint8_t> xq_storage;
@@ -65,7 +79,7 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t w_row_bytes = w.row_bytes();
 
-  if (n <= q8.max_streaming_rows) {
+  if (Streams(path, n, q8.max_streaming_rows, q8.gemm_panel != nullptr)) {
     // dot_rows wants each block's scale spread over 8 lanes.
     const int64_t stride = (blocks + 1) / 2 * 16;
     thread_local std::vector<float> spread_storage;
@@ -125,14 +139,14 @@ QuantActivations QuantizeActivations(const KernelContext& ctx, const float* xd, 
 }
 
 void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
-                     const Tensor& w, const float* bd, int64_t m, float* od) {
+                     const Tensor& w, const float* bd, int64_t m, float* od, MatMulPath path) {
   const QuantKernels& quant = *ctx.quant;
   const QuantActivations x = QuantizeActivations(ctx, xd, n, k);
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t w_row_bytes = w.row_bytes();
   const DType dtype = w.dtype();
 
-  if (n <= quant.max_streaming_rows) {
+  if (Streams(path, n, quant.max_streaming_rows, quant.gemm_panel != nullptr)) {
     ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
       quant.dot_rows(dtype, x, n, k, wd, w_row_bytes, begin, end, od, m);
       AddBias(bd, n, m, begin, end, od);
@@ -171,7 +185,7 @@ void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
 }
 
 void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k, const Tensor& w,
-                const float* bd, int64_t m, float* od) {
+                const float* bd, int64_t m, float* od, MatMulPath path) {
   const Bf16Kernels& bf16 = *ctx.bf16;
   // Even stride, so that every row's pairs start on a pair boundary.
   const int64_t ldx = (k + 1) / 2 * 2;
@@ -184,7 +198,7 @@ void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t w_row_bytes = w.row_bytes();
 
-  if (n <= bf16.max_streaming_rows) {
+  if (Streams(path, n, bf16.max_streaming_rows, true)) {
     ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
       bf16.dot_rows(xb, ldx, n, k, wd, w_row_bytes, begin, end, od, m);
       AddBias(bd, n, m, begin, end, od);
@@ -216,7 +230,7 @@ void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
 }  // namespace
 
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
-                  const Tensor& out) {
+                  const Tensor& out, MatMulPath path) {
   const int64_t n = x.rows();
   const int64_t k = x.cols();
   const int64_t m = w.dim(0);
@@ -229,22 +243,22 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
 
   if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && k > 0 &&
       (n <= ctx.q8->max_streaming_rows || ctx.q8->gemm_panel != nullptr)) {
-    QuantizedMatMul(ctx, xd, n, k, w, bd, m, od);
+    QuantizedMatMul(ctx, xd, n, k, w, bd, m, od, path);
     return;
   }
   if (IsGgmlQuantDType(w.dtype()) && ctx.quant != nullptr && k > 0 &&
       (n <= ctx.quant->max_streaming_rows || ctx.quant->gemm_panel != nullptr)) {
-    GgmlQuantMatMul(ctx, xd, n, k, w, bd, m, od);
+    GgmlQuantMatMul(ctx, xd, n, k, w, bd, m, od, path);
     return;
   }
   if (w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k > 0) {
-    Bf16MatMul(ctx, xd, n, k, w, bd, m, od);
+    Bf16MatMul(ctx, xd, n, k, w, bd, m, od, path);
     return;
   }
 
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t w_row_bytes = w.row_bytes();
-  if (n <= isa.max_streaming_rows || k == 0) {
+  if (k == 0 || Streams(path, n, isa.max_streaming_rows, true)) {
     ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
       isa.dot_rows(w.dtype(), xd, n, k, wd, w_row_bytes, begin, end, od, m);
       AddBias(bd, n, m, begin, end, od);

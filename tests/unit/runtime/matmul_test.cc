@@ -34,7 +34,7 @@ class MatMulTest : public ::testing::TestWithParam<std::tuple<CpuIsa, DType>> {}
 enum class XRounding { kNone, kQ8_0Blocks, kBf16 };
 
 void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_bias, uint32_t seed,
-                 XRounding x_rounded = XRounding::kNone) {
+                 XRounding x_rounded = XRounding::kNone, MatMulPath path = MatMulPath::kAuto) {
   std::mt19937 rng(seed);
   const std::vector<float> x = RandomFloats(rng, c.n * c.k);
   const std::vector<float> w_values = RandomFloats(rng, c.m * c.k);
@@ -47,7 +47,7 @@ void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_b
   const Tensor wt = HostTensor(dtype, {c.m, c.k}, w_bytes.data());
   const Tensor bt = HostTensor(DType::kF32, {c.m}, bias.data());
   const Tensor ot = HostTensor(DType::kF32, {c.n, c.m}, out.data());
-  ASSERT_TRUE(backend.MatMul(xt, wt, with_bias ? &bt : nullptr, ot).ok());
+  ASSERT_TRUE(backend.MatMulOnPath(xt, wt, with_bias ? &bt : nullptr, ot, path).ok());
 
   for (int64_t i = 0; i < c.n; ++i) {
     for (int64_t j = 0; j < c.m; ++j) {
@@ -157,6 +157,35 @@ TEST_P(Bf16DotMatMulTest, MatchesReferenceWithinActivationRounding) {
     ++seed;
   }
 }
+
+// Both MatMul shapes where a caller picks one (a compiled step measures both), on row
+// counts where both apply, with the activation rounding each dtype's fast path does.
+class MatMulPathTest : public ::testing::TestWithParam<std::tuple<CpuIsa, DType>> {};
+
+TEST_P(MatMulPathTest, EitherPathMatchesReference) {
+  const auto [isa, dtype] = GetParam();
+  auto backend = MakeBackend(isa, 2, /*quantize_q8_0=*/true, /*round_bf16=*/true);
+  const XRounding rounding = dtype == DType::kQ8_0   ? XRounding::kQ8_0Blocks
+                             : dtype == DType::kBF16 ? XRounding::kBf16
+                                                     : XRounding::kNone;
+  const std::vector<MatMulCase> cases = {{1, 64, 33}, {4, 96, 70}, {15, 64, 40}, {16, 160, 65}};
+  uint32_t seed = 300;
+  for (MatMulPath path : {MatMulPath::kStreaming, MatMulPath::kPanel, MatMulPath::kAuto}) {
+    for (const MatMulCase& c : cases) {
+      CheckMatMul(*backend, dtype, c, /*with_bias=*/seed % 2 == 0, seed, rounding, path);
+      ++seed;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, MatMulPathTest,
+                         ::testing::Combine(::testing::ValuesIn(testing::SupportedIsas()),
+                                            ::testing::Values(DType::kF32, DType::kF16,
+                                                              DType::kBF16, DType::kQ8_0)),
+                         [](const auto& param_info) {
+                           return std::string(CpuIsaName(std::get<0>(param_info.param))) + "_" +
+                                  std::string(DTypeName(std::get<1>(param_info.param)));
+                         });
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, Bf16DotMatMulTest, ::testing::ValuesIn(testing::SupportedIsas()),
                          testing::IsaParamName);

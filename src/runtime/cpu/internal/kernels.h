@@ -33,8 +33,10 @@ struct KernelContext {
   void ParallelFor(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& fn) const;
 };
 
+// `path`: runtime::MatMulPath; kStreaming applies up to the dtype's streaming row limit,
+// kPanel where the dtype has panel kernels; otherwise the row count decides.
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
-                  const Tensor& out);
+                  const Tensor& out, MatMulPath path);
 void EmbeddingKernel(const KernelContext& ctx, const Tensor& table, const int32_t* ids,
                      const Tensor& out);
 void RmsNormKernel(const KernelContext& ctx, const Tensor& x, const Tensor& weight, float eps,
