@@ -64,11 +64,11 @@ absl::StatusOr<ArtefactLookup> ArtefactCache::GetOrCompile(const CacheKey& key,
     Count(&CacheCounters::memory_hits);
     return found(CacheLevel::kMemory, *std::move(held));
   }
-  SY_ASSIGN_OR_RETURN(std::optional<Held> on_host, FindOnHost(key.hex));
+  SY_ASSIGN_OR_RETURN(std::optional<Held> on_host, FindOnHost(key.hex, /*key_locked=*/false));
   if (!on_host) {
     // Single flight: whoever holds the key compiles; we find its entry once it is done.
     SY_ASSIGN_OR_RETURN(internal::FileLock key_lock, host_->LockKey(key.hex));
-    SY_ASSIGN_OR_RETURN(on_host, FindOnHost(key.hex));
+    SY_ASSIGN_OR_RETURN(on_host, FindOnHost(key.hex, /*key_locked=*/true));
     if (!on_host) {
       SY_ASSIGN_OR_RETURN(std::optional<Held> from_redis, FindInRedis(key.hex));
       if (from_redis) {
@@ -89,6 +89,12 @@ std::optional<ArtefactCache::Held> ArtefactCache::FindInMemory(const std::string
   auto it = memory_index_.find(key);
   if (it == memory_index_.end())
     return std::nullopt;
+  if (!it->second->second->StillInPlace()) {
+    // Found bad and replaced by another process since.
+    memory_.erase(it->second);
+    memory_index_.erase(it);
+    return std::nullopt;
+  }
   memory_.splice(memory_.begin(), memory_, it->second);
   return it->second->second;
 }
@@ -111,22 +117,17 @@ void ArtefactCache::Remember(const std::string& key, Held entry) {
   }
 }
 
-absl::StatusOr<std::optional<ArtefactCache::Held>> ArtefactCache::FindOnHost(
-    const std::string& key) {
+absl::StatusOr<std::optional<ArtefactCache::Held>> ArtefactCache::FindOnHost(const std::string& key,
+                                                                             bool key_locked) {
   absl::StatusOr<std::unique_ptr<HostEntry>> entry = host_->Find(key);
   if (entry.ok())
     return Held(*std::move(entry));
-  if (absl::IsNotFound(entry.status()))
+  if (absl::IsNotFound(entry.status()) || (absl::IsDataLoss(entry.status()) && !key_locked))
     return std::nullopt;
   if (!absl::IsDataLoss(entry.status()))
     return entry.status();
   BadEntry(CacheLevel::kHost, key, entry.status());
-  const absl::Status removed = host_->Remove(key);
-  if (!removed.ok()) {
-    return absl::FailedPreconditionError(
-        fmt::format("compile cache entry {} cannot be loaded here ({}) and cannot be replaced: {}",
-                    key, std::string(entry.status().message()), std::string(removed.message())));
-  }
+  SY_RETURN_IF_ERROR(host_->Remove(key, HostCache::IfHeld::kRemove));
   Count(&CacheCounters::corrupt_replaced);
   return std::nullopt;
 }

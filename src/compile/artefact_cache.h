@@ -101,8 +101,9 @@ class ArtefactCache {
 
   std::optional<Held> FindInMemory(const std::string& key);
   void Remember(const std::string& key, Held entry);
-  // The host entry of `key`, or nullopt (a bad one removed and counted).
-  absl::StatusOr<std::optional<Held>> FindOnHost(const std::string& key);
+  // The host entry of `key`, or nullopt. With the key's lock held, a bad one is removed and
+  // counted; without, it is left for whoever holds the lock.
+  absl::StatusOr<std::optional<Held>> FindOnHost(const std::string& key, bool key_locked);
   // The Redis entry of `key` stored on the host, or nullopt.
   absl::StatusOr<std::optional<Held>> FindInRedis(const std::string& key);
   absl::StatusOr<Held> CompileAndStore(const CacheKey& key, CompileFunction compile);

@@ -86,6 +86,14 @@ bool IsDirectory(const fs::path& path) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// Whether `path` names the directory open as `fd`.
+bool SameDirectory(int fd, const std::string& path) {
+  struct stat held {};
+  struct stat named {};
+  return ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &named) == 0 &&
+         held.st_ino == named.st_ino && held.st_dev == named.st_dev;
+}
+
 int64_t MtimeNanoseconds(const struct stat& st) {
   return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
 }
@@ -124,6 +132,10 @@ std::string DefaultHostCacheRoot() {
 
 std::string HostEntry::artefact_path() const {
   return fmt::format("{}/{}", directory_, kArtefactFileName);
+}
+
+bool HostEntry::StillInPlace() const {
+  return SameDirectory(lock_.fd(), directory_);
 }
 
 void HostEntry::MarkUsed() const {
@@ -229,10 +241,14 @@ absl::StatusOr<EvictionResult> HostCache::Store(const EntryMetadata& metadata,
   return EvictTo(options_.max_bytes, key);
 }
 
-absl::Status HostCache::Remove(std::string_view key) const {
+absl::Status HostCache::Remove(std::string_view key, IfHeld if_held) const {
   if (!IsCacheKeyHex(key))
     return absl::InvalidArgumentError(fmt::format("not a compile cache key: '{}'", key));
   const std::string directory = EntryDirectory(key);
+  if (if_held == IfHeld::kRemove) {
+    RemoveDirectory(directory, key);
+    return absl::OkStatus();
+  }
   absl::StatusOr<FileLock> lock = FileLock::TryLockDirectory(directory, FileLock::Mode::kExclusive);
   if (absl::IsNotFound(lock.status()))
     return absl::OkStatus();

@@ -11,8 +11,9 @@
 //   - one process compiles a key while holding its lock file exclusively (LockKey); the
 //     others wait there, then find what it stored;
 //   - a reader holds its entry's directory with a shared lock (HostEntry) while it uses the
-//     files; removal (eviction, pruning, replacing a bad entry) takes the exclusive lock
-//     without waiting and skips an entry that is held.
+//     files; eviction and pruning take the exclusive lock without waiting and skip an entry
+//     that is held. A bad entry is removed even when held (it is of no use to anyone), by
+//     whoever holds its key's lock, so never in a race with the store that replaces it.
 // The last use of an entry is its metadata file's mtime, set on every Find; Store evicts the
 // least recently used entries beyond max_bytes.
 //
@@ -55,6 +56,8 @@ class HostEntry {
   const EntryMetadata& metadata() const { return metadata_; }
   // Records a use now (the metadata file's mtime), for LRU eviction.
   void MarkUsed() const;
+  // Whether the entry's path still names what is held (false once a bad entry was removed).
+  bool StillInPlace() const;
 
  private:
   friend class HostCache;
@@ -105,8 +108,10 @@ class HostCache {
   absl::StatusOr<EvictionResult> Store(const EntryMetadata& metadata, std::string_view factors_json,
                                        std::string_view artefact) const;
 
-  // Removes `key`'s entry: OK when gone (or there was none); Unavailable when a reader holds it.
-  absl::Status Remove(std::string_view key) const;
+  enum class IfHeld { kSkip, kRemove };
+  // Removes `key`'s entry: OK when gone (or there was none); with kSkip, Unavailable when a
+  // reader holds it. REQUIRES for kRemove: the caller holds the key's lock (LockKey).
+  absl::Status Remove(std::string_view key, IfHeld if_held = IfHeld::kSkip) const;
 
   // Every entry, in no particular order.
   absl::StatusOr<std::vector<HostEntryInfo>> List() const;
