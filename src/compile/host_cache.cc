@@ -160,6 +160,15 @@ std::string HostCache::EntryDirectory(std::string_view key) const {
 }
 
 absl::StatusOr<std::unique_ptr<HostEntry>> HostCache::Find(std::string_view key) const {
+  return FindEntry(key, /*mark_used=*/true);
+}
+
+absl::Status HostCache::Verify(std::string_view key) const {
+  return FindEntry(key, /*mark_used=*/false).status();
+}
+
+absl::StatusOr<std::unique_ptr<HostEntry>> HostCache::FindEntry(std::string_view key,
+                                                                bool mark_used) const {
   if (!IsCacheKeyHex(key))
     return absl::InvalidArgumentError(fmt::format("not a compile cache key: '{}'", key));
   const std::string directory = EntryDirectory(key);
@@ -195,7 +204,8 @@ absl::StatusOr<std::unique_ptr<HostEntry>> HostCache::Find(std::string_view key)
   }
   SY_RETURN_IF_ERROR(CheckEntry(metadata, key, artefact_bytes, options_.requirements));
   std::unique_ptr<HostEntry> entry(new HostEntry(directory, std::move(metadata), *std::move(lock)));
-  entry->MarkUsed();
+  if (mark_used)
+    entry->MarkUsed();
   return entry;
 }
 

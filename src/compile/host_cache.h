@@ -98,6 +98,8 @@ class HostCache {
   // The entry of `key`, checked and held, its last use set to now. NotFound when there is
   // none; DataLoss (what is wrong) when there is one that may not be loaded.
   absl::StatusOr<std::unique_ptr<HostEntry>> Find(std::string_view key) const;
+  // As Find, but releases the entry at once and leaves its last use as it was.
+  absl::Status Verify(std::string_view key) const;
 
   // Waits for `key`'s single-flight lock; held until the returned lock is destroyed.
   absl::StatusOr<internal::FileLock> LockKey(std::string_view key) const;
@@ -122,6 +124,8 @@ class HostCache {
 
  private:
   explicit HostCache(HostCacheOptions options) : options_(std::move(options)) {}
+
+  absl::StatusOr<std::unique_ptr<HostEntry>> FindEntry(std::string_view key, bool mark_used) const;
 
   absl::Status WriteTemporary(const std::string& directory, const EntryMetadata& metadata,
                               std::string_view factors_json, std::string_view artefact) const;
