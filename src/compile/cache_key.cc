@@ -166,7 +166,7 @@ std::string Sha256Hex(std::string_view bytes) {
 }
 
 bool IsCacheKeyHex(std::string_view text) {
-  return text.size() == 2 * SHA256_DIGEST_LENGTH &&
+  return text.size() == size_t{2} * SHA256_DIGEST_LENGTH &&
          std::all_of(text.begin(), text.end(),
                      [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }

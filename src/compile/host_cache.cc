@@ -9,7 +9,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <utility>
 
@@ -18,6 +17,7 @@
 #include "base/file.h"
 #include "base/logging.h"
 #include "base/status_macros.h"
+#include "compile/internal/system_error.h"
 #include "kvx/unique_fd.h"
 
 namespace switchyard::compile {
@@ -25,16 +25,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using internal::FileLock;
+using internal::SystemError;
 
 // Temporary directories older than this belong to writers that died.
 constexpr auto kStaleTemporaryAge = std::chrono::minutes(10);
 
 constexpr std::string_view kTemporaryPrefix = ".tmp-";
 constexpr std::string_view kDoomedPrefix = ".removing-";
-
-absl::Status SystemError(std::string_view what, const std::string& path, int error) {
-  return absl::InternalError(fmt::format("{} {}: {}", what, path, std::strerror(error)));
-}
 
 // A fresh dot-named path in `parent`, unique across threads and processes.
 std::string DotPath(const std::string& parent, std::string_view prefix, std::string_view key) {

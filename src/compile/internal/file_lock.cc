@@ -4,24 +4,13 @@
 #include <fcntl.h>
 #include <sys/file.h>
 
-#include <cstring>
-
-#include "fmt/format.h"
+#include "compile/internal/system_error.h"
 
 namespace switchyard::compile::internal {
 namespace {
 
 int Operation(FileLock::Mode mode) {
   return mode == FileLock::Mode::kShared ? LOCK_SH : LOCK_EX;
-}
-
-absl::Status SystemError(std::string_view what, const std::string& path, int error) {
-  std::string message = fmt::format("{} {}: {}", what, path, std::strerror(error));
-  if (error == ENOENT || error == ENOTDIR)
-    return absl::NotFoundError(message);
-  if (error == EWOULDBLOCK)
-    return absl::UnavailableError(message);
-  return absl::InternalError(message);
 }
 
 }  // namespace
