@@ -1,14 +1,16 @@
 // ArtefactCache, the front door, on real directories and a real redis-server
 // (../kvx/redis_test_server.h): the levels in order with their counters, bad host and Redis
 // entries as misses that are recompiled and replaced, level 3 off with one warning when
-// Redis is down or hangs (in bounded time, levels 1 and 2 still serving), and no level 3
-// without a signing key.
+// Redis is down or hangs (in bounded time, levels 1 and 2 still serving), no level 3
+// without a signing key, and threads of one process compiling each key once.
 #include "compile/artefact_cache.h"
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -296,6 +298,33 @@ TEST_F(ArtefactCacheTest, AFailedCompileStoresNothing) {
   EXPECT_EQ(lookup.status(), absl::InternalError("cc died"));
   EXPECT_TRUE(absl::IsNotFound(cache->host().Find(key.hex).status()));
   EXPECT_EQ(Get(*cache, key).found_in, CacheLevel::kCompiled);
+}
+
+TEST_F(ArtefactCacheTest, ThreadsOfOneProcessCompileEachKeyOnce) {
+  auto cache = Open("a");
+  std::atomic<int> compiles{0};
+  std::vector<std::thread> threads;
+  for (int n = 0; n < 4; ++n) {
+    threads.emplace_back([&, n] {
+      for (int round = 0; round < 3; ++round) {
+        const int tokens = (n + round) % 2;
+        absl::StatusOr<ArtefactLookup> lookup =
+            cache->GetOrCompile(SampleKey(tokens), [&]() -> absl::StatusOr<CompiledArtefact> {
+              compiles.fetch_add(1);
+              return CompiledArtefact{ArtefactBytes(tokens), {"avx2"}};
+            });
+        EXPECT_TRUE(lookup.ok()) << lookup.status();
+        if (lookup.ok())
+          EXPECT_EQ(*base::ReadFile(lookup->entry->artefact_path()), ArtefactBytes(tokens));
+      }
+    });
+  }
+  for (std::thread& thread : threads)
+    thread.join();
+  EXPECT_EQ(compiles.load(), 2);
+  const CacheCounters counters = cache->counters();
+  EXPECT_EQ(counters.compiles, 2);
+  EXPECT_EQ(counters.memory_hits + counters.host_hits + counters.compiles, 12);
 }
 
 TEST_F(ArtefactCacheTest, MemoryLevelIsBoundedAndHoldsItsEntries) {
