@@ -21,6 +21,8 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code);
 void RegisterUpCommand(CLI::App& app, int* exit_code);
 // switchyard router --config router.yaml
 void RegisterRouterCommand(CLI::App& app, int* exit_code);
+// switchyard cache ls|verify|prune|stats [--dir D] [--redis HOST:PORT --key-file F]
+void RegisterCacheCommand(CLI::App& app, int* exit_code);
 // switchyard kv-events-demo --endpoint E [--replay-endpoint R] [--count N]
 void RegisterKvEventsDemoCommand(CLI::App& app, int* exit_code);
 

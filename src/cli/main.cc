@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   switchyard::cli::RegisterUpCommand(app, &exit_code);
   switchyard::cli::RegisterRouterCommand(app, &exit_code);
   switchyard::cli::RegisterKvEventsDemoCommand(app, &exit_code);
+  switchyard::cli::RegisterCacheCommand(app, &exit_code);
 
   app.parse_complete_callback([&] {
     if (!switchyard::base::SetLogLevel(log_level)) {
