@@ -225,7 +225,7 @@ void RegisterEngineCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--max-num-seqs", f->runner.max_num_seqs)->capture_default_str();
   cmd->add_option("--max-num-batched-tokens", f->runner.max_num_batched_tokens)
       ->capture_default_str();
-  AddCompilationFlags(cmd, &f->runner.enforce_eager, &f->runner.compilation_config);
+  AddCompilationFlags(cmd, &f->runner.compilation);
   cmd->add_option("--long-prefill-token-threshold", f->long_prefill_token_threshold)
       ->capture_default_str();
   cmd->add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", f->enable_prefix_caching,

@@ -39,7 +39,6 @@
 #include "base/json.h"
 #include "base/mutex.h"
 #include "base/status_macros.h"
-#include "compile/compilation_config.h"
 #include "engine/engine_core.h"
 #include "engine/llama_runner.h"
 #include "engine/sampling_params.h"
@@ -68,8 +67,7 @@ struct GenerateOptions {
   bool ignore_eos = false;
   bool json = false;
   int64_t dump_logits = 0;
-  bool enforce_eager = false;
-  std::string compilation_config;
+  CompilationFlags compilation;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -177,11 +175,8 @@ absl::Status Generate(const GenerateOptions& o) {
   runner_options.num_threads = o.threads;
   runner_options.max_num_batched_tokens = std::max(o.prefill_chunk, o.batch);
   runner_options.max_logit_rows = o.batch;
-  SY_ASSIGN_OR_RETURN(
-      const compile::CompilationConfig compilation,
-      compile::ParseCompilationConfig(o.compilation_config, o.enforce_eager, o.batch,
-                                      runner_options.max_num_batched_tokens));
-  runner_options.compile_sizes = compilation.compile_sizes;
+  SY_RETURN_IF_ERROR(ApplyCompilationFlags(o.compilation, o.batch,
+                                           runner_options.max_num_batched_tokens, &runner_options));
   runner_options.block_size = o.block_size;
   runner_options.num_kv_blocks = static_cast<int32_t>(blocks_per_seq * o.batch);
   SY_ASSIGN_OR_RETURN(std::unique_ptr<engine::LlamaRunner> llama,
@@ -336,7 +331,7 @@ void RegisterGenerateCommand(CLI::App& app, int* exit_code) {
                   "KV cache dtype: auto (f32 for f32 weights, else f16), float32, float16 or "
                   "bfloat16 (also float, half, f32, f16, bf16)")
       ->capture_default_str();
-  AddCompilationFlags(cmd, &o->enforce_eager, &o->compilation_config);
+  AddCompilationFlags(cmd, &o->compilation);
   cmd->add_flag("--ignore-eos", o->ignore_eos, "keep generating past end-of-sequence tokens");
   cmd->add_flag("--json", o->json, "print one JSON object (ids, text, logits) instead of text");
   cmd->add_option("--dump-logits", o->dump_logits, "with --json: logits of the first K steps")

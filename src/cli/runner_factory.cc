@@ -7,7 +7,6 @@
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
-#include "compile/compilation_config.h"
 #include "engine/llama_runner.h"
 #include "model/device_dtype.h"
 #include "sim/latency_model.h"
@@ -28,10 +27,8 @@ absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f) {
     o.block_size = f.block_size;
     o.num_kv_blocks = f.num_gpu_blocks_override;
     o.kv_cache_memory_bytes = static_cast<size_t>(f.kv_cache_memory_bytes);
-    SY_ASSIGN_OR_RETURN(const compile::CompilationConfig compilation,
-                        compile::ParseCompilationConfig(f.compilation_config, f.enforce_eager,
-                                                        f.max_num_seqs, f.max_num_batched_tokens));
-    o.compile_sizes = compilation.compile_sizes;
+    SY_RETURN_IF_ERROR(
+        ApplyCompilationFlags(f.compilation, f.max_num_seqs, f.max_num_batched_tokens, &o));
     return engine::RunnerFactory(
         [o](std::unique_ptr<model::ModelFiles> files,
             const text::Tokenizer&) -> absl::StatusOr<std::unique_ptr<engine::ModelRunner>> {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "cli/compilation_flags.h"
 
 #include "engine/engine_server.h"
 
@@ -28,9 +29,8 @@ struct RunnerFlags {
   // transfers move them; the cache then has --num-gpu-blocks-override blocks, or as many as
   // kv_cache_memory_bytes holds.
   bool sim_kv_memory = false;
-  // cpu backend: --enforce-eager and --compilation-config (compile/compilation_config.h).
-  bool enforce_eager = false;
-  std::string compilation_config;
+  // cpu backend: compiled steps and their cache (compilation_flags.h).
+  CompilationFlags compilation;
 };
 
 // InvalidArgument for an unknown backend or dtype, a bad --sim-latency or

@@ -7,14 +7,69 @@
 
 #include "fmt/format.h"
 
+#include "base/file.h"
+#include "base/logging.h"
 #include "base/status_macros.h"
+#include "compile/cache_key.h"
+#include "compile/entry_files.h"
 #include "compile/matmul_tuning.h"
 
 namespace switchyard::compile {
 
+namespace {
+
+// The identity of a bucket's tuning: what was measured and on what.
+KeyFactors TuningFactors(const std::string& graph_digest, const runtime::Backend& backend,
+                         const std::vector<std::string>& isa_features) {
+  KeyFactors tuning;
+  tuning.Set("max_rows", kMaxTunedRows)
+      .Set("panel_margin_percent", static_cast<int64_t>(kPanelMargin * 100));
+  KeyFactors f;
+  f.Set("artefact", "matmul_choices")
+      .Set("graph", graph_digest)
+      .Set("backend", std::string(backend.name()))
+      .Set("isa_features", isa_features)
+      .Set("tuning", std::move(tuning))
+      .Set("project_version", std::string(ProjectVersion()));
+  return f;
+}
+
+// The bucket's MatMul choices from the cache (measured there on a miss), applied to
+// `program`; the level they came from.
+absl::StatusOr<CacheLevel> TuneThroughCache(ArtefactCache* cache, const std::string& digest,
+                                            const std::vector<std::string>& isa_features,
+                                            StepProgram* program,
+                                            std::vector<MatMulChoice>* choices) {
+  const CacheKey key = ComputeCacheKey(TuningFactors(digest, *program->backend(), isa_features),
+                                       NonSemanticFactors::Default(cache->host().root()));
+  bool measured = false;
+  SY_ASSIGN_OR_RETURN(const ArtefactLookup found,
+                      cache->GetOrCompile(key, [&]() -> absl::StatusOr<CompiledArtefact> {
+                        SY_ASSIGN_OR_RETURN(*choices, TuneMatMuls(program));
+                        measured = true;
+                        return CompiledArtefact{EncodeMatMulChoices(*choices), isa_features};
+                      }));
+  if (measured)
+    return found.found_in;
+  SY_ASSIGN_OR_RETURN(const std::string bytes, base::ReadFile(found.entry->artefact_path()));
+  absl::StatusOr<std::vector<MatMulChoice>> cached = DecodeMatMulChoices(bytes);
+  if (!cached.ok()) {
+    // Checked bytes of a format this build does not read: measure here, keep the entry.
+    SY_LOG_WARN("compile cache: entry {} is unreadable ({}); tuning this start", key.hex,
+                std::string(cached.status().message()));
+    SY_ASSIGN_OR_RETURN(*choices, TuneMatMuls(program));
+    return CacheLevel::kCompiled;
+  }
+  *choices = *std::move(cached);
+  ApplyMatMulChoices(*choices, program);
+  return found.found_in;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
     model::LlamaModel* model, runtime::Backend* backend, const model::KvCacheStorage* kv,
-    std::span<const int64_t> sizes) {
+    std::span<const int64_t> sizes, ArtefactCache* cache, std::vector<std::string> isa_features) {
   std::vector<int64_t> sorted(sizes.begin(), sizes.end());
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
@@ -37,11 +92,19 @@ absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
     SY_ASSIGN_OR_RETURN(std::unique_ptr<StepProgram> program,
                         StepProgram::Create(std::move(graph), backend,
                                             ResolveLlamaExternals(model->weights(), *kv), outputs));
-    SY_ASSIGN_OR_RETURN(const std::vector<MatMulChoice> choices, TuneMatMuls(program.get()));
+    std::vector<MatMulChoice> choices;
+    CacheLevel level = CacheLevel::kCompiled;
+    if (cache != nullptr) {
+      SY_ASSIGN_OR_RETURN(level,
+                          TuneThroughCache(cache, digest, isa_features, program.get(), &choices));
+    } else {
+      SY_ASSIGN_OR_RETURN(choices, TuneMatMuls(program.get()));
+    }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     steps->buckets_.push_back(
-        {{shape, std::move(digest), "compiled", seconds, choices}, std::move(program)});
+        {{shape, std::move(digest), std::string(CacheLevelName(level)), seconds, choices},
+         std::move(program)});
   }
   return steps;
 }

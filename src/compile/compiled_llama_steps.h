@@ -1,6 +1,9 @@
 // CompiledLlamaSteps: a Llama-family model's steps as StepPrograms, one per token bucket
 // (vLLM's compile_sizes), built when the runner starts: recorded, bound, and their MatMul
-// paths tuned (matmul_tuning.h). A step runs in the smallest bucket
+// paths tuned (matmul_tuning.h). With a compile cache the tuning is the cached artefact:
+// keyed by the graph's digest, the backend (kernel level and threads), the tuning rules and
+// the project version, it is measured once per host (or fleet, with Redis) and loaded by
+// every later start. A step runs in the smallest bucket
 // that holds its tokens and logit rows, padded as StepProgram says; a step larger than
 // every bucket is not taken (the caller runs it eagerly).
 //
@@ -16,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "compile/artefact_cache.h"
 #include "compile/matmul_tuning.h"
 #include "compile/record_llama_step.h"
 #include "compile/step_program.h"
@@ -29,7 +33,8 @@ namespace switchyard::compile {
 struct BucketBuild {
   StepBucket shape;
   std::string digest;  // StepGraph::Digest
-  // Where the step came from: "compiled" (recorded, bound and tuned at start-up).
+  // Where its tuning came from: "compiled" (measured now), or the compile cache level that
+  // had it ("memory", "host", "redis").
   std::string source;
   double seconds = 0.0;
   std::vector<MatMulChoice> matmuls;  // the tuned MatMul shapes (matmul_tuning.h)
@@ -38,12 +43,14 @@ struct BucketBuild {
 class CompiledLlamaSteps {
  public:
   // `sizes`: the token buckets (positive, at most the model's max_num_batched_tokens; any
-  // order, duplicates ignored). Errors: a bad size, a model whose steps cannot be recorded
-  // (Unimplemented: mixture of experts), the backend's.
-  static absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> Create(model::LlamaModel* model,
-                                                                    runtime::Backend* backend,
-                                                                    const model::KvCacheStorage* kv,
-                                                                    std::span<const int64_t> sizes);
+  // order, duplicates ignored). `cache` (may be null: tune every start) keeps the tuning,
+  // for a backend whose code needs `isa_features` (isa_features.h names). Errors: a bad
+  // size, a model whose steps cannot be recorded (Unimplemented: mixture of experts), the
+  // backend's, the cache's host directory's (it cannot be written).
+  static absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> Create(
+      model::LlamaModel* model, runtime::Backend* backend, const model::KvCacheStorage* kv,
+      std::span<const int64_t> sizes, ArtefactCache* cache = nullptr,
+      std::vector<std::string> isa_features = {});
 
   // The buckets' token counts, ascending.
   std::vector<int64_t> sizes() const;

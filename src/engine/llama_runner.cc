@@ -51,9 +51,15 @@ absl::StatusOr<std::unique_ptr<LlamaRunner>> LlamaRunner::Create(
   runner->limits_.block_size = options.block_size;
   runner->limits_.sliding_window = SlidingWindowOf(runner->model_->config());
   if (!options.compile_sizes.empty()) {
+    if (options.compile_cache.has_value()) {
+      SY_ASSIGN_OR_RETURN(runner->compile_cache_,
+                          compile::ArtefactCache::Open(*options.compile_cache));
+    }
+    const std::string isa(runtime::CpuIsaName(backend_options.isa.value_or(runtime::BestCpuIsa())));
     absl::StatusOr<std::unique_ptr<compile::CompiledLlamaSteps>> compiled =
         compile::CompiledLlamaSteps::Create(runner->model_.get(), runner->backend_.get(),
-                                            runner->kv_.get(), options.compile_sizes);
+                                            runner->kv_.get(), options.compile_sizes,
+                                            runner->compile_cache_.get(), {isa});
     if (compiled.ok()) {
       runner->compiled_ = *std::move(compiled);
     } else if (compiled.status().code() == absl::StatusCode::kUnimplemented) {

@@ -39,6 +39,9 @@ struct LlamaRunnerOptions {
   // step eager. A model whose steps cannot be compiled (mixture of experts) runs eagerly,
   // with a log line saying so.
   std::vector<int64_t> compile_sizes;
+  // Where compiled steps keep what they measured (compile/artefact_cache.h); unset: they
+  // measure at every start.
+  std::optional<compile::ArtefactCacheOptions> compile_cache;
 };
 
 class LlamaRunner final : public ModelRunner {
@@ -62,6 +65,7 @@ class LlamaRunner final : public ModelRunner {
   std::unique_ptr<runtime::Backend> backend_;
   std::unique_ptr<model::LlamaModel> model_;
   std::unique_ptr<model::KvCacheStorage> kv_;
+  std::unique_ptr<compile::ArtefactCache> compile_cache_;  // null: none
   std::unique_ptr<compile::CompiledLlamaSteps> compiled_;  // null: eager only
   RunnerLimits limits_;
 };

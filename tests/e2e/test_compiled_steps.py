@@ -11,14 +11,16 @@ import pytest
 import requests
 
 from conftest import MODELS_DIR
-from engine_server import EngineServer, sample
+from engine_server import EngineServer, sample, start_engines
+from redis_server import RedisServer
 
 PROMPT = "Once upon a time there was"
 
 
 def generate(switchyard, model, *flags):
     proc = switchyard("generate", "--model", model, "--prompt", PROMPT, "-n", "24",
-                      "--ignore-eos", "--json", "--batch", "4", "--prefill-chunk", "5", *flags)
+                      "--ignore-eos", "--json", "--batch", "4", "--prefill-chunk", "5",
+                      "--no-compile-cache", *flags)
     return json.loads(proc.stdout)["batch_tokens"]
 
 
@@ -50,8 +52,8 @@ def test_bad_compilation_configs_are_refused(switchyard, config, says):
 
 
 def test_mixture_of_experts_runs_eagerly():
-    engine = EngineServer("--compilation-config", "{}", model=MODELS_DIR / "tiny-qwen3-moe",
-                          log_level="info")
+    engine = EngineServer("--compilation-config", "{}", "--no-compile-cache",
+                          model=MODELS_DIR / "tiny-qwen3-moe", log_level="info")
     engine.start()
     try:
         assert "every step runs eagerly" in engine.log()
@@ -62,7 +64,7 @@ def test_mixture_of_experts_runs_eagerly():
         engine.stop()
 
 
-def test_engine_serves_compiled_steps_as_eager_ones():
+def test_engine_serves_compiled_steps_as_eager_ones(tmp_path):
     prompts = [f"{PROMPT} {i}" * (1 + i % 3) for i in range(12)]
 
     def answers(engine):
@@ -75,7 +77,8 @@ def test_engine_serves_compiled_steps_as_eager_ones():
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             return list(pool.map(one, prompts))
 
-    compiled = EngineServer("--max-num-seqs", "8", "--compilation-config", "{}", log_level="info")
+    compiled = EngineServer("--max-num-seqs", "8", "--compilation-config", "{}",
+                            "--compile-cache-dir", tmp_path, log_level="info")
     eager = EngineServer("--max-num-seqs", "8", log_level="info")
     for e in (compiled, eager):
         e.start()
@@ -88,9 +91,10 @@ def test_engine_serves_compiled_steps_as_eager_ones():
             e.stop()
 
 
-def test_startup_report_names_the_three_caches():
+def test_startup_report_names_the_three_caches(tmp_path):
     compiled = EngineServer("--max-num-seqs", "4", "--compilation-config", "{}",
-                            "--kv-offloading-size", "0.01", log_level="info")
+                            "--compile-cache-dir", tmp_path, "--kv-offloading-size", "0.01",
+                            log_level="info")
     sim = EngineServer("--backend", "sim", "--sim-latency", "zero")
     for e in (compiled, sim):
         e.start()
@@ -123,3 +127,68 @@ def test_startup_report_names_the_three_caches():
     finally:
         for e in (compiled, sim):
             e.stop()
+
+
+def startup_sources(engine):
+    report = requests.get(f"{engine.url}/debug/startup", timeout=5).json()
+    return [b["source"] for b in report["compiled"]["buckets"]]
+
+
+def run_engine(*flags):
+    engine = EngineServer("--max-num-seqs", "4", "--compilation-config", "{}", *flags)
+    engine.start()
+    try:
+        return startup_sources(engine)
+    finally:
+        engine.stop()
+
+
+def test_compiled_steps_come_from_the_host_cache_then_from_redis(switchyard, tmp_path):
+    # Two engines on one host: the first measures and stores, the second loads.
+    host = tmp_path / "host"
+    assert run_engine("--compile-cache-dir", host) == ["compiled"] * 3
+    assert run_engine("--compile-cache-dir", host) == ["host"] * 3
+    listing = switchyard("cache", "ls", "--dir", host).stdout.decode()
+    assert len([line for line in listing.splitlines() if "matmul_choices" in line]) == 3, listing
+    # Two hosts sharing a signed Redis level: the second host's first start loads from it.
+    redis = RedisServer()
+    key = tmp_path / "signing.key"
+    key.write_text("a-signing-key-of-32-bytes-000000")
+    try:
+        shared = ["--compile-cache-redis", f"127.0.0.1:{redis.port}",
+                  "--compile-cache-redis-key-file", key]
+        assert run_engine("--compile-cache-dir", tmp_path / "a", *shared) == ["compiled"] * 3
+        assert run_engine("--compile-cache-dir", tmp_path / "b", *shared) == ["redis"] * 3
+        assert run_engine("--compile-cache-dir", tmp_path / "b", *shared) == ["host"] * 3
+        # Another signing key cannot read them: measured again, never loaded.
+        other = tmp_path / "other.key"
+        other.write_text("another-signing-key-of-32-bytes0")
+        assert run_engine("--compile-cache-dir", tmp_path / "c", "--compile-cache-redis",
+                          f"127.0.0.1:{redis.port}", "--compile-cache-redis-key-file",
+                          other) == ["compiled"] * 3
+    finally:
+        redis.kill()
+
+
+def test_redis_level_needs_its_key(switchyard):
+    proc = switchyard("generate", "--model", MODELS_DIR / "tiny-llama3", "--prompt", "x",
+                      "--compilation-config", "{}", "--compile-cache-redis", "127.0.0.1:1",
+                      check=False)
+    assert proc.returncode != 0
+    assert b"--compile-cache-redis-key-file" in proc.stderr
+
+
+def test_four_engines_started_together_compile_each_bucket_once(tmp_path):
+    # One host directory, four engines from cold at once: single-flight lets one of them
+    # measure each bucket while the others wait and load what it stored.
+    engines = start_engines(4, "--max-num-seqs", "4", "--compilation-config", "{}",
+                            "--compile-cache-dir", tmp_path)
+    try:
+        sources = [startup_sources(e) for e in engines]
+    finally:
+        for e in engines:
+            e.stop()
+    for bucket in range(3):
+        column = sorted(s[bucket] for s in sources)
+        assert column.count("compiled") == 1, sources
+        assert set(column) <= {"compiled", "host"}, sources

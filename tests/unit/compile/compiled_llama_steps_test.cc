@@ -1,0 +1,101 @@
+// Compiled steps through the compile cache: the first start measures each bucket's MatMul
+// tuning and stores it on the host; a later process's start loads it from there, the same
+// process's from memory, and every start runs the same paths.
+#include "compile/compiled_llama_steps.h"
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+#include "compile/artefact_cache.h"
+#include "model/kv_cache_storage.h"
+#include "model/llama_model.h"
+#include "model/model_files.h"
+#include "runtime/cpu/cpu_backend.h"
+
+namespace switchyard::compile {
+namespace {
+
+struct Loaded {
+  std::unique_ptr<model::ModelFiles> files;
+  std::unique_ptr<runtime::Backend> backend;
+  std::unique_ptr<model::LlamaModel> model;
+  std::unique_ptr<model::KvCacheStorage> kv;
+};
+
+Loaded Load() {
+  Loaded l;
+  auto files = model::ModelFiles::Open(std::string(SY_SOURCE_DIR) + "/models/tiny-llama3");
+  EXPECT_TRUE(files.ok()) << files.status();
+  l.files = std::move(*files);
+  auto backend = runtime::CreateCpuBackend();
+  EXPECT_TRUE(backend.ok());
+  l.backend = std::move(*backend);
+  model::LlamaModelOptions options;
+  options.max_num_batched_tokens = 16;
+  options.max_logit_rows = 16;
+  auto m = model::LlamaModel::Create(*l.files, l.backend.get(), options);
+  EXPECT_TRUE(m.ok()) << m.status();
+  l.model = std::move(*m);
+  auto kv = model::KvCacheStorage::Create(l.backend.get(), l.model->KvShape(8, 16));
+  EXPECT_TRUE(kv.ok());
+  l.kv = std::move(*kv);
+  return l;
+}
+
+std::unique_ptr<ArtefactCache> OpenCache(const std::string& root) {
+  ArtefactCacheOptions options;
+  options.host.root = root;
+  auto cache = ArtefactCache::Open(options);
+  EXPECT_TRUE(cache.ok()) << cache.status();
+  return std::move(*cache);
+}
+
+std::vector<BucketBuild> Builds(Loaded& l, ArtefactCache* cache) {
+  const std::vector<int64_t> sizes = {1, 4, 16};
+  auto steps = CompiledLlamaSteps::Create(l.model.get(), l.backend.get(), l.kv.get(), sizes, cache,
+                                          {"portable"});
+  EXPECT_TRUE(steps.ok()) << steps.status();
+  return steps.ok() ? (*steps)->builds() : std::vector<BucketBuild>{};
+}
+
+TEST(CompiledLlamaStepsTest, TuningIsMeasuredOnceAndLoadedAfter) {
+  const std::string root = ::testing::TempDir() + "/sy_compiled_steps_cache";
+  std::filesystem::remove_all(root);
+  Loaded l = Load();
+
+  auto first_cache = OpenCache(root);
+  const std::vector<BucketBuild> first = Builds(l, first_cache.get());
+  ASSERT_EQ(first.size(), 3u);
+  for (const BucketBuild& b : first) {
+    EXPECT_EQ(b.source, "compiled");
+    EXPECT_EQ(b.matmuls.size(), 5u);  // tiny-llama3's five MatMul shapes
+  }
+  EXPECT_EQ(first_cache->counters().compiles, 3);
+  // The same process again: from memory. Another process (a fresh cache): from the host.
+  const std::vector<BucketBuild> again = Builds(l, first_cache.get());
+  auto second_cache = OpenCache(root);
+  const std::vector<BucketBuild> later = Builds(l, second_cache.get());
+  for (size_t i = 0; i < first.size(); ++i) {
+    EXPECT_EQ(again[i].source, "memory");
+    EXPECT_EQ(later[i].source, "host");
+    EXPECT_EQ(later[i].digest, first[i].digest);
+    EXPECT_EQ(later[i].matmuls, first[i].matmuls);
+  }
+  EXPECT_EQ(second_cache->counters().host_hits, 3);
+  EXPECT_EQ(second_cache->counters().compiles, 0);
+}
+
+TEST(CompiledLlamaStepsTest, WithoutACacheEveryStartMeasures) {
+  Loaded l = Load();
+  for (const BucketBuild& b : Builds(l, nullptr)) {
+    EXPECT_EQ(b.source, "compiled");
+    EXPECT_EQ(b.matmuls.size(), 5u);
+  }
+}
+
+}  // namespace
+}  // namespace switchyard::compile
