@@ -11,8 +11,8 @@ namespace {
 RunnerStartup Example() {
   RunnerStartup s;
   s.weights = model::WeightsLoad{"/models/a \"quoted\" dir", 1000, 24, 0, 0.5};
-  s.compiled.push_back({{1, 1}, std::string(64, 'a'), "compiled", 0.25});
-  s.compiled.push_back({{4, 4}, std::string(64, 'b'), "host", 0.125});
+  s.compiled.push_back({{1, 1}, std::string(64, 'a'), "compiled", 0.25, {}});
+  s.compiled.push_back({{4, 4}, std::string(64, 'b'), "host", 0.125, {}});
   s.kv_dtype = "F16";
   s.kv_pool_bytes = 4096;
   return s;
