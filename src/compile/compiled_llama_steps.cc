@@ -69,7 +69,8 @@ absl::StatusOr<CacheLevel> TuneThroughCache(ArtefactCache* cache, const std::str
 
 absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
     model::LlamaModel* model, runtime::Backend* backend, const model::KvCacheStorage* kv,
-    std::span<const int64_t> sizes, ArtefactCache* cache, std::vector<std::string> isa_features) {
+    std::span<const int64_t> sizes, ArtefactCache* cache,
+    const std::vector<std::string>& isa_features) {
   std::vector<int64_t> sorted(sizes.begin(), sizes.end());
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());

@@ -50,7 +50,7 @@ class CompiledLlamaSteps {
   static absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> Create(
       model::LlamaModel* model, runtime::Backend* backend, const model::KvCacheStorage* kv,
       std::span<const int64_t> sizes, ArtefactCache* cache = nullptr,
-      std::vector<std::string> isa_features = {});
+      const std::vector<std::string>& isa_features = {});
 
   // The buckets' token counts, ascending.
   std::vector<int64_t> sizes() const;

@@ -3,7 +3,7 @@
 #include <sys/mman.h>
 
 #include <cerrno>
-#include <cstring>
+#include <system_error>
 #include <utility>
 
 #include "fmt/format.h"
@@ -42,7 +42,7 @@ absl::StatusOr<std::unique_ptr<GraphRecorder>> GraphRecorder::Create(size_t addr
   if (base == MAP_FAILED) {
     return absl::ResourceExhaustedError(
         fmt::format("graph recorder: reserving {} bytes of addresses: {}", address_space,
-                    std::strerror(errno)));
+                    std::error_code(errno, std::generic_category()).message()));
   }
   return std::unique_ptr<GraphRecorder>(new GraphRecorder(base, address_space));
 }
