@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <system_error>
 #include <utility>
@@ -12,9 +13,6 @@
 
 namespace switchyard::compile {
 namespace {
-
-// Allocations are this aligned, as the compute backends' are.
-constexpr size_t kAlignment = 64;
 
 // What GraphRecorder::CreateRopeTable returns: the parameters and the graph's index.
 class RecordedRope final : public runtime::RopeTable {
@@ -36,36 +34,29 @@ absl::Status NotRecordable(std::string_view what) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<GraphRecorder>> GraphRecorder::Create(size_t address_space) {
-  void* base =
-      mmap(nullptr, address_space, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (base == MAP_FAILED) {
-    return absl::ResourceExhaustedError(
-        fmt::format("graph recorder: reserving {} bytes of addresses: {}", address_space,
-                    std::error_code(errno, std::generic_category()).message()));
-  }
-  return std::unique_ptr<GraphRecorder>(new GraphRecorder(base, address_space));
+absl::StatusOr<std::unique_ptr<GraphRecorder>> GraphRecorder::Create() {
+  return std::unique_ptr<GraphRecorder>(new GraphRecorder());
 }
 
-GraphRecorder::~GraphRecorder() {
-  munmap(base_, size_);
-}
+GraphRecorder::~GraphRecorder() = default;
 
 absl::StatusOr<runtime::Buffer> GraphRecorder::Allocate(size_t size_bytes) {
-  const size_t rounded = (size_bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded > size_ - used_) {
+  // Addresses only: a range of its own per buffer, no access, no memory behind it.
+  const size_t reserved = std::max<size_t>(size_bytes, 1);
+  void* data =
+      mmap(nullptr, reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (data == MAP_FAILED) {
     return absl::ResourceExhaustedError(
-        fmt::format("graph recorder: {} bytes more do not fit its {} reserved", size_bytes, size_));
+        fmt::format("graph recorder: reserving {} bytes of addresses: {}", reserved,
+                    std::error_code(errno, std::generic_category()).message()));
   }
-  auto* data = static_cast<std::byte*>(base_) + used_;
-  used_ += rounded;
   const auto start = reinterpret_cast<uintptr_t>(data);
   const auto value = static_cast<int32_t>(graph_.values.size());
   graph_.values.push_back(
       {ValueKind::kActivation, fmt::format("a{}", graph_.values.size()), size_bytes});
   ranges_[start] = {start + size_bytes, value};
-  // Addresses only: nothing to free.
-  return runtime::Buffer(data, size_bytes, runtime::MemorySpace::kDevice, [](void*, size_t) {});
+  return runtime::Buffer(data, size_bytes, runtime::MemorySpace::kDevice,
+                         [reserved](void* p, size_t) { munmap(p, reserved); });
 }
 
 absl::Status GraphRecorder::Bind(ValueKind kind, std::string name, const runtime::Tensor& tensor) {

@@ -2,9 +2,9 @@
 // StepGraph node, so the model code eager mode runs (model/llama_graph.h) also yields the
 // compiled mode's graph.
 //
-// Memory: Allocate hands out views into an address range reserved with no access (touching
-// one faults), so recording allocates nothing real and no recorded address can collide
-// with real memory. Memory from elsewhere (weights loaded on a compute backend) is made
+// Memory: Allocate hands out address ranges reserved with no access (touching one faults),
+// so recording allocates nothing real and no recorded address can collide with real
+// memory. Memory from elsewhere (weights loaded on a compute backend) is made
 // known with Bind. Every operand of a kernel call must lie inside an allocated or bound
 // range; one that does not fails that call with InvalidArgument. Name() gives a value its
 // kind and name (allocations start as activations "a0", "a1", ...).
@@ -32,9 +32,7 @@ namespace switchyard::compile {
 
 class GraphRecorder final : public runtime::Backend {
  public:
-  // Reserves `address_space` bytes of addresses (no memory) for Allocate.
-  static absl::StatusOr<std::unique_ptr<GraphRecorder>> Create(size_t address_space = size_t{1}
-                                                                                      << 40);
+  static absl::StatusOr<std::unique_ptr<GraphRecorder>> Create();
   ~GraphRecorder() override;
   GraphRecorder(const GraphRecorder&) = delete;
   GraphRecorder& operator=(const GraphRecorder&) = delete;
@@ -96,7 +94,7 @@ class GraphRecorder final : public runtime::Backend {
     int32_t value = -1;
   };
 
-  GraphRecorder(void* base, size_t size) : base_(base), size_(size) {}
+  GraphRecorder() = default;
   absl::StatusOr<TensorRef> Ref(const runtime::Tensor& tensor) const;
   // Appends a node of `op` over `inputs` and `outputs` (null entries: absent operands).
   absl::Status Record(StepOp op, std::initializer_list<const runtime::Tensor*> inputs,
@@ -104,9 +102,6 @@ class GraphRecorder final : public runtime::Backend {
                       int64_t window = 0, int32_t rope = -1,
                       runtime::MatMulPath path = runtime::MatMulPath::kAuto);
 
-  void* const base_;
-  const size_t size_;
-  size_t used_ = 0;
   std::map<uintptr_t, Range> ranges_;  // by start address
   StepGraph graph_;
 };
