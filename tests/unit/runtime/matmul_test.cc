@@ -30,6 +30,11 @@ struct MatMulCase {
 
 class MatMulTest : public ::testing::TestWithParam<std::tuple<CpuIsa, DType>> {};
 
+std::string IsaDTypeName(const ::testing::TestParamInfo<std::tuple<CpuIsa, DType>>& info) {
+  return std::string(CpuIsaName(std::get<0>(info.param))) + "_" +
+         std::string(DTypeName(std::get<1>(info.param)));
+}
+
 // How the kernels may have rounded the activations before multiplying.
 enum class XRounding { kNone, kQ8_0Blocks, kBf16 };
 
@@ -182,10 +187,7 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, MatMulPathTest,
                          ::testing::Combine(::testing::ValuesIn(testing::SupportedIsas()),
                                             ::testing::Values(DType::kF32, DType::kF16,
                                                               DType::kBF16, DType::kQ8_0)),
-                         [](const auto& param_info) {
-                           return std::string(CpuIsaName(std::get<0>(param_info.param))) + "_" +
-                                  std::string(DTypeName(std::get<1>(param_info.param)));
-                         });
+                         IsaDTypeName);
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, Bf16DotMatMulTest, ::testing::ValuesIn(testing::SupportedIsas()),
                          testing::IsaParamName);
@@ -197,10 +199,7 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, MatMulTest,
                          ::testing::Combine(::testing::ValuesIn(testing::SupportedIsas()),
                                             ::testing::Values(DType::kF32, DType::kF16,
                                                               DType::kBF16, DType::kQ8_0)),
-                         [](const auto& param_info) {
-                           return std::string(CpuIsaName(std::get<0>(param_info.param))) + "_" +
-                                  std::string(DTypeName(std::get<1>(param_info.param)));
-                         });
+                         IsaDTypeName);
 
 TEST(MatMulValidationTest, RejectsBadShapes) {
   auto backend = MakeBackend(CpuIsa::kPortable, 1);
