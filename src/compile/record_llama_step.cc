@@ -1,8 +1,8 @@
 #include "compile/record_llama_step.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "fmt/format.h"
@@ -88,27 +88,28 @@ absl::StatusOr<StepGraph> RecordLlamaStep(const model::LlamaWeights& weights,
 
 ExternalResolver ResolveLlamaExternals(const model::LlamaWeights& weights,
                                        const model::KvCacheStorage& kv) {
-  return [&weights, &kv](const GraphValue& value) -> absl::StatusOr<runtime::Tensor> {
-    if (value.kind == ValueKind::kKvPool) {
-      for (int64_t layer = 0; layer < kv.shape().num_layers; ++layer) {
-        if (value.name == fmt::format("k_pool.{}", layer))
-          return kv.k_pool(layer);
-        if (value.name == fmt::format("v_pool.{}", layer))
-          return kv.v_pool(layer);
-      }
-    } else if (value.kind == ValueKind::kWeight) {
-      std::optional<runtime::Tensor> found;
-      SY_RETURN_IF_ERROR(
-          ForEachLlamaWeight(weights, [&](const std::string& name, const runtime::Tensor& tensor) {
-            if (name == value.name && !found.has_value())
-              found = tensor;
-            return absl::OkStatus();
-          }));
-      if (found.has_value())
-        return *found;
+  // Every name once, so binding a graph costs one lookup per value. A tied lm_head keeps
+  // its first name's tensor (the same one).
+  auto named = std::make_shared<std::map<std::string, runtime::Tensor, std::less<>>>();
+  const absl::Status walked =
+      ForEachLlamaWeight(weights, [&named](const std::string& name, const runtime::Tensor& t) {
+        named->emplace(name, t);
+        return absl::OkStatus();
+      });
+  for (int64_t layer = 0; layer < kv.shape().num_layers; ++layer) {
+    named->emplace(fmt::format("k_pool.{}", layer), kv.k_pool(layer));
+    named->emplace(fmt::format("v_pool.{}", layer), kv.v_pool(layer));
+  }
+  return [named, walked](const GraphValue& value) -> absl::StatusOr<runtime::Tensor> {
+    SY_RETURN_IF_ERROR(walked);
+    const auto found = named->find(value.name);
+    const bool pool = value.name.starts_with("k_pool.") || value.name.starts_with("v_pool.");
+    if (found == named->end() || pool != (value.kind == ValueKind::kKvPool) ||
+        (!pool && value.kind != ValueKind::kWeight)) {
+      return absl::NotFoundError(
+          fmt::format("the model has no {} named {}", ValueKindName(value.kind), value.name));
     }
-    return absl::NotFoundError(
-        fmt::format("the model has no {} named {}", ValueKindName(value.kind), value.name));
+    return found->second;
   };
 }
 
