@@ -178,6 +178,7 @@ void GemmTile(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, cons
               int64_t num_blocks, float* out, int64_t ldo, int64_t cols, bool accumulate) {
   __m512 acc0[MR];
   __m512 acc1[MR];
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
     acc0[r] = acc1[r] = _mm512_setzero_ps();
   for (int64_t bb = 0; bb < num_blocks; ++bb) {
@@ -186,13 +187,16 @@ void GemmTile(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, cons
     const __m512i corr1 = _mm512_load_si512(panel.correction + bb * kPanelRows + 16);
     __m512i dot0[MR];
     __m512i dot1[MR];
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       dot0[r] = corr0;
       dot1[r] = corr1;
     }
+#pragma GCC unroll 8
     for (int64_t quad = 0; quad < kBlock / 4; ++quad) {
       const __m512i w0 = _mm512_load_si512(qs + quad * kPanelRows * 4);
       const __m512i w1 = _mm512_load_si512(qs + quad * kPanelRows * 4 + 64);
+#pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
         int32_t a;
         std::memcpy(&a, xq + r * ldq + bb * kBlock + quad * 4, sizeof(a));
@@ -203,6 +207,7 @@ void GemmTile(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, cons
     }
     const __m512 ws0 = _mm512_load_ps(panel.scales + bb * kPanelRows);
     const __m512 ws1 = _mm512_load_ps(panel.scales + bb * kPanelRows + 16);
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 xsv = _mm512_set1_ps(xs[r * lds + bb]);
       acc0[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot0[r]), _mm512_mul_ps(xsv, ws0), acc0[r]);
@@ -213,6 +218,7 @@ void GemmTile(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, cons
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xffff
                                               : cols <= 16 ? 0
                                                            : (1u << (cols - 16)) - 1);
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     float* o = out + r * ldo;
     if (accumulate) {

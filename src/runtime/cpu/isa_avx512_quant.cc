@@ -140,16 +140,20 @@ void GemmTile(const QuantActivations& x, int64_t i0, int64_t c0, const QuantPane
   const int64_t ldm = x.ldq / 16;
   __m512 acc0[MR];
   __m512 acc1[MR];
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r)
     acc0[r] = acc1[r] = _mm512_setzero_ps();
   for (int64_t cc = 0; cc < chunks; ++cc) {
     const uint8_t* q = panel.q + cc * kQ8PanelBlockBytes;
     __m512i lo0[MR], lo1[MR], hi0[MR], hi1[MR];
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r)
       lo0[r] = lo1[r] = hi0[r] = hi1[r] = _mm512_setzero_si512();
+#pragma GCC unroll 8
     for (int64_t quad = 0; quad < 8; ++quad) {
       const __m512i w0 = _mm512_load_si512(q + quad * kPanelRows * 4);
       const __m512i w1 = _mm512_load_si512(q + quad * kPanelRows * 4 + 64);
+#pragma GCC unroll 8
       for (int r = 0; r < MR; ++r) {
         int32_t a;
         std::memcpy(&a, x.q + (i0 + r) * x.ldq + (c0 + cc) * kChunkElems + quad * 4, sizeof(a));
@@ -167,6 +171,7 @@ void GemmTile(const QuantActivations& x, int64_t i0, int64_t c0, const QuantPane
     const float* mins = panel.mins + cc * 2 * kPanelRows;
     const __m512 s0 = _mm512_load_ps(scales), s1 = _mm512_load_ps(scales + 16);
     const __m512 m0 = _mm512_load_ps(mins), m1 = _mm512_load_ps(mins + 16);
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const int64_t i = i0 + r;
       const __m512 xs = _mm512_set1_ps(x.s[i * lds + (c0 + cc) * 8]);
@@ -196,6 +201,7 @@ void GemmTile(const QuantActivations& x, int64_t i0, int64_t c0, const QuantPane
   const __mmask16 k1 = static_cast<__mmask16>(cols >= 32   ? 0xffff
                                               : cols <= 16 ? 0
                                                            : (1u << (cols - 16)) - 1);
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     float* o = out + r * ldo;
     if (accumulate) {
