@@ -22,7 +22,7 @@ namespace {
 KeyFactors TuningFactors(const std::string& graph_digest, const runtime::Backend& backend,
                          const std::vector<std::string>& isa_features) {
   KeyFactors tuning;
-  tuning.Set("max_rows", kMaxTunedRows)
+  tuning.Set("measured_shapes", "where_paths_differ")
       .Set("panel_margin_percent", static_cast<int64_t>(kPanelMargin * 100));
   KeyFactors f;
   f.Set("artefact", "matmul_choices")

@@ -83,7 +83,7 @@ absl::StatusOr<std::vector<MatMulChoice>> TuneMatMuls(StepProgram* program, int 
     if (nodes[i].op != StepOp::kMatMul)
       continue;
     MatMulChoice shape = ShapeOf(nodes[i]);
-    if (shape.rows > kMaxTunedRows)
+    if (!program->backend()->MatMulPathsDiffer(shape.dtype, shape.rows, shape.k))
       continue;
     const bool seen = std::any_of(choices.begin(), choices.end(),
                                   [&shape](const MatMulChoice& c) { return SameShape(c, shape); });

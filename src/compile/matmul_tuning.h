@@ -1,10 +1,10 @@
 // MatMul tuning: a compiled step's kernel-variant selection, measured when the step is
 // compiled. For every distinct MatMul shape of a program (weight dtype, activation rows, k,
-// m) with at most kMaxTunedRows rows, both of the backend's shapes (MatMulPath::kStreaming
-// and kPanel) run on the program's own operands, alternately, `repetitions` times each
-// after a warm-up, and the one with the lower median runs that shape from then on
-// (streaming unless panels win by more than kPanelMargin: a tie is noise). With more rows
-// both are the panel shape, and the backend's own pick stands.
+// m) where the backend's two shapes (MatMulPath::kStreaming and kPanel) are different
+// kernels (Backend::MatMulPathsDiffer), both run on the program's own operands,
+// alternately, `repetitions` times each after a warm-up, and the one with the lower median
+// runs that shape from then on (streaming unless panels win by more than kPanelMargin: a
+// tie is noise). Elsewhere the backend's own pick stands.
 //
 // The choices are the compiled step's artefact (the compile cache keeps them): encoded as
 // JSON, {"format": 1, "choices": [{"dtype": "Q8_0", "rows": 16, "k": 576, "m": 1536,
@@ -24,7 +24,6 @@
 
 namespace switchyard::compile {
 
-inline constexpr int64_t kMaxTunedRows = 64;
 inline constexpr double kPanelMargin = 0.03;
 
 struct MatMulChoice {

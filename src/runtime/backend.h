@@ -140,6 +140,10 @@ class Backend {
   // Same contract and results up to summation order.
   virtual absl::Status MatMulOnPath(const Tensor& x, const Tensor& w, const Tensor* bias,
                                     const Tensor& out, MatMulPath path) = 0;
+  // Whether MatMulOnPath's kStreaming and kPanel run different kernels for weights of
+  // `w_dtype` against `rows` activation rows of k columns (else both run the same one, and
+  // measuring them apart is moot).
+  virtual bool MatMulPathsDiffer(DType w_dtype, int64_t rows, int64_t k) const = 0;
 
   // out = silu(gate) * up elementwise, silu(g) = g / (1 + exp(-g)).
   // gate, up, out: F32, same element count ([n, f]). out may alias gate or up.

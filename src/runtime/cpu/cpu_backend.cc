@@ -243,6 +243,10 @@ class CpuBackend final : public Backend {
     return absl::OkStatus();
   }
 
+  bool MatMulPathsDiffer(DType w_dtype, int64_t rows, int64_t k) const override {
+    return cpu::MatMulPathsDiffer(ctx_, w_dtype, rows, k);
+  }
+
   absl::Status SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override {
     constexpr std::string_view kName = "SwiGlu";
     SY_RETURN_IF_ERROR(ExpectDType(kName, "gate", gate, DType::kF32));

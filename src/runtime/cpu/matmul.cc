@@ -227,7 +227,35 @@ void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
   });
 }
 
+// The int8 and bf16 routes MatMulKernel takes (each needs its table in ctx); with none,
+// the f32 kernels of ctx.isa run.
+bool TakesQ8Route(const KernelContext& ctx, DType w_dtype, int64_t n, int64_t k) {
+  return w_dtype == DType::kQ8_0 && ctx.q8 != nullptr && k > 0 &&
+         (n <= ctx.q8->max_streaming_rows || ctx.q8->gemm_panel != nullptr);
+}
+
+bool TakesGgmlQuantRoute(const KernelContext& ctx, DType w_dtype, int64_t n, int64_t k) {
+  return IsGgmlQuantDType(w_dtype) && ctx.quant != nullptr && k > 0 &&
+         (n <= ctx.quant->max_streaming_rows || ctx.quant->gemm_panel != nullptr);
+}
+
+bool TakesBf16Route(const KernelContext& ctx, DType w_dtype, int64_t k) {
+  return w_dtype == DType::kBF16 && ctx.bf16 != nullptr && k > 0;
+}
+
 }  // namespace
+
+bool MatMulPathsDiffer(const KernelContext& ctx, DType w_dtype, int64_t n, int64_t k) {
+  if (n == 0 || k == 0)
+    return false;
+  if (TakesQ8Route(ctx, w_dtype, n, k))
+    return ctx.q8->gemm_panel != nullptr && n <= ctx.q8->max_streaming_rows;
+  if (TakesGgmlQuantRoute(ctx, w_dtype, n, k))
+    return ctx.quant->gemm_panel != nullptr && n <= ctx.quant->max_streaming_rows;
+  if (TakesBf16Route(ctx, w_dtype, k))
+    return n <= ctx.bf16->max_streaming_rows;
+  return n <= ctx.isa->max_streaming_rows;
+}
 
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
                   const Tensor& out, MatMulPath path) {
@@ -241,17 +269,15 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
     return;
   const IsaKernels& isa = *ctx.isa;
 
-  if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && k > 0 &&
-      (n <= ctx.q8->max_streaming_rows || ctx.q8->gemm_panel != nullptr)) {
+  if (TakesQ8Route(ctx, w.dtype(), n, k)) {
     QuantizedMatMul(ctx, xd, n, k, w, bd, m, od, path);
     return;
   }
-  if (IsGgmlQuantDType(w.dtype()) && ctx.quant != nullptr && k > 0 &&
-      (n <= ctx.quant->max_streaming_rows || ctx.quant->gemm_panel != nullptr)) {
+  if (TakesGgmlQuantRoute(ctx, w.dtype(), n, k)) {
     GgmlQuantMatMul(ctx, xd, n, k, w, bd, m, od, path);
     return;
   }
-  if (w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k > 0) {
+  if (TakesBf16Route(ctx, w.dtype(), k)) {
     Bf16MatMul(ctx, xd, n, k, w, bd, m, od, path);
     return;
   }

@@ -11,40 +11,10 @@
 #include "gtest/gtest.h"
 
 #include "compile/artefact_cache.h"
-#include "model/kv_cache_storage.h"
-#include "model/llama_model.h"
-#include "model/model_files.h"
-#include "runtime/cpu/cpu_backend.h"
+#include "tiny_model_support.h"
 
 namespace switchyard::compile {
 namespace {
-
-struct Loaded {
-  std::unique_ptr<model::ModelFiles> files;
-  std::unique_ptr<runtime::Backend> backend;
-  std::unique_ptr<model::LlamaModel> model;
-  std::unique_ptr<model::KvCacheStorage> kv;
-};
-
-Loaded Load() {
-  Loaded l;
-  auto files = model::ModelFiles::Open(std::string(SY_SOURCE_DIR) + "/models/tiny-llama3");
-  EXPECT_TRUE(files.ok()) << files.status();
-  l.files = std::move(*files);
-  auto backend = runtime::CreateCpuBackend();
-  EXPECT_TRUE(backend.ok());
-  l.backend = std::move(*backend);
-  model::LlamaModelOptions options;
-  options.max_num_batched_tokens = 16;
-  options.max_logit_rows = 16;
-  auto m = model::LlamaModel::Create(*l.files, l.backend.get(), options);
-  EXPECT_TRUE(m.ok()) << m.status();
-  l.model = std::move(*m);
-  auto kv = model::KvCacheStorage::Create(l.backend.get(), l.model->KvShape(8, 16));
-  EXPECT_TRUE(kv.ok());
-  l.kv = std::move(*kv);
-  return l;
-}
 
 std::unique_ptr<ArtefactCache> OpenCache(const std::string& root) {
   ArtefactCacheOptions options;
@@ -54,10 +24,10 @@ std::unique_ptr<ArtefactCache> OpenCache(const std::string& root) {
   return std::move(*cache);
 }
 
-std::vector<BucketBuild> Builds(Loaded& l, ArtefactCache* cache) {
+std::vector<BucketBuild> Builds(TinyModel& l, ArtefactCache* cache) {
   const std::vector<int64_t> sizes = {1, 4, 16};
-  auto steps = CompiledLlamaSteps::Create(l.model.get(), l.backend.get(), l.kv.get(), sizes, cache,
-                                          {"portable"});
+  auto steps = CompiledLlamaSteps::Create(l.model.get(), l.backend.get(), l.kv[0].get(), sizes,
+                                          cache, {"portable"});
   EXPECT_TRUE(steps.ok()) << steps.status();
   return steps.ok() ? (*steps)->builds() : std::vector<BucketBuild>{};
 }
@@ -65,7 +35,7 @@ std::vector<BucketBuild> Builds(Loaded& l, ArtefactCache* cache) {
 TEST(CompiledLlamaStepsTest, TuningIsMeasuredOnceAndLoadedAfter) {
   const std::string root = ::testing::TempDir() + "/sy_compiled_steps_cache";
   std::filesystem::remove_all(root);
-  Loaded l = Load();
+  TinyModel l = LoadTinyModel({.max_num_batched_tokens = 16});
 
   auto first_cache = OpenCache(root);
   const std::vector<BucketBuild> first = Builds(l, first_cache.get());
@@ -90,7 +60,7 @@ TEST(CompiledLlamaStepsTest, TuningIsMeasuredOnceAndLoadedAfter) {
 }
 
 TEST(CompiledLlamaStepsTest, WithoutACacheEveryStartMeasures) {
-  Loaded l = Load();
+  TinyModel l = LoadTinyModel({.max_num_batched_tokens = 16});
   for (const BucketBuild& b : Builds(l, nullptr)) {
     EXPECT_EQ(b.source, "compiled");
     EXPECT_EQ(b.matmuls.size(), 5u);

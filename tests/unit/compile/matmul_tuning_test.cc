@@ -12,11 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-#include "compile/record_llama_step.h"
-#include "model/kv_cache_storage.h"
-#include "model/llama_model.h"
-#include "model/model_files.h"
-#include "runtime/cpu/cpu_backend.h"
+#include "tiny_model_support.h"
 
 namespace switchyard::compile {
 namespace {
@@ -24,22 +20,12 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(MatMulTuningTest, EachShapeOnceAndEveryNodeOnItsChoice) {
-  auto files = model::ModelFiles::Open(std::string(SY_SOURCE_DIR) + "/models/tiny-llama3");
-  ASSERT_TRUE(files.ok()) << files.status();
-  auto backend = runtime::CreateCpuBackend();
-  ASSERT_TRUE(backend.ok());
-  auto llama = model::LlamaModel::Create(**files, backend->get(), {});
-  ASSERT_TRUE(llama.ok());
-  auto kv = model::KvCacheStorage::Create(backend->get(), (*llama)->KvShape(4, 16));
-  ASSERT_TRUE(kv.ok());
-  auto graph = RecordLlamaStep((*llama)->weights(), (*kv)->shape().dtype, 16, {8, 8});
-  ASSERT_TRUE(graph.ok());
-  const std::string_view outputs[] = {"logits"};
-  auto program = StepProgram::Create(*std::move(graph), backend->get(),
-                                     ResolveLlamaExternals((*llama)->weights(), **kv), outputs);
-  ASSERT_TRUE(program.ok()) << program.status();
+  const TinyModel t = LoadTinyModel();
+  ASSERT_NE(t.model, nullptr);
+  std::unique_ptr<StepProgram> program = CompileTinyStep(t, {8, 8});
+  ASSERT_NE(program, nullptr);
 
-  auto choices = TuneMatMuls(program->get(), 3);
+  auto choices = TuneMatMuls(program.get(), 3);
   ASSERT_TRUE(choices.ok()) << choices.status();
   // tiny-llama3: q and o (64 x 64), k and v (32 x 64), gate and up (128 x 64), down
   // (64 x 128), the lm_head (1024 x 64): five shapes of 8 rows.
@@ -54,22 +40,38 @@ TEST(MatMulTuningTest, EachShapeOnceAndEveryNodeOnItsChoice) {
   }
   EXPECT_EQ(choices->size(), 5u);
   EXPECT_EQ(shapes.size(), 5u);
-  const std::vector<StepNode>& nodes = (*program)->graph().nodes;
+  const std::vector<StepNode>& nodes = program->graph().nodes;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].op != StepOp::kMatMul) {
-      EXPECT_EQ((*program)->path(i), runtime::MatMulPath::kAuto);
+      EXPECT_EQ(program->path(i), runtime::MatMulPath::kAuto);
       continue;
     }
     const auto& w = nodes[i].inputs[1].shape;
     bool found = false;
     for (const MatMulChoice& c : *choices) {
       if (c.m == w[0] && c.k == w[1]) {
-        EXPECT_EQ((*program)->path(i), c.path) << "node " << i;
+        EXPECT_EQ(program->path(i), c.path) << "node " << i;
         found = true;
       }
     }
     EXPECT_TRUE(found) << "node " << i;
   }
+}
+
+TEST(MatMulTuningTest, LeavesShapesAlonePastTheStreamingLimit) {
+  // 64 rows: past every CPU kernel table's streaming limit, so both paths are the panel
+  // kernel and nothing is measured.
+  const TinyModel t = LoadTinyModel({.max_num_batched_tokens = 64});
+  ASSERT_NE(t.model, nullptr);
+  EXPECT_FALSE(t.backend->MatMulPathsDiffer(runtime::DType::kF32, 64, 64));
+  EXPECT_TRUE(t.backend->MatMulPathsDiffer(runtime::DType::kF32, 8, 64));
+  std::unique_ptr<StepProgram> program = CompileTinyStep(t, {32, 32});
+  ASSERT_NE(program, nullptr);
+  auto choices = TuneMatMuls(program.get(), 1);
+  ASSERT_TRUE(choices.ok()) << choices.status();
+  EXPECT_TRUE(choices->empty());
+  for (size_t i = 0; i < program->graph().nodes.size(); ++i)
+    EXPECT_EQ(program->path(i), runtime::MatMulPath::kAuto) << "node " << i;
 }
 
 TEST(MatMulTuningTest, ChoicesSurviveTheirJson) {

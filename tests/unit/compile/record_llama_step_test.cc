@@ -12,9 +12,7 @@
 #include "gtest/gtest.h"
 
 #include "compile/graph_recorder.h"
-#include "model/llama_model.h"
-#include "model/model_files.h"
-#include "runtime/cpu/cpu_backend.h"
+#include "tiny_model_support.h"
 
 namespace switchyard::compile {
 namespace {
@@ -24,27 +22,11 @@ using ::testing::Not;
 
 constexpr int64_t kBlockSize = 16;
 
-struct Loaded {
-  std::unique_ptr<model::ModelFiles> files;
-  std::unique_ptr<runtime::Backend> backend;
-  std::unique_ptr<model::LlamaModel> model;
-};
-
-Loaded Load(const std::string& name) {
-  Loaded l;
-  auto files = model::ModelFiles::Open(std::string(SY_SOURCE_DIR) + "/models/" + name);
-  EXPECT_TRUE(files.ok()) << files.status();
-  l.files = std::move(*files);
-  auto backend = runtime::CreateCpuBackend();
-  EXPECT_TRUE(backend.ok()) << backend.status();
-  l.backend = std::move(*backend);
-  auto m = model::LlamaModel::Create(*l.files, l.backend.get(), {});
-  EXPECT_TRUE(m.ok()) << m.status();
-  l.model = std::move(*m);
-  return l;
+TinyModel Load(const std::string& name) {
+  return LoadTinyModel({.name = name, .kv_caches = 0});
 }
 
-StepGraph Record(const Loaded& l, StepBucket bucket) {
+StepGraph Record(const TinyModel& l, StepBucket bucket) {
   auto graph = RecordLlamaStep(l.model->weights(), runtime::DType::kF16, kBlockSize, bucket);
   EXPECT_TRUE(graph.ok()) << graph.status();
   return graph.ok() ? *std::move(graph) : StepGraph{};
@@ -62,7 +44,7 @@ const GraphValue& ValueOf(const StepGraph& g, const TensorRef& ref) {
 }
 
 TEST(RecordLlamaStepTest, RecordsEveryOpOfTheStepInOrder) {
-  const Loaded l = Load("tiny-llama3");
+  const TinyModel l = Load("tiny-llama3");
   const StepGraph g = Record(l, {4, 2});
   const int64_t layers = l.model->config().num_hidden_layers;
   using enum StepOp;
@@ -95,7 +77,7 @@ TEST(RecordLlamaStepTest, RecordsEveryOpOfTheStepInOrder) {
 }
 
 TEST(RecordLlamaStepTest, NoLogitRowsMeansNoHead) {
-  const Loaded l = Load("tiny-llama3");
+  const TinyModel l = Load("tiny-llama3");
   const StepGraph g = Record(l, {8, 0});
   EXPECT_EQ(g.nodes.back().op, StepOp::kAdd);
 }
@@ -116,13 +98,13 @@ TEST(RecordLlamaStepTest, FamiliesRecordTheirOwnOps) {
 }
 
 TEST(RecordLlamaStepTest, MixtureOfExpertsIsNotRecordable) {
-  const Loaded l = Load("tiny-qwen3-moe");
+  const TinyModel l = Load("tiny-qwen3-moe");
   auto graph = RecordLlamaStep(l.model->weights(), runtime::DType::kF16, kBlockSize, {2, 1});
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kUnimplemented) << graph.status();
 }
 
 TEST(RecordLlamaStepTest, RejectsBadBuckets) {
-  const Loaded l = Load("tiny-llama3");
+  const TinyModel l = Load("tiny-llama3");
   for (StepBucket bad : {StepBucket{0, 0}, StepBucket{2, 3}, StepBucket{2, -1}}) {
     EXPECT_EQ(
         RecordLlamaStep(l.model->weights(), runtime::DType::kF16, kBlockSize, bad).status().code(),
@@ -132,14 +114,14 @@ TEST(RecordLlamaStepTest, RejectsBadBuckets) {
 
 TEST(RecordLlamaStepTest, IdentityFollowsTheGraphNotTheAddresses) {
   // The same model loaded twice sits at other addresses: one identity.
-  const Loaded a = Load("tiny-llama3");
-  const Loaded b = Load("tiny-llama3");
+  const TinyModel a = Load("tiny-llama3");
+  const TinyModel b = Load("tiny-llama3");
   const StepGraph g = Record(a, {4, 4});
   const std::string text = g.Canonical();
   EXPECT_EQ(text, Record(b, {4, 4}).Canonical());
   EXPECT_EQ(g.Digest(), Record(b, {4, 4}).Digest());
   EXPECT_EQ(g.Digest().size(), 64u);
-  for (const Loaded* l : {&a, &b}) {
+  for (const TinyModel* l : {&a, &b}) {
     const auto address = reinterpret_cast<uintptr_t>(l->model->weights().embed.data());
     EXPECT_THAT(text, Not(HasSubstr(fmt::format("{:x}", address))));
   }

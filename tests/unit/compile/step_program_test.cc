@@ -15,10 +15,7 @@
 
 #include "compile/arena_plan.h"
 #include "compile/record_llama_step.h"
-#include "model/kv_cache_storage.h"
-#include "model/llama_model.h"
-#include "model/model_files.h"
-#include "runtime/cpu/cpu_backend.h"
+#include "tiny_model_support.h"
 
 namespace switchyard::compile {
 namespace {
@@ -27,49 +24,21 @@ constexpr int64_t kBlockSize = 4;
 constexpr int64_t kBlocks = 16;
 constexpr float kPaddedTolerance = 1e-5f;
 
-struct Loaded {
-  std::unique_ptr<model::ModelFiles> files;
-  std::unique_ptr<runtime::Backend> backend;
-  std::unique_ptr<model::LlamaModel> model;
-  std::unique_ptr<model::KvCacheStorage> eager_kv;
-  std::unique_ptr<model::KvCacheStorage> program_kv;
-};
+// Two KV caches: kEagerKv for eager steps, kProgramKv for the program's.
+constexpr size_t kEagerKv = 0;
+constexpr size_t kProgramKv = 1;
 
-Loaded Load(const std::string& name) {
-  Loaded l;
-  auto files = model::ModelFiles::Open(std::string(SY_SOURCE_DIR) + "/models/" + name);
-  EXPECT_TRUE(files.ok()) << files.status();
-  l.files = std::move(*files);
-  runtime::CpuBackendOptions options;
-  options.num_threads = 2;
-  auto backend = runtime::CreateCpuBackend(options);
-  EXPECT_TRUE(backend.ok()) << backend.status();
-  l.backend = std::move(*backend);
-  model::LlamaModelOptions model_options;
-  model_options.max_num_batched_tokens = 16;
-  model_options.max_logit_rows = 16;
-  auto m = model::LlamaModel::Create(*l.files, l.backend.get(), model_options);
-  EXPECT_TRUE(m.ok()) << m.status();
-  l.model = std::move(*m);
-  for (auto* kv : {&l.eager_kv, &l.program_kv}) {
-    auto storage =
-        model::KvCacheStorage::Create(l.backend.get(), l.model->KvShape(kBlocks, kBlockSize));
-    EXPECT_TRUE(storage.ok()) << storage.status();
-    *kv = std::move(*storage);
-  }
-  return l;
+TinyModel Load(const std::string& name) {
+  return LoadTinyModel({.name = name,
+                        .num_threads = 2,
+                        .max_num_batched_tokens = 16,
+                        .kv_caches = 2,
+                        .kv_blocks = kBlocks,
+                        .kv_block_size = kBlockSize});
 }
 
-std::unique_ptr<StepProgram> Compile(const Loaded& l, StepBucket bucket) {
-  const model::KvCacheShape& kv = l.program_kv->shape();
-  auto graph = RecordLlamaStep(l.model->weights(), kv.dtype, kv.block_size, bucket);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  const std::string_view outputs[] = {"logits"};
-  auto program =
-      StepProgram::Create(*std::move(graph), l.backend.get(),
-                          ResolveLlamaExternals(l.model->weights(), *l.program_kv), outputs);
-  EXPECT_TRUE(program.ok()) << program.status();
-  return std::move(*program);
+std::unique_ptr<StepProgram> Compile(const TinyModel& l, StepBucket bucket) {
+  return CompileTinyStep(l, bucket, kProgramKv);
 }
 
 // One sequence's tokens in one step; blocks `first_block`, `first_block` + 1, ...
@@ -111,16 +80,16 @@ Batch MakeBatch(const std::vector<Part>& parts) {
   return b;
 }
 
-std::vector<float> RunEager(Loaded& l, const Batch& b) {
+std::vector<float> RunEager(TinyModel& l, const Batch& b) {
   std::vector<float> logits(b.rows.size() * static_cast<size_t>(l.model->config().vocab_size));
   const model::ForwardBatch batch{b.tokens, b.positions, b.slots, b.sequences, b.rows};
-  const absl::Status status = l.model->Forward(batch, *l.eager_kv, logits);
+  const absl::Status status = l.model->Forward(batch, *l.kv[kEagerKv], logits);
   EXPECT_TRUE(status.ok()) << status;
   return logits;
 }
 
 // Pads the batch to the program's bucket as StepProgram's contract says.
-std::vector<float> RunProgram(Loaded& l, StepProgram& program, StepBucket bucket, Batch b) {
+std::vector<float> RunProgram(TinyModel& l, StepProgram& program, StepBucket bucket, Batch b) {
   const size_t wanted = b.rows.size();
   b.tokens.resize(static_cast<size_t>(bucket.tokens), 0);
   b.positions.resize(static_cast<size_t>(bucket.tokens), 0);
@@ -164,7 +133,7 @@ void ExpectNear(const std::vector<float>& a, const std::vector<float>& b) {
 // of one padded into a larger bucket.
 void CheckProgramMatchesEager(const std::string& model_name) {
   SCOPED_TRACE(model_name);
-  Loaded l = Load(model_name);
+  TinyModel l = Load(model_name);
   const Batch prefill = MakeBatch({{{5, 9, 2, 7, 1}, 0, 0}, {{3, 8, 4}, 0, 4}});
   auto program = Compile(l, {8, 8});
   ExpectBitIdentical(RunEager(l, prefill), RunProgram(l, *program, {8, 8}, prefill));
@@ -199,15 +168,15 @@ TEST(StepProgramTest, MatchesEagerGemma3) {
 }
 
 TEST(StepProgramTest, RefusesAModelWithoutTheRecordedWeights) {
-  Loaded llama = Load("tiny-llama3");
-  Loaded qwen = Load("tiny-qwen2");
+  TinyModel llama = Load("tiny-llama3");
+  TinyModel qwen = Load("tiny-qwen2");
   auto graph = RecordLlamaStep(qwen.model->weights(), runtime::DType::kF16, kBlockSize, {2, 1});
   ASSERT_TRUE(graph.ok());
   const std::string_view outputs[] = {"logits"};
   // tiny-llama3 has no q/k/v biases: the resolver does not find layers.0.bq.
   auto program = StepProgram::Create(
       *std::move(graph), llama.backend.get(),
-      ResolveLlamaExternals(llama.model->weights(), *llama.program_kv), outputs);
+      ResolveLlamaExternals(llama.model->weights(), *llama.kv[kProgramKv]), outputs);
   EXPECT_FALSE(program.ok());
 }
 

@@ -37,6 +37,8 @@ struct KernelContext {
 // kPanel where the dtype has panel kernels; otherwise the row count decides.
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
                   const Tensor& out, MatMulPath path);
+// Whether MatMulKernel's path changes the kernel for this weight dtype, n rows and k.
+bool MatMulPathsDiffer(const KernelContext& ctx, DType w_dtype, int64_t n, int64_t k);
 void EmbeddingKernel(const KernelContext& ctx, const Tensor& table, const int32_t* ids,
                      const Tensor& out);
 void RmsNormKernel(const KernelContext& ctx, const Tensor& x, const Tensor& weight, float eps,
