@@ -1,5 +1,11 @@
 #include "cli/compilation_flags.h"
 
+#include <cstdio>
+#include <memory>
+
+#include "cli/terminal_progress.h"
+#include "fmt/format.h"
+
 #include "base/status_macros.h"
 #include "compile/compilation_config.h"
 #include "compile/redis_cache.h"
@@ -34,6 +40,15 @@ absl::Status ApplyCompilationFlags(const CompilationFlags& f, int64_t max_num_se
                       compile::ParseCompilationConfig(f.config, f.enforce_eager, max_num_seqs,
                                                       max_num_batched_tokens));
   runner->compile_sizes = config.compile_sizes;
+  if (!config.compile_sizes.empty()) {
+    auto bar =
+        std::make_shared<TerminalProgress>(stderr, "compiling steps", config.compile_sizes.size());
+    runner->on_bucket_compiled = [bar](const compile::BucketBuild& build, size_t built,
+                                       size_t /*total*/) {
+      bar->Update(built, fmt::format("{} tokens: {}, {:.2f} s", build.shape.tokens, build.source,
+                                     build.seconds));
+    };
+  }
   if (f.cache_redis.empty() != f.cache_redis_key_file.empty()) {
     return absl::InvalidArgumentError(
         "--compile-cache-redis and --compile-cache-redis-key-file go together");

@@ -70,7 +70,7 @@ absl::StatusOr<CacheLevel> TuneThroughCache(ArtefactCache* cache, const std::str
 absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
     model::LlamaModel* model, runtime::Backend* backend, const model::KvCacheStorage* kv,
     std::span<const int64_t> sizes, ArtefactCache* cache,
-    const std::vector<std::string>& isa_features) {
+    const std::vector<std::string>& isa_features, const BucketBuilt& on_built) {
   std::vector<int64_t> sorted(sizes.begin(), sizes.end());
   std::sort(sorted.begin(), sorted.end());
   sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
@@ -106,6 +106,8 @@ absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
     steps->buckets_.push_back(
         {{shape, std::move(digest), std::string(CacheLevelName(level)), seconds, choices},
          std::move(program)});
+    if (on_built)
+      on_built(steps->buckets_.back().build, steps->buckets_.size(), sorted.size());
   }
   return steps;
 }

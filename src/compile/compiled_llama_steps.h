@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -40,17 +41,21 @@ struct BucketBuild {
   std::vector<MatMulChoice> matmuls;  // the tuned MatMul shapes (matmul_tuning.h)
 };
 
+// Called after each bucket is built: its build, how many are built, and how many in all.
+using BucketBuilt = std::function<void(const BucketBuild& build, size_t built, size_t total)>;
+
 class CompiledLlamaSteps {
  public:
   // `sizes`: the token buckets (positive, at most the model's max_num_batched_tokens; any
   // order, duplicates ignored). `cache` (may be null: tune every start) keeps the tuning,
   // for a backend whose code needs `isa_features` (isa_features.h names). Errors: a bad
   // size, a model whose steps cannot be recorded (Unimplemented: mixture of experts), the
-  // backend's, the cache's host directory's (it cannot be written).
+  // backend's, the cache's host directory's (it cannot be written). `on_built` (may be
+  // empty) hears of each bucket as it is done, e.g. for a progress bar.
   static absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> Create(
       model::LlamaModel* model, runtime::Backend* backend, const model::KvCacheStorage* kv,
       std::span<const int64_t> sizes, ArtefactCache* cache = nullptr,
-      const std::vector<std::string>& isa_features = {});
+      const std::vector<std::string>& isa_features = {}, const BucketBuilt& on_built = {});
 
   // The buckets' token counts, ascending.
   std::vector<int64_t> sizes() const;

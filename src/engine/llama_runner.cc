@@ -57,9 +57,9 @@ absl::StatusOr<std::unique_ptr<LlamaRunner>> LlamaRunner::Create(
     }
     const std::string isa(runtime::CpuIsaName(backend_options.isa.value_or(runtime::BestCpuIsa())));
     absl::StatusOr<std::unique_ptr<compile::CompiledLlamaSteps>> compiled =
-        compile::CompiledLlamaSteps::Create(runner->model_.get(), runner->backend_.get(),
-                                            runner->kv_.get(), options.compile_sizes,
-                                            runner->compile_cache_.get(), {isa});
+        compile::CompiledLlamaSteps::Create(
+            runner->model_.get(), runner->backend_.get(), runner->kv_.get(), options.compile_sizes,
+            runner->compile_cache_.get(), {isa}, options.on_bucket_compiled);
     if (compiled.ok()) {
       runner->compiled_ = *std::move(compiled);
     } else if (compiled.status().code() == absl::StatusCode::kUnimplemented) {

@@ -42,6 +42,8 @@ struct LlamaRunnerOptions {
   // Where compiled steps keep what they measured (compile/artefact_cache.h); unset: they
   // measure at every start.
   std::optional<compile::ArtefactCacheOptions> compile_cache;
+  // Hears of each compiled bucket as start-up builds it (may be empty).
+  compile::BucketBuilt on_bucket_compiled;
 };
 
 class LlamaRunner final : public ModelRunner {

@@ -5,12 +5,16 @@ under concurrent streams through the openai client. Bad configs are refused by n
 mixture-of-experts model says it runs eagerly."""
 import concurrent.futures
 import json
+import os
+import pty
+import re
+import subprocess
 
 import openai
 import pytest
 import requests
 
-from conftest import MODELS_DIR
+from conftest import MODELS_DIR, switchyard_bin
 from engine_server import EngineServer, sample, start_engines
 from redis_server import RedisServer
 
@@ -36,6 +40,42 @@ def test_generate_compiled_matches_eager(switchyard, model):
     padded = generate(switchyard, MODELS_DIR / model, "--compilation-config",
                       '{"compile_sizes": [5]}')
     assert padded == eager
+
+
+def run_on_a_terminal(argv):
+    """Runs argv with stderr on a pseudo-terminal (stdout piped); returns (rc, stdout,
+    what the terminal showed)."""
+    controller, follower = pty.openpty()
+    proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.PIPE, stderr=follower,
+                            stdin=subprocess.DEVNULL)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # EIO: every writer has closed the terminal
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(controller)
+    stdout = proc.stdout.read()
+    return proc.wait(timeout=120), stdout, shown.decode(errors="replace")
+
+
+def test_a_progress_bar_counts_the_buckets_on_a_terminal_only(switchyard):
+    flags = ["generate", "--model", MODELS_DIR / "tiny-llama3", "--prompt", PROMPT, "-n", "4",
+             "--batch", "4", "--no-compile-cache", "--compilation-config",
+             '{"compile_sizes": [1, 2, 4]}']
+    rc, _, shown = run_on_a_terminal([switchyard_bin(), *flags])
+    assert rc == 0, shown
+    # Redrawn in place: one line per bucket, each from a carriage return, the last ended.
+    for built in (1, 2, 3):
+        assert re.search(rf"\rcompiling steps \[[#-]{{20}}\] {built}/3  \d+ tokens: compiled, ",
+                         shown), shown
+    assert "compiling steps [####################] 3/3  4 tokens: compiled" in shown, shown
+    # Piped, the same run draws nothing.
+    assert b"compiling steps" not in switchyard(*flags).stderr
 
 
 @pytest.mark.parametrize("config, says", [
