@@ -39,9 +39,9 @@ inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int
   for (int r = 0; r < R; ++r)
     scales[r] = GroupScalesOf<kType>(group[r]);
 #pragma GCC unroll 8
-  for (int c = 0; c < kGroupChunks; ++c) {
+  for (int64_t c = 0; c < kGroupChunks; ++c) {
     // Lanes 0-3 of chunk c are sub-block 2 c, lanes 4-7 sub-block 2 c + 1.
-    const int h = 2 * (c % 4);
+    const int h = 2 * static_cast<int>(c % 4);
     const __m256i spread = _mm256_setr_epi32(h, h, h, h, h + 1, h + 1, h + 1, h + 1);
     __m256i w[R];
     __m256 ws[R];

@@ -48,12 +48,12 @@ inline __m512i SplitNibbles(__m512i twice) {
 // Unit p (elements 64 p .. 64 p + 63) of the q values of the group at `group`, as
 // quant_decode.h's ChunkQ gives them chunk by chunk.
 template <DType kType>
-inline __m512i Unit(const uint8_t* group, int p) {
+inline __m512i Unit(const uint8_t* group, int64_t p) {
   constexpr size_t kBlock = quant_decode::kBlockBytes<kType>;
   if constexpr (kType == DType::kQ4_0 || kType == DType::kQ4_1 || kType == DType::kQ5_0 ||
                 kType == DType::kQ5_1) {
     // Blocks 2 p and 2 p + 1; the qs (16 bytes of nibbles) are the last bytes of a block.
-    const uint8_t* b0 = group + 2 * p * kBlock;
+    const uint8_t* b0 = group + static_cast<size_t>(2 * p) * kBlock;
     const uint8_t* b1 = b0 + kBlock;
     const __m256i qs0 = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kBlock - 16)));
@@ -87,9 +87,8 @@ inline __m512i Unit(const uint8_t* group, int p) {
     // Half n = p / 2 of the super-block: ql[64 n + l] holds elements 128 n + l (low
     // nibble) and 128 n + 64 + l (high); bits 2 j, 2 j + 1 of qh[32 n + l] belong to
     // element 128 n + 32 j + l. Unit 2 n takes the low nibbles (j = 0, 1), 2 n + 1 the high.
-    const int n = p / 2;
-    const __m512i l =
-        _mm512_loadu_si512(group + offsetof(BlockQ6_K, ql) + 64 * static_cast<size_t>(n));
+    const int64_t n = p / 2;
+    const __m512i l = _mm512_loadu_si512(group + offsetof(BlockQ6_K, ql) + 64 * n);
     const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(
         reinterpret_cast<const __m256i*>(group + offsetof(BlockQ6_K, qh) + 32 * n)));
     const __m512i low = p % 2 == 0 ? l : _mm512_srli_epi16(l, 4);
@@ -120,10 +119,10 @@ inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int
     m[r] = _mm512_insertf32x8(_mm512_castps256_ps512(scales.m[0]), scales.m[1], 1);
   }
 #pragma GCC unroll 8
-  for (int p = 0; p < 4; ++p) {
+  for (int64_t p = 0; p < 4; ++p) {
     // Lane l of unit p is sub-block 4 p + l / 4.
     const __m512i spread =
-        _mm512_add_epi32(_mm512_set1_epi32(4 * p),
+        _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(4 * p)),
                          _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
     __m512i w[R];
     __m512 ws[R];

@@ -100,7 +100,7 @@ SY_QUANT_DECODE inline GroupScales GroupScalesOf(const uint8_t* group) {
   using quant_gemv::EightHalves;
   using quant_gemv::ScaledBytes;
   using quant_gemv::SpreadChunks;
-  GroupScales out;
+  GroupScales out{};
   if constexpr (kType == DType::kQ4_0 || kType == DType::kQ5_0) {
     constexpr size_t kBytes = quant_decode::kBlockBytes<kType>;
     const __m256 d = EightHalves(group, kBytes);
@@ -166,7 +166,6 @@ class GemvGroups {
     const size_t at = static_cast<size_t>(g) * kBytes;
     if (g == full_) {
       for (int r = 0; r < R; ++r) {
-        std::memset(padded_[r], 0, kBytes);
         std::memcpy(padded_[r], rows_.first + r * rows_.row_bytes + at,
                     static_cast<size_t>(tail_chunks_) * quant_decode::kBlockBytes<kType>);
         group_[r] = padded_[r];
@@ -186,11 +185,12 @@ class GemvGroups {
 
  private:
   static constexpr size_t kBytes = kGroupBytes<kType>;
+  // Zero past the copied blocks (At copies once, into the last group).
+  alignas(64) uint8_t padded_[R][kBytes] = {};
   GemvRows rows_;
   int64_t full_;
   int64_t tail_chunks_;
-  const uint8_t* group_[R];
-  alignas(64) uint8_t padded_[R][kBytes];
+  const uint8_t* group_[R] = {};
 };
 
 // The GEMV's loop over weight rows and activation rows, shared by the ISAs: weight rows
