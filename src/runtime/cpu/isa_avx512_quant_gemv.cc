@@ -104,6 +104,38 @@ inline __m512i Unit(const uint8_t* group, int64_t p) {
   }
 }
 
+// GroupScalesOf, with the blocks' fp16 fields of Q4_0 and Q4_1 picked out of two 64-byte
+// loads by one word permute (their headers fall within words 0-31 and 32-63 (Q4_0) or
+// 40-71 (Q4_1) of the group) rather than read one by one.
+template <DType kType>
+inline GroupScales ScalesOf(const uint8_t* group) {
+  if constexpr (kType == DType::kQ4_0 || kType == DType::kQ4_1) {
+    constexpr bool kMin = kType == DType::kQ4_1;
+    // Words per block, and the first word of the second load.
+    constexpr int kWords = static_cast<int>(quant_decode::kBlockBytes<kType>) / 2;
+    constexpr int kSecond = kMin ? 40 : 32;
+    constexpr size_t kSecondByte = size_t{2} * kSecond;
+    static_assert(kSecondByte + 64 <= kGroupBytes<kType>);
+    static_assert(7 * kWords + (kMin ? 1 : 0) - kSecond < 32 && 4 * kWords >= kSecond);
+    // Word 8 h + b of the result: block b's d (h = 0) or m (h = 1); index bit 5 picks
+    // the second load.
+    constexpr auto kAt = [](int b, int h) constexpr {
+      const int word = b * kWords + h;
+      return static_cast<int16_t>(word < 32 ? word : 32 + word - kSecond);
+    };
+    const __m512i index = _mm512_set_epi16(
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, kAt(7, 1), kAt(6, 1), kAt(5, 1), kAt(4, 1),
+        kAt(3, 1), kAt(2, 1), kAt(1, 1), kAt(0, 1), kAt(7, 0), kAt(6, 0), kAt(5, 0), kAt(4, 0),
+        kAt(3, 0), kAt(2, 0), kAt(1, 0), kAt(0, 0));
+    const __m512i fields = _mm512_permutex2var_epi16(_mm512_loadu_si512(group), index,
+                                                     _mm512_loadu_si512(group + kSecondByte));
+    const __m512 f = _mm512_cvtph_ps(_mm512_castsi512_si256(fields));
+    return SmallBlockScales<kType>(_mm512_castps512_ps256(f), _mm512_extractf32x8_ps(f, 1));
+  } else {
+    return GroupScalesOf<kType>(group);
+  }
+}
+
 // acc[r][a] += the dot of group g of weight row r (at group[r]) with activation row i0 + a.
 template <DType kType, int R, int N>
 inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int64_t i0, int64_t g,
@@ -114,7 +146,7 @@ inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int
   __m512 m[R];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
-    const GroupScales scales = GroupScalesOf<kType>(group[r]);
+    const GroupScales scales = ScalesOf<kType>(group[r]);
     s[r] = _mm512_insertf32x8(_mm512_castps256_ps512(scales.s[0]), scales.s[1], 1);
     m[r] = _mm512_insertf32x8(_mm512_castps256_ps512(scales.m[0]), scales.m[1], 1);
   }

@@ -92,6 +92,22 @@ SY_QUANT_DECODE inline __m256 ScaledBytes(uint64_t v, float scale) {
 
 }  // namespace quant_gemv
 
+// The scales and mins of a group of a 32-element type from its blocks' fp16 fields, f32
+// here: d (every type) and m (Q4_1, Q5_1; ignored for the others).
+template <DType kType>
+SY_QUANT_DECODE inline GroupScales SmallBlockScales(__m256 d, __m256 m) {
+  GroupScales out{};
+  quant_gemv::SpreadChunks(d, out.s);
+  if constexpr (kType == DType::kQ4_0 || kType == DType::kQ5_0) {
+    quant_gemv::SpreadChunks(_mm256_mul_ps(d, _mm256_set1_ps(kType == DType::kQ4_0 ? 8.0f : 16.0f)),
+                             out.m);
+  } else {
+    // The stored min is added; the decoded form subtracts.
+    quant_gemv::SpreadChunks(_mm256_xor_ps(m, _mm256_set1_ps(-0.0f)), out.m);
+  }
+  return out;
+}
+
 // The scales and mins of the group at `group` (a whole group: eight blocks for the 32-element
 // types, a super-block for the K types), as quant_decode.h computes them.
 template <DType kType>
@@ -102,15 +118,11 @@ SY_QUANT_DECODE inline GroupScales GroupScalesOf(const uint8_t* group) {
   using quant_gemv::SpreadChunks;
   GroupScales out{};
   if constexpr (kType == DType::kQ4_0 || kType == DType::kQ5_0) {
-    constexpr size_t kBytes = quant_decode::kBlockBytes<kType>;
-    const __m256 d = EightHalves(group, kBytes);
-    SpreadChunks(d, out.s);
-    SpreadChunks(_mm256_mul_ps(d, _mm256_set1_ps(kType == DType::kQ4_0 ? 8.0f : 16.0f)), out.m);
+    return SmallBlockScales<kType>(EightHalves(group, quant_decode::kBlockBytes<kType>),
+                                   _mm256_setzero_ps());
   } else if constexpr (kType == DType::kQ4_1 || kType == DType::kQ5_1) {
     constexpr size_t kBytes = quant_decode::kBlockBytes<kType>;
-    SpreadChunks(EightHalves(group, kBytes), out.s);
-    // The stored min is added; the decoded form subtracts.
-    SpreadChunks(_mm256_xor_ps(EightHalves(group + 2, kBytes), _mm256_set1_ps(-0.0f)), out.m);
+    return SmallBlockScales<kType>(EightHalves(group, kBytes), EightHalves(group + 2, kBytes));
   } else if constexpr (kType == DType::kQ4_K || kType == DType::kQ5_K) {
     // GetScaleMinK4 for all eight sub-blocks at once: bytes 0-3 of the 12 hold scales 0-3
     // (low 6 bits) and the top bits of scales 4-7, bytes 4-7 the same for the mins, bytes
