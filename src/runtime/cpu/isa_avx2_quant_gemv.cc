@@ -27,10 +27,11 @@ namespace {
 // rows spill).
 constexpr int kTileRows = 2;
 
-// acc[r][a] += the dot of group g of weight row r (at group[r]) with activation row i0 + a.
+// acc[r][a] += the dot of group g of weight row r (at group[r]) with activation row i0 + a,
+// over the group's first `chunks` chunks (the rest are zero).
 template <DType kType, int R, int N>
 inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int64_t i0, int64_t g,
-                     __m256 acc[R][N]) {
+                     int64_t chunks, __m256 acc[R][N]) {
   const int64_t lds = x.ldq / 4;
   const int64_t ldm = x.ldq / 16;
   const __m256i ones = _mm256_set1_epi16(1);
@@ -40,6 +41,8 @@ inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int
     scales[r] = GroupScalesOf<kType>(group[r]);
 #pragma GCC unroll 8
   for (int64_t c = 0; c < kGroupChunks; ++c) {
+    if (c == chunks)
+      break;
     // Lanes 0-3 of chunk c are sub-block 2 c, lanes 4-7 sub-block 2 c + 1.
     const int h = 2 * static_cast<int>(c % 4);
     const __m256i spread = _mm256_setr_epi32(h, h, h, h, h + 1, h + 1, h + 1, h + 1);
@@ -90,8 +93,10 @@ struct TileOf {
           acc[r][a] = _mm256_setzero_ps();
       }
       GemvGroups<kType, R> groups(rows);
-      for (int64_t g = 0; g < groups.size(); ++g)
-        AddGroup<kType, R, N>(groups.At(g), x, i0, g, acc);
+      for (int64_t g = 0; g < groups.full(); ++g)
+        AddGroup<kType, R, N>(groups.At(g), x, i0, g, kGroupChunks, acc);
+      if (groups.tail_chunks() != 0)
+        AddGroup<kType, R, N>(groups.Tail(), x, i0, groups.full(), groups.tail_chunks(), acc);
 #pragma GCC unroll 8
       for (int a = 0; a < N; ++a) {
 #pragma GCC unroll 8

@@ -136,10 +136,11 @@ inline GroupScales ScalesOf(const uint8_t* group) {
   }
 }
 
-// acc[r][a] += the dot of group g of weight row r (at group[r]) with activation row i0 + a.
+// acc[r][a] += the dot of group g of weight row r (at group[r]) with activation row i0 + a,
+// over the group's first `chunks` chunks (the rest are zero).
 template <DType kType, int R, int N>
 inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int64_t i0, int64_t g,
-                     __m512 acc[R][N]) {
+                     int64_t chunks, __m512 acc[R][N]) {
   const int64_t lds = x.ldq / 4;
   const int64_t ldm = x.ldq / 16;
   __m512 s[R];
@@ -152,6 +153,8 @@ inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int
   }
 #pragma GCC unroll 8
   for (int64_t p = 0; p < 4; ++p) {
+    if (2 * p >= chunks)
+      break;
     // Lane l of unit p is sub-block 4 p + l / 4.
     const __m512i spread =
         _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(4 * p)),
@@ -198,8 +201,10 @@ struct TileOf {
           acc[r][a] = _mm512_setzero_ps();
       }
       GemvGroups<kType, R> groups(rows);
-      for (int64_t g = 0; g < groups.size(); ++g)
-        AddGroup<kType, R, N>(groups.At(g), x, i0, g, acc);
+      for (int64_t g = 0; g < groups.full(); ++g)
+        AddGroup<kType, R, N>(groups.At(g), x, i0, g, kGroupChunks, acc);
+      if (groups.tail_chunks() != 0)
+        AddGroup<kType, R, N>(groups.Tail(), x, i0, groups.full(), groups.tail_chunks(), acc);
 #pragma GCC unroll 8
       for (int a = 0; a < N; ++a) {
 #pragma GCC unroll 8

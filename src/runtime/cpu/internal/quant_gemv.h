@@ -161,9 +161,10 @@ struct GemvRows {
   const uint8_t* next;
 };
 
-// The groups of R weight rows, in order: At(g)[r] is row r's group g, where a short last
-// group of a 32-element type is a copy padded with zero blocks (whose scales are zero).
-// At(g) prefetches the same group of the next R rows.
+// The groups of R weight rows: At(g)[r] is row r's group g for g < full(), and where a
+// 32-element type's row ends in a short group (tail_chunks() > 0), Tail()[r] is a copy of
+// row r's, padded with zero blocks (whose scales are zero). At(g) prefetches the same
+// group of the next R rows.
 template <DType kType, int R>
 class GemvGroups {
  public:
@@ -172,18 +173,11 @@ class GemvGroups {
         full_(rows.k / kGroupElems),
         tail_chunks_(rows.k / kChunkElems % kGroupChunks) {}
 
-  SY_QUANT_DECODE int64_t size() const { return tail_chunks_ == 0 ? full_ : full_ + 1; }
+  SY_QUANT_DECODE int64_t full() const { return full_; }
+  SY_QUANT_DECODE int64_t tail_chunks() const { return tail_chunks_; }
 
   SY_QUANT_DECODE const uint8_t* const* At(int64_t g) {
     const size_t at = static_cast<size_t>(g) * kBytes;
-    if (g == full_) {
-      for (int r = 0; r < R; ++r) {
-        std::memcpy(padded_[r], rows_.first + r * rows_.row_bytes + at,
-                    static_cast<size_t>(tail_chunks_) * quant_decode::kBlockBytes<kType>);
-        group_[r] = padded_[r];
-      }
-      return group_;
-    }
     for (int r = 0; r < R; ++r) {
       group_[r] = rows_.first + r * rows_.row_bytes + at;
       if (rows_.next != nullptr) {
@@ -195,9 +189,20 @@ class GemvGroups {
     return group_;
   }
 
+  // REQUIRES: tail_chunks() > 0; called once.
+  SY_QUANT_DECODE const uint8_t* const* Tail() {
+    const size_t at = static_cast<size_t>(full_) * kBytes;
+    for (int r = 0; r < R; ++r) {
+      std::memcpy(padded_[r], rows_.first + r * rows_.row_bytes + at,
+                  static_cast<size_t>(tail_chunks_) * quant_decode::kBlockBytes<kType>);
+      group_[r] = padded_[r];
+    }
+    return group_;
+  }
+
  private:
   static constexpr size_t kBytes = kGroupBytes<kType>;
-  // Zero past the copied blocks (At copies once, into the last group).
+  // Zero past the blocks Tail copies.
   alignas(64) uint8_t padded_[R][kBytes] = {};
   GemvRows rows_;
   int64_t full_;
