@@ -7,6 +7,10 @@
 //   BM_Gemm512/<dtype>: n = 512 prefill rows; GFLOPs counts 2 n m k per second.
 //   *_BF16_F32Act: BF16 weights with f32 activations (round_bf16_activations off), next
 //     to the default that rounds them to bf16 where the CPU has AVX512_BF16.
+//   BM_GemvHot_<dtype>/<k>/<m>/<isa>/<direct>: the int8 GEMV kernel of GGML quantized
+//     weights alone, one thread, weights in cache (k x m = 2048 x 256 fits L2), on AVX2
+//     (isa 0) or AVX-512 VNNI (1), through the decoded copy (direct 0) or straight from
+//     the weight bytes (1): the kernels' compute cost without the memory's.
 // Kernel level from SY_CPU_ISA (portable|avx2|avx512), default the best the CPU has;
 // MatMul threads from SY_BENCH_THREADS (default one per core).
 #include <algorithm>
@@ -23,6 +27,7 @@
 
 #include "base/thread_pool.h"
 #include "runtime/cpu/cpu_backend.h"
+#include "runtime/cpu/internal/isa_kernels.h"
 #include "runtime/float16.h"
 
 namespace switchyard::runtime {
@@ -347,6 +352,73 @@ void SmallBatchShapes(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_SmallBatch_BF16)->Apply(SmallBatchShapes);
 BENCHMARK(BM_SmallBatch_BF16_F32Act)->Apply(SmallBatchShapes);
 BENCHMARK(BM_SmallBatch_Q8_0)->Apply(SmallBatchShapes);
+
+void RunGemvHot(benchmark::State& state, DType dtype) {
+  const int64_t k = state.range(0);
+  const int64_t m = state.range(1);
+  const bool avx512 = state.range(2) != 0;
+  const bool direct = state.range(3) != 0;
+  if (avx512 ? !cpu::CpuSupportsAvx512Vnni() : !CpuSupportsIsa(CpuIsa::kAvx2)) {
+    state.SkipWithError("ISA not supported");
+    return;
+  }
+  const cpu::QuantKernels& kernels = avx512 ? cpu::Avx512QuantKernels() : cpu::Avx2QuantKernels();
+  const std::vector<uint8_t> w = RandomWeights(dtype, m, k);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(k));
+  for (float& f : x)
+    f = dist(rng);
+  const int64_t ldq = (k + 255) / 256 * 256;
+  std::vector<int8_t> q(static_cast<size_t>(ldq));
+  std::vector<float> s(static_cast<size_t>(ldq / 4));
+  std::vector<float> mins(static_cast<size_t>(ldq / 16));
+  kernels.quantize(x.data(), k, ldq, q.data(), s.data(), mins.data());
+  const cpu::QuantActivations xq{q.data(), s.data(), mins.data(), ldq};
+  const auto gemv = direct ? kernels.gemv : kernels.dot_rows;
+  std::vector<float> out(static_cast<size_t>(m));
+  for (auto _ : state) {
+    gemv(dtype, xq, 1, k, w.data(), RowBytes(dtype, k), 0, m, out.data(), m);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(w.size()));
+  state.SetLabel(std::string(avx512 ? "avx512" : "avx2") + (direct ? " direct" : " decoded"));
+}
+void GemvHotArgs(benchmark::internal::Benchmark* b) {
+  for (int64_t isa : {0, 1}) {
+    for (int64_t direct : {0, 1})
+      b->Args({2048, 256, isa, direct});
+  }
+  b->Unit(benchmark::kMicrosecond);
+}
+void BM_GemvHot_Q4_0(benchmark::State& s) {
+  RunGemvHot(s, DType::kQ4_0);
+}
+void BM_GemvHot_Q4_1(benchmark::State& s) {
+  RunGemvHot(s, DType::kQ4_1);
+}
+void BM_GemvHot_Q5_0(benchmark::State& s) {
+  RunGemvHot(s, DType::kQ5_0);
+}
+void BM_GemvHot_Q5_1(benchmark::State& s) {
+  RunGemvHot(s, DType::kQ5_1);
+}
+void BM_GemvHot_Q4_K(benchmark::State& s) {
+  RunGemvHot(s, DType::kQ4_K);
+}
+void BM_GemvHot_Q5_K(benchmark::State& s) {
+  RunGemvHot(s, DType::kQ5_K);
+}
+void BM_GemvHot_Q6_K(benchmark::State& s) {
+  RunGemvHot(s, DType::kQ6_K);
+}
+BENCHMARK(BM_GemvHot_Q4_0)->Apply(GemvHotArgs);
+BENCHMARK(BM_GemvHot_Q4_1)->Apply(GemvHotArgs);
+BENCHMARK(BM_GemvHot_Q5_0)->Apply(GemvHotArgs);
+BENCHMARK(BM_GemvHot_Q5_1)->Apply(GemvHotArgs);
+BENCHMARK(BM_GemvHot_Q4_K)->Apply(GemvHotArgs);
+BENCHMARK(BM_GemvHot_Q5_K)->Apply(GemvHotArgs);
+BENCHMARK(BM_GemvHot_Q6_K)->Apply(GemvHotArgs);
 
 }  // namespace
 }  // namespace switchyard::runtime

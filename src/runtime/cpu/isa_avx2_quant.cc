@@ -119,8 +119,8 @@ void DotRows(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k, con
 #endif
 
 const QuantKernels& Avx2QuantKernels() {
-  static constexpr QuantKernels kKernels = {&Quantize, &DotRows, nullptr, nullptr,
-                                            kAvx2StreamingRows};
+  static constexpr QuantKernels kKernels = {&Quantize, &DotRows, &Avx2QuantGemv,    kQuantGemvRows,
+                                            nullptr,   nullptr,  kAvx2StreamingRows};
   return kKernels;
 }
 

@@ -251,7 +251,8 @@ void GemmPanel(const QuantActivations& x, int64_t c0, int64_t n, const QuantPane
 #endif
 
 const QuantKernels& Avx512QuantKernels() {
-  static constexpr QuantKernels kKernels = {&Quantize, &DotRows, &PackPanel, &GemmPanel,
+  static constexpr QuantKernels kKernels = {&Quantize,           &DotRows,   &Avx512QuantGemv,
+                                            kQuantGemvRows,      &PackPanel, &GemmPanel,
                                             kAvx512StreamingRows};
   return kKernels;
 }

@@ -8,7 +8,8 @@
 // to Q8_0-like blocks once per call, then the same two shapes run on int8 dot products
 // (the panel shape only where ctx.q8 has one; else many rows take the f32 panels).
 // GGML's Q4/Q5/K weights with ctx.quant set likewise, on their own int8 kernels (weights
-// decoded to unsigned bytes with a scale and a min per 16 elements; see quant_decode.h).
+// decoded to unsigned bytes with a scale and a min per 16 elements; see quant_decode.h),
+// which few rows (decode) unpack straight into registers instead (quant_gemv.h).
 // Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once, then
 // both shapes run on bf16 pair dot products.
 //
@@ -18,7 +19,7 @@
 #include <vector>
 
 #include "runtime/cpu/internal/kernels.h"
-#include "runtime/cpu/internal/quant_decode.h"
+#include "runtime/cpu/internal/quant_gemv.h"
 
 namespace switchyard::runtime::cpu {
 namespace {
@@ -147,8 +148,10 @@ void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
   const DType dtype = w.dtype();
 
   if (Streams(path, n, quant.max_streaming_rows, quant.gemm_panel != nullptr)) {
+    const auto dot_rows =
+        n <= quant.max_gemv_rows && HasDirectGemv(dtype) ? quant.gemv : quant.dot_rows;
     ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
-      quant.dot_rows(dtype, x, n, k, wd, w_row_bytes, begin, end, od, m);
+      dot_rows(dtype, x, n, k, wd, w_row_bytes, begin, end, od, m);
       AddBias(bd, n, m, begin, end, od);
     });
     return;

@@ -132,10 +132,19 @@ std::vector<Shape> ShapesFor(DType dtype) {
                                {4, 256, 31},  {5, 512, 65},  {16, 256, 70}, {17, 256, 70},
                                {33, 768, 45}, {48, 256, 35}, {49, 256, 35}, {300, 512, 33},
                                {1, 4096, 64}};
+  // Decode shapes whose weight rows do not fill the GEMV's tiles of rows.
+  shapes.push_back({3, 1024, 67});
+  shapes.push_back({4, 512, 6});
   if (DTypeBlockElems(dtype) == 32) {
     // Rows that are not whole groups of 256: a short last group, odd chunk counts.
-    for (Shape s : std::vector<Shape>{
-             {1, 32, 5}, {1, 96, 9}, {3, 576, 40}, {7, 800, 19}, {20, 160, 33}, {64, 1568, 40}}) {
+    for (Shape s : std::vector<Shape>{{1, 32, 5},
+                                      {1, 96, 9},
+                                      {3, 576, 40},
+                                      {2, 1568, 13},
+                                      {4, 352, 7},
+                                      {7, 800, 19},
+                                      {20, 160, 33},
+                                      {64, 1568, 40}}) {
       shapes.push_back(s);
     }
   }
@@ -189,6 +198,43 @@ TEST_P(GgmlQuantKernelTest, ShapesAgreeOnTheSameRow) {
       ASSERT_NEAR(outs[2][i * m + j], outs[1][i * m + j],
                   1e-4 + 1e-5 * std::fabs(outs[1][i * m + j]))
           << DTypeName(dtype) << " row " << i << " col " << j;
+  }
+}
+
+// Decode spreads weight rows over the threads in tiles of rows and groups activation rows
+// up to four: a result must not depend on either, so it is bit for bit the same at any
+// thread count, and a row's dot products the same with or without other rows beside it.
+TEST_P(GgmlQuantKernelTest, DecodeIsBitIdenticalAcrossThreadCounts) {
+  const auto [isa, dtype] = GetParam();
+  std::mt19937 rng(31);
+  const int64_t k = DTypeBlockElems(dtype) == 32 ? 800 : 768, m = 67, rows = 5;
+  const std::vector<float> x = RandomFloats(rng, rows * k);
+  std::vector<uint8_t> w = RandomGgmlRows(dtype, m, k, rng);
+  std::vector<float> single;
+  for (int64_t n = 1; n <= rows; ++n) {
+    std::vector<float> first;
+    for (size_t threads : {1, 2, 3, 5}) {
+      auto backend = MakeBackend(isa, threads, /*quantize_q8_0=*/true);
+      std::vector<float> out(static_cast<size_t>(n * m));
+      ASSERT_TRUE(backend
+                      ->MatMul(HostTensor(DType::kF32, {n, k}, const_cast<float*>(x.data())),
+                               HostTensor(dtype, {m, k}, w.data()), nullptr,
+                               HostTensor(DType::kF32, {n, m}, out.data()))
+                      .ok());
+      if (first.empty()) {
+        first = out;
+        continue;
+      }
+      for (int64_t t = 0; t < n * m; ++t)
+        ASSERT_EQ(out[t], first[t])
+            << DTypeName(dtype) << " n=" << n << " threads=" << threads << " at " << t;
+    }
+    if (n == 1)
+      single = first;
+    if (n > 1 && n <= 4) {
+      for (int64_t j = 0; j < m; ++j)
+        ASSERT_EQ(first[j], single[j]) << DTypeName(dtype) << " n=" << n << " col " << j;
+    }
   }
 }
 

@@ -179,6 +179,12 @@ struct QuantKernels {
   // Like IsaKernels::dot_rows for n quantized activation rows.
   void (*dot_rows)(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k, const uint8_t* w,
                    size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo);
+  // The same from the weight bytes straight into registers (quant_gemv.h), for the
+  // decode shape: MatMul takes it over dot_rows for n <= max_gemv_rows where
+  // HasDirectGemv(w_dtype).
+  void (*gemv)(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k, const uint8_t* w,
+               size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo);
+  int64_t max_gemv_rows;
   // The panel shape; both null where the f32 panels serve many rows (AVX2).
   // Packs weight rows [j0, j0 + rows) (rows <= kPanelRows) over groups [g0, g0 +
   // num_groups) of 256 elements, `chunks` chunks in all (the last group may be short).
@@ -227,6 +233,9 @@ struct Bf16Kernels {
 inline constexpr int64_t kAvx512StreamingRows = 16;
 inline constexpr int64_t kPortableStreamingRows = 16;
 inline constexpr int64_t kAvx2StreamingRows = 48;
+// Activation rows up to which the quantized GEMV reads weights straight into registers
+// (QuantKernels::gemv): decode batches; more rows share one decoded copy (dot_rows).
+inline constexpr int64_t kQuantGemvRows = 4;
 
 // Most columns pack_panel is ever asked for at once.
 inline constexpr int64_t kMaxPackColumns = 512;
@@ -252,6 +261,13 @@ bool CpuSupportsAvx512Vnni();
 const QuantKernels& Avx512QuantKernels();
 // REQUIRES: CpuSupportsIsa(kAvx2).
 const QuantKernels& Avx2QuantKernels();
+// QuantKernels::gemv on AVX-512 VNNI (isa_avx512_quant_gemv.cc) and on AVX2
+// (isa_avx2_quant_gemv.cc), with the CPU requirements of the tables above.
+void Avx512QuantGemv(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k,
+                     const uint8_t* w, size_t w_row_bytes, int64_t m_begin, int64_t m_end,
+                     float* out, int64_t ldo);
+void Avx2QuantGemv(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k, const uint8_t* w,
+                   size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo);
 // REQUIRES: CpuSupportsAvx512Bf16().
 const Bf16Kernels& Avx512Bf16Kernels();
 bool CpuSupportsAvx512Bf16();

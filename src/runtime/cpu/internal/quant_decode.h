@@ -79,34 +79,83 @@ SY_QUANT_DECODE inline __m256i BitsToBytes(uint32_t bits) {
   return _mm256_and_si256(set, _mm256_set1_epi8(0x10));
 }
 
+template <DType kType>
+inline constexpr size_t kBlockBytes = kType == DType::kQ4_0   ? sizeof(BlockQ4_0)
+                                      : kType == DType::kQ4_1 ? sizeof(BlockQ4_1)
+                                      : kType == DType::kQ5_0 ? sizeof(BlockQ5_0)
+                                      : kType == DType::kQ5_1 ? sizeof(BlockQ5_1)
+                                      : kType == DType::kQ4_K ? sizeof(BlockQ4_K)
+                                      : kType == DType::kQ5_K ? sizeof(BlockQ5_K)
+                                                              : sizeof(BlockQ6_K);
+
+// Chunk c's 32 q values (element order) of the group that starts at `group`: for Q4_0 ...
+// Q5_1 the group's blocks from there (block c must be in the row), for Q4_K, Q5_K and
+// Q6_K the super-block there. Q6_K's chunk 4 n + j (n: which 128-element half) holds
+// bits from ql[64 n + (j & 1) * 32 + l] (low nibble for j < 2, high for j >= 2) and bits
+// 2 j, 2 j + 1 of qh[32 n + l].
+template <DType kType>
+SY_QUANT_DECODE inline __m256i ChunkQ(const uint8_t* group, int64_t c) {
+  const __m256i mask4 = _mm256_set1_epi8(0x0F);
+  if constexpr (kType == DType::kQ4_0 || kType == DType::kQ4_1) {
+    constexpr size_t kQs =
+        kType == DType::kQ4_0 ? offsetof(BlockQ4_0, qs) : offsetof(BlockQ4_1, qs);
+    return SplitNibbles(group + static_cast<size_t>(c) * kBlockBytes<kType> + kQs);
+  } else if constexpr (kType == DType::kQ5_0 || kType == DType::kQ5_1) {
+    constexpr size_t kQh =
+        kType == DType::kQ5_0 ? offsetof(BlockQ5_0, qh) : offsetof(BlockQ5_1, qh);
+    const uint8_t* block = group + static_cast<size_t>(c) * kBlockBytes<kType>;
+    uint32_t qh;
+    std::memcpy(&qh, block + kQh, sizeof(qh));
+    return _mm256_or_si256(SplitNibbles(block + kQh + 4), BitsToBytes(qh));
+  } else if constexpr (kType == DType::kQ4_K || kType == DType::kQ5_K) {
+    constexpr bool kFive = kType == DType::kQ5_K;
+    constexpr size_t kQs = kFive ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
+    // qs[32 i + l] holds element 64 i + l (low nibble) and 64 i + 32 + l (high).
+    const __m256i v =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + kQs + 32 * (c / 2)));
+    __m256i q = _mm256_and_si256(c % 2 == 0 ? v : _mm256_srli_epi16(v, 4), mask4);
+    if constexpr (kFive) {
+      // Bit c of qh[l] is element 32 c + l's fifth bit.
+      const __m256i qh =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + offsetof(BlockQ5_K, qh)));
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << c));
+      q = _mm256_or_si256(q, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, bit), bit),
+                                              _mm256_set1_epi8(16)));
+    }
+    return q;
+  } else {
+    static_assert(kType == DType::kQ6_K);
+    const int64_t n = c / 4, j = c % 4;
+    const __m256i l = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(group + offsetof(BlockQ6_K, ql) + 64 * n + 32 * (j & 1)));
+    const __m256i h = _mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(group + offsetof(BlockQ6_K, qh) + 32 * n));
+    // Bits 2 j, 2 j + 1 of h to bits 4, 5.
+    const __m256i high = j == 0   ? _mm256_slli_epi16(h, 4)
+                         : j == 1 ? _mm256_slli_epi16(h, 2)
+                         : j == 2 ? h
+                                  : _mm256_srli_epi16(h, 2);
+    return _mm256_or_si256(_mm256_and_si256(j < 2 ? l : _mm256_srli_epi16(l, 4), mask4),
+                           _mm256_and_si256(high, _mm256_set1_epi8(0x30)));
+  }
+}
+
 // Q4_0, Q4_1, Q5_0, Q5_1: `chunks` blocks from block b0 of the row.
 template <DType kType>
 SY_QUANT_DECODE inline void DecodeSmallBlocks(const uint8_t* row, int64_t b0, int64_t chunks,
                                               DecodedGroup* g) {
-  constexpr int64_t kBytes = static_cast<int64_t>(kType == DType::kQ4_0   ? sizeof(BlockQ4_0)
-                                                  : kType == DType::kQ4_1 ? sizeof(BlockQ4_1)
-                                                  : kType == DType::kQ5_0 ? sizeof(BlockQ5_0)
-                                                                          : sizeof(BlockQ5_1));
+  const uint8_t* group = row + static_cast<size_t>(b0) * kBlockBytes<kType>;
   for (int64_t c = 0; c < chunks; ++c) {
-    const uint8_t* block = row + (b0 + c) * kBytes;
+    const uint8_t* block = group + static_cast<size_t>(c) * kBlockBytes<kType>;
     const float d = Half(block);
-    __m256i q;
     float m;
-    if constexpr (kType == DType::kQ4_0) {
-      q = SplitNibbles(block + offsetof(BlockQ4_0, qs));
+    if constexpr (kType == DType::kQ4_0)
       m = 8.0f * d;
-    } else if constexpr (kType == DType::kQ4_1) {
-      q = SplitNibbles(block + offsetof(BlockQ4_1, qs));
+    else if constexpr (kType == DType::kQ5_0)
+      m = 16.0f * d;
+    else
       m = -Half(block + offsetof(BlockQ4_1, m));
-    } else {
-      constexpr size_t kQh =
-          kType == DType::kQ5_0 ? offsetof(BlockQ5_0, qh) : offsetof(BlockQ5_1, qh);
-      uint32_t qh;
-      std::memcpy(&qh, block + kQh, sizeof(qh));
-      q = _mm256_or_si256(SplitNibbles(block + kQh + 4), BitsToBytes(qh));
-      m = kType == DType::kQ5_0 ? 16.0f * d : -Half(block + offsetof(BlockQ5_1, m));
-    }
-    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), q);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), ChunkQ<kType>(group, c));
     SetScales(g, c, d, d, m, m);
   }
   ZeroTail(g, chunks);
@@ -115,73 +164,28 @@ SY_QUANT_DECODE inline void DecodeSmallBlocks(const uint8_t* row, int64_t b0, in
 // Q4_K and Q5_K: super-block sb of the row.
 template <DType kType>
 SY_QUANT_DECODE inline void DecodeK45(const uint8_t* row, int64_t sb, DecodedGroup* g) {
-  constexpr bool kFive = kType == DType::kQ5_K;
-  constexpr size_t kBytes = kFive ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
-  constexpr size_t kScales = kFive ? offsetof(BlockQ5_K, scales) : offsetof(BlockQ4_K, scales);
-  constexpr size_t kQs = kFive ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
-  const uint8_t* block = row + static_cast<size_t>(sb) * kBytes;
+  const uint8_t* block = row + static_cast<size_t>(sb) * kBlockBytes<kType>;
   const float d = Half(block);
   const float dmin = Half(block + 2);
-  const __m256i mask = _mm256_set1_epi8(0x0F);
-  __m256i qh = _mm256_setzero_si256();
-  if constexpr (kFive)
-    qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + offsetof(BlockQ5_K, qh)));
-  for (int64_t i = 0; i < 4; ++i) {
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQs + 32 * i));
-    __m256i lo = _mm256_and_si256(v, mask);
-    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), mask);
-    if constexpr (kFive) {
-      const __m256i b_lo = _mm256_set1_epi8(static_cast<char>(1 << (2 * i)));
-      const __m256i b_hi = _mm256_set1_epi8(static_cast<char>(1 << (2 * i + 1)));
-      const __m256i sixteen = _mm256_set1_epi8(16);
-      lo = _mm256_or_si256(
-          lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b_lo), b_lo), sixteen));
-      hi = _mm256_or_si256(
-          hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(qh, b_hi), b_hi), sixteen));
-    }
-    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 64 * i), lo);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 64 * i + 32), hi);
-    for (int h = 0; h < 2; ++h) {
-      uint8_t sc, m;
-      GetScaleMinK4(2 * i + h, block + kScales, &sc, &m);
-      const float s = d * sc, mm = dmin * m;
-      SetScales(g, 2 * i + h, s, s, mm, mm);
-    }
+  for (int64_t c = 0; c < kGroupChunks; ++c) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), ChunkQ<kType>(block, c));
+    uint8_t sc, m;
+    GetScaleMinK4(c, block + offsetof(BlockQ4_K, scales), &sc, &m);
+    const float s = d * sc, mm = dmin * m;
+    SetScales(g, c, s, s, mm, mm);
   }
 }
 
-// Q6_K: super-block sb of the row. Chunk 4 n + j (n: which 128-element half) holds bits
-// from ql[64 n + (j & 1) * 32 + l] (low nibble for j < 2, high for j >= 2) and bits 2 j,
-// 2 j + 1 of qh[32 n + l].
+// Q6_K: super-block sb of the row.
 SY_QUANT_DECODE inline void DecodeQ6K(const uint8_t* row, int64_t sb, DecodedGroup* g) {
   const uint8_t* block = row + static_cast<size_t>(sb) * sizeof(BlockQ6_K);
   const float d = Half(block + offsetof(BlockQ6_K, d));
   const auto* scales = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ6_K, scales));
-  const __m256i mask4 = _mm256_set1_epi8(0x0F);
-  const __m256i mask2 = _mm256_set1_epi8(0x30);
-  for (int64_t n = 0; n < 2; ++n) {
-    const uint8_t* ql = block + offsetof(BlockQ6_K, ql) + 64 * n;
-    const __m256i l0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql));
-    const __m256i l1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ql + 32));
-    const __m256i h = _mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(block + offsetof(BlockQ6_K, qh) + 32 * n));
-    const __m256i q[4] = {
-        _mm256_or_si256(_mm256_and_si256(l0, mask4),
-                        _mm256_and_si256(_mm256_slli_epi16(h, 4), mask2)),
-        _mm256_or_si256(_mm256_and_si256(l1, mask4),
-                        _mm256_and_si256(_mm256_slli_epi16(h, 2), mask2)),
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), mask4),
-                        _mm256_and_si256(h, mask2)),
-        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), mask4),
-                        _mm256_and_si256(_mm256_srli_epi16(h, 2), mask2)),
-    };
-    for (int64_t j = 0; j < 4; ++j) {
-      const int64_t c = 4 * n + j;
-      _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), q[j]);
-      const float lo = d * scales[8 * n + 2 * j];
-      const float hi = d * scales[8 * n + 2 * j + 1];
-      SetScales(g, c, lo, hi, 32.0f * lo, 32.0f * hi);
-    }
+  for (int64_t c = 0; c < kGroupChunks; ++c) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(g->q + 32 * c), ChunkQ<DType::kQ6_K>(block, c));
+    const float lo = d * scales[2 * c];
+    const float hi = d * scales[2 * c + 1];
+    SetScales(g, c, lo, hi, 32.0f * lo, 32.0f * hi);
   }
 }
 

@@ -1,0 +1,233 @@
+// The direct decode GEMV of GGML quantized weights (quant_gemv.h) on AVX-512 VNNI: each
+// 64-byte unit of a group's q values (elements 64 p .. 64 p + 63) is unpacked from the
+// weight bytes in registers (nibbles split by a per-lane variable shift, fifth and sixth
+// bits merged under byte masks) and goes straight into vpdpbusd against the int8
+// activations; each int32 lane (4 products, one sub-block) is scaled by its sub-block's
+// weight scale and the activations' chunk scale, and the mins come off per group. Several
+// weight rows share each activation load. Compiled for its target by the pragma below and
+// reached only through Avx512QuantKernels(), after CpuSupportsAvx512Vnni() said yes.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/cpu/internal/isa_kernels.h"
+#include "runtime/cpu/internal/quant_gemv.h"
+
+#if defined(__clang__)
+#pragma clang attribute push(                                                          \
+    __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,fma,f16c"))), \
+    apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,avx512dq,fma,f16c")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace switchyard::runtime::cpu {
+namespace {
+
+// Weight rows per tile: each activation load serves this many rows.
+constexpr int kTileRows = 4;
+
+// Shifts each 16-bit lane of the 128-bit lanes (of 64-bit lanes where kWide) right by 0
+// in even and 4 in odd ones: on a register holding the same bytes twice, the low nibbles
+// then the high ones.
+template <bool kWide>
+inline __m512i SplitNibbles(__m512i twice) {
+  const __m512i shift = kWide
+                            ? _mm512_setr_epi64(0, 0, 0, 0, 0x0004000400040004, 0x0004000400040004,
+                                                0x0004000400040004, 0x0004000400040004)
+                            : _mm512_setr_epi64(0, 0, 0x0004000400040004, 0x0004000400040004, 0, 0,
+                                                0x0004000400040004, 0x0004000400040004);
+  return _mm512_and_si512(_mm512_srlv_epi16(twice, shift), _mm512_set1_epi8(0x0F));
+}
+
+// Unit p (elements 64 p .. 64 p + 63) of the q values of the group at `group`, as
+// quant_decode.h's ChunkQ gives them chunk by chunk.
+template <DType kType>
+inline __m512i Unit(const uint8_t* group, int64_t p) {
+  constexpr size_t kBlock = quant_decode::kBlockBytes<kType>;
+  if constexpr (kType == DType::kQ4_0 || kType == DType::kQ4_1 || kType == DType::kQ5_0 ||
+                kType == DType::kQ5_1) {
+    // Blocks 2 p and 2 p + 1; the qs (16 bytes of nibbles) are the last bytes of a block.
+    const uint8_t* b0 = group + static_cast<size_t>(2 * p) * kBlock;
+    const uint8_t* b1 = b0 + kBlock;
+    const __m256i qs0 = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + kBlock - 16)));
+    const __m256i qs1 = _mm256_broadcastsi128_si256(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + kBlock - 16)));
+    __m512i q = SplitNibbles<false>(_mm512_inserti64x4(_mm512_castsi256_si512(qs0), qs1, 1));
+    if constexpr (kType == DType::kQ5_0 || kType == DType::kQ5_1) {
+      // Bit t of a block's 4 qh bytes (just before its qs) is element t's fifth bit.
+      const uint64_t bits = quant_gemv::Bits32(b0 + kBlock - 20) |
+                            static_cast<uint64_t>(quant_gemv::Bits32(b1 + kBlock - 20)) << 32;
+      q = _mm512_mask_add_epi8(q, _cvtu64_mask64(bits), q, _mm512_set1_epi8(16));
+    }
+    return q;
+  } else if constexpr (kType == DType::kQ4_K || kType == DType::kQ5_K) {
+    constexpr bool kFive = kType == DType::kQ5_K;
+    constexpr size_t kQs = kFive ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
+    // qs[32 p + l]: elements 64 p + l (low nibble) and 64 p + 32 + l (high).
+    __m512i q = SplitNibbles<true>(_mm512_broadcast_i64x4(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + kQs + 32 * p))));
+    if constexpr (kFive) {
+      // Bit c of qh[l] is element 32 c + l's fifth bit; here c = 2 p, 2 p + 1.
+      const __m512i qh = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + offsetof(BlockQ5_K, qh))));
+      const __m512i bit = _mm512_inserti64x4(_mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
+                                             _mm256_set1_epi8(static_cast<char>(2 << (2 * p))), 1);
+      q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, bit), q, _mm512_set1_epi8(16));
+    }
+    return q;
+  } else {
+    static_assert(kType == DType::kQ6_K);
+    // Half n = p / 2 of the super-block: ql[64 n + l] holds elements 128 n + l (low
+    // nibble) and 128 n + 64 + l (high); bits 2 j, 2 j + 1 of qh[32 n + l] belong to
+    // element 128 n + 32 j + l. Unit 2 n takes the low nibbles (j = 0, 1), 2 n + 1 the high.
+    const int64_t n = p / 2;
+    const __m512i l = _mm512_loadu_si512(group + offsetof(BlockQ6_K, ql) + 64 * n);
+    const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(group + offsetof(BlockQ6_K, qh) + 32 * n)));
+    const __m512i low = p % 2 == 0 ? l : _mm512_srli_epi16(l, 4);
+    // Bits 2 j, 2 j + 1 to bits 4, 5: j = 0, 1 (left by 4, 2) or j = 2, 3 (right by 0, 2).
+    const __m512i high =
+        p % 2 == 0 ? _mm512_sllv_epi16(
+                         h, _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1))
+                   : _mm512_srlv_epi16(
+                         h, _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1));
+    // (low & 0x0F) | (high & 0x30).
+    return _mm512_ternarylogic_epi32(_mm512_and_si512(high, _mm512_set1_epi8(0x30)), low,
+                                     _mm512_set1_epi8(0x0F), 0xF8);
+  }
+}
+
+// GroupScalesOf, with the blocks' fp16 fields of Q4_0 and Q4_1 picked out of two 64-byte
+// loads by one word permute (their headers fall within words 0-31 and 32-63 (Q4_0) or
+// 40-71 (Q4_1) of the group) rather than read one by one.
+template <DType kType>
+inline GroupScales ScalesOf(const uint8_t* group) {
+  if constexpr (kType == DType::kQ4_0 || kType == DType::kQ4_1) {
+    constexpr bool kMin = kType == DType::kQ4_1;
+    // Words per block, and the first word of the second load.
+    constexpr int kWords = static_cast<int>(quant_decode::kBlockBytes<kType>) / 2;
+    constexpr int kSecond = kMin ? 40 : 32;
+    constexpr size_t kSecondByte = size_t{2} * kSecond;
+    static_assert(kSecondByte + 64 <= kGroupBytes<kType>);
+    static_assert(7 * kWords + (kMin ? 1 : 0) - kSecond < 32 && 4 * kWords >= kSecond);
+    // Word 8 h + b of the result: block b's d (h = 0) or m (h = 1); index bit 5 picks
+    // the second load.
+    constexpr auto kAt = [](int b, int h) constexpr {
+      const int word = b * kWords + h;
+      return static_cast<int16_t>(word < 32 ? word : 32 + word - kSecond);
+    };
+    const __m512i index = _mm512_set_epi16(
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, kAt(7, 1), kAt(6, 1), kAt(5, 1), kAt(4, 1),
+        kAt(3, 1), kAt(2, 1), kAt(1, 1), kAt(0, 1), kAt(7, 0), kAt(6, 0), kAt(5, 0), kAt(4, 0),
+        kAt(3, 0), kAt(2, 0), kAt(1, 0), kAt(0, 0));
+    const __m512i fields = _mm512_permutex2var_epi16(_mm512_loadu_si512(group), index,
+                                                     _mm512_loadu_si512(group + kSecondByte));
+    const __m512 f = _mm512_cvtph_ps(_mm512_castsi512_si256(fields));
+    return SmallBlockScales<kType>(_mm512_castps512_ps256(f), _mm512_extractf32x8_ps(f, 1));
+  } else {
+    return GroupScalesOf<kType>(group);
+  }
+}
+
+// acc[r][a] += the dot of group g of weight row r (at group[r]) with activation row i0 + a,
+// over the group's first `chunks` chunks (the rest are zero).
+template <DType kType, int R, int N>
+inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int64_t i0, int64_t g,
+                     int64_t chunks, __m512 acc[R][N]) {
+  const int64_t lds = x.ldq / 4;
+  const int64_t ldm = x.ldq / 16;
+  __m512 s[R];
+  __m512 m[R];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const GroupScales scales = ScalesOf<kType>(group[r]);
+    s[r] = _mm512_insertf32x8(_mm512_castps256_ps512(scales.s[0]), scales.s[1], 1);
+    m[r] = _mm512_insertf32x8(_mm512_castps256_ps512(scales.m[0]), scales.m[1], 1);
+  }
+#pragma GCC unroll 8
+  for (int64_t p = 0; p < 4; ++p) {
+    if (2 * p >= chunks)
+      break;
+    // Lane l of unit p is sub-block 4 p + l / 4.
+    const __m512i spread =
+        _mm512_add_epi32(_mm512_set1_epi32(static_cast<int>(4 * p)),
+                         _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+    __m512i w[R];
+    __m512 ws[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      w[r] = Unit<kType>(group[r], p);
+      ws[r] = _mm512_permutexvar_ps(spread, s[r]);
+    }
+#pragma GCC unroll 8
+    for (int a = 0; a < N; ++a) {
+      const int64_t i = i0 + a;
+      const __m512i xq = _mm512_loadu_si512(x.q + i * x.ldq + g * kGroupElems + 64 * p);
+      const __m512 xs = _mm512_loadu_ps(x.s + i * lds + g * 64 + 16 * p);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[r], xq);
+        acc[r][a] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(ws[r], xs), acc[r][a]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int a = 0; a < N; ++a) {
+    const __m512 xm = _mm512_loadu_ps(x.m + (i0 + a) * ldm + g * 16);
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      acc[r][a] = _mm512_fnmadd_ps(m[r], xm, acc[r][a]);
+  }
+}
+
+template <DType kType>
+struct TileOf {
+  template <int R, int N>
+  struct Tile {
+    static void Run(const GemvRows& rows, const QuantActivations& x, int64_t i0, float* out,
+                    int64_t ldo) {
+      __m512 acc[R][N];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+        for (int a = 0; a < N; ++a)
+          acc[r][a] = _mm512_setzero_ps();
+      }
+      GemvGroups<kType, R> groups(rows);
+      for (int64_t g = 0; g < groups.full(); ++g)
+        AddGroup<kType, R, N>(groups.At(g), x, i0, g, kGroupChunks, acc);
+      if (groups.tail_chunks() != 0)
+        AddGroup<kType, R, N>(groups.Tail(), x, i0, groups.full(), groups.tail_chunks(), acc);
+#pragma GCC unroll 8
+      for (int a = 0; a < N; ++a) {
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+          out[a * ldo + r] = _mm512_reduce_add_ps(acc[r][a]);
+      }
+    }
+  };
+};
+
+}  // namespace
+
+void Avx512QuantGemv(DType w_dtype, const QuantActivations& x, int64_t n, int64_t k,
+                     const uint8_t* w, size_t w_row_bytes, int64_t m_begin, int64_t m_end,
+                     float* out, int64_t ldo) {
+  DirectGemv<TileOf, kTileRows>(w_dtype, x, n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
+}
+
+}  // namespace switchyard::runtime::cpu
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
+#endif
