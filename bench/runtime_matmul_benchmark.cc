@@ -409,16 +409,12 @@ void BM_GemvHot_Q4_K(benchmark::State& s) {
 void BM_GemvHot_Q5_K(benchmark::State& s) {
   RunGemvHot(s, DType::kQ5_K);
 }
-void BM_GemvHot_Q6_K(benchmark::State& s) {
-  RunGemvHot(s, DType::kQ6_K);
-}
 BENCHMARK(BM_GemvHot_Q4_0)->Apply(GemvHotArgs);
 BENCHMARK(BM_GemvHot_Q4_1)->Apply(GemvHotArgs);
 BENCHMARK(BM_GemvHot_Q5_0)->Apply(GemvHotArgs);
 BENCHMARK(BM_GemvHot_Q5_1)->Apply(GemvHotArgs);
 BENCHMARK(BM_GemvHot_Q4_K)->Apply(GemvHotArgs);
 BENCHMARK(BM_GemvHot_Q5_K)->Apply(GemvHotArgs);
-BENCHMARK(BM_GemvHot_Q6_K)->Apply(GemvHotArgs);
 
 }  // namespace
 }  // namespace switchyard::runtime

@@ -67,7 +67,8 @@ inline __m512i Unit(const uint8_t* group, int64_t p) {
       q = _mm512_mask_add_epi8(q, _cvtu64_mask64(bits), q, _mm512_set1_epi8(16));
     }
     return q;
-  } else if constexpr (kType == DType::kQ4_K || kType == DType::kQ5_K) {
+  } else {
+    static_assert(kType == DType::kQ4_K || kType == DType::kQ5_K);
     constexpr bool kFive = kType == DType::kQ5_K;
     constexpr size_t kQs = kFive ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
     // qs[32 p + l]: elements 64 p + l (low nibble) and 64 p + 32 + l (high).
@@ -82,25 +83,6 @@ inline __m512i Unit(const uint8_t* group, int64_t p) {
       q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(qh, bit), q, _mm512_set1_epi8(16));
     }
     return q;
-  } else {
-    static_assert(kType == DType::kQ6_K);
-    // Half n = p / 2 of the super-block: ql[64 n + l] holds elements 128 n + l (low
-    // nibble) and 128 n + 64 + l (high); bits 2 j, 2 j + 1 of qh[32 n + l] belong to
-    // element 128 n + 32 j + l. Unit 2 n takes the low nibbles (j = 0, 1), 2 n + 1 the high.
-    const int64_t n = p / 2;
-    const __m512i l = _mm512_loadu_si512(group + offsetof(BlockQ6_K, ql) + 64 * n);
-    const __m512i h = _mm512_broadcast_i64x4(_mm256_loadu_si256(
-        reinterpret_cast<const __m256i*>(group + offsetof(BlockQ6_K, qh) + 32 * n)));
-    const __m512i low = p % 2 == 0 ? l : _mm512_srli_epi16(l, 4);
-    // Bits 2 j, 2 j + 1 to bits 4, 5: j = 0, 1 (left by 4, 2) or j = 2, 3 (right by 0, 2).
-    const __m512i high =
-        p % 2 == 0 ? _mm512_sllv_epi16(
-                         h, _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(2), 1))
-                   : _mm512_srlv_epi16(
-                         h, _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1));
-    // (low & 0x0F) | (high & 0x30).
-    return _mm512_ternarylogic_epi32(_mm512_and_si512(high, _mm512_set1_epi8(0x30)), low,
-                                     _mm512_set1_epi8(0x0F), 0xF8);
   }
 }
 

@@ -27,8 +27,10 @@
 
 namespace switchyard::runtime::cpu {
 
-// The types with a direct GEMV: Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K (Q2_K and Q3_K
-// keep the decoded path).
+// The types with a direct GEMV: Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K. Q2_K, Q3_K and Q6_K
+// keep the decoded path: a direct Q6_K GEMV (unpacking its 4 + 2 bit halves in registers)
+// was 2.6x faster with its weights in cache but 0.8-0.9x with them streamed from memory,
+// where decode reads them, and 0.94x in a whole decode step.
 inline bool HasDirectGemv(DType dtype) {
   switch (dtype) {
     case DType::kQ4_0:
@@ -37,7 +39,6 @@ inline bool HasDirectGemv(DType dtype) {
     case DType::kQ5_1:
     case DType::kQ4_K:
     case DType::kQ5_K:
-    case DType::kQ6_K:
       return true;
     default:
       return false;
@@ -47,7 +48,7 @@ inline bool HasDirectGemv(DType dtype) {
 // Bytes of one group (256 elements) of a row of kType: eight blocks or one super-block.
 template <DType kType>
 inline constexpr size_t kGroupBytes = quant_decode::kBlockBytes<kType>*(
-    kType == DType::kQ4_K || kType == DType::kQ5_K || kType == DType::kQ6_K ? 1 : kGroupChunks);
+    kType == DType::kQ4_K || kType == DType::kQ5_K ? 1 : kGroupChunks);
 
 // A group's scales and mins, one per 16 elements: s[h / 8] lane h % 8 for sub-block h.
 struct GroupScales {
@@ -123,7 +124,8 @@ SY_QUANT_DECODE inline GroupScales GroupScalesOf(const uint8_t* group) {
   } else if constexpr (kType == DType::kQ4_1 || kType == DType::kQ5_1) {
     constexpr size_t kBytes = quant_decode::kBlockBytes<kType>;
     return SmallBlockScales<kType>(EightHalves(group, kBytes), EightHalves(group + 2, kBytes));
-  } else if constexpr (kType == DType::kQ4_K || kType == DType::kQ5_K) {
+  } else {
+    static_assert(kType == DType::kQ4_K || kType == DType::kQ5_K);
     // GetScaleMinK4 for all eight sub-blocks at once: bytes 0-3 of the 12 hold scales 0-3
     // (low 6 bits) and the top bits of scales 4-7, bytes 4-7 the same for the mins, bytes
     // 8-11 the low nibbles of scales 4-7 and (high nibbles) of mins 4-7.
@@ -137,17 +139,6 @@ SY_QUANT_DECODE inline GroupScales GroupScalesOf(const uint8_t* group) {
     const float dmin = quant_decode::Half(group + 2);
     SpreadChunks(ScaledBytes(sc_lo | static_cast<uint64_t>(sc_hi) << 32, d), out.s);
     SpreadChunks(ScaledBytes(mn_lo | static_cast<uint64_t>(mn_hi) << 32, dmin), out.m);
-  } else {
-    static_assert(kType == DType::kQ6_K);
-    const __m256 d = _mm256_set1_ps(quant_decode::Half(group + offsetof(BlockQ6_K, d)));
-    const __m128i sc =
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(group + offsetof(BlockQ6_K, scales)));
-    const __m256 thirty_two = _mm256_set1_ps(32.0f);
-    for (int h = 0; h < 2; ++h) {
-      const __m128i part = h == 0 ? sc : _mm_srli_si128(sc, 8);
-      out.s[h] = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(part)));
-      out.m[h] = _mm256_mul_ps(thirty_two, out.s[h]);
-    }
   }
   return out;
 }
@@ -267,9 +258,6 @@ SY_QUANT_DECODE inline void DirectGemv(DType w_dtype, const QuantActivations& x,
                                                                    m_end, out, ldo);
     case DType::kQ5_K:
       return GemvTiles<TileOf<DType::kQ5_K>::template Tile, kRows>(x, n, k, w, w_row_bytes, m_begin,
-                                                                   m_end, out, ldo);
-    case DType::kQ6_K:
-      return GemvTiles<TileOf<DType::kQ6_K>::template Tile, kRows>(x, n, k, w, w_row_bytes, m_begin,
                                                                    m_end, out, ldo);
     default:
       return;
