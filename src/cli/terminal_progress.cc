@@ -12,6 +12,16 @@ namespace {
 
 constexpr size_t kBarWidth = 20;
 
+// The line drawn for `done` of `total` (no carriage return).
+std::string Render(std::string_view label, size_t done, size_t total, std::string_view detail) {
+  const size_t filled = total == 0 ? kBarWidth : std::min(done, total) * kBarWidth / total;
+  std::string line = fmt::format("{} [{}{}] {}/{}", label, std::string(filled, '#'),
+                                 std::string(kBarWidth - filled, '-'), done, total);
+  if (!detail.empty())
+    line += fmt::format("  {}", detail);
+  return line;
+}
+
 }  // namespace
 
 TerminalProgress::TerminalProgress(std::FILE* out, std::string label, size_t total)
@@ -23,16 +33,6 @@ TerminalProgress::~TerminalProgress() {
   // A bar left mid-way (start-up failed) still gives the terminal its line back.
   if (out_ != nullptr && drawn_ && !finished_)
     std::fputc('\n', out_);
-}
-
-std::string TerminalProgress::Render(std::string_view label, size_t done, size_t total,
-                                     std::string_view detail) {
-  const size_t filled = total == 0 ? kBarWidth : std::min(done, total) * kBarWidth / total;
-  std::string line = fmt::format("{} [{}{}] {}/{}", label, std::string(filled, '#'),
-                                 std::string(kBarWidth - filled, '-'), done, total);
-  if (!detail.empty())
-    line += fmt::format("  {}", detail);
-  return line;
 }
 
 void TerminalProgress::Update(size_t done, std::string_view detail) {

@@ -24,10 +24,6 @@ class TerminalProgress {
   // when done reaches total.
   void Update(size_t done, std::string_view detail);
 
-  // The line drawn for `done` of `total` (no carriage return).
-  static std::string Render(std::string_view label, size_t done, size_t total,
-                            std::string_view detail);
-
  private:
   std::FILE* out_;  // null: not a terminal
   std::string label_;

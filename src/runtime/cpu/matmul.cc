@@ -251,13 +251,18 @@ bool TakesBf16Route(const KernelContext& ctx, DType w_dtype, int64_t k) {
 bool MatMulPathsDiffer(const KernelContext& ctx, DType w_dtype, int64_t n, int64_t k) {
   if (n == 0 || k == 0)
     return false;
+  // Whether Streams() answers differently for the two paths on the route taken.
+  const auto differ = [n](int64_t max_streaming_rows, bool has_panels) {
+    return Streams(MatMulPath::kStreaming, n, max_streaming_rows, has_panels) !=
+           Streams(MatMulPath::kPanel, n, max_streaming_rows, has_panels);
+  };
   if (TakesQ8Route(ctx, w_dtype, n, k))
-    return ctx.q8->gemm_panel != nullptr && n <= ctx.q8->max_streaming_rows;
+    return differ(ctx.q8->max_streaming_rows, ctx.q8->gemm_panel != nullptr);
   if (TakesGgmlQuantRoute(ctx, w_dtype, n, k))
-    return ctx.quant->gemm_panel != nullptr && n <= ctx.quant->max_streaming_rows;
+    return differ(ctx.quant->max_streaming_rows, ctx.quant->gemm_panel != nullptr);
   if (TakesBf16Route(ctx, w_dtype, k))
-    return n <= ctx.bf16->max_streaming_rows;
-  return n <= ctx.isa->max_streaming_rows;
+    return differ(ctx.bf16->max_streaming_rows, true);
+  return differ(ctx.isa->max_streaming_rows, true);
 }
 
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
