@@ -7,6 +7,8 @@
 //   BM_Gemm512/<dtype>: n = 512 prefill rows; GFLOPs counts 2 n m k per second.
 //   *_BF16_F32Act: BF16 weights with f32 activations (round_bf16_activations off), next
 //     to the default that rounds them to bf16 where the CPU has AVX512_BF16.
+//   BM_SmallBatch_<dtype>/<k>/<m>/<n>: few rows, weights cold; *_BF16_Packed with the
+//     weights packed first (Backend::PackMatMulWeights), as a loaded model's are.
 //   BM_GemvHot_<dtype>/<k>/<m>/<isa>/<direct>: the int8 GEMV kernel of GGML quantized
 //     weights alone, one thread, weights in cache (k x m = 2048 x 256 fits L2), on AVX2
 //     (isa 0) or AVX-512 VNNI (1), through the decoded copy (direct 0) or straight from
@@ -113,7 +115,9 @@ std::vector<uint8_t> RandomWeights(DType dtype, int64_t m, int64_t k) {
 // every GEMV can report its weight stream as a fraction of it.
 double StreamReadBytesPerSecond();
 
-void RunMatMul(benchmark::State& state, DType dtype, int64_t n, bool exact_activations = false) {
+// `packed`: the weights are packed first (Backend::PackMatMulWeights), as a model's are.
+void RunMatMul(benchmark::State& state, DType dtype, int64_t n, bool exact_activations = false,
+               bool packed = false) {
   const int64_t k = state.range(0);
   const int64_t m = state.range(1);
   Backend& backend = SharedBackend(exact_activations);
@@ -123,6 +127,19 @@ void RunMatMul(benchmark::State& state, DType dtype, int64_t n, bool exact_activ
   // none is still in the 32 MiB L3 when reused.
   const size_t copies = n <= 64 ? std::max<size_t>(1, (size_t{96} << 20) / w.size() + 1) : 1;
   std::vector<std::vector<uint8_t>> weights(copies, w);
+  std::vector<Tensor> tensors;
+  for (std::vector<uint8_t>& copy : weights)
+    tensors.emplace_back(dtype, std::initializer_list<int64_t>{m, k}, copy.data(),
+                         MemorySpace::kHost);
+  Buffer packed_copies;
+  if (packed) {
+    absl::StatusOr<Buffer> made = backend.PackMatMulWeights(tensors);
+    if (!made.ok() || made->size_bytes() == 0) {
+      state.SkipWithError("nothing packed");
+      return;
+    }
+    packed_copies = std::move(made).value();
+  }
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(n * k));
@@ -134,7 +151,7 @@ void RunMatMul(benchmark::State& state, DType dtype, int64_t n, bool exact_activ
   size_t next = 0;
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
-    const Tensor wt(dtype, {m, k}, weights[next].data(), MemorySpace::kHost);
+    const Tensor& wt = tensors[next];
     next = (next + 1) % copies;
     if (!backend.MatMul(xt, wt, nullptr, ot).ok())
       state.SkipWithError("MatMul failed");
@@ -336,6 +353,10 @@ BENCHMARK(BM_Gemm512_Q8_0)->Apply(ModelShapes);
 void BM_SmallBatch_BF16(benchmark::State& s) {
   RunMatMul(s, DType::kBF16, s.range(2));
 }
+// The same weights packed at load: one kernel at every row count.
+void BM_SmallBatch_BF16_Packed(benchmark::State& s) {
+  RunMatMul(s, DType::kBF16, s.range(2), /*exact_activations=*/false, /*packed=*/true);
+}
 void BM_SmallBatch_BF16_F32Act(benchmark::State& s) {
   RunMatMul(s, DType::kBF16, s.range(2), /*exact_activations=*/true);
 }
@@ -350,6 +371,7 @@ void SmallBatchShapes(benchmark::internal::Benchmark* b) {
   b->Unit(benchmark::kMillisecond)->UseRealTime();
 }
 BENCHMARK(BM_SmallBatch_BF16)->Apply(SmallBatchShapes);
+BENCHMARK(BM_SmallBatch_BF16_Packed)->Apply(SmallBatchShapes);
 BENCHMARK(BM_SmallBatch_BF16_F32Act)->Apply(SmallBatchShapes);
 BENCHMARK(BM_SmallBatch_Q8_0)->Apply(SmallBatchShapes);
 

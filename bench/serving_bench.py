@@ -451,7 +451,7 @@ def report(runs, a):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", type=pathlib.Path,
-                    default=REPO / "build/release-serve/src/cli/switchyard")
+                    default=REPO / "build/release/src/cli/switchyard")
     ap.add_argument("--model-dir", type=pathlib.Path, default=REPO / "models/bench/bench-135m")
     ap.add_argument("--gguf", type=pathlib.Path,
                     help="serve this GGUF file (both servers) and build prompts from its own "

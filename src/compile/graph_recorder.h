@@ -68,10 +68,13 @@ class GraphRecorder final : public runtime::Backend {
   absl::Status MatMulOnPath(const runtime::Tensor& x, const runtime::Tensor& w,
                             const runtime::Tensor* bias, const runtime::Tensor& out,
                             runtime::MatMulPath path) override;
-  // The recorder runs no kernel: its paths never differ.
-  bool MatMulPathsDiffer(runtime::DType /*w_dtype*/, int64_t /*rows*/,
-                         int64_t /*k*/) const override {
+  // The recorder runs no kernel: its paths never differ, and it packs nothing.
+  bool MatMulPathsDiffer(const runtime::Tensor& /*w*/, int64_t /*rows*/) const override {
     return false;
+  }
+  absl::StatusOr<runtime::Buffer> PackMatMulWeights(
+      std::span<const runtime::Tensor> /*weights*/) override {
+    return runtime::Buffer();
   }
   absl::Status SwiGlu(const runtime::Tensor& gate, const runtime::Tensor& up,
                       const runtime::Tensor& out) override;

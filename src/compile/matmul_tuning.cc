@@ -83,7 +83,7 @@ absl::StatusOr<std::vector<MatMulChoice>> TuneMatMuls(StepProgram* program, int 
     if (nodes[i].op != StepOp::kMatMul)
       continue;
     MatMulChoice shape = ShapeOf(nodes[i]);
-    if (!program->backend()->MatMulPathsDiffer(shape.dtype, shape.rows, shape.k))
+    if (!program->backend()->MatMulPathsDiffer(program->input(i, 1), shape.rows))
       continue;
     const bool seen = std::any_of(choices.begin(), choices.end(),
                                   [&shape](const MatMulChoice& c) { return SameShape(c, shape); });

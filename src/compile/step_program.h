@@ -59,6 +59,8 @@ class StepProgram {
   runtime::MatMulPath path(size_t i) const { return bound_[i].path; }
   void SetPath(size_t i, runtime::MatMulPath path) { bound_[i].path = path; }
   absl::Status RunNode(size_t i) { return RunNode(bound_[i], {}); }
+  // Node i's operand j as bound (a rank-0 tensor with no data where absent).
+  const runtime::Tensor& input(size_t i, size_t j) const { return bound_[i].in[j]; }
 
  private:
   struct BoundNode {

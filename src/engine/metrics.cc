@@ -547,11 +547,13 @@ void EngineMetrics::SetStartup(const StartupNumbers& n) {
                     .Name("switchyard:startup_weights_bytes")
                     .Help(
                         "Weight bytes by how they were loaded: mapped from the file (shared), "
-                        "copied, or converted to another dtype.")
+                        "copied, or converted to another dtype; packed: copies laid out for "
+                        "MatMul, on top of those.")
                     .Register(m.registry);
   bytes.Add(m.With("loaded", "mapped")).Set(static_cast<double>(n.weights_mapped_bytes));
   bytes.Add(m.With("loaded", "copied")).Set(static_cast<double>(n.weights_copied_bytes));
   bytes.Add(m.With("loaded", "converted")).Set(static_cast<double>(n.weights_converted_bytes));
+  bytes.Add(m.With("loaded", "packed")).Set(static_cast<double>(n.weights_packed_bytes));
   m.AddGauge("switchyard:startup_compile_seconds",
              "Seconds the compiled step buckets took to be ready.")
       ->Set(n.compile_seconds);

@@ -70,6 +70,7 @@ struct StartupNumbers {
   int64_t weights_mapped_bytes = 0;
   int64_t weights_copied_bytes = 0;
   int64_t weights_converted_bytes = 0;
+  int64_t weights_packed_bytes = 0;
   double compile_seconds = 0;
   std::map<std::string, int64_t> compiled_buckets;  // by where each came from
 };

@@ -49,6 +49,9 @@ struct WeightsLoad {
   size_t mapped_bytes = 0;     // wrapped from the file's memory map: shared, not copied
   size_t copied_bytes = 0;     // copied as stored (a tensor the map did not align)
   size_t converted_bytes = 0;  // converted to another dtype on the host (bytes after)
+  // Copies of the matrices the backend laid out for MatMul (Backend::PackMatMulWeights):
+  // memory on top of the above.
+  size_t packed_bytes = 0;
   double seconds = 0.0;
 };
 
@@ -62,6 +65,8 @@ struct LlamaWeights {
   // The sliding layers' rotary parameters when they differ from `rope` (Gemma 3).
   std::optional<runtime::RopeParams> local_rope;
   std::vector<runtime::Buffer> buffers;  // owners of the device memory above
+  // MatMul's copies of the matrices; declared after `buffers`, so it goes first.
+  runtime::Buffer packed;
   WeightsLoad load;
 };
 

@@ -140,10 +140,20 @@ class Backend {
   // Same contract and results up to summation order.
   virtual absl::Status MatMulOnPath(const Tensor& x, const Tensor& w, const Tensor* bias,
                                     const Tensor& out, MatMulPath path) = 0;
-  // Whether MatMulOnPath's kStreaming and kPanel run different kernels for weights of
-  // `w_dtype` against `rows` activation rows of k columns (else both run the same one, and
-  // measuring them apart is moot).
-  virtual bool MatMulPathsDiffer(DType w_dtype, int64_t rows, int64_t k) const = 0;
+  // Whether MatMulOnPath's kStreaming and kPanel run different kernels for the weight w
+  // against `rows` activation rows (else both run the same one, and measuring them apart
+  // is moot).
+  virtual bool MatMulPathsDiffer(const Tensor& w, int64_t rows) const = 0;
+
+  // Copies of MatMul weights that serve many calls (a model's matrices) in a layout of
+  // the backend's own, where it has a faster one: the CPU backend lays BF16 weights out
+  // as its GEMM panels once, so no MatMul repacks them per call. The returned Buffer owns
+  // the copies (empty where the backend keeps none); while it lives, MatMul and
+  // MatMulOnPath with a w equal to one of `weights` (same data, dtype and shape) read the
+  // copy, with the same results up to summation order. Repeated weights are packed once.
+  // REQUIRES: the weights' memory stays valid and unchanged while the Buffer lives.
+  // Errors: ResourceExhausted when the copies do not fit.
+  virtual absl::StatusOr<Buffer> PackMatMulWeights(std::span<const Tensor> weights) = 0;
 
   // out = silu(gate) * up elementwise, silu(g) = g / (1 + exp(-g)).
   // gate, up, out: F32, same element count ([n, f]). out may alias gate or up.

@@ -156,6 +156,8 @@ def test_startup_report_names_the_three_caches(tmp_path):
         assert sample(compiled.url, "switchyard:startup_compiled_buckets", source="compiled") == 3
         assert sample(compiled.url, "switchyard:startup_weights_bytes",
                       loaded="mapped") == weights["mapped_bytes"]
+        assert sample(compiled.url, "switchyard:startup_weights_bytes",
+                      loaded="packed") == weights["packed_bytes"]
         log = compiled.log()
         assert "engine: weights: " in log and "engine: KV cache: " in log
         assert "engine: compiled steps: 1 tokens (compiled, " in log

@@ -78,3 +78,27 @@ def test_engine_takes_the_same_names():
     assert default["cache_dtype"] == "auto"
     assert info["cache_dtype"] == "bfloat16"
     assert int(info["num_gpu_blocks"]) == 2 * int(default["num_gpu_blocks"])
+
+
+def cpu_has_bf16_dot():
+    flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
+    return all(f in flags for f in ("avx512f", "avx512bw", "avx512vl", "avx512_bf16"))
+
+
+def test_bf16_matrices_are_packed_once_for_matmul():
+    """Where the CPU has bf16 dot products, BF16 matrices are laid out as the GEMM's panels
+    at load (the startup report counts the copies); elsewhere none are kept."""
+    with EngineServer("--dtype", "bfloat16", log_level="info") as engine:
+        weights = requests.get(f"{engine.url}/debug/startup", timeout=5).json()["weights"]
+        r = requests.post(f"{engine.url}/v1/completions",
+                          json={"model": engine.name, "prompt": "Hello", "max_tokens": 8,
+                                "temperature": 0}, timeout=60)
+        assert r.status_code == 200, r.text
+        log = engine.log()
+    if cpu_has_bf16_dot():
+        # Every matrix but the (untied) embedding table, at most one panel of 32 rows
+        # of padding each.
+        assert 0 < weights["packed_bytes"] < weights["converted_bytes"]
+        assert f"{weights['packed_bytes'] / 2**20:.1f} more packed for MatMul" in log
+    else:
+        assert weights["packed_bytes"] == 0

@@ -18,6 +18,7 @@
 #include "base/status_macros.h"
 #include "base/thread_pool.h"
 #include "runtime/cpu/internal/kernels.h"
+#include "runtime/cpu/internal/packed_weights.h"
 
 namespace switchyard::runtime {
 namespace {
@@ -88,14 +89,16 @@ class CpuBackend final : public Backend {
   // q8, quant: the int8 kernels for Q8_0 and for the other block types, and their name in
   // name() ("vnni", "int8"); both null for none.
   CpuBackend(size_t num_threads, CpuIsa isa, const cpu::Q8Kernels* q8,
-             const cpu::QuantKernels* quant, std::string_view q8_name, bool bf16_dot)
+             const cpu::QuantKernels* quant, std::string_view q8_name, bool bf16_dot,
+             bool pack_weights)
       // The driving thread is one of the num_threads compute threads.
       : pool_(num_threads > 1 ? std::make_unique<base::ThreadPool>(num_threads - 1, "sy-cpu")
                               : nullptr),
         ctx_{pool_.get(), &cpu::KernelsFor(isa), q8, quant,
              bf16_dot ? &cpu::Avx512Bf16Kernels() : nullptr},
         name_(fmt::format("cpu({}{}{}{}, {} threads)", CpuIsaName(isa), q8 != nullptr ? "+" : "",
-                          q8 != nullptr ? q8_name : "", bf16_dot ? "+bf16" : "", num_threads)) {}
+                          q8 != nullptr ? q8_name : "", bf16_dot ? "+bf16" : "", num_threads)),
+        pack_weights_(pack_weights) {}
 
   std::string_view name() const override { return name_; }
 
@@ -239,12 +242,20 @@ class CpuBackend final : public Backend {
     if (out.data() == x.data() && out.num_elements() != 0) {
       return Invalid(kName, "out must not alias x");
     }
-    cpu::MatMulKernel(ctx_, x, w, bias, out, path);
+    cpu::MatMulKernel(ctx_, x, w, bias, out, path, packed_.Find(w));
     return absl::OkStatus();
   }
 
-  bool MatMulPathsDiffer(DType w_dtype, int64_t rows, int64_t k) const override {
-    return cpu::MatMulPathsDiffer(ctx_, w_dtype, rows, k);
+  bool MatMulPathsDiffer(const Tensor& w, int64_t rows) const override {
+    if (packed_.Find(w).has_value())
+      return false;  // every row count takes the packed panels
+    return cpu::MatMulPathsDiffer(ctx_, w.dtype(), rows, w.cols());
+  }
+
+  absl::StatusOr<Buffer> PackMatMulWeights(std::span<const Tensor> weights) override {
+    if (!pack_weights_)
+      return Buffer();
+    return packed_.Pack(ctx_, weights);
   }
 
   absl::Status SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override {
@@ -446,6 +457,8 @@ class CpuBackend final : public Backend {
   std::unique_ptr<base::ThreadPool> pool_;
   KernelContext ctx_;
   std::string name_;
+  bool pack_weights_;
+  cpu::PackedWeights packed_;
 };
 
 }  // namespace
@@ -533,7 +546,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const CpuBackendOption
   }
   const bool bf16_dot =
       options.round_bf16_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Bf16();
-  return std::make_unique<CpuBackend>(num_threads, isa, q8, quant, q8_name, bf16_dot);
+  return std::make_unique<CpuBackend>(num_threads, isa, q8, quant, q8_name, bf16_dot,
+                                      options.pack_matmul_weights);
 }
 
 }  // namespace switchyard::runtime

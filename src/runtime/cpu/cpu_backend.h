@@ -50,6 +50,10 @@ struct CpuBackendOptions {
   // summation). Used where the kernels have such a path (avx512 with AVX512_BF16); false
   // keeps f32 activations against widened weights (exact up to f32 summation order).
   bool round_bf16_activations = true;
+  // PackMatMulWeights lays BF16 weights out as the bf16 GEMM's panels once (where that
+  // path runs), in memory of its own: as much again as those weights, for no repacking
+  // per call. false keeps no copies.
+  bool pack_matmul_weights = true;
 };
 
 // Errors: InvalidArgument if SY_CPU_ISA holds an unknown name; FailedPrecondition if the

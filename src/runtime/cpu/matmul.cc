@@ -11,11 +11,13 @@
 // decoded to unsigned bytes with a scale and a min per 16 elements; see quant_decode.h),
 // which few rows (decode) unpack straight into registers instead (quant_gemv.h).
 // Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once, then
-// both shapes run on bf16 pair dot products.
+// both shapes run on bf16 pair dot products; weights packed at load (packed_weights.h)
+// take the panel kernel at every row count, with no packing per call.
 //
 // Where both shapes apply (few rows, and panels for the dtype), the caller's MatMulPath
 // picks one; a compiled step measures both per shape (compile/matmul_tuning.h).
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "runtime/cpu/internal/kernels.h"
@@ -187,8 +189,32 @@ void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
   });
 }
 
+// Every row count on panels packed at load (packed_weights.h): the panels stream from
+// memory once per call, each k block multiplied by all rows while it is in L1.
+void PackedBf16MatMul(const KernelContext& ctx, const uint16_t* xb, int64_t ldx, int64_t n,
+                      int64_t k, const PackedBf16& w, const float* bd, int64_t m, float* od) {
+  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
+  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      const int64_t j0 = p * kPanelRows;
+      const int64_t cols = std::min(kPanelRows, m - j0);
+      for (int64_t t0 = 0; t0 < k; t0 += kBf16KBlock) {
+        const int64_t kc = std::min(kBf16KBlock, k - t0);
+        const uint32_t* panel = w.panel(p) + t0 / 2 * kPanelRows;
+        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
+          const int64_t rows = std::min(kRowBlock, n - i0);
+          ctx.bf16->gemm_panel(xb + i0 * ldx + t0, ldx, rows, panel, kc / 2, od + i0 * m + j0, m,
+                               cols, t0 != 0);
+        }
+      }
+      AddBias(bd, n, m, j0, j0 + cols, od);
+    }
+  });
+}
+
 void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k, const Tensor& w,
-                const float* bd, int64_t m, float* od, MatMulPath path) {
+                const float* bd, int64_t m, float* od, MatMulPath path,
+                const std::optional<PackedBf16>& packed) {
   const Bf16Kernels& bf16 = *ctx.bf16;
   // Even stride, so that every row's pairs start on a pair boundary.
   const int64_t ldx = (k + 1) / 2 * 2;
@@ -198,6 +224,10 @@ void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
     for (int64_t i = begin; i < end; ++i)
       bf16.round_row(xd + i * k, k, xb + i * ldx);
   });
+  if (packed.has_value()) {
+    PackedBf16MatMul(ctx, xb, ldx, n, k, *packed, bd, m, od);
+    return;
+  }
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t w_row_bytes = w.row_bytes();
 
@@ -266,7 +296,7 @@ bool MatMulPathsDiffer(const KernelContext& ctx, DType w_dtype, int64_t n, int64
 }
 
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
-                  const Tensor& out, MatMulPath path) {
+                  const Tensor& out, MatMulPath path, const std::optional<PackedBf16>& packed) {
   const int64_t n = x.rows();
   const int64_t k = x.cols();
   const int64_t m = w.dim(0);
@@ -286,7 +316,7 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
     return;
   }
   if (TakesBf16Route(ctx, w.dtype(), k)) {
-    Bf16MatMul(ctx, xd, n, k, w, bd, m, od, path);
+    Bf16MatMul(ctx, xd, n, k, w, bd, m, od, path, packed);
     return;
   }
 

@@ -63,8 +63,10 @@ TEST(MatMulTuningTest, LeavesShapesAlonePastTheStreamingLimit) {
   // kernel and nothing is measured.
   const TinyModel t = LoadTinyModel({.max_num_batched_tokens = 64});
   ASSERT_NE(t.model, nullptr);
-  EXPECT_FALSE(t.backend->MatMulPathsDiffer(runtime::DType::kF32, 64, 64));
-  EXPECT_TRUE(t.backend->MatMulPathsDiffer(runtime::DType::kF32, 8, 64));
+  std::vector<float> w_data(64 * 64);
+  const runtime::Tensor w(runtime::DType::kF32, {64, 64}, w_data.data());
+  EXPECT_FALSE(t.backend->MatMulPathsDiffer(w, 64));
+  EXPECT_TRUE(t.backend->MatMulPathsDiffer(w, 8));
   std::unique_ptr<StepProgram> program = CompileTinyStep(t, {32, 32});
   ASSERT_NE(program, nullptr);
   auto choices = TuneMatMuls(program.get(), 1);

@@ -10,7 +10,7 @@ namespace {
 
 RunnerStartup Example() {
   RunnerStartup s;
-  s.weights = model::WeightsLoad{"/models/a \"quoted\" dir", 1000, 24, 0, 0.5};
+  s.weights = model::WeightsLoad{"/models/a \"quoted\" dir", 1000, 24, 0, 512, 0.5};
   s.compiled.push_back({{1, 1}, std::string(64, 'a'), "compiled", 0.25, {}});
   s.compiled.push_back({{4, 4}, std::string(64, 'b'), "host", 0.125, {}});
   s.kv_dtype = "F16";
@@ -35,6 +35,7 @@ TEST(StartupReportTest, JsonNamesEachCache) {
   EXPECT_EQ(std::string_view(root["weights"]["source"]), "/models/a \"quoted\" dir");
   EXPECT_EQ(int64_t(root["weights"]["bytes"]), 1024);
   EXPECT_EQ(int64_t(root["weights"]["mapped_bytes"]), 1000);
+  EXPECT_EQ(int64_t(root["weights"]["packed_bytes"]), 512);  // on top of "bytes"
   EXPECT_EQ(std::string_view(root["compiled"]["mode"]), "compiled");
   EXPECT_DOUBLE_EQ(double(root["compiled"]["seconds"]), 0.375);
   EXPECT_EQ(std::string_view(root["compiled"]["buckets"].at(1)["source"]), "host");
@@ -57,6 +58,7 @@ TEST(StartupReportTest, NumbersCountBucketsBySource) {
   const StartupNumbers n = StartupNumbersOf(Example());
   EXPECT_EQ(n.weights_mapped_bytes, 1000);
   EXPECT_EQ(n.weights_copied_bytes, 24);
+  EXPECT_EQ(n.weights_packed_bytes, 512);
   EXPECT_DOUBLE_EQ(n.compile_seconds, 0.375);
   EXPECT_EQ(n.compiled_buckets.at("compiled"), 1);
   EXPECT_EQ(n.compiled_buckets.at("host"), 1);

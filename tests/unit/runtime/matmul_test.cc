@@ -10,7 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
+#include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -38,8 +41,15 @@ std::string IsaDTypeName(const ::testing::TestParamInfo<std::tuple<CpuIsa, DType
 // How the kernels may have rounded the activations before multiplying.
 enum class XRounding { kNone, kQ8_0Blocks, kBf16 };
 
+// Whether the backend runs BF16 weights on bf16 dot products (and so packs them).
+bool HasBf16Dot(const Backend& backend) {
+  return backend.name().find("+bf16") != std::string_view::npos;
+}
+
+// `pack`: the weight is packed first (Backend::PackMatMulWeights), as a model's are.
 void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_bias, uint32_t seed,
-                 XRounding x_rounded = XRounding::kNone, MatMulPath path = MatMulPath::kAuto) {
+                 XRounding x_rounded = XRounding::kNone, MatMulPath path = MatMulPath::kAuto,
+                 bool pack = false) {
   std::mt19937 rng(seed);
   const std::vector<float> x = RandomFloats(rng, c.n * c.k);
   const std::vector<float> w_values = RandomFloats(rng, c.m * c.k);
@@ -52,6 +62,19 @@ void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_b
   const Tensor wt = HostTensor(dtype, {c.m, c.k}, w_bytes.data());
   const Tensor bt = HostTensor(DType::kF32, {c.m}, bias.data());
   const Tensor ot = HostTensor(DType::kF32, {c.n, c.m}, out.data());
+  Buffer packed;
+  if (pack) {
+    absl::StatusOr<Buffer> made = backend.PackMatMulWeights(std::span<const Tensor>(&wt, 1));
+    ASSERT_TRUE(made.ok()) << made.status();
+    packed = std::move(made).value();
+    const bool packable = HasBf16Dot(backend) && dtype == DType::kBF16 && c.k % 2 == 0;
+    ASSERT_EQ(packed.size_bytes() != 0, packable) << "k=" << c.k << " m=" << c.m;
+    if (packable) {
+      // Whole panels of 32 rows over all of k, as bf16.
+      EXPECT_EQ(packed.size_bytes(), static_cast<size_t>((c.m + 31) / 32 * 32 * c.k * 2));
+      EXPECT_FALSE(backend.MatMulPathsDiffer(wt, c.n));
+    }
+  }
   ASSERT_TRUE(backend.MatMulOnPath(xt, wt, with_bias ? &bt : nullptr, ot, path).ok());
 
   for (int64_t i = 0; i < c.n; ++i) {
@@ -163,6 +186,73 @@ TEST_P(Bf16DotMatMulTest, MatchesReferenceWithinActivationRounding) {
   }
 }
 
+// BF16 weights packed once (Backend::PackMatMulWeights), as a model's are: every row count
+// and path reads the packed panels where the AVX512_BF16 kernels run and k is even;
+// elsewhere nothing is packed and MatMul reads the weights as they are.
+class PackedBf16MatMulTest : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(PackedBf16MatMulTest, MatchesReferenceAtEveryRowCountAndPath) {
+  auto backend = MakeBackend(GetParam(), 2, /*quantize_q8_0=*/false, /*round_bf16=*/true);
+  // Row counts through the streaming limit and past a 12-row tile; k past one 512-column
+  // block and odd (not packed); m not a multiple of 32.
+  const std::vector<MatMulCase> cases = {
+      {1, 2, 1},     {1, 64, 33},  {2, 576, 70},   {4, 1024, 64}, {5, 33, 7},
+      {13, 520, 45}, {16, 96, 70}, {17, 1536, 40}, {32, 96, 65},  {300, 64, 33},
+  };
+  uint32_t seed = 400;
+  for (MatMulPath path : {MatMulPath::kAuto, MatMulPath::kStreaming, MatMulPath::kPanel}) {
+    for (const MatMulCase& c : cases) {
+      CheckMatMul(*backend, DType::kBF16, c, /*with_bias=*/seed % 2 == 0, seed, XRounding::kBf16,
+                  path, /*pack=*/true);
+      ++seed;
+    }
+  }
+}
+
+TEST(PackedWeightsTest, PacksEachWeightOnceWhileItsBufferLives) {
+  auto backend = MakeBackend(BestCpuIsa(), 2, /*quantize_q8_0=*/false, /*round_bf16=*/true);
+  if (!HasBf16Dot(*backend))
+    GTEST_SKIP() << "no AVX512_BF16: nothing is packed";
+  constexpr int64_t kM = 40;
+  constexpr int64_t kK = 64;
+  std::mt19937 rng(7);
+  std::vector<float> decoded;
+  std::vector<uint8_t> w_bytes =
+      EncodeWeights(DType::kBF16, RandomFloats(rng, kM * kK), kM, kK, &decoded);
+  std::vector<float> x = RandomFloats(rng, 3 * kK);
+  const Tensor wt = HostTensor(DType::kBF16, {kM, kK}, w_bytes.data());
+  const Tensor xt = HostTensor(DType::kF32, {3, kK}, x.data());
+  std::vector<float> unpacked(3 * kM), from_packed(3 * kM), after(3 * kM);
+  ASSERT_TRUE(
+      backend->MatMul(xt, wt, nullptr, HostTensor(DType::kF32, {3, kM}, unpacked.data())).ok());
+  EXPECT_TRUE(backend->MatMulPathsDiffer(wt, 3));
+
+  const std::vector<Tensor> twice = {wt, wt};
+  auto first = backend->PackMatMulWeights(twice);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->size_bytes(), static_cast<size_t>(64 * kK * 2));  // one copy: 2 panels
+  EXPECT_FALSE(backend->MatMulPathsDiffer(wt, 3));
+  auto again = backend->PackMatMulWeights(std::span<const Tensor>(&wt, 1));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->size_bytes(), 0u);  // already held by `first`
+  ASSERT_TRUE(
+      backend->MatMul(xt, wt, nullptr, HostTensor(DType::kF32, {3, kM}, from_packed.data())).ok());
+
+  // Released: MatMul reads the weight as it is again, and it can be packed anew.
+  *first = Buffer();
+  EXPECT_TRUE(backend->MatMulPathsDiffer(wt, 3));
+  ASSERT_TRUE(
+      backend->MatMul(xt, wt, nullptr, HostTensor(DType::kF32, {3, kM}, after.data())).ok());
+  auto anew = backend->PackMatMulWeights(std::span<const Tensor>(&wt, 1));
+  ASSERT_TRUE(anew.ok());
+  EXPECT_NE(anew->size_bytes(), 0u);
+  for (size_t i = 0; i < unpacked.size(); ++i) {
+    // Same products, summed in another order.
+    EXPECT_NEAR(from_packed[i], unpacked[i], 1e-5f * (1.0f + std::fabs(unpacked[i]))) << i;
+    EXPECT_EQ(after[i], unpacked[i]) << i;
+  }
+}
+
 // Both MatMul shapes where a caller picks one (a compiled step measures both), on row
 // counts where both apply, with the activation rounding each dtype's fast path does.
 class MatMulPathTest : public ::testing::TestWithParam<std::tuple<CpuIsa, DType>> {};
@@ -188,6 +278,9 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, MatMulPathTest,
                                             ::testing::Values(DType::kF32, DType::kF16,
                                                               DType::kBF16, DType::kQ8_0)),
                          IsaDTypeName);
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, PackedBf16MatMulTest,
+                         ::testing::ValuesIn(testing::SupportedIsas()), testing::IsaParamName);
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, Bf16DotMatMulTest, ::testing::ValuesIn(testing::SupportedIsas()),
                          testing::IsaParamName);

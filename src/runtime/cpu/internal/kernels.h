@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -13,6 +14,15 @@
 #include "runtime/tensor.h"
 
 namespace switchyard::runtime::cpu {
+
+// A BF16 weight packed at load (packed_weights.h): `pairs` = k / 2 words per panel row.
+struct PackedBf16 {
+  const uint32_t* panels;
+  int64_t pairs;
+
+  // Panel p's first word: rows [p * kPanelRows, (p + 1) * kPanelRows) over all of k.
+  const uint32_t* panel(int64_t p) const { return panels + p * pairs * kPanelRows; }
+};
 
 struct KernelContext {
   // Workers besides the driving thread, which takes part in every ParallelFor; null when
@@ -34,9 +44,10 @@ struct KernelContext {
 };
 
 // `path`: runtime::MatMulPath; kStreaming applies up to the dtype's streaming row limit,
-// kPanel where the dtype has panel kernels; otherwise the row count decides.
+// kPanel where the dtype has panel kernels; otherwise the row count decides. `packed`: w's
+// copy packed at load (packed_weights.h), which every row count then reads instead.
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
-                  const Tensor& out, MatMulPath path);
+                  const Tensor& out, MatMulPath path, const std::optional<PackedBf16>& packed);
 // Whether MatMulKernel's path changes the kernel for this weight dtype, n rows and k.
 bool MatMulPathsDiffer(const KernelContext& ctx, DType w_dtype, int64_t n, int64_t k);
 void EmbeddingKernel(const KernelContext& ctx, const Tensor& table, const int32_t* ids,

@@ -1,0 +1,120 @@
+#include "runtime/cpu/internal/packed_weights.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
+#include "fmt/format.h"
+
+namespace switchyard::runtime::cpu {
+namespace {
+
+constexpr size_t kHugePage = size_t{2} << 20;
+
+size_t RoundUp(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+// Bytes of w's packed copy, or 0 where it has no layout here.
+size_t PackedBytes(const KernelContext& ctx, const Tensor& w) {
+  if (ctx.bf16 == nullptr || w.dtype() != DType::kBF16 || w.rank() != 2 || w.data() == nullptr)
+    return 0;
+  const int64_t m = w.dim(0);
+  const int64_t k = w.dim(1);
+  if (m == 0 || k == 0 || k % 2 != 0)
+    return 0;
+  const int64_t panels = (m + kPanelRows - 1) / kPanelRows;
+  return RoundUp(static_cast<size_t>(panels * (k / 2) * kPanelRows) * sizeof(uint32_t), 64);
+}
+
+void PackBf16(const KernelContext& ctx, const Tensor& w, uint32_t* dst) {
+  const int64_t m = w.dim(0);
+  const int64_t k = w.dim(1);
+  const PackedBf16 packed{dst, k / 2};
+  const auto* wd = static_cast<const uint8_t*>(w.data());
+  const size_t row_bytes = w.row_bytes();
+  const int64_t panels = (m + kPanelRows - 1) / kPanelRows;
+  ctx.ParallelFor(panels, m * k, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      const int64_t j0 = p * kPanelRows;
+      const int64_t rows = std::min(kPanelRows, m - j0);
+      for (int64_t t0 = 0; t0 < k; t0 += kMaxPackColumns) {
+        ctx.bf16->pack_panel(wd + static_cast<size_t>(j0) * row_bytes, row_bytes, rows, t0,
+                             std::min(kMaxPackColumns, k - t0),
+                             const_cast<uint32_t*>(packed.panel(p)) + t0 / 2 * kPanelRows);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<Buffer> PackedWeights::Pack(const KernelContext& ctx,
+                                           std::span<const Tensor> weights) {
+  // Which weights to pack (each once, none a live Buffer holds) and where.
+  std::vector<std::pair<const Tensor*, size_t>> todo;
+  size_t total = 0;
+  {
+    base::MutexLock lock(&mu_);
+    for (const Tensor& w : weights) {
+      const size_t bytes = PackedBytes(ctx, w);
+      const bool seen = std::any_of(todo.begin(), todo.end(),
+                                    [&w](const auto& t) { return t.first->data() == w.data(); });
+      if (bytes == 0 || seen || entries_.contains(w.data()))
+        continue;
+      todo.emplace_back(&w, total);
+      total += bytes;
+    }
+  }
+  if (todo.empty())
+    return Buffer();
+  const size_t arena_bytes = RoundUp(total, kHugePage);
+  auto* arena = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, arena_bytes));
+  if (arena == nullptr) {
+    return absl::ResourceExhaustedError(
+        fmt::format("cpu backend: cannot allocate {} bytes of packed weights", arena_bytes));
+  }
+#if defined(MADV_HUGEPAGE)
+  ::madvise(arena, arena_bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
+#endif
+  for (const auto& [w, offset] : todo) {
+    auto* dst = reinterpret_cast<uint32_t*>(arena + offset);
+    PackBf16(ctx, *w, dst);
+    base::MutexLock lock(&mu_);
+    entries_[w->data()] = {w->dtype(), w->dim(0), w->dim(1), {dst, w->dim(1) / 2}};
+  }
+  // Sized as the copies (the arena's rounding up to a huge page is not theirs).
+  return Buffer(arena, total, MemorySpace::kDevice, [this](void* data, size_t size) {
+    Release(data, static_cast<uint8_t*>(data) + size);
+    std::free(data);
+  });
+}
+
+std::optional<PackedBf16> PackedWeights::Find(const Tensor& w) const {
+  base::MutexLock lock(&mu_);
+  const auto it = entries_.find(w.data());
+  if (it == entries_.end())
+    return std::nullopt;
+  const Entry& e = it->second;
+  if (e.dtype != w.dtype() || w.rank() != 2 || e.m != w.dim(0) || e.k != w.dim(1))
+    return std::nullopt;
+  return e.packed;
+}
+
+void PackedWeights::Release(const void* begin, const void* end) {
+  base::MutexLock lock(&mu_);
+  const auto lo = reinterpret_cast<uintptr_t>(begin);
+  const auto hi = reinterpret_cast<uintptr_t>(end);
+  std::erase_if(entries_, [lo, hi](const auto& entry) {
+    const auto copy = reinterpret_cast<uintptr_t>(entry.second.packed.panels);
+    return copy >= lo && copy < hi;
+  });
+}
+
+}  // namespace switchyard::runtime::cpu
