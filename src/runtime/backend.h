@@ -146,9 +146,9 @@ class Backend {
   virtual bool MatMulPathsDiffer(const Tensor& w, int64_t rows) const = 0;
 
   // Copies of MatMul weights that serve many calls (a model's matrices) in a layout of
-  // the backend's own, where it has a faster one: the CPU backend lays BF16 weights out
-  // as its GEMM panels once, so no MatMul repacks them per call. The returned Buffer owns
-  // the copies (empty where the backend keeps none); while it lives, MatMul and
+  // the backend's own, where it has a faster one: the CPU backend lays BF16 and Q8_0
+  // weights out as its GEMM panels once, so no MatMul repacks them per call. The returned
+  // Buffer owns the copies (empty where the backend keeps none); while it lives, MatMul and
   // MatMulOnPath with a w equal to one of `weights` (same data, dtype and shape) read the
   // copy, with the same results up to summation order. Repeated weights are packed once.
   // REQUIRES: the weights' memory stays valid and unchanged while the Buffer lives.

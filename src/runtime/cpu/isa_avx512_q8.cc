@@ -135,46 +135,55 @@ void DotRows(const uint8_t* xq, const float* xs, int64_t n, int64_t k, const uin
   }
 }
 
-// Packed panel (Q8Panel layout): for block bb, bytes qs[bb][quad][col][4] hold weight
-// row col's elements 4*quad..4*quad+3 of that block, so one 64-byte load gives 16 columns'
-// 4-element groups, the shape vpdpbusd wants.
+// Packed panel (isa_kernels.h): per block, bytes [quad][col][4] hold weight row col's
+// elements 4*quad..4*quad+3, so one 64-byte load gives 16 columns' 4-element groups, the
+// shape vpdpbusd wants; then the rows' fp16 scales and int16 sums.
 void PackPanel(const uint8_t* w, size_t w_row_bytes, int64_t j0, int64_t rows, int64_t b0,
-               int64_t num_blocks, Q8Panel* panel) {
+               int64_t num_blocks, uint8_t* panel) {
   for (int64_t bb = 0; bb < num_blocks; ++bb) {
-    uint8_t* qs = panel->qs + bb * kQ8PanelBlockBytes;
-    float* scales = panel->scales + bb * kPanelRows;
-    int32_t* correction = panel->correction + bb * kPanelRows;
+    uint8_t* qs = panel + bb * kQ8PanelStride;
+    auto* scales = reinterpret_cast<uint16_t*>(qs + kQ8PanelScales);
+    auto* sums = reinterpret_cast<int16_t*>(qs + kQ8PanelSums);
     for (int64_t c = 0; c < kPanelRows; ++c) {
       if (c >= rows) {
         for (int64_t quad = 0; quad < kBlock / 4; ++quad)
           std::memset(qs + (quad * kPanelRows + c) * 4, 0, 4);
-        scales[c] = 0.0f;
-        correction[c] = 0;
+        scales[c] = 0;
+        sums[c] = 0;
         continue;
       }
       const uint8_t* block =
           w + static_cast<size_t>(j0 + c) * w_row_bytes + (b0 + bb) * kQ8_0BlockBytes;
-      scales[c] = BlockScale(block);
+      std::memcpy(&scales[c], block, sizeof(uint16_t));
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-      const __m256i sums =
+      // 128 * q summed in groups of 4 (128: 0x80 as vpdpbusd's unsigned operand).
+      const __m256i parts =
           _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), q);
       alignas(32) int32_t quads[8];
       _mm256_store_si256(reinterpret_cast<__m256i*>(quads), q);
       for (int64_t quad = 0; quad < kBlock / 4; ++quad)
         std::memcpy(qs + (quad * kPanelRows + c) * 4, &quads[quad], 4);
-      alignas(32) int32_t parts[8];
-      _mm256_store_si256(reinterpret_cast<__m256i*>(parts), sums);
+      alignas(32) int32_t part[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(part), parts);
       int32_t total = 0;
-      for (int32_t part : parts)
-        total += part;
-      correction[c] = -total;
+      for (int32_t v : part)
+        total += v;
+      sums[c] = static_cast<int16_t>(total / 128);  // |sum| <= 32 * 128
     }
   }
 }
 
+// The 16 int32 lanes of `sums16` (int16 sums of block values) times -128: the term that
+// takes the +128 offset of the activations back off.
+__m512i Correction(const uint8_t* sums16) {
+  const __m512i sums =
+      _mm512_cvtepi16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(sums16)));
+  return _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(sums, 7));
+}
+
 // MR activation rows x 32 panel columns over num_blocks blocks.
 template <int MR>
-void GemmTile(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, const Q8Panel& panel,
+void GemmTile(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, const uint8_t* panel,
               int64_t num_blocks, float* out, int64_t ldo, int64_t cols, bool accumulate) {
   __m512 acc0[MR];
   __m512 acc1[MR];
@@ -182,9 +191,9 @@ void GemmTile(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, cons
   for (int r = 0; r < MR; ++r)
     acc0[r] = acc1[r] = _mm512_setzero_ps();
   for (int64_t bb = 0; bb < num_blocks; ++bb) {
-    const uint8_t* qs = panel.qs + bb * kQ8PanelBlockBytes;
-    const __m512i corr0 = _mm512_load_si512(panel.correction + bb * kPanelRows);
-    const __m512i corr1 = _mm512_load_si512(panel.correction + bb * kPanelRows + 16);
+    const uint8_t* qs = panel + bb * kQ8PanelStride;
+    const __m512i corr0 = Correction(qs + kQ8PanelSums);
+    const __m512i corr1 = Correction(qs + kQ8PanelSums + 32);
     __m512i dot0[MR];
     __m512i dot1[MR];
 #pragma GCC unroll 8
@@ -205,8 +214,10 @@ void GemmTile(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, cons
         dot1[r] = _mm512_dpbusd_epi32(dot1[r], av, w1);
       }
     }
-    const __m512 ws0 = _mm512_load_ps(panel.scales + bb * kPanelRows);
-    const __m512 ws1 = _mm512_load_ps(panel.scales + bb * kPanelRows + 16);
+    const __m512 ws0 =
+        _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(qs + kQ8PanelScales)));
+    const __m512 ws1 = _mm512_cvtph_ps(
+        _mm256_load_si256(reinterpret_cast<const __m256i*>(qs + kQ8PanelScales + 32)));
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 xsv = _mm512_set1_ps(xs[r * lds + bb]);
@@ -231,7 +242,7 @@ void GemmTile(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, cons
 }
 
 void GemmPanel(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, int64_t n,
-               const Q8Panel& panel, int64_t num_blocks, float* out, int64_t ldo, int64_t cols,
+               const uint8_t* panel, int64_t num_blocks, float* out, int64_t ldo, int64_t cols,
                bool accumulate) {
   constexpr int kMr = 4;
   int64_t i = 0;

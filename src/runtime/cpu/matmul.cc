@@ -11,8 +11,9 @@
 // decoded to unsigned bytes with a scale and a min per 16 elements; see quant_decode.h),
 // which few rows (decode) unpack straight into registers instead (quant_gemv.h).
 // Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once, then
-// both shapes run on bf16 pair dot products; weights packed at load (packed_weights.h)
-// take the panel kernel at every row count, with no packing per call.
+// both shapes run on bf16 pair dot products.
+// BF16 and Q8_0 weights packed at load (packed_weights.h) take their panel kernel at every
+// row count, with no packing per call.
 //
 // Where both shapes apply (few rows, and panels for the dtype), the caller's MatMulPath
 // picks one; a compiled step measures both per shape (compile/matmul_tuning.h).
@@ -29,7 +30,7 @@ namespace {
 // Columns of k per packed f32 panel: 32 rows x 256 f32 = 32 KiB.
 constexpr int64_t kKBlock = 256;
 static_assert(kKBlock <= kMaxPackColumns);
-// Q8_0 blocks per packed int8 panel: 16 x 1 KiB.
+// Q8_0 blocks per pass over an int8 panel: 16 x 1,152 bytes.
 constexpr int64_t kQ8KBlocks = 16;
 // Columns of k per packed bf16 panel: 32 rows x 512 bf16 = 32 KiB, as for f32.
 constexpr int64_t kBf16KBlock = 512;
@@ -67,8 +68,34 @@ T* Grow(std::vector<T>& v, size_t size) {
   return v.data();
 }
 
+// Up to kQ8KBlocks blocks of each panel at a time, for every row: the panels from `panel`,
+// which gives panel p's blocks from b0 (packing them first where they are not packed yet).
+template <typename PanelAt>
+void Q8PanelGemm(const KernelContext& ctx, const uint8_t* xq, const float* xs, int64_t n, int64_t k,
+                 const float* bd, int64_t m, float* od, const PanelAt& panel) {
+  const int64_t blocks = k / kQ8_0BlockElems;
+  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
+  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
+    for (int64_t p = p_begin; p < p_end; ++p) {
+      const int64_t j0 = p * kPanelRows;
+      const int64_t cols = std::min(kPanelRows, m - j0);
+      for (int64_t b0 = 0; b0 < blocks; b0 += kQ8KBlocks) {
+        const int64_t nb = std::min(kQ8KBlocks, blocks - b0);
+        const uint8_t* blocks_at = panel(p, b0, nb);
+        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
+          const int64_t rows = std::min(kRowBlock, n - i0);
+          ctx.q8->gemm_panel(xq + i0 * k + b0 * kQ8_0BlockElems, k, xs + i0 * blocks + b0, blocks,
+                             rows, blocks_at, nb, od + i0 * m + j0, m, cols, b0 != 0);
+        }
+      }
+      AddBias(bd, n, m, j0, j0 + cols, od);
+    }
+  });
+}
+
 void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
-                     const Tensor& w, const float* bd, int64_t m, float* od, MatMulPath path) {
+                     const Tensor& w, const float* bd, int64_t m, float* od, MatMulPath path,
+                     const std::optional<PackedPanels>& packed) {
   const Q8Kernels& q8 = *ctx.q8;
   const int64_t blocks = k / kQ8_0BlockElems;
   thread_local std::vector<uint8_t> xq_storage;
@@ -79,6 +106,12 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
     for (int64_t i = begin; i < end; ++i)
       q8.quantize(xd + i * k, k, xq + i * k, xs + i * blocks);
   });
+  if (packed.has_value()) {
+    Q8PanelGemm(ctx, xq, xs, n, k, bd, m, od, [&packed](int64_t p, int64_t b0, int64_t) {
+      return packed->panel(p) + b0 * kQ8PanelStride;
+    });
+    return;
+  }
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t w_row_bytes = w.row_bytes();
 
@@ -100,26 +133,12 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
     return;
   }
 
-  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
-  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
-    alignas(64) thread_local uint8_t qs[kQ8KBlocks * kQ8PanelBlockBytes];
-    alignas(64) thread_local float scales[kQ8KBlocks * kPanelRows];
-    alignas(64) thread_local int32_t correction[kQ8KBlocks * kPanelRows];
-    Q8Panel panel{qs, scales, correction};
-    for (int64_t p = p_begin; p < p_end; ++p) {
-      const int64_t j0 = p * kPanelRows;
-      const int64_t cols = std::min(kPanelRows, m - j0);
-      for (int64_t b0 = 0; b0 < blocks; b0 += kQ8KBlocks) {
-        const int64_t nb = std::min(kQ8KBlocks, blocks - b0);
-        q8.pack_panel(wd, w_row_bytes, j0, cols, b0, nb, &panel);
-        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
-          const int64_t rows = std::min(kRowBlock, n - i0);
-          q8.gemm_panel(xq + i0 * k + b0 * kQ8_0BlockElems, k, xs + i0 * blocks + b0, blocks, rows,
-                        panel, nb, od + i0 * m + j0, m, cols, b0 != 0);
-        }
-      }
-      AddBias(bd, n, m, j0, j0 + cols, od);
-    }
+  Q8PanelGemm(ctx, xq, xs, n, k, bd, m, od, [&](int64_t p, int64_t b0, int64_t nb) {
+    // Per-thread scratch, so that steady-state calls allocate nothing.
+    alignas(64) thread_local uint8_t panel[kQ8KBlocks * kQ8PanelStride];
+    const int64_t j0 = p * kPanelRows;
+    q8.pack_panel(wd, w_row_bytes, j0, std::min(kPanelRows, m - j0), b0, nb, panel);
+    return static_cast<const uint8_t*>(panel);
   });
 }
 
@@ -192,7 +211,7 @@ void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
 // Every row count on panels packed at load (packed_weights.h): the panels stream from
 // memory once per call, each k block multiplied by all rows while it is in L1.
 void PackedBf16MatMul(const KernelContext& ctx, const uint16_t* xb, int64_t ldx, int64_t n,
-                      int64_t k, const PackedBf16& w, const float* bd, int64_t m, float* od) {
+                      int64_t k, const PackedPanels& w, const float* bd, int64_t m, float* od) {
   const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
   ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
     for (int64_t p = p_begin; p < p_end; ++p) {
@@ -200,7 +219,7 @@ void PackedBf16MatMul(const KernelContext& ctx, const uint16_t* xb, int64_t ldx,
       const int64_t cols = std::min(kPanelRows, m - j0);
       for (int64_t t0 = 0; t0 < k; t0 += kBf16KBlock) {
         const int64_t kc = std::min(kBf16KBlock, k - t0);
-        const uint32_t* panel = w.panel(p) + t0 / 2 * kPanelRows;
+        const uint32_t* panel = reinterpret_cast<const uint32_t*>(w.panel(p)) + t0 / 2 * kPanelRows;
         for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
           const int64_t rows = std::min(kRowBlock, n - i0);
           ctx.bf16->gemm_panel(xb + i0 * ldx + t0, ldx, rows, panel, kc / 2, od + i0 * m + j0, m,
@@ -214,7 +233,7 @@ void PackedBf16MatMul(const KernelContext& ctx, const uint16_t* xb, int64_t ldx,
 
 void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k, const Tensor& w,
                 const float* bd, int64_t m, float* od, MatMulPath path,
-                const std::optional<PackedBf16>& packed) {
+                const std::optional<PackedPanels>& packed) {
   const Bf16Kernels& bf16 = *ctx.bf16;
   // Even stride, so that every row's pairs start on a pair boundary.
   const int64_t ldx = (k + 1) / 2 * 2;
@@ -296,7 +315,7 @@ bool MatMulPathsDiffer(const KernelContext& ctx, DType w_dtype, int64_t n, int64
 }
 
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
-                  const Tensor& out, MatMulPath path, const std::optional<PackedBf16>& packed) {
+                  const Tensor& out, MatMulPath path, const std::optional<PackedPanels>& packed) {
   const int64_t n = x.rows();
   const int64_t k = x.cols();
   const int64_t m = w.dim(0);
@@ -308,7 +327,7 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
   const IsaKernels& isa = *ctx.isa;
 
   if (TakesQ8Route(ctx, w.dtype(), n, k)) {
-    QuantizedMatMul(ctx, xd, n, k, w, bd, m, od, path);
+    QuantizedMatMul(ctx, xd, n, k, w, bd, m, od, path, packed);
     return;
   }
   if (TakesGgmlQuantRoute(ctx, w.dtype(), n, k)) {

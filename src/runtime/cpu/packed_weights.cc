@@ -21,33 +21,41 @@ size_t RoundUp(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
 
-// Bytes of w's packed copy, or 0 where it has no layout here.
-size_t PackedBytes(const KernelContext& ctx, const Tensor& w) {
-  if (ctx.bf16 == nullptr || w.dtype() != DType::kBF16 || w.rank() != 2 || w.data() == nullptr)
+// Bytes of one of w's panels where it has a layout here, else 0.
+size_t PanelBytes(const KernelContext& ctx, const Tensor& w) {
+  if (w.rank() != 2 || w.data() == nullptr || w.dim(0) == 0 || w.dim(1) == 0)
     return 0;
-  const int64_t m = w.dim(0);
   const int64_t k = w.dim(1);
-  if (m == 0 || k == 0 || k % 2 != 0)
-    return 0;
-  const int64_t panels = (m + kPanelRows - 1) / kPanelRows;
-  return RoundUp(static_cast<size_t>(panels * (k / 2) * kPanelRows) * sizeof(uint32_t), 64);
+  if (w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k % 2 == 0)
+    return static_cast<size_t>(k / 2 * kPanelRows) * sizeof(uint32_t);
+  if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && ctx.q8->pack_panel != nullptr)
+    return static_cast<size_t>(k / kQ8_0BlockElems * kQ8PanelStride);
+  return 0;
 }
 
-void PackBf16(const KernelContext& ctx, const Tensor& w, uint32_t* dst) {
+int64_t NumPanels(const Tensor& w) {
+  return (w.dim(0) + kPanelRows - 1) / kPanelRows;
+}
+
+// Packs w's panels into `packed`, in parallel.
+void PackPanels(const KernelContext& ctx, const Tensor& w, const PackedPanels& packed) {
   const int64_t m = w.dim(0);
   const int64_t k = w.dim(1);
-  const PackedBf16 packed{dst, k / 2};
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t row_bytes = w.row_bytes();
-  const int64_t panels = (m + kPanelRows - 1) / kPanelRows;
-  ctx.ParallelFor(panels, m * k, [&](int64_t begin, int64_t end) {
+  ctx.ParallelFor(NumPanels(w), m * k, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t j0 = p * kPanelRows;
       const int64_t rows = std::min(kPanelRows, m - j0);
+      auto* dst = const_cast<uint8_t*>(packed.panel(p));
+      if (w.dtype() == DType::kQ8_0) {
+        ctx.q8->pack_panel(wd, row_bytes, j0, rows, 0, k / kQ8_0BlockElems, dst);
+        continue;
+      }
       for (int64_t t0 = 0; t0 < k; t0 += kMaxPackColumns) {
         ctx.bf16->pack_panel(wd + static_cast<size_t>(j0) * row_bytes, row_bytes, rows, t0,
                              std::min(kMaxPackColumns, k - t0),
-                             const_cast<uint32_t*>(packed.panel(p)) + t0 / 2 * kPanelRows);
+                             reinterpret_cast<uint32_t*>(dst) + t0 / 2 * kPanelRows);
       }
     }
   });
@@ -63,7 +71,7 @@ absl::StatusOr<Buffer> PackedWeights::Pack(const KernelContext& ctx,
   {
     base::MutexLock lock(&mu_);
     for (const Tensor& w : weights) {
-      const size_t bytes = PackedBytes(ctx, w);
+      const size_t bytes = RoundUp(PanelBytes(ctx, w) * static_cast<size_t>(NumPanels(w)), 64);
       const bool seen = std::any_of(todo.begin(), todo.end(),
                                     [&w](const auto& t) { return t.first->data() == w.data(); });
       if (bytes == 0 || seen || entries_.contains(w.data()))
@@ -84,10 +92,10 @@ absl::StatusOr<Buffer> PackedWeights::Pack(const KernelContext& ctx,
   ::madvise(arena, arena_bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
 #endif
   for (const auto& [w, offset] : todo) {
-    auto* dst = reinterpret_cast<uint32_t*>(arena + offset);
-    PackBf16(ctx, *w, dst);
+    const PackedPanels packed{arena + offset, PanelBytes(ctx, *w)};
+    PackPanels(ctx, *w, packed);
     base::MutexLock lock(&mu_);
-    entries_[w->data()] = {w->dtype(), w->dim(0), w->dim(1), {dst, w->dim(1) / 2}};
+    entries_[w->data()] = {w->dtype(), w->dim(0), w->dim(1), packed};
   }
   // Sized as the copies (the arena's rounding up to a huge page is not theirs).
   return Buffer(arena, total, MemorySpace::kDevice, [this](void* data, size_t size) {
@@ -96,7 +104,7 @@ absl::StatusOr<Buffer> PackedWeights::Pack(const KernelContext& ctx,
   });
 }
 
-std::optional<PackedBf16> PackedWeights::Find(const Tensor& w) const {
+std::optional<PackedPanels> PackedWeights::Find(const Tensor& w) const {
   base::MutexLock lock(&mu_);
   const auto it = entries_.find(w.data());
   if (it == entries_.end())

@@ -46,6 +46,21 @@ bool HasBf16Dot(const Backend& backend) {
   return backend.name().find("+bf16") != std::string_view::npos;
 }
 
+// Whether the backend runs Q8_0 weights on int8 panels (AVX-512 VNNI; and so packs them).
+bool HasQ8Panels(const Backend& backend) {
+  return backend.name().find("+vnni") != std::string_view::npos;
+}
+
+// Bytes of the packed copy of a [m, k] weight where the backend packs it, else 0.
+size_t PackedBytes(const Backend& backend, DType dtype, int64_t m, int64_t k) {
+  const auto panels = static_cast<size_t>((m + 31) / 32);
+  if (dtype == DType::kBF16 && HasBf16Dot(backend) && k % 2 == 0)
+    return panels * 32 * static_cast<size_t>(k) * 2;  // bf16 pairs
+  if (dtype == DType::kQ8_0 && HasQ8Panels(backend))
+    return panels * static_cast<size_t>(k / 32) * (32 * 32 + 32 * 2 + 32 * 2);  // + fp16, int16
+  return 0;
+}
+
 // `pack`: the weight is packed first (Backend::PackMatMulWeights), as a model's are.
 void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_bias, uint32_t seed,
                  XRounding x_rounded = XRounding::kNone, MatMulPath path = MatMulPath::kAuto,
@@ -67,13 +82,11 @@ void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_b
     absl::StatusOr<Buffer> made = backend.PackMatMulWeights(std::span<const Tensor>(&wt, 1));
     ASSERT_TRUE(made.ok()) << made.status();
     packed = std::move(made).value();
-    const bool packable = HasBf16Dot(backend) && dtype == DType::kBF16 && c.k % 2 == 0;
-    ASSERT_EQ(packed.size_bytes() != 0, packable) << "k=" << c.k << " m=" << c.m;
-    if (packable) {
-      // Whole panels of 32 rows over all of k, as bf16.
-      EXPECT_EQ(packed.size_bytes(), static_cast<size_t>((c.m + 31) / 32 * 32 * c.k * 2));
+    // Whole panels of 32 rows over all of k (rounded to 64 bytes).
+    const size_t want = (PackedBytes(backend, dtype, c.m, c.k) + 63) / 64 * 64;
+    ASSERT_EQ(packed.size_bytes(), want) << "k=" << c.k << " m=" << c.m;
+    if (want != 0)
       EXPECT_FALSE(backend.MatMulPathsDiffer(wt, c.n));
-    }
   }
   ASSERT_TRUE(backend.MatMulOnPath(xt, wt, with_bias ? &bt : nullptr, ot, path).ok());
 
@@ -186,24 +199,29 @@ TEST_P(Bf16DotMatMulTest, MatchesReferenceWithinActivationRounding) {
   }
 }
 
-// BF16 weights packed once (Backend::PackMatMulWeights), as a model's are: every row count
-// and path reads the packed panels where the AVX512_BF16 kernels run and k is even;
-// elsewhere nothing is packed and MatMul reads the weights as they are.
-class PackedBf16MatMulTest : public ::testing::TestWithParam<CpuIsa> {};
+// BF16 and Q8_0 weights packed once (Backend::PackMatMulWeights), as a model's are: every
+// row count and path reads the packed panels where the AVX512_BF16 (BF16, k even) or VNNI
+// (Q8_0) panel kernels run; elsewhere nothing is packed and MatMul reads the weights as
+// they are.
+class PackedMatMulTest : public ::testing::TestWithParam<std::tuple<CpuIsa, DType>> {};
 
-TEST_P(PackedBf16MatMulTest, MatchesReferenceAtEveryRowCountAndPath) {
-  auto backend = MakeBackend(GetParam(), 2, /*quantize_q8_0=*/false, /*round_bf16=*/true);
-  // Row counts through the streaming limit and past a 12-row tile; k past one 512-column
-  // block and odd (not packed); m not a multiple of 32.
-  const std::vector<MatMulCase> cases = {
-      {1, 2, 1},     {1, 64, 33},  {2, 576, 70},   {4, 1024, 64}, {5, 33, 7},
-      {13, 520, 45}, {16, 96, 70}, {17, 1536, 40}, {32, 96, 65},  {300, 64, 33},
+TEST_P(PackedMatMulTest, MatchesReferenceAtEveryRowCountAndPath) {
+  const auto [isa, dtype] = GetParam();
+  auto backend = MakeBackend(isa, 2, /*quantize_q8_0=*/true, /*round_bf16=*/true);
+  const bool q8 = dtype == DType::kQ8_0;
+  // Row counts through the streaming limit and past a tile; k past one 512-column (bf16)
+  // or 16-block (Q8_0) pass, and odd (bf16: not packed); m not a multiple of 32.
+  std::vector<MatMulCase> cases = {
+      {1, 64, 33},  {2, 576, 70},   {4, 1024, 64}, {13, 544, 45},
+      {16, 96, 70}, {17, 1536, 40}, {32, 96, 65},  {300, 64, 33},
   };
+  if (!q8)
+    cases.insert(cases.end(), {{1, 2, 1}, {5, 33, 7}});
   uint32_t seed = 400;
   for (MatMulPath path : {MatMulPath::kAuto, MatMulPath::kStreaming, MatMulPath::kPanel}) {
     for (const MatMulCase& c : cases) {
-      CheckMatMul(*backend, DType::kBF16, c, /*with_bias=*/seed % 2 == 0, seed, XRounding::kBf16,
-                  path, /*pack=*/true);
+      CheckMatMul(*backend, dtype, c, /*with_bias=*/seed % 2 == 0, seed,
+                  q8 ? XRounding::kQ8_0Blocks : XRounding::kBf16, path, /*pack=*/true);
       ++seed;
     }
   }
@@ -279,8 +297,10 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, MatMulPathTest,
                                                               DType::kBF16, DType::kQ8_0)),
                          IsaDTypeName);
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, PackedBf16MatMulTest,
-                         ::testing::ValuesIn(testing::SupportedIsas()), testing::IsaParamName);
+INSTANTIATE_TEST_SUITE_P(AllIsas, PackedMatMulTest,
+                         ::testing::Combine(::testing::ValuesIn(testing::SupportedIsas()),
+                                            ::testing::Values(DType::kBF16, DType::kQ8_0)),
+                         IsaDTypeName);
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, Bf16DotMatMulTest, ::testing::ValuesIn(testing::SupportedIsas()),
                          testing::IsaParamName);

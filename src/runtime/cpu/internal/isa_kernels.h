@@ -107,15 +107,16 @@ struct IsaKernels {
   int64_t max_streaming_rows;
 };
 
-// One packed int8 panel of kPanelRows Q8_0 weight rows over some blocks: for block bb,
-// qs[bb * kQ8PanelBlockBytes + (quad * kPanelRows + row) * 4 + e] is the row's element
-// 4 * quad + e of that block, scales[bb * kPanelRows + row] its scale and
-// correction[...] = -128 * (sum of its 32 int8 values). All 64-byte aligned.
-struct Q8Panel {
-  uint8_t* qs;
-  float* scales;
-  int32_t* correction;
-};
+// A packed int8 panel of kPanelRows Q8_0 weight rows is a run of blocks, one per Q8_0
+// block of the rows, kQ8PanelStride bytes each (64-byte aligned). In a block, byte
+// (quad * kPanelRows + row) * 4 + e is the row's element 4 * quad + e; then come the rows'
+// scales as stored (fp16, from kQ8PanelScales) and the sums of their 32 int8 values (int16,
+// from kQ8PanelSums). Rows past the panel's are zero. 6% more bytes than the Q8_0 blocks
+// themselves, so a panel kept from load serves decode too (packed_weights.h).
+inline constexpr int64_t kQ8PanelScales = kQ8PanelBlockBytes;
+inline constexpr int64_t kQ8PanelSums = kQ8PanelScales + kPanelRows * 2;
+inline constexpr int64_t kQ8PanelStride = kQ8PanelSums + kPanelRows * 2;
+static_assert(kQ8PanelStride % 64 == 0);
 
 // MatMul by Q8_0 weights with activations quantized to int8 blocks, where the CPU has
 // int8 products: AVX-512 VNNI (isa_avx512_q8.cc, both shapes) and AVX2 (isa_avx2_q8.cc,
@@ -132,13 +133,14 @@ struct Q8Kernels {
                    size_t w_row_bytes, int64_t m_begin, int64_t m_end, float* out, int64_t ldo);
   // The panel shape; both null where int8 products do not beat the f32 panels (AVX2), and
   // MatMul takes those for many rows.
-  // Packs weight rows [j0, j0 + rows) (rows <= kPanelRows), blocks [b0, b0 + num_blocks).
+  // Packs weight rows [j0, j0 + rows) (rows <= kPanelRows), blocks [b0, b0 + num_blocks),
+  // into num_blocks * kQ8PanelStride bytes at panel (64-byte aligned).
   void (*pack_panel)(const uint8_t* w, size_t w_row_bytes, int64_t j0, int64_t rows, int64_t b0,
-                     int64_t num_blocks, Q8Panel* panel);
+                     int64_t num_blocks, uint8_t* panel);
   // out[i * ldo + c] (+)= sum over the panel's blocks of activation row i (at xq + i * ldq,
   // block scales at xs + i * lds) with panel column c, for i < n, c < cols.
   void (*gemm_panel)(const uint8_t* xq, int64_t ldq, const float* xs, int64_t lds, int64_t n,
-                     const Q8Panel& panel, int64_t num_blocks, float* out, int64_t ldo,
+                     const uint8_t* panel, int64_t num_blocks, float* out, int64_t ldo,
                      int64_t cols, bool accumulate);
   // Activation rows up to which MatMul takes dot_rows; more take the panels (this table's,
   // or the f32 ones where it has none).

@@ -15,13 +15,14 @@
 
 namespace switchyard::runtime::cpu {
 
-// A BF16 weight packed at load (packed_weights.h): `pairs` = k / 2 words per panel row.
-struct PackedBf16 {
-  const uint32_t* panels;
-  int64_t pairs;
+// A weight packed at load (packed_weights.h): its panels of kPanelRows rows over all of k,
+// panel_bytes each, one after the other.
+struct PackedPanels {
+  const uint8_t* panels;
+  size_t panel_bytes;
 
-  // Panel p's first word: rows [p * kPanelRows, (p + 1) * kPanelRows) over all of k.
-  const uint32_t* panel(int64_t p) const { return panels + p * pairs * kPanelRows; }
+  // Panel p: rows [p * kPanelRows, (p + 1) * kPanelRows).
+  const uint8_t* panel(int64_t p) const { return panels + static_cast<size_t>(p) * panel_bytes; }
 };
 
 struct KernelContext {
@@ -47,7 +48,7 @@ struct KernelContext {
 // kPanel where the dtype has panel kernels; otherwise the row count decides. `packed`: w's
 // copy packed at load (packed_weights.h), which every row count then reads instead.
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
-                  const Tensor& out, MatMulPath path, const std::optional<PackedBf16>& packed);
+                  const Tensor& out, MatMulPath path, const std::optional<PackedPanels>& packed);
 // Whether MatMulKernel's path changes the kernel for this weight dtype, n rows and k.
 bool MatMulPathsDiffer(const KernelContext& ctx, DType w_dtype, int64_t n, int64_t k);
 void EmbeddingKernel(const KernelContext& ctx, const Tensor& table, const int32_t* ids,

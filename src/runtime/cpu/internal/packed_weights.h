@@ -5,18 +5,20 @@
 // call; for a model's weights during batched decode that repacking is a pass over all the
 // weights' bytes per step (29% of a 32-stream bf16 step, profiled). Packed once at load,
 // a step streams the panels straight into the GEMM, and the few-row calls take the same
-// panels (at 1 row as fast as the row-wise kernel, at 4-32 rows 2-3x faster). llama.cpp
+// panels (bf16: at 1 row as fast as the row-wise kernel, at 4-32 rows 2-3x faster). llama.cpp
 // (its CPU "repack" buffers) and vLLM's CPU backend (oneDNN's prepacked weights) do the
 // same. The cost is the copy's memory; the originals stay where they are (MatMul no longer
 // reads them, so pages mapped from a file go cold and the kernel may reclaim them; they
 // are not dropped here, which would also evict them from the page cache a restart or a
 // second engine on the same file reads).
 //
-// Layout (BF16 weights [m, k], k even, where the bf16 dot-product kernels run): panels of
-// kPanelRows rows, one after the other; panel p holds rows [32p, 32p + 32) over all of k
-// as Bf16Kernels::pack_panel lays out one k block, word q * kPanelRows + r being row r's
-// elements 2q and 2q + 1 (rows past m zero). So the panel of the k block starting at t0
-// begins at word t0 / 2 * kPanelRows of its panel.
+// Layouts: panels of kPanelRows rows (rows past m zero), one after the other, each over all
+// of k as the panel kernels read it (PackedPanels):
+// - BF16 [m, k], k even, where the bf16 dot-product kernels run: as Bf16Kernels::pack_panel
+//   lays out one k block, word q * kPanelRows + r being row r's elements 2q and 2q + 1; the
+//   k block from t0 starts at word t0 / 2 * kPanelRows of its panel.
+// - Q8_0 [m, k], where the int8 kernels have panels (AVX-512 VNNI): one kQ8PanelStride block
+//   per Q8_0 block (isa_kernels.h), 6% more bytes than the Q8_0 rows.
 //
 // Threads: lookups come from the thread driving the backend; a Buffer of copies may be
 // released on another, so the table is locked.
@@ -45,13 +47,13 @@ class PackedWeights {
   absl::StatusOr<Buffer> Pack(const KernelContext& ctx, std::span<const Tensor> weights);
 
   // The copy of w (same data, dtype and shape), if there is one.
-  std::optional<PackedBf16> Find(const Tensor& w) const;
+  std::optional<PackedPanels> Find(const Tensor& w) const;
 
  private:
   struct Entry {
     DType dtype;
     int64_t m, k;
-    PackedBf16 packed;
+    PackedPanels packed;
   };
   // Forgets the entries whose copies lie in [begin, end).
   void Release(const void* begin, const void* end);
