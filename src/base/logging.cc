@@ -4,6 +4,15 @@
 #include <string>
 
 namespace switchyard::base {
+namespace {
+
+// spdlog makes its registry on first use, inside its prebuilt library, where TSan cannot see
+// the guard that orders that first use before other threads' later ones: two threads' first
+// log lines then looked like a race (PeerBlockTransferTest, once under load). Made here,
+// before main and any thread, the registry is there before anything can race on it.
+[[maybe_unused]] const spdlog::logger* const kDefaultLogger = spdlog::default_logger_raw();
+
+}  // namespace
 
 bool SetLogLevel(std::string_view level) {
   const auto parsed = spdlog::level::from_str(std::string(level));
