@@ -8,12 +8,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 #include <new>
 #include <string>
 #include <thread>
 #include <utility>
-#include <vector>
 
 #include "fmt/format.h"
 
@@ -92,7 +90,7 @@ class CpuBackend final : public Backend {
   // name() ("vnni", "int8"); both null for none.
   CpuBackend(size_t num_threads, CpuIsa isa, const cpu::Q8Kernels* q8,
              const cpu::QuantKernels* quant, std::string_view q8_name, bool bf16_dot,
-             bool pack_weights, bool pack_q8_0)
+             cpu::PackedWeights::Layouts packed_layouts)
       // The driving thread is one of the num_threads compute threads.
       : pool_(num_threads > 1 ? std::make_unique<base::ThreadPool>(num_threads - 1, "sy-cpu")
                               : nullptr),
@@ -100,8 +98,7 @@ class CpuBackend final : public Backend {
              bf16_dot ? &cpu::Avx512Bf16Kernels() : nullptr},
         name_(fmt::format("cpu({}{}{}{}, {} threads)", CpuIsaName(isa), q8 != nullptr ? "+" : "",
                           q8 != nullptr ? q8_name : "", bf16_dot ? "+bf16" : "", num_threads)),
-        pack_weights_(pack_weights),
-        pack_q8_0_(pack_q8_0) {}
+        packed_(packed_layouts) {}
 
   std::string_view name() const override { return name_; }
 
@@ -256,14 +253,7 @@ class CpuBackend final : public Backend {
   }
 
   absl::StatusOr<Buffer> PackMatMulWeights(std::span<const Tensor> weights) override {
-    if (!pack_weights_)
-      return Buffer();
-    if (pack_q8_0_)
-      return packed_.Pack(ctx_, weights);
-    std::vector<Tensor> kept;
-    std::copy_if(weights.begin(), weights.end(), std::back_inserter(kept),
-                 [](const Tensor& w) { return w.dtype() != DType::kQ8_0; });
-    return packed_.Pack(ctx_, kept);
+    return packed_.Pack(ctx_, weights);
   }
 
   absl::Status SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override {
@@ -465,8 +455,6 @@ class CpuBackend final : public Backend {
   std::unique_ptr<base::ThreadPool> pool_;
   KernelContext ctx_;
   std::string name_;
-  bool pack_weights_;
-  bool pack_q8_0_;
   cpu::PackedWeights packed_;
 };
 
@@ -555,8 +543,11 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const CpuBackendOption
   }
   const bool bf16_dot =
       options.round_bf16_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Bf16();
-  return std::make_unique<CpuBackend>(num_threads, isa, q8, quant, q8_name, bf16_dot,
-                                      options.pack_matmul_weights, options.pack_q8_0_weights);
+  return std::make_unique<CpuBackend>(
+      num_threads, isa, q8, quant, q8_name, bf16_dot,
+      cpu::PackedWeights::Layouts{
+          .bf16 = options.pack_matmul_weights,
+          .q8_0 = options.pack_matmul_weights && options.pack_q8_0_weights});
 }
 
 }  // namespace switchyard::runtime

@@ -156,9 +156,8 @@ void PackPanel(const uint8_t* w, size_t w_row_bytes, int64_t j0, int64_t rows, i
           w + static_cast<size_t>(j0 + c) * w_row_bytes + (b0 + bb) * kQ8_0BlockBytes;
       std::memcpy(&scales[c], block, sizeof(uint16_t));
       const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-      // 128 * q summed in groups of 4 (128: 0x80 as vpdpbusd's unsigned operand).
-      const __m256i parts =
-          _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(static_cast<char>(0x80)), q);
+      // q summed in groups of 4 (1 as vpdpbusd's unsigned operand).
+      const __m256i parts = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set1_epi8(1), q);
       alignas(32) int32_t quads[8];
       _mm256_store_si256(reinterpret_cast<__m256i*>(quads), q);
       for (int64_t quad = 0; quad < kBlock / 4; ++quad)
@@ -168,7 +167,7 @@ void PackPanel(const uint8_t* w, size_t w_row_bytes, int64_t j0, int64_t rows, i
       int32_t total = 0;
       for (int32_t v : part)
         total += v;
-      sums[c] = static_cast<int16_t>(total / 128);  // |sum| <= 32 * 128
+      sums[c] = static_cast<int16_t>(total);  // |total| <= 32 * 128
     }
   }
 }

@@ -68,24 +68,27 @@ T* Grow(std::vector<T>& v, size_t size) {
   return v.data();
 }
 
-// Up to kQ8KBlocks blocks of each panel at a time, for every row: the panels from `panel`,
-// which gives panel p's blocks from b0 (packing them first where they are not packed yet).
-template <typename PanelAt>
-void Q8PanelGemm(const KernelContext& ctx, const uint8_t* xq, const float* xs, int64_t n, int64_t k,
-                 const float* bd, int64_t m, float* od, const PanelAt& panel) {
-  const int64_t blocks = k / kQ8_0BlockElems;
+// The panel shape's loop, the same for every dtype: panels of kPanelRows weight rows split
+// over the pool; each panel's k in steps of `step` of its `units` (columns, blocks or
+// groups); per step, panel_at(p, cols, u0, nu) gives panel p's units [u0, u0 + nu) (from a
+// copy packed at load, or packed there into per-thread scratch), and multiply(panel, i0,
+// rows, u0, nu, out, cols, accumulate) adds activation rows [i0, i0 + rows) times it into
+// out (row i0, column p * kPanelRows), kRowBlock rows at a time, so that the panel is
+// read from memory once and from L1 for the other row blocks.
+template <typename PanelAt, typename Multiply>
+void PanelLoop(const KernelContext& ctx, int64_t n, int64_t m, int64_t k, int64_t units,
+               int64_t step, const float* bd, float* od, const PanelAt& panel_at,
+               const Multiply& multiply) {
   const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
   ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
     for (int64_t p = p_begin; p < p_end; ++p) {
       const int64_t j0 = p * kPanelRows;
       const int64_t cols = std::min(kPanelRows, m - j0);
-      for (int64_t b0 = 0; b0 < blocks; b0 += kQ8KBlocks) {
-        const int64_t nb = std::min(kQ8KBlocks, blocks - b0);
-        const uint8_t* blocks_at = panel(p, b0, nb);
+      for (int64_t u0 = 0; u0 < units; u0 += step) {
+        const int64_t nu = std::min(step, units - u0);
+        const auto& panel = panel_at(p, cols, u0, nu);
         for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
-          const int64_t rows = std::min(kRowBlock, n - i0);
-          ctx.q8->gemm_panel(xq + i0 * k + b0 * kQ8_0BlockElems, k, xs + i0 * blocks + b0, blocks,
-                             rows, blocks_at, nb, od + i0 * m + j0, m, cols, b0 != 0);
+          multiply(panel, i0, std::min(kRowBlock, n - i0), u0, nu, od + i0 * m + j0, cols, u0 != 0);
         }
       }
       AddBias(bd, n, m, j0, j0 + cols, od);
@@ -106,10 +109,18 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
     for (int64_t i = begin; i < end; ++i)
       q8.quantize(xd + i * k, k, xq + i * k, xs + i * blocks);
   });
+  const auto multiply = [&](const uint8_t* panel, int64_t i0, int64_t rows, int64_t b0, int64_t nb,
+                            float* out, int64_t cols, bool accumulate) {
+    q8.gemm_panel(xq + i0 * k + b0 * kQ8_0BlockElems, k, xs + i0 * blocks + b0, blocks, rows, panel,
+                  nb, out, m, cols, accumulate);
+  };
   if (packed.has_value()) {
-    Q8PanelGemm(ctx, xq, xs, n, k, bd, m, od, [&packed](int64_t p, int64_t b0, int64_t) {
-      return packed->panel(p) + b0 * kQ8PanelStride;
-    });
+    PanelLoop(
+        ctx, n, m, k, blocks, kQ8KBlocks, bd, od,
+        [&packed](int64_t p, int64_t, int64_t b0, int64_t) {
+          return packed->panel(p) + b0 * kQ8PanelStride;
+        },
+        multiply);
     return;
   }
   const auto* wd = static_cast<const uint8_t*>(w.data());
@@ -133,13 +144,15 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
     return;
   }
 
-  Q8PanelGemm(ctx, xq, xs, n, k, bd, m, od, [&](int64_t p, int64_t b0, int64_t nb) {
-    // Per-thread scratch, so that steady-state calls allocate nothing.
-    alignas(64) thread_local uint8_t panel[kQ8KBlocks * kQ8PanelStride];
-    const int64_t j0 = p * kPanelRows;
-    q8.pack_panel(wd, w_row_bytes, j0, std::min(kPanelRows, m - j0), b0, nb, panel);
-    return static_cast<const uint8_t*>(panel);
-  });
+  PanelLoop(
+      ctx, n, m, k, blocks, kQ8KBlocks, bd, od,
+      [&](int64_t p, int64_t cols, int64_t b0, int64_t nb) {
+        // Per-thread scratch, so that steady-state calls allocate nothing.
+        alignas(64) thread_local uint8_t panel[kQ8KBlocks * kQ8PanelStride];
+        q8.pack_panel(wd, w_row_bytes, p * kPanelRows, cols, b0, nb, panel);
+        return static_cast<const uint8_t*>(panel);
+      },
+      multiply);
 }
 
 // Rows of x in QuantActivations form (see isa_kernels.h), into per-thread buffers that
@@ -182,53 +195,28 @@ void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
   const int64_t groups = (chunks + kGroupChunks - 1) / kGroupChunks;
   const bool split_halves = dtype == DType::kQ6_K || dtype == DType::kQ2_K || dtype == DType::kQ3_K;
   constexpr int64_t kPanelChunks = kQuantKGroups * kGroupChunks;
-  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
-  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
-    alignas(64) thread_local uint8_t q[kPanelChunks * kQ8PanelBlockBytes];
-    alignas(64) thread_local float scales[kPanelChunks * 2 * kPanelRows];
-    alignas(64) thread_local float mins[kPanelChunks * 2 * kPanelRows];
-    QuantPanel panel{q, scales, mins};
-    for (int64_t p = p_begin; p < p_end; ++p) {
-      const int64_t j0 = p * kPanelRows;
-      const int64_t cols = std::min(kPanelRows, m - j0);
-      for (int64_t g0 = 0; g0 < groups; g0 += kQuantKGroups) {
-        const int64_t ng = std::min(kQuantKGroups, groups - g0);
-        const int64_t nc = std::min(kPanelChunks, chunks - g0 * kGroupChunks);
-        quant.pack_panel(dtype, wd, w_row_bytes, j0, cols, g0, ng, nc, &panel);
-        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
-          const int64_t rows = std::min(kRowBlock, n - i0);
-          const QuantActivations xi{x.q + i0 * x.ldq, x.s + i0 * x.ldq / 4, x.m + i0 * x.ldq / 16,
-                                    x.ldq};
-          quant.gemm_panel(xi, g0 * kGroupChunks, rows, panel, nc, split_halves, od + i0 * m + j0,
-                           m, cols, g0 != 0);
-        }
-      }
-      AddBias(bd, n, m, j0, j0 + cols, od);
-    }
-  });
-}
-
-// Every row count on panels packed at load (packed_weights.h): the panels stream from
-// memory once per call, each k block multiplied by all rows while it is in L1.
-void PackedBf16MatMul(const KernelContext& ctx, const uint16_t* xb, int64_t ldx, int64_t n,
-                      int64_t k, const PackedPanels& w, const float* bd, int64_t m, float* od) {
-  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
-  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
-    for (int64_t p = p_begin; p < p_end; ++p) {
-      const int64_t j0 = p * kPanelRows;
-      const int64_t cols = std::min(kPanelRows, m - j0);
-      for (int64_t t0 = 0; t0 < k; t0 += kBf16KBlock) {
-        const int64_t kc = std::min(kBf16KBlock, k - t0);
-        const uint32_t* panel = reinterpret_cast<const uint32_t*>(w.panel(p)) + t0 / 2 * kPanelRows;
-        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
-          const int64_t rows = std::min(kRowBlock, n - i0);
-          ctx.bf16->gemm_panel(xb + i0 * ldx + t0, ldx, rows, panel, kc / 2, od + i0 * m + j0, m,
-                               cols, t0 != 0);
-        }
-      }
-      AddBias(bd, n, m, j0, j0 + cols, od);
-    }
-  });
+  // Chunks in the groups from g0 (the last group may be short).
+  const auto chunks_from = [&](int64_t g0) {
+    return std::min(kPanelChunks, chunks - g0 * kGroupChunks);
+  };
+  PanelLoop(
+      ctx, n, m, k, groups, kQuantKGroups, bd, od,
+      [&](int64_t p, int64_t cols, int64_t g0, int64_t ng) {
+        alignas(64) thread_local uint8_t q[kPanelChunks * kQ8PanelBlockBytes];
+        alignas(64) thread_local float scales[kPanelChunks * 2 * kPanelRows];
+        alignas(64) thread_local float mins[kPanelChunks * 2 * kPanelRows];
+        QuantPanel panel{q, scales, mins};
+        quant.pack_panel(dtype, wd, w_row_bytes, p * kPanelRows, cols, g0, ng, chunks_from(g0),
+                         &panel);
+        return panel;
+      },
+      [&](const QuantPanel& panel, int64_t i0, int64_t rows, int64_t g0, int64_t, float* out,
+          int64_t cols, bool accumulate) {
+        const QuantActivations xi{x.q + i0 * x.ldq, x.s + i0 * x.ldq / 4, x.m + i0 * x.ldq / 16,
+                                  x.ldq};
+        quant.gemm_panel(xi, g0 * kGroupChunks, rows, panel, chunks_from(g0), split_halves, out, m,
+                         cols, accumulate);
+      });
 }
 
 void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k, const Tensor& w,
@@ -243,8 +231,17 @@ void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
     for (int64_t i = begin; i < end; ++i)
       bf16.round_row(xd + i * k, k, xb + i * ldx);
   });
+  const auto multiply = [&](const uint32_t* panel, int64_t i0, int64_t rows, int64_t t0, int64_t kc,
+                            float* out, int64_t cols, bool accumulate) {
+    bf16.gemm_panel(xb + i0 * ldx + t0, ldx, rows, panel, (kc + 1) / 2, out, m, cols, accumulate);
+  };
   if (packed.has_value()) {
-    PackedBf16MatMul(ctx, xb, ldx, n, k, *packed, bd, m, od);
+    PanelLoop(
+        ctx, n, m, k, k, kBf16KBlock, bd, od,
+        [&packed](int64_t p, int64_t, int64_t t0, int64_t) {
+          return reinterpret_cast<const uint32_t*>(packed->panel(p)) + t0 / 2 * kPanelRows;
+        },
+        multiply);
     return;
   }
   const auto* wd = static_cast<const uint8_t*>(w.data());
@@ -258,25 +255,15 @@ void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
     return;
   }
 
-  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
-  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
-    alignas(64) thread_local uint32_t panel[kPanelRows * kBf16KBlock / 2];
-    for (int64_t p = p_begin; p < p_end; ++p) {
-      const int64_t j0 = p * kPanelRows;
-      const int64_t cols = std::min(kPanelRows, m - j0);
-      for (int64_t t0 = 0; t0 < k; t0 += kBf16KBlock) {
-        const int64_t kc = std::min(kBf16KBlock, k - t0);
-        bf16.pack_panel(wd + static_cast<size_t>(j0) * w_row_bytes, w_row_bytes, cols, t0, kc,
-                        panel);
-        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
-          const int64_t rows = std::min(kRowBlock, n - i0);
-          bf16.gemm_panel(xb + i0 * ldx + t0, ldx, rows, panel, (kc + 1) / 2, od + i0 * m + j0, m,
-                          cols, t0 != 0);
-        }
-      }
-      AddBias(bd, n, m, j0, j0 + cols, od);
-    }
-  });
+  PanelLoop(
+      ctx, n, m, k, k, kBf16KBlock, bd, od,
+      [&](int64_t p, int64_t cols, int64_t t0, int64_t kc) {
+        alignas(64) thread_local uint32_t panel[kPanelRows * kBf16KBlock / 2];
+        bf16.pack_panel(wd + static_cast<size_t>(p * kPanelRows) * w_row_bytes, w_row_bytes, cols,
+                        t0, kc, panel);
+        return static_cast<const uint32_t*>(panel);
+      },
+      multiply);
 }
 
 // The int8 and bf16 routes MatMulKernel takes (each needs its table in ctx); with none,
@@ -349,25 +336,19 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
     return;
   }
 
-  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
-  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
-    // Per-thread scratch, so that steady-state prefill allocates nothing.
-    alignas(64) thread_local float panel[kPanelRows * kKBlock];
-    for (int64_t p = p_begin; p < p_end; ++p) {
-      const int64_t j0 = p * kPanelRows;
-      const int64_t cols = std::min(kPanelRows, m - j0);
-      for (int64_t t0 = 0; t0 < k; t0 += kKBlock) {
-        const int64_t kc = std::min(kKBlock, k - t0);
-        isa.pack_panel(w.dtype(), wd + static_cast<size_t>(j0) * w_row_bytes, w_row_bytes, cols, t0,
-                       kc, panel);
-        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
-          const int64_t rows = std::min(kRowBlock, n - i0);
-          isa.gemm_panel(xd + i0 * k + t0, k, rows, panel, kc, od + i0 * m + j0, m, cols, t0 != 0);
-        }
-      }
-      AddBias(bd, n, m, j0, j0 + cols, od);
-    }
-  });
+  PanelLoop(
+      ctx, n, m, k, k, kKBlock, bd, od,
+      [&](int64_t p, int64_t cols, int64_t t0, int64_t kc) {
+        // Per-thread scratch, so that steady-state prefill allocates nothing.
+        alignas(64) thread_local float panel[kPanelRows * kKBlock];
+        isa.pack_panel(w.dtype(), wd + static_cast<size_t>(p * kPanelRows) * w_row_bytes,
+                       w_row_bytes, cols, t0, kc, panel);
+        return static_cast<const float*>(panel);
+      },
+      [&](const float* panel, int64_t i0, int64_t rows, int64_t t0, int64_t kc, float* out,
+          int64_t cols, bool accumulate) {
+        isa.gemm_panel(xd + i0 * k + t0, k, rows, panel, kc, out, m, cols, accumulate);
+      });
 }
 
 }  // namespace switchyard::runtime::cpu

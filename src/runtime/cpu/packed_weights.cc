@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <utility>
 #include <vector>
 
 #include "fmt/format.h"
@@ -19,18 +18,6 @@ constexpr size_t kHugePage = size_t{2} << 20;
 
 size_t RoundUp(size_t n, size_t to) {
   return (n + to - 1) / to * to;
-}
-
-// Bytes of one of w's panels where it has a layout here, else 0.
-size_t PanelBytes(const KernelContext& ctx, const Tensor& w) {
-  if (w.rank() != 2 || w.data() == nullptr || w.dim(0) == 0 || w.dim(1) == 0)
-    return 0;
-  const int64_t k = w.dim(1);
-  if (w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k % 2 == 0)
-    return static_cast<size_t>(k / 2 * kPanelRows) * sizeof(uint32_t);
-  if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && ctx.q8->pack_panel != nullptr)
-    return static_cast<size_t>(k / kQ8_0BlockElems * kQ8PanelStride);
-  return 0;
 }
 
 int64_t NumPanels(const Tensor& w) {
@@ -63,21 +50,38 @@ void PackPanels(const KernelContext& ctx, const Tensor& w, const PackedPanels& p
 
 }  // namespace
 
+size_t PackedWeights::PanelBytes(const KernelContext& ctx, const Tensor& w) const {
+  if (w.rank() != 2 || w.data() == nullptr || w.dim(0) == 0 || w.dim(1) == 0)
+    return 0;
+  const int64_t k = w.dim(1);
+  if (layouts_.bf16 && w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k % 2 == 0)
+    return static_cast<size_t>(k / 2 * kPanelRows) * sizeof(uint32_t);
+  if (layouts_.q8_0 && w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr &&
+      ctx.q8->pack_panel != nullptr)
+    return static_cast<size_t>(k / kQ8_0BlockElems * kQ8PanelStride);
+  return 0;
+}
+
 absl::StatusOr<Buffer> PackedWeights::Pack(const KernelContext& ctx,
                                            std::span<const Tensor> weights) {
-  // Which weights to pack (each once, none a live Buffer holds) and where.
-  std::vector<std::pair<const Tensor*, size_t>> todo;
+  // Which weights to pack (each once, none a live Buffer holds), where, and their panels.
+  struct Todo {
+    const Tensor* w;
+    size_t offset;
+    size_t panel_bytes;
+  };
+  std::vector<Todo> todo;
   size_t total = 0;
   {
     base::MutexLock lock(&mu_);
     for (const Tensor& w : weights) {
-      const size_t bytes = RoundUp(PanelBytes(ctx, w) * static_cast<size_t>(NumPanels(w)), 64);
+      const size_t panel_bytes = PanelBytes(ctx, w);
       const bool seen = std::any_of(todo.begin(), todo.end(),
-                                    [&w](const auto& t) { return t.first->data() == w.data(); });
-      if (bytes == 0 || seen || entries_.contains(w.data()))
+                                    [&w](const Todo& t) { return t.w->data() == w.data(); });
+      if (panel_bytes == 0 || seen || entries_.contains(w.data()))
         continue;
-      todo.emplace_back(&w, total);
-      total += bytes;
+      todo.push_back({&w, total, panel_bytes});
+      total += RoundUp(panel_bytes * static_cast<size_t>(NumPanels(w)), 64);
     }
   }
   if (todo.empty())
@@ -91,8 +95,8 @@ absl::StatusOr<Buffer> PackedWeights::Pack(const KernelContext& ctx,
 #if defined(MADV_HUGEPAGE)
   ::madvise(arena, arena_bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
 #endif
-  for (const auto& [w, offset] : todo) {
-    const PackedPanels packed{arena + offset, PanelBytes(ctx, *w)};
+  for (const auto& [w, offset, panel_bytes] : todo) {
+    const PackedPanels packed{arena + offset, panel_bytes};
     PackPanels(ctx, *w, packed);
     base::MutexLock lock(&mu_);
     entries_[w->data()] = {w->dtype(), w->dim(0), w->dim(1), packed};

@@ -39,6 +39,13 @@ namespace switchyard::runtime::cpu {
 
 class PackedWeights {
  public:
+  // Which of the layouts below to make (each only where its kernels run).
+  struct Layouts {
+    bool bf16 = true;
+    bool q8_0 = true;
+  };
+  explicit PackedWeights(Layouts layouts) : layouts_(layouts) {}
+
   // Packs those of `weights` that have a layout here (see above) into one arena, 2 MiB
   // aligned with huge pages asked for (every step reads all of it, so TLB reach matters:
   // 4 KiB pages cost 10-20% of a batch-1 decode step), in parallel on ctx's pool. Each is
@@ -55,8 +62,12 @@ class PackedWeights {
     int64_t m, k;
     PackedPanels packed;
   };
+  // Bytes of one of w's panels where it has a layout to make, else 0.
+  size_t PanelBytes(const KernelContext& ctx, const Tensor& w) const;
   // Forgets the entries whose copies lie in [begin, end).
   void Release(const void* begin, const void* end);
+
+  const Layouts layouts_;
 
   mutable base::Mutex mu_;
   std::map<const void*, Entry> entries_ ABSL_GUARDED_BY(mu_);
