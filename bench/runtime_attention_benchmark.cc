@@ -6,6 +6,8 @@
 //   BM_AttentionDecodeBatch/<kv dtype>/<sequences>: one decode row each for `sequences`
 //     sequences of 512 cached tokens, as batched decode runs it; the call cycles through
 //     enough layers' pools (>= 96 MiB) that the K/V rows come from memory, as in a model.
+//   BM_AttentionDecodeShared/<kv dtype>/<sequences>: one decode row each for `sequences`
+//     sequences whose first 1,024 of 1,088 cached tokens are the same blocks.
 // Kernel level from SY_CPU_ISA (default the best the CPU has); threads from
 // SY_BENCH_THREADS (default one per core). On a shared machine, 1 thread and the CPU time
 // column say most about the kernels themselves.
@@ -77,12 +79,14 @@ bool FillPools(Backend& backend, DType kv_dtype, int64_t num_blocks, std::mt1993
 }
 
 // `num_seqs` sequences of `context` cached tokens each, `q_len` new rows each (the last
-// q_len positions), over `layers` copies of the pools used in turn.
+// q_len positions), over `layers` copies of the pools used in turn. The first
+// `shared_blocks` blocks of every sequence are the same blocks (a prefix-cache hit).
 void RunAttention(benchmark::State& state, DType kv_dtype, int64_t context, int64_t q_len,
-                  int64_t num_seqs, int64_t layers) {
+                  int64_t num_seqs, int64_t layers, int64_t shared_blocks = 0) {
   Backend& backend = SharedBackend();
   const int64_t seq_blocks = (context + kBlockSize - 1) / kBlockSize;
-  const int64_t num_blocks = seq_blocks * num_seqs;
+  const int64_t own_blocks = seq_blocks - shared_blocks;
+  const int64_t num_blocks = shared_blocks + own_blocks * num_seqs;
   std::mt19937 rng(5);
   std::vector<KvPools> pools(static_cast<size_t>(layers));
   for (KvPools& p : pools) {
@@ -91,10 +95,15 @@ void RunAttention(benchmark::State& state, DType kv_dtype, int64_t context, int6
       return;
     }
   }
-  // Blocks in reverse order, so that the tables are not the identity.
-  std::vector<int32_t> table(static_cast<size_t>(num_blocks));
-  for (int64_t b = 0; b < num_blocks; ++b)
-    table[static_cast<size_t>(b)] = static_cast<int32_t>(num_blocks - 1 - b);
+  // Blocks in reverse order, so that the tables are not the identity; the shared ones are
+  // the pool's last.
+  std::vector<int32_t> table;
+  for (int64_t s = 0; s < num_seqs; ++s) {
+    for (int64_t b = 0; b < shared_blocks; ++b)
+      table.push_back(static_cast<int32_t>(num_blocks - 1 - b));
+    for (int64_t b = 0; b < own_blocks; ++b)
+      table.push_back(static_cast<int32_t>(own_blocks * (num_seqs - s) - 1 - b));
+  }
   std::vector<AttentionSequence> seqs;
   for (int64_t s = 0; s < num_seqs; ++s) {
     seqs.push_back({s * q_len, q_len, context,
@@ -140,11 +149,17 @@ void BM_AttentionDecodeBatch_F16(benchmark::State& s) {
       2 * s.range(0) * static_cast<int64_t>(RowBytes(DType::kF16, kContext * kKvHeads * kHeadDim));
   RunAttention(s, DType::kF16, kContext, 1, s.range(0), (int64_t{96} << 20) / layer_bytes + 1);
 }
+// 32 sequences of 1,088 tokens whose first 1,024 are one shared prefix (serving_bench.py's
+// "shared" workload), one layer's pools.
+void BM_AttentionDecodeShared_F16(benchmark::State& s) {
+  RunAttention(s, DType::kF16, 1088, 1, s.range(0), 1, 1024 / kBlockSize);
+}
 BENCHMARK(BM_AttentionDecode_F32)->Arg(512)->Arg(4096)->UseRealTime();
 BENCHMARK(BM_AttentionDecode_F16)->Arg(512)->Arg(4096)->UseRealTime();
 BENCHMARK(BM_AttentionPrefill_F32)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AttentionPrefill_F16)->Arg(512)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_AttentionDecodeBatch_F16)->Arg(32)->UseRealTime();
+BENCHMARK(BM_AttentionDecodeShared_F16)->Arg(32)->UseRealTime();
 
 }  // namespace
 }  // namespace switchyard::runtime

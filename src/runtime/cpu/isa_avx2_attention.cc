@@ -227,8 +227,8 @@ void ScoresByColumns(const float* q, int64_t num_q, int64_t head_dim, const KvRo
 
 template <typename Loader>
 void KvScoresT(const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows, float scale,
-               float* scores, int64_t lds) {
-  if (num_q >= kMinColumnScoreQueries)
+               float* scores, int64_t lds, bool by_columns) {
+  if (by_columns)
     return ScoresByColumns<Loader>(q, num_q, head_dim, rows, scale, scores, lds);
   ScoresByRows<Loader>(q, num_q, head_dim, rows, scale, scores, lds);
 }
@@ -312,14 +312,14 @@ void KvAccumulateT(const float* probs, int64_t lds, int64_t num_q, int64_t head_
 }
 
 void KvScores(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows,
-              float scale, float* scores, int64_t lds) {
+              float scale, float* scores, int64_t lds, bool by_columns) {
   switch (kv_dtype) {
     case DType::kF32:
-      return KvScoresT<Avx2LoadF32>(q, num_q, head_dim, rows, scale, scores, lds);
+      return KvScoresT<Avx2LoadF32>(q, num_q, head_dim, rows, scale, scores, lds, by_columns);
     case DType::kF16:
-      return KvScoresT<Avx2LoadF16>(q, num_q, head_dim, rows, scale, scores, lds);
+      return KvScoresT<Avx2LoadF16>(q, num_q, head_dim, rows, scale, scores, lds, by_columns);
     case DType::kBF16:
-      return KvScoresT<Avx2LoadBf16>(q, num_q, head_dim, rows, scale, scores, lds);
+      return KvScoresT<Avx2LoadBf16>(q, num_q, head_dim, rows, scale, scores, lds, by_columns);
     case DType::kQ8_0:
     case DType::kQ4_0:
     case DType::kQ4_1:
@@ -433,6 +433,7 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
 
 void SetAvx2AttentionKernels(IsaKernels* kernels) {
   kernels->kv_scores = &KvScores;
+  kernels->min_column_score_queries = kMinColumnScoreQueries;
   kernels->kv_accumulate = &KvAccumulate;
   kernels->softmax_step = &SoftmaxStep;
   kernels->swiglu = &SwiGlu;

@@ -30,7 +30,7 @@ float Dot(const float* a, const float* b, int64_t len) {
 
 // K/V rows are converted to f32 kChunk elements at a time.
 void KvScores(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows,
-              float scale, float* scores, int64_t lds) {
+              float scale, float* scores, int64_t lds, bool /*by_columns: one order here*/) {
   float row_f32[kChunk];
   for (int64_t p = 0; p < rows.count; ++p) {
     const uint8_t* row = rows.row(p);
@@ -190,7 +190,8 @@ const IsaKernels& PortableKernels() {
                                           &KvAccumulate,
                                           &SoftmaxStepScalar,
                                           &SwiGluScalar,
-                                          kPortableStreamingRows};
+                                          kPortableStreamingRows,
+                                          /*min_column_score_queries=*/0};
   return kKernels;
 }
 

@@ -4,9 +4,11 @@
 // pools, and sliding windows (prefill chunks crossing the window's edge, decode far past
 // it, window 1, windows covering the whole context). Tolerance: 2e-5 absolute (outputs are
 // convex mixes of values in [-1, 1]; f32 online softmax). For F16/BF16 pools the reference
-// uses the rounded K/V values.
+// uses the rounded K/V values. Decode rows sharing prefix blocks are checked bit for bit
+// against each sequence attended alone.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -329,6 +331,115 @@ TEST_P(PagedAttentionTest, SlidingWindowHalfPools) {
                .pool_dtype = d,
                .window = 24},
               90);
+    }
+  }
+}
+
+// Decode rows whose sequences hold their leading positions in the same blocks (prefix
+// caching), attended in one call as batched decode does: every output must be the very bits
+// of the same sequence attended alone (the kernel attends a shared run once for all its
+// sequences, which must not change any result). Groups: 6 sequences sharing 200 positions
+// and more, two of them diverging 3 blocks earlier; one whose context ends inside the
+// shared blocks; 2 sharing only 2 blocks; a sequence that shares nothing; a prefill chunk
+// over the shared blocks.
+TEST_P(PagedAttentionTest, SharedPrefixDecodeIsBitIdenticalToEachSequenceAlone) {
+  auto backend = MakeBackend(GetParam());
+  uint32_t seed = 100;
+  for (DType pool_dtype : {DType::kF32, DType::kF16}) {
+    for (int64_t group : {1, 3, 8}) {
+      for (int64_t head_dim : {32, 64}) {
+        for (int64_t block_size : {5, 16}) {
+          std::mt19937 rng(seed++);
+          const int64_t kv_heads = 2;
+          const int64_t heads = kv_heads * group;
+          const int64_t row = kv_heads * head_dim;
+          const int64_t num_blocks = 4 * ((200 + block_size - 1) / block_size) + 200;
+          const size_t elem = static_cast<size_t>(DTypeBlockBytes(pool_dtype));
+          const size_t pool_bytes = static_cast<size_t>(num_blocks * block_size * row) * elem;
+          std::vector<uint8_t> k_data(pool_bytes), v_data(pool_bytes);
+          const Tensor k_pool(pool_dtype, {num_blocks, block_size, kv_heads, head_dim},
+                              k_data.data(), MemorySpace::kHost);
+          const Tensor v_pool(pool_dtype, {num_blocks, block_size, kv_heads, head_dim},
+                              v_data.data(), MemorySpace::kHost);
+          const int64_t slots = num_blocks * block_size;
+          std::vector<int32_t> slot_ids(static_cast<size_t>(slots));
+          std::iota(slot_ids.begin(), slot_ids.end(), 0);
+          std::vector<float> k = RandomFloats(rng, slots * row);
+          std::vector<float> v = RandomFloats(rng, slots * row);
+          ASSERT_TRUE(backend
+                          ->WriteKv(HostTensor(DType::kF32, {slots, kv_heads, head_dim}, k.data()),
+                                    HostTensor(DType::kF32, {slots, kv_heads, head_dim}, v.data()),
+                                    HostTensor(DType::kI32, {slots}, slot_ids.data()), k_pool,
+                                    v_pool)
+                          .ok());
+          // Blocks [0, run) are the long shared run (200 positions and more), [run, run + 2)
+          // the short one; the rest are each sequence's own, handed out from 2 * run on.
+          const auto run = static_cast<int32_t>((200 + block_size - 1) / block_size);
+          int32_t next_own = 2 * run;
+          std::vector<std::vector<int32_t>> tables;
+          std::vector<std::pair<int64_t, int64_t>> shapes;  // (context_len, q_len)
+          const auto add = [&](int64_t context, int64_t q_len, std::vector<int32_t> shared) {
+            std::vector<int32_t> table = std::move(shared);
+            while (static_cast<int64_t>(table.size()) * block_size < context)
+              table.push_back(next_own++);
+            tables.push_back(std::move(table));
+            shapes.emplace_back(context, q_len);
+          };
+          std::vector<int32_t> long_run(static_cast<size_t>(run));
+          std::iota(long_run.begin(), long_run.end(), 0);
+          const std::vector<int32_t> short_run = {run, run + 1};
+          const std::vector<int32_t> diverging(long_run.begin(), long_run.end() - 3);
+          const int64_t run_positions = run * block_size;
+          for (int64_t i = 0; i < 4; ++i)
+            add(run_positions + 7 + 13 * i, 1, long_run);
+          add(run_positions + 30, 1, diverging);
+          add(run_positions - 3 * block_size + 3, 1, diverging);
+          add(5 * block_size + 2, 1, long_run);  // ends inside the shared blocks
+          add(2 * block_size + 9, 1, short_run);
+          add(2 * block_size + 40, 1, short_run);
+          add(300, 1, {});
+          add(run_positions + 20, 12, long_run);  // a prefill chunk
+          int64_t n = 0;
+          std::vector<AttentionSequence> batch;
+          for (size_t s = 0; s < tables.size(); ++s) {
+            batch.push_back({n, shapes[s].second, shapes[s].first, tables[s]});
+            n += shapes[s].second;
+          }
+          const std::vector<float> q = RandomFloats(rng, n * heads * head_dim, -2.0f, 2.0f);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+          std::vector<float> together(q.size());
+          ASSERT_TRUE(
+              backend
+                  ->PagedAttention(
+                      HostTensor(DType::kF32, {n, heads, head_dim}, const_cast<float*>(q.data())),
+                      k_pool, v_pool, batch, scale, 0,
+                      HostTensor(DType::kF32, {n, heads, head_dim}, together.data()))
+                  .ok());
+          for (size_t s = 0; s < batch.size(); ++s) {
+            const AttentionSequence& seq = batch[s];
+            const int64_t offset = seq.q_begin * heads * head_dim;
+            const int64_t values = seq.q_len * heads * head_dim;
+            std::vector<float> alone(static_cast<size_t>(values));
+            const std::vector<AttentionSequence> one = {
+                {0, seq.q_len, seq.context_len, seq.block_table}};
+            ASSERT_TRUE(backend
+                            ->PagedAttention(
+                                HostTensor(DType::kF32, {seq.q_len, heads, head_dim},
+                                           const_cast<float*>(q.data()) + offset),
+                                k_pool, v_pool, one, scale, 0,
+                                HostTensor(DType::kF32, {seq.q_len, heads, head_dim}, alone.data()))
+                            .ok());
+            for (int64_t i = 0; i < values; ++i) {
+              const float got = together[static_cast<size_t>(offset + i)];
+              ASSERT_TRUE(std::isfinite(got));
+              ASSERT_EQ(std::memcmp(&got, &alone[static_cast<size_t>(i)], sizeof(float)), 0)
+                  << "sequence " << s << " value " << i << ": " << got << " alone "
+                  << alone[static_cast<size_t>(i)] << " (group " << group << ", head_dim "
+                  << head_dim << ", block " << block_size << ")";
+            }
+          }
+        }
+      }
     }
   }
 }

@@ -92,9 +92,12 @@ struct IsaKernels {
   // scores, probs and acc are f32.
   //   kv_scores:     scores[r * lds + p] = scale * sum_t q[r * head_dim + t] * K_p[t]
   //   kv_accumulate: acc[r * head_dim + t] += sum_p probs[r * lds + p] * V_p[t]
-  // for r < num_q, p < rows.count, t < head_dim.
+  // for r < num_q, p < rows.count, t < head_dim. Each vector's results depend only on its
+  // own inputs and, for kv_scores, on `by_columns`: the summation order (the ISA's column
+  // order, which pays from min_column_score_queries vectors on, or its row order), so that
+  // a caller can make a vector's scores the same whatever other vectors share the call.
   void (*kv_scores)(DType kv_dtype, const float* q, int64_t num_q, int64_t head_dim,
-                    const KvRows& rows, float scale, float* scores, int64_t lds);
+                    const KvRows& rows, float scale, float* scores, int64_t lds, bool by_columns);
   void (*kv_accumulate)(DType kv_dtype, const float* probs, int64_t lds, int64_t num_q,
                         int64_t head_dim, const KvRows& rows, float* acc);
   // One online-softmax step over n > 0 scores: *max = max(*max, x[0..n)), then
@@ -105,6 +108,8 @@ struct IsaKernels {
   void (*swiglu)(const float* gate, const float* up, int64_t n, float* out);
   // Activation rows up to which MatMul takes dot_rows; more take the panels.
   int64_t max_streaming_rows;
+  // Query vectors per kv_scores call from which its column order is the faster.
+  int64_t min_column_score_queries;
 };
 
 // A packed int8 panel of kPanelRows Q8_0 weight rows is a run of blocks, one per Q8_0
