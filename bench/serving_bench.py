@@ -17,6 +17,11 @@ Servers (same model file M: --model-dir's model.gguf, or --gguf's file; same com
     default interrupt_requests=True would cancel a streaming request whenever another one
     waits, so it is turned off. It ignores ignore_eos; the logit bias below (or, with
     --no-logit-bias, min_tokens = max_tokens) gives the same count.
+  - llamaserver (optional, --peers ...,llamaserver): llama.cpp's own server, the same llama.cpp
+    as above built Release with GGML_NATIVE by bench/build_llama_server.sh (run on first use;
+    or --llama-server PATH), with continuous batching: `llama-server -m M --threads T
+    --threads-batch T --parallel C_MAX --kv-unified --ctx-size C_MAX x L` (one KV pool all
+    slots share; its prompt cache on by default), OMP_WAIT_POLICY as above.
   - vllm (optional, --peers ...,vllm): `vllm serve HF_DIR` from --vllm-python's environment.
     Not with --gguf: vLLM's quantization hardware table (docs/features/quantization/
     supported_hardware.md in vllm-project/vllm) marks GGUF unsupported on x86 CPU, and a
@@ -58,7 +63,8 @@ tokens). Medians of TTFT miss / hit.
 
 usage: .venv/bin/python bench/serving_bench.py [--bin PATH] [--model-dir DIR | --gguf FILE]
            [--ours-model gguf|hf] [--threads 2] [--concurrency 1,4,16,32] [--runs 1]
-           [--peers ours,llamacpp,vllm] [--vllm-python PY] [--json-out FILE]
+           [--peers ours,llamacpp,llamaserver,vllm] [--vllm-python PY]
+           [--llama-server PATH] [--json-out FILE]
            [--merge-json A.json,B.json] [--smoke]
 """
 import argparse
@@ -227,6 +233,12 @@ def make_server(peer, a, out_dir):
                 str(a.model_file), "--n_threads", str(a.threads),
                 "--n_threads_batch", str(a.threads), "--n_ctx", str(a.max_model_len),
                 "--host", "127.0.0.1", "--port", str(port), "--interrupt_requests", "False"]
+    elif peer == "llamaserver":
+        env["OMP_WAIT_POLICY"] = a.omp_wait_policy
+        argv = [str(a.llama_server), "-m", str(a.model_file), "--host", "127.0.0.1", "--port",
+                str(port), "--threads", str(a.threads), "--threads-batch", str(a.threads),
+                "--parallel", str(max_seqs), "--kv-unified",
+                "--ctx-size", str(max_seqs * a.max_model_len), "--no-webui"]
     elif peer == "vllm":
         env["VLLM_CPU_KVCACHE_SPACE"] = "2"  # GiB
         # By default vLLM reserves one core for its frontend and binds OpenMP to the rest.
@@ -458,9 +470,11 @@ def main():
                          "vocabulary (needs llama_cpp importable here) instead of --model-dir")
     ap.add_argument("--ours-model", choices=["gguf", "hf"], default="gguf",
                     help="ours loads model.gguf (same file as llama.cpp) or the HF directory")
-    ap.add_argument("--peers", default="ours,llamacpp", help="ours,llamacpp,vllm")
+    ap.add_argument("--peers", default="ours,llamacpp", help="ours,llamacpp,llamaserver,vllm")
     ap.add_argument("--llamacpp-python", type=pathlib.Path, default=REPO / ".venv-ref/bin/python")
     ap.add_argument("--vllm-python", type=pathlib.Path, help="python of a venv with vllm-cpu")
+    ap.add_argument("--llama-server", type=pathlib.Path,
+                    help="an optimised llama-server (default: bench/build_llama_server.sh's)")
     ap.add_argument("--omp-wait-policy", default="passive", help="llama.cpp's OMP_WAIT_POLICY")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--concurrency", default="1,4,16,32")
@@ -503,6 +517,10 @@ def main():
         raise SystemExit("--gguf: vLLM's CPU backend does not load GGUF files (see the docstring)")
     if "vllm" in a.peers and not a.vllm_python and not a.merge_json:
         raise SystemExit("--peers vllm needs --vllm-python")
+    if "llamaserver" in a.peers and not a.llama_server and not a.merge_json:
+        a.llama_server = pathlib.Path(subprocess.run(
+            [str(REPO / "bench/build_llama_server.sh")], check=True, text=True,
+            stdout=subprocess.PIPE).stdout.strip())
     if a.gguf and a.ours_model == "hf":
         raise SystemExit("--gguf serves that file on every server; drop --ours-model hf")
     a.model_file = a.gguf or a.model_dir / "model.gguf"  # what ours and llama.cpp serve
