@@ -4,7 +4,8 @@
 //   BM_Gemv/<dtype>: [1, k] x [m, k]^T at Llama-3.2-1B and SmolLM2-135M shapes;
 //     bytes_per_second counts weight bytes streamed and bw_frac divides that by the
 //     all-thread read bandwidth measured once at start-up (1.0 = at the memory roof).
-//   BM_Gemm512/<dtype>: n = 512 prefill rows; GFLOPs counts 2 n m k per second.
+//   BM_Gemm512/<dtype>: n = 512 prefill rows; GFLOPs counts 2 n m k per second;
+//     *_BF16_Packed with the weights packed first, as a loaded model's are.
 //   *_BF16_F32Act: BF16 weights with f32 activations (round_bf16_activations off), next
 //     to the default that rounds them to bf16 where the CPU has AVX512_BF16.
 //   BM_SmallBatch_<dtype>/<k>/<m>/<n>: few rows, weights cold; *_BF16_Packed with the
@@ -326,6 +327,9 @@ void BM_Gemm512_F32(benchmark::State& s) {
 void BM_Gemm512_BF16(benchmark::State& s) {
   RunMatMul(s, DType::kBF16, 512);
 }
+void BM_Gemm512_BF16_Packed(benchmark::State& s) {
+  RunMatMul(s, DType::kBF16, 512, /*exact_activations=*/false, /*packed=*/true);
+}
 void BM_Gemm512_BF16_F32Act(benchmark::State& s) {
   RunMatMul(s, DType::kBF16, 512, /*exact_activations=*/true);
 }
@@ -346,6 +350,7 @@ BENCHMARK(BM_Gemm512_Q4_1)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_Q4_K)->Apply(KQuantShapes);
 BENCHMARK(BM_Gemm512_Q6_K)->Apply(KQuantShapes);
 BENCHMARK(BM_Gemm512_BF16)->Apply(ModelShapes);
+BENCHMARK(BM_Gemm512_BF16_Packed)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_BF16_F32Act)->Apply(ModelShapes);
 BENCHMARK(BM_Gemm512_Q8_0)->Apply(ModelShapes);
 

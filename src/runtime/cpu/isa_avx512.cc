@@ -143,12 +143,14 @@ void GemmTile(const float* a, int64_t lda, const float* panel, int64_t kc, float
               int64_t cols, bool accumulate) {
   __m512 acc0[MR];
   __m512 acc1[MR];
+  // Every loop over MR unrolled, so that the accumulators live only in registers (a rolled
+  // one made GCC zero a stack copy of them with rep stos on every call).
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
     acc0[r] = acc1[r] = _mm512_setzero_ps();
   for (int64_t t = 0; t < kc; ++t) {
     const __m512 b0 = _mm512_load_ps(panel + t * kPanelRows);
     const __m512 b1 = _mm512_load_ps(panel + t * kPanelRows + kWidth);
-    // Unrolled so that the accumulators stay in registers (-O2 would keep them in memory).
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const __m512 av = _mm512_set1_ps(a[r * lda + t]);
@@ -160,6 +162,7 @@ void GemmTile(const float* a, int64_t lda, const float* panel, int64_t kc, float
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xffff
                                               : cols <= 16 ? 0
                                                            : (1u << (cols - 16)) - 1);
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     float* o = out + r * ldo;
     if (accumulate) {

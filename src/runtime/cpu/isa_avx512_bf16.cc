@@ -197,12 +197,14 @@ void GemmTile(const uint16_t* a, int64_t lda, const uint32_t* panel, int64_t pai
               int64_t ldo, int64_t cols, bool accumulate) {
   __m512 acc0[MR];
   __m512 acc1[MR];
+  // Every loop over MR unrolled, so that the accumulators live only in registers (a rolled
+  // one made GCC zero a stack copy of them with rep stos on every call).
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r)
     acc0[r] = acc1[r] = _mm512_setzero_ps();
   for (int64_t p = 0; p < pairs; ++p) {
     const __m512bh b0 = AsBf16(_mm512_load_si512(panel + p * kPanelRows));
     const __m512bh b1 = AsBf16(_mm512_load_si512(panel + p * kPanelRows + 16));
-    // Unrolled so that the accumulators stay in registers (-O2 would keep them in memory).
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       uint32_t pair;
@@ -216,6 +218,7 @@ void GemmTile(const uint16_t* a, int64_t lda, const uint32_t* panel, int64_t pai
   const __mmask16 m1 = static_cast<__mmask16>(cols >= 32   ? 0xffff
                                               : cols <= 16 ? 0
                                                            : (1u << (cols - 16)) - 1);
+#pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     float* o = out + r * ldo;
     if (accumulate) {

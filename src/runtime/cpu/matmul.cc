@@ -35,10 +35,24 @@ constexpr int64_t kQ8KBlocks = 16;
 // Columns of k per packed bf16 panel: 32 rows x 512 bf16 = 32 KiB, as for f32.
 constexpr int64_t kBf16KBlock = 512;
 static_assert(kBf16KBlock <= kMaxPackColumns && kBf16KBlock % 2 == 0);
+// Columns of k per pass over a bf16 panel packed at load. The kernel reads two panel
+// vectors per 24 dot products, which L2 serves as well as L1, so a pass can be longer than
+// L1 holds (32 rows x 2,048 bf16 = 128 KiB): fewer passes, fewer read-modify-writes of
+// the output.
+constexpr int64_t kBf16PackedKBlock = 2048;
 // Groups of 256 elements per packed GGML-quant panel: 32 rows x 512 bytes (+ scales).
 constexpr int64_t kQuantKGroups = 2;
 // Activation rows per pass over a panel, so the activation block stays in L2.
 constexpr int64_t kRowBlock = 256;
+
+// The step that splits `units` into the fewest passes of at most max_step, as even as a
+// multiple of `multiple` allows (576 in passes of 512: 288 + 288, not 512 + 64, whose
+// short pass costs as much output traffic as a long one). REQUIRES: max_step % multiple == 0.
+int64_t EvenStep(int64_t units, int64_t max_step, int64_t multiple) {
+  const int64_t passes = std::max<int64_t>(1, (units + max_step - 1) / max_step);
+  const int64_t step = (units + passes - 1) / passes;
+  return (step + multiple - 1) / multiple * multiple;
+}
 
 void AddBias(const float* bias, int64_t n, int64_t m, int64_t j_begin, int64_t j_end, float* out) {
   if (bias == nullptr)
@@ -237,7 +251,7 @@ void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
   };
   if (packed.has_value()) {
     PanelLoop(
-        ctx, n, m, k, k, kBf16KBlock, bd, od,
+        ctx, n, m, k, k, EvenStep(k, kBf16PackedKBlock, 2), bd, od,
         [&packed](int64_t p, int64_t, int64_t t0, int64_t) {
           return reinterpret_cast<const uint32_t*>(packed->panel(p)) + t0 / 2 * kPanelRows;
         },
@@ -256,7 +270,7 @@ void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
   }
 
   PanelLoop(
-      ctx, n, m, k, k, kBf16KBlock, bd, od,
+      ctx, n, m, k, k, EvenStep(k, kBf16KBlock, 2), bd, od,
       [&](int64_t p, int64_t cols, int64_t t0, int64_t kc) {
         alignas(64) thread_local uint32_t panel[kPanelRows * kBf16KBlock / 2];
         bf16.pack_panel(wd + static_cast<size_t>(p * kPanelRows) * w_row_bytes, w_row_bytes, cols,
