@@ -109,7 +109,7 @@ void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows&
     rows.Gather(p0, kWidth, group);
     if constexpr (kStage) {
       if (num_q >= kMinStagedQueries) {
-        for (int i = 0; i < kWidth; ++i) {
+        for (int64_t i = 0; i < kWidth; ++i) {
           float* to = staged + i * NV * kWidth;
 #pragma GCC unroll 8
           for (int v = 0; v < NV; ++v)
