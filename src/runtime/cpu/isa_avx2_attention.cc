@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/cpu/internal/avx2_loaders.h"
 #include "runtime/cpu/internal/avx2_transpose.h"
@@ -118,32 +119,64 @@ void ScoreRowTile(const float* q, int64_t head_dim, const uint8_t* const group[P
 // registers.
 constexpr int64_t kRowTileQueries = 3;
 
+// Query vectors from which ScoresByRows widens 16-bit K rows once for all of them (a shared
+// prefix's chunk) instead of once per row tile, as the AVX-512 path does; head dimensions
+// up to kMaxStagedHeadDim.
+constexpr int64_t kMinStagedQueries = 8;
+constexpr int64_t kMaxStagedHeadDim = 256;
+
+// The scores of every query vector against the 8 K rows of `group` (`valid` of them real).
+template <typename Loader>
+void ScoresOfGroup(const float* q, int64_t num_q, int64_t head_dim, const uint8_t* const* group,
+                   __m256 vscale, float* scores, int64_t lds, int64_t valid) {
+  for (int64_t r0 = 0; r0 < num_q; r0 += kRowTileQueries) {
+    const float* qr = q + r0 * head_dim;
+    float* out = scores + r0 * lds;
+    switch (std::min(kRowTileQueries, num_q - r0)) {
+      case 1:
+        ScoreRowTile<Loader, 1, kWidth>(qr, head_dim, group, vscale, out, lds, valid);
+        break;
+      case 2:
+        ScoreRowTile<Loader, 2, 4>(qr, head_dim, group, vscale, out, lds, valid);
+        if (valid > 4)
+          ScoreRowTile<Loader, 2, 4>(qr, head_dim, group + 4, vscale, out + 4, lds, valid - 4);
+        break;
+      default:
+        ScoreRowTile<Loader, 3, 4>(qr, head_dim, group, vscale, out, lds, valid);
+        if (valid > 4)
+          ScoreRowTile<Loader, 3, 4>(qr, head_dim, group + 4, vscale, out + 4, lds, valid - 4);
+        break;
+    }
+  }
+}
+
 template <typename Loader>
 void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows& rows, float scale,
                   float* scores, int64_t lds) {
   const __m256 vscale = _mm256_set1_ps(scale);
+  const bool stage = !std::is_same_v<Loader, Avx2LoadF32> && num_q >= kMinStagedQueries &&
+                     head_dim <= kMaxStagedHeadDim;
+  alignas(32) float staged[kWidth * kMaxStagedHeadDim];
   for (int64_t p0 = 0; p0 < rows.count; p0 += kWidth) {
     const uint8_t* group[kWidth];
     rows.Gather(p0, kWidth, group);
     const int64_t valid = rows.count - p0;
-    for (int64_t r0 = 0; r0 < num_q; r0 += kRowTileQueries) {
-      const float* qr = q + r0 * head_dim;
-      float* out = scores + r0 * lds + p0;
-      switch (std::min(kRowTileQueries, num_q - r0)) {
-        case 1:
-          ScoreRowTile<Loader, 1, kWidth>(qr, head_dim, group, vscale, out, lds, valid);
-          break;
-        case 2:
-          ScoreRowTile<Loader, 2, 4>(qr, head_dim, group, vscale, out, lds, valid);
-          if (valid > 4)
-            ScoreRowTile<Loader, 2, 4>(qr, head_dim, group + 4, vscale, out + 4, lds, valid - 4);
-          break;
-        default:
-          ScoreRowTile<Loader, 3, 4>(qr, head_dim, group, vscale, out, lds, valid);
-          if (valid > 4)
-            ScoreRowTile<Loader, 3, 4>(qr, head_dim, group + 4, vscale, out + 4, lds, valid - 4);
-          break;
+    if (stage) {
+      for (int64_t i = 0; i < kWidth; ++i) {
+        float* to = staged + i * head_dim;
+        for (int64_t t = 0; t < head_dim; t += kWidth) {
+          const int64_t left = head_dim - t;
+          const __m256 v = Loader::Load(group[i], t, left);
+          if (left >= kWidth)
+            _mm256_storeu_ps(to + t, v);
+          else
+            _mm256_maskstore_ps(to + t, Avx2TailMask(left), v);
+        }
+        group[i] = reinterpret_cast<const uint8_t*>(to);
       }
+      ScoresOfGroup<Avx2LoadF32>(q, num_q, head_dim, group, vscale, scores + p0, lds, valid);
+    } else {
+      ScoresOfGroup<Loader>(q, num_q, head_dim, group, vscale, scores + p0, lds, valid);
     }
   }
 }
