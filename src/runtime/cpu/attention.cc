@@ -92,6 +92,13 @@ struct VectorSet {
   float* sum;              // [num_q]
   int64_t* visible_begin;  // [num_q]: vector r sees positions [visible_begin, visible_end)
   int64_t* visible_end;
+
+  // Nothing seen yet: empty accumulators and sums, running maxima -inf.
+  void Reset(int64_t head_dim) const {
+    std::fill(acc, acc + num_q * head_dim, 0.0f);
+    std::fill(max, max + num_q, -std::numeric_limits<float>::infinity());
+    std::fill(sum, sum + num_q, 0.0f);
+  }
 };
 
 // Attends the vectors of `set` to the positions [first_block * block_size, end) of kv head
@@ -382,9 +389,7 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
           load_query(set.q + m * group * head_dim,
                      sequences[static_cast<size_t>(members[slot])].q_begin, g);
         }
-        std::fill(set.acc, set.acc + set.num_q * head_dim, 0.0f);
-        std::fill(set.max, set.max + set.num_q, -std::numeric_limits<float>::infinity());
-        std::fill(set.sum, set.sum + set.num_q, 0.0f);
+        set.Reset(head_dim);
         std::fill(set.visible_begin, set.visible_begin + set.num_q, 0);
         std::fill(set.visible_end, set.visible_end + set.num_q, prefix.positions);
         AttendBlocks(call, g, prefix.blocks, 0, prefix.positions, set);
@@ -446,10 +451,7 @@ void PagedAttentionKernel(const KernelContext& ctx, const Tensor& q, const Tenso
           tile_set.sum[r] = state[head_dim + 1];
         }
       } else {
-        std::fill(tile_set.acc, tile_set.acc + tile_set.num_q * head_dim, 0.0f);
-        std::fill(tile_set.max, tile_set.max + tile_set.num_q,
-                  -std::numeric_limits<float>::infinity());
-        std::fill(tile_set.sum, tile_set.sum + tile_set.num_q, 0.0f);
+        tile_set.Reset(head_dim);
       }
       if (first_block * block_size < last_visible)
         AttendBlocks(call, g, seq.block_table.data(), first_block, last_visible, tile_set);
