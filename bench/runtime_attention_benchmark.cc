@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <benchmark/benchmark.h>
@@ -43,9 +44,10 @@ Backend& SharedBackend() {
 }
 
 // One layer's K/V pools: `slots` rows of kKvHeads x kHeadDim random values.
+// Allocated by the backend, as the engine's pools are (kv_cache_storage.h).
 struct KvPools {
-  std::vector<uint8_t> k_data;
-  std::vector<uint8_t> v_data;
+  Buffer k_data;
+  Buffer v_data;
   Tensor k_pool;
   Tensor v_pool;
 };
@@ -55,8 +57,12 @@ bool FillPools(Backend& backend, DType kv_dtype, int64_t num_blocks, std::mt1993
   const int64_t slots = num_blocks * kBlockSize;
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   const size_t pool_bytes = RowBytes(kv_dtype, slots * kKvHeads * kHeadDim);
-  pools->k_data.resize(pool_bytes);
-  pools->v_data.resize(pool_bytes);
+  absl::StatusOr<Buffer> k_data = backend.Allocate(pool_bytes);
+  absl::StatusOr<Buffer> v_data = backend.Allocate(pool_bytes);
+  if (!k_data.ok() || !v_data.ok())
+    return false;
+  pools->k_data = std::move(k_data).value();
+  pools->v_data = std::move(v_data).value();
   pools->k_pool = Tensor(kv_dtype, {num_blocks, kBlockSize, kKvHeads, kHeadDim},
                          pools->k_data.data(), MemorySpace::kHost);
   pools->v_pool = Tensor(kv_dtype, {num_blocks, kBlockSize, kKvHeads, kHeadDim},

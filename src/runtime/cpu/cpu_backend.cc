@@ -17,6 +17,7 @@
 
 #include "base/status_macros.h"
 #include "base/thread_pool.h"
+#include "runtime/cpu/internal/host_memory.h"
 #include "runtime/cpu/internal/kernels.h"
 #include "runtime/cpu/internal/packed_weights.h"
 
@@ -103,9 +104,8 @@ class CpuBackend final : public Backend {
   std::string_view name() const override { return name_; }
 
   absl::StatusOr<Buffer> Allocate(size_t size_bytes) override {
-    const size_t rounded = (size_bytes + 63) / 64 * 64;
-    void* data = rounded == 0 ? nullptr : std::aligned_alloc(64, rounded);
-    if (rounded != 0 && data == nullptr) {
+    void* data = size_bytes == 0 ? nullptr : cpu::AllocateHostMemory(size_bytes);
+    if (size_bytes != 0 && data == nullptr) {
       return absl::ResourceExhaustedError(
           fmt::format("cpu backend: cannot allocate {} bytes", size_bytes));
     }

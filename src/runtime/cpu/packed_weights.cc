@@ -1,9 +1,5 @@
 #include "runtime/cpu/internal/packed_weights.h"
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -11,10 +7,10 @@
 
 #include "fmt/format.h"
 
+#include "runtime/cpu/internal/host_memory.h"
+
 namespace switchyard::runtime::cpu {
 namespace {
-
-constexpr size_t kHugePage = size_t{2} << 20;
 
 size_t RoundUp(size_t n, size_t to) {
   return (n + to - 1) / to * to;
@@ -86,22 +82,17 @@ absl::StatusOr<Buffer> PackedWeights::Pack(const KernelContext& ctx,
   }
   if (todo.empty())
     return Buffer();
-  const size_t arena_bytes = RoundUp(total, kHugePage);
-  auto* arena = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, arena_bytes));
+  auto* arena = static_cast<uint8_t*>(AllocateHostMemory(total));
   if (arena == nullptr) {
     return absl::ResourceExhaustedError(
-        fmt::format("cpu backend: cannot allocate {} bytes of packed weights", arena_bytes));
+        fmt::format("cpu backend: cannot allocate {} bytes of packed weights", total));
   }
-#if defined(MADV_HUGEPAGE)
-  ::madvise(arena, arena_bytes, MADV_HUGEPAGE);  // a hint: without it, 4 KiB pages
-#endif
   for (const auto& [w, offset, panel_bytes] : todo) {
     const PackedPanels packed{arena + offset, panel_bytes};
     PackPanels(ctx, *w, packed);
     base::MutexLock lock(&mu_);
     entries_[w->data()] = {w->dtype(), w->dim(0), w->dim(1), packed};
   }
-  // Sized as the copies (the arena's rounding up to a huge page is not theirs).
   return Buffer(arena, total, MemorySpace::kDevice, [this](void* data, size_t size) {
     Release(data, static_cast<uint8_t*>(data) + size);
     std::free(data);
