@@ -191,6 +191,12 @@ void PackPanel(const uint8_t* w, size_t w_row_bytes, int64_t rows, int64_t t0, i
   }
 }
 
+// Pairs ahead of the one in use that GemmTile asks the caches for (4 KiB of panel). A
+// decode step's few rows stream panels packed at load from memory, once each; without it
+// the hardware prefetcher, next to one activation stream per tile row, fell behind:
+// BM_SmallBatch_BF16_Packed/2048/2048 at 12-32 rows went 1.2-1.5x faster with it.
+constexpr int64_t kPrefetchPairs = 32;
+
 // MR rows x 32 panel columns, accumulators in 2 * MR registers.
 template <int MR>
 void GemmTile(const uint16_t* a, int64_t lda, const uint32_t* panel, int64_t pairs, float* out,
@@ -205,6 +211,9 @@ void GemmTile(const uint16_t* a, int64_t lda, const uint32_t* panel, int64_t pai
   for (int64_t p = 0; p < pairs; ++p) {
     const __m512bh b0 = AsBf16(_mm512_load_si512(panel + p * kPanelRows));
     const __m512bh b1 = AsBf16(_mm512_load_si512(panel + p * kPanelRows + 16));
+    const uint32_t* ahead = panel + (p + kPrefetchPairs) * kPanelRows;
+    _mm_prefetch(reinterpret_cast<const char*>(ahead), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + 16), _MM_HINT_T0);
 #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       uint32_t pair;
