@@ -3,11 +3,11 @@
 // pragma below and reached only through that table.
 //
 // Scores come in two shapes. A few query vectors (decode: the query heads of one kv head)
-// take 16 K rows at a time, one accumulator per row, and fold the 16 accumulators into one
-// vector of scores (Fold2/Fold4/Fold16). Many query vectors (a tile of prefill rows) first
-// transpose 16 K rows into dimension-major order, so that each score vector is a plain sum
-// of K columns times broadcast query elements, with no reductions; the transpose is paid
-// once per 16 rows for all query vectors.
+// take 16 K rows at a time, each widened to f32 once for all of them, one accumulator per
+// row and vector, and fold the 16 accumulators into one vector of scores (Fold2/Fold4/Fold16). Many
+// query vectors (a tile of prefill rows) first transpose 16 K rows into dimension-major order, so
+// that each score vector is a plain sum of K columns times broadcast query elements, with no
+// reductions; the transpose is paid once per 16 rows for all query vectors.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -93,6 +93,53 @@ __attribute__((always_inline)) inline void ScoresOfGroup(const float* q, int64_t
   }
 }
 
+// ScoresOfGroup for a few query vectors (2 to kMinStagedQueries - 1: a decode row's group
+// of query heads) with head_dim == 16 * NV: each K row is widened once, in registers, for
+// all of them, where ScoresOfGroup widens it once per vector (vcvtph2ps costs more here
+// than the FMAs). Widening into memory instead (ScoresByRows' staging) made rows that come
+// from memory slower. Each vector's products and folds are ScoresOfGroup's, in its order.
+template <typename Loader, int NV>
+__attribute__((always_inline)) inline void ScoresOfGroupWidenedOnce(const float* q, int64_t num_q,
+                                                                    const uint8_t* const* group,
+                                                                    __m512 vscale, float* scores,
+                                                                    int64_t lds, __mmask16 mask) {
+  // Rows widened per pass, in 4 * NV registers or fewer; a pass folds them into a quad
+  // (ScoresOfGroup's Fold4 of two Fold2s), or with 2 rows into half of one.
+  constexpr int kRows = NV <= 4 ? 4 : 2;
+  constexpr int kPasses = kWidth / kRows;
+  __m512 folded[kMinStagedQueries][kPasses];
+  for (int pass = 0; pass < kPasses; ++pass) {
+    __m512 k[kRows][NV];
+#pragma GCC unroll 4
+    for (int i = 0; i < kRows; ++i) {
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v)
+        k[i][v] = Loader::Load(group[pass * kRows + i], v * kWidth);
+    }
+    for (int64_t r = 0; r < num_q; ++r) {
+      const float* qr = q + r * NV * kWidth;
+      auto products = [&](int i) {
+        __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v)
+          acc[v % 2] = _mm512_fmadd_ps(_mm512_loadu_ps(qr + v * kWidth), k[i][v], acc[v % 2]);
+        return _mm512_add_ps(acc[0], acc[1]);
+      };
+      if constexpr (kRows == 4) {
+        folded[r][pass] = Fold4(Fold2(products(0), products(1)), Fold2(products(2), products(3)));
+      } else {
+        folded[r][pass] = Fold2(products(0), products(1));
+        if (pass % 2 == 1)
+          folded[r][pass / 2] = Fold4(folded[r][pass - 1], folded[r][pass]);
+      }
+    }
+  }
+  for (int64_t r = 0; r < num_q; ++r) {
+    const __m512 sums = Fold16(folded[r][0], folded[r][1], folded[r][2], folded[r][3]);
+    _mm512_mask_storeu_ps(scores + r * lds, mask, _mm512_mul_ps(sums, vscale));
+  }
+}
+
 // Scores of num_q query vectors against each K row. With many query vectors (a shared
 // prefix's, kMinStagedQueries or more) and a 16-bit K with head_dim == 16 * NV, each 16 rows
 // are first widened to f32 in a staging buffer, once for all vectors: the conversion, not
@@ -118,6 +165,13 @@ void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows&
         }
         ScoresOfGroup<LoadF32, NV>(q, num_q, head_dim, group, vscale, scores + p0, lds,
                                    TailMask(rows.count - p0));
+        continue;
+      }
+    }
+    if constexpr (kStage) {
+      if (num_q > 1) {
+        ScoresOfGroupWidenedOnce<Loader, NV>(q, num_q, group, vscale, scores + p0, lds,
+                                             TailMask(rows.count - p0));
         continue;
       }
     }
