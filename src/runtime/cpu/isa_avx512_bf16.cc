@@ -39,10 +39,16 @@ __mmask32 TailMask(int64_t count) {
   return count >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << count) - 1);
 }
 
+// Masked loads and stores only for the tail: a masked store in every iteration was most of
+// this loop's time on Zen 4.
 void RoundRow(const float* x, int64_t k, uint16_t* dst) {
-  for (int64_t t = 0; t < k; t += 16) {
-    const int64_t left = std::min<int64_t>(16, k - t);
-    const __mmask16 mask = static_cast<__mmask16>(TailMask(left));
+  int64_t t = 0;
+  for (; t + 16 <= k; t += 16) {
+    const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(x + t));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + t), (__m256i)h);
+  }
+  if (t < k) {
+    const __mmask16 mask = static_cast<__mmask16>(TailMask(k - t));
     const __m256bh h = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x + t));
     _mm256_mask_storeu_epi16(dst + t, mask, (__m256i)h);
   }
