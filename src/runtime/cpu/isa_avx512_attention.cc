@@ -169,7 +169,7 @@ void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows&
       }
     }
     if constexpr (kStage) {
-      if (num_q > 1) {
+      if (num_q > 1 && num_q < kMinStagedQueries) {
         ScoresOfGroupWidenedOnce<Loader, NV>(q, num_q, group, vscale, scores + p0, lds,
                                              TailMask(rows.count - p0));
         continue;
