@@ -27,8 +27,11 @@
 namespace switchyard::runtime::cpu {
 namespace {
 
-// Query vectors (rows x heads per kv head) an item aims for.
-constexpr int64_t kTileVectors = 16;
+// Query vectors (rows x heads per kv head) an item aims for. A prefill tile transposes each
+// K block it reads once for all its vectors, so more vectors share each transpose: 48
+// against 16 made a 512-row prefill's attention 1.16x faster (BM_AttentionPrefill_F16, one
+// thread; 96 gained 2% more and leaves fewer items to balance).
+constexpr int64_t kTileVectors = 48;
 // KV positions, at least, whose scores go through one softmax update: the update (max, exp
 // and the rescale of every accumulator) costs the same for few positions as for many.
 constexpr int64_t kStepPositions = 64;
