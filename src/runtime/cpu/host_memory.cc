@@ -19,7 +19,7 @@ size_t RoundUp(size_t n, size_t to) {
 
 void* AllocateHostMemory(size_t bytes) {
   if (bytes < kHugePage)
-    return std::aligned_alloc(64, RoundUp(bytes == 0 ? 1 : bytes, 64));
+    return std::aligned_alloc(64, RoundUp(bytes, 64));
   const size_t rounded = RoundUp(bytes, kHugePage);
   void* data = std::aligned_alloc(kHugePage, rounded);
 #if defined(MADV_HUGEPAGE)

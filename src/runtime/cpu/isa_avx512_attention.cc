@@ -4,10 +4,11 @@
 //
 // Scores come in two shapes. A few query vectors (decode: the query heads of one kv head)
 // take 16 K rows at a time, each widened to f32 once for all of them, one accumulator per
-// row and vector, and fold the 16 accumulators into one vector of scores (Fold2/Fold4/Fold16). Many
-// query vectors (a tile of prefill rows) first transpose 16 K rows into dimension-major order, so
-// that each score vector is a plain sum of K columns times broadcast query elements, with no
-// reductions; the transpose is paid once per 16 rows for all query vectors.
+// row and vector, and fold the 16 accumulators into one vector of scores
+// (Fold2/Fold4/Fold16). Many query vectors (a tile of prefill rows) first transpose 16 K
+// rows into dimension-major order, so that each score vector is a plain sum of K columns
+// times broadcast query elements, with no reductions; the transpose is paid once per 16
+// rows for all query vectors.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -48,6 +49,19 @@ constexpr int kValueTile = 6;
 // Head dimensions per pass of the value tile and of the transposed K block.
 constexpr int64_t kDimBlock = 4 * kWidth;
 
+// Per-lane products of one query vector and one K row over head_dim == 16 * NV, with
+// q_at(v) and k_at(v) their v-th 16 values as f32. Every by-rows score goes through here,
+// so a vector's sums are the same bits whichever loop widened its K rows.
+template <int NV, typename QAt, typename KAt>
+__attribute__((always_inline)) inline __m512 LaneProducts(const QAt& q_at, const KAt& k_at) {
+  // Two chains, so that the FMAs of one row do not all wait on each other.
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+#pragma GCC unroll 16
+  for (int v = 0; v < NV; ++v)
+    acc[v % 2] = _mm512_fmadd_ps(q_at(v), k_at(v), acc[v % 2]);
+  return _mm512_add_ps(acc[0], acc[1]);
+}
+
 // Per-lane products of q and one K row, summed over the head dimension: NV vectors of it
 // with q already in registers (head_dim == 16 * NV), or any head_dim with NV == 0.
 template <typename Loader, int NV>
@@ -61,12 +75,8 @@ __attribute__((always_inline)) inline __m512 RowProducts(const float* q, const _
     }
     return acc;
   } else {
-    // Two chains, so that the FMAs of one row do not all wait on each other.
-    __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-#pragma GCC unroll 16
-    for (int v = 0; v < NV; ++v)
-      acc[v % 2] = _mm512_fmadd_ps(qv[v], Loader::Load(row, v * kWidth), acc[v % 2]);
-    return _mm512_add_ps(acc[0], acc[1]);
+    return LaneProducts<NV>([qv](int v) { return qv[v]; },
+                            [row](int v) { return Loader::Load(row, v * kWidth); });
   }
 }
 
@@ -119,11 +129,8 @@ __attribute__((always_inline)) inline void ScoresOfGroupWidenedOnce(const float*
     for (int64_t r = 0; r < num_q; ++r) {
       const float* qr = q + r * NV * kWidth;
       auto products = [&](int i) {
-        __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-#pragma GCC unroll 8
-        for (int v = 0; v < NV; ++v)
-          acc[v % 2] = _mm512_fmadd_ps(_mm512_loadu_ps(qr + v * kWidth), k[i][v], acc[v % 2]);
-        return _mm512_add_ps(acc[0], acc[1]);
+        return LaneProducts<NV>([qr](int v) { return _mm512_loadu_ps(qr + v * kWidth); },
+                                [&k, i](int v) { return k[i][v]; });
       };
       if constexpr (kRows == 4) {
         folded[r][pass] = Fold4(Fold2(products(0), products(1)), Fold2(products(2), products(3)));
@@ -167,9 +174,7 @@ void ScoresByRows(const float* q, int64_t num_q, int64_t head_dim, const KvRows&
                                    TailMask(rows.count - p0));
         continue;
       }
-    }
-    if constexpr (kStage) {
-      if (num_q > 1 && num_q < kMinStagedQueries) {
+      if (num_q > 1) {  // and fewer than kMinStagedQueries, as the branch above took those
         ScoresOfGroupWidenedOnce<Loader, NV>(q, num_q, group, vscale, scores + p0, lds,
                                              TailMask(rows.count - p0));
         continue;

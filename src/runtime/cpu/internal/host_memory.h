@@ -9,7 +9,7 @@ namespace switchyard::runtime::cpu {
 // huge pages, with the kernel asked (MADV_HUGEPAGE, a hint) to back it with them. The KV
 // pools are read in scattered pieces of a block (6 KiB at SmolLM2's shape), and on 4 KiB
 // pages nearly every piece of a pool larger than the TLB's reach missed the TLB. Returns
-// nullptr when out of memory; free with std::free.
+// nullptr when out of memory; free with std::free. REQUIRES: bytes > 0.
 void* AllocateHostMemory(size_t bytes);
 
 }  // namespace switchyard::runtime::cpu
