@@ -135,7 +135,7 @@ class KvConnector {
     bool peer_pull = false;  // StartPeerPull's, else StartLoad's
     // Leading local blocks that hold the remote KV (all of them, or 0 after a failure).
     int32_t num_loaded = 0;
-    absl::Status status;
+    absl::Status status{};
   };
   std::vector<FinishedLoad> TakeFinishedLoads();
 
@@ -144,13 +144,13 @@ class KvConnector {
   // A P/D load (params, first_block) or a peer pull (pull set).
   struct LoadJob {
     SeqId seq = 0;
-    kvx::KvTransferParams params;
+    kvx::KvTransferParams params{};
     int32_t first_block = 0;
     struct PeerPull {
       net::HostPort source;
       std::vector<kvx::PeerDigest> hashes;
     };
-    std::optional<PeerPull> pull;
+    std::optional<PeerPull> pull{};
     std::vector<BlockId> local_blocks;
   };
 

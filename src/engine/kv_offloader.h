@@ -158,10 +158,10 @@ class KvOffloader {
     Medium medium = Medium::kHost;
     bool is_store = false;
     SeqId seq = 0;  // loads
-    std::vector<BlockId> blocks;
-    std::vector<int64_t> slots;  // host and disk
-    std::vector<BlockHash> hashes;
-    Clock::time_point posted;
+    std::vector<BlockId> blocks{};
+    std::vector<int64_t> slots{};  // host and disk
+    std::vector<BlockHash> hashes{};
+    Clock::time_point posted{};
   };
   struct Done {
     uint64_t job = 0;
