@@ -11,6 +11,16 @@ target_compile_options(sy_warnings INTERFACE
   $<$<BOOL:${SY_WERROR}>:-Werror>
   $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety>)
 
+# Precompiled headers (cmake/precompiled_headers.h) for the targets of many units: libraries,
+# test binaries and the switchyard binary. Off by default; the presets CI builds turn it on.
+option(SY_PRECOMPILE_HEADERS "Precompile cmake/precompiled_headers.h for each multi-unit target" OFF)
+function(sy_precompile_headers target)
+  if(SY_PRECOMPILE_HEADERS)
+    target_precompile_headers(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CXX>:${PROJECT_SOURCE_DIR}/cmake/precompiled_headers.h>)
+  endif()
+endfunction()
+
 # sy_cc_library(NAME text PUBLIC_DEPS sy::base PRIVATE_DEPS x): every .cc under the
 # calling folder (subfolders included) makes up the library.
 function(sy_cc_library)
@@ -20,6 +30,7 @@ function(sy_cc_library)
   add_library(sy::${SY_NAME} ALIAS sy_${SY_NAME})
   target_include_directories(sy_${SY_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(sy_${SY_NAME} PUBLIC ${SY_PUBLIC_DEPS} PRIVATE ${SY_PRIVATE_DEPS} sy::warnings)
+  sy_precompile_headers(sy_${SY_NAME})
 endfunction()
 
 # sy_cc_test(LIB base DEPS extra [LABEL concurrency]) -> binary sy_<lib>_tests from
@@ -37,6 +48,7 @@ function(sy_cc_test)
                         GTest::gtest_main sy::warnings)
   target_compile_definitions(${name} PRIVATE
     SY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  sy_precompile_headers(${name})
   if(NOT SY_LABEL)
     set(SY_LABEL unit)
   endif()

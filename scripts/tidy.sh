@@ -40,15 +40,30 @@ trap 'rm -rf "$work"' EXIT
 # The common part of every key: the checks a cached pass stands for and the tool that ran them.
 { cat .clang-tidy; echo "$cached_checks"; clang-tidy-14 --version; } | sha256sum | cut -d' ' -f1 >"$work/config_key"
 
-# One line per unit in scope: its source file, then its compile command (compiler first),
-# from the compile database.
-python3 - "$db" "$root/src/" >"$work/units" <<'EOF'
+# The compile database without the precompiled header (SY_PRECOMPILE_HEADERS), so that each
+# unit is checked, and keyed, as it compiles on its own: an include it lacks is an error here.
+# Then one line per unit in scope: its source file, then its compile command (compiler first).
+python3 - "$db" "$root/src/" "$work/compile_commands.json" >"$work/units" <<'EOF'
 import json, shlex, sys
-db, prefix = sys.argv[1], sys.argv[2]
-for entry in json.load(open(db)):
+db, prefix, out = sys.argv[1], sys.argv[2], sys.argv[3]
+def without_pch(args):
+    kept, i = [], 0
+    while i < len(args):
+        if (args[i] == "-Xclang" and i + 3 < len(args) and args[i + 1] in ("-include-pch", "-include")
+                and args[i + 3].rsplit("/", 1)[-1].startswith("cmake_pch.hxx")):
+            i += 4
+            continue
+        kept.append(args[i])
+        i += 1
+    return kept
+entries = json.load(open(db))
+for entry in entries:
+    entry["arguments"] = without_pch(entry.get("arguments") or shlex.split(entry.pop("command")))
+    entry.pop("command", None)
+json.dump(entries, open(out, "w"))
+for entry in entries:
     if entry["file"].startswith(prefix) and entry["file"].endswith(".cc"):
-        args = entry.get("arguments") or shlex.split(entry["command"])
-        print(entry["file"], entry["directory"], shlex.join(args), sep="\t")
+        print(entry["file"], entry["directory"], shlex.join(entry["arguments"]), sep="\t")
 EOF
 
 # Checks one unit (its units line on stdin). Prints "skipped <key>" or "passed <key>", or
@@ -66,7 +81,7 @@ check_unit() {
   } | sha256sum | cut -d' ' -f1)
   if [ "$use_cache" = 1 ] && { [ -e "$cache/$key" ] || grep -qxF "$key" "$passed"; }; then
     echo "skipped $key"
-  elif out=$(clang-tidy-14 -p build/asan --quiet ${tidy_args:+"$tidy_args"} "$file" 2>&1) &&
+  elif out=$(clang-tidy-14 -p "$work" --quiet ${tidy_args:+"$tidy_args"} "$file" 2>&1) &&
     ! grep -q ': \(warning\|error\): ' <<<"$out"; then
     touch "$cache/$key"
     echo "passed $key"

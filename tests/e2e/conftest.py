@@ -24,14 +24,6 @@ def switchyard_bin() -> pathlib.Path:
     return pathlib.Path(os.environ.get("SWITCHYARD_BIN", REPO / "build" / "dev" / "src" / "cli" / "switchyard"))
 
 
-def optimized_switchyard_bin() -> pathlib.Path:
-    """The binary for tests that run a real model's numerics at length (parity with llama.cpp
-    on real weights): SWITCHYARD_OPTIMIZED_BIN (scripts/test.sh sets it to the release build),
-    else SWITCHYARD_BIN. Under ASan those runs take ~10x as long and check nothing more; the
-    kernels they exercise run under ASan in the unit tests and on the tiny models."""
-    return pathlib.Path(os.environ.get("SWITCHYARD_OPTIMIZED_BIN", switchyard_bin()))
-
-
 @pytest.fixture(scope="session")
 def switchyard():
     """Returns a function that runs the switchyard binary and returns the CompletedProcess."""

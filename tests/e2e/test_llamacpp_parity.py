@@ -38,7 +38,6 @@ import numpy as np
 import pytest
 import requests
 
-from conftest import optimized_switchyard_bin
 from engine_server import EngineServer
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -142,8 +141,7 @@ def smollm2():
 
 @pytest.fixture(scope="module")
 def engine(smollm2):
-    server = EngineServer("--threads", THREADS, model=smollm2, name="smollm2",
-                          binary=optimized_switchyard_bin()).start()
+    server = EngineServer("--threads", THREADS, model=smollm2, name="smollm2").start()
     yield server
     server.stop()
 
