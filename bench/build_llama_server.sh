@@ -23,7 +23,8 @@ python=.venv/bin/python
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 echo "build_llama_server: building llama-server $version -O3 native (minutes)" >&2
-"$python" -m pip download -q --no-deps --no-binary :all: -d "$work" "llama-cpp-python==$version"
+"$python" -m pip download -q --no-deps --no-binary llama-cpp-python -d "$work" \
+  "llama-cpp-python==$version"
 tar xzf "$work"/llama_cpp_python-*.tar.gz -C "$work"
 if ! { cmake -S "$work"/llama_cpp_python-*/vendor/llama.cpp -B "$work/build" -G Ninja \
          -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF \

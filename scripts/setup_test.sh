@@ -94,7 +94,9 @@ if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
   work=$(mktemp -d)
   trap 'stop_background; rm -rf "$work" "$background"' EXIT
   pin=$(grep -E '^llama-cpp-python' tools/requirements-fleet.txt)  # name[extras]==version
-  .venv/bin/python -m pip download -q --no-deps --no-binary :all: -d "$work" \
+  # --no-binary names the package: with :all: pip also built every build dependency of the
+  # sdist's metadata step from source (scikit-build-core, hatchling, setuptools...): minutes.
+  .venv/bin/python -m pip download -q --no-deps --no-binary llama-cpp-python -d "$work" \
     "llama-cpp-python==${pin##*==}"
   sdist=$(echo "$work"/llama_cpp_python-*.tar.gz)
   CFLAGS="$LLAMA_ARCH_FLAGS" CXXFLAGS="$LLAMA_ARCH_FLAGS" CMAKE_ARGS="$LLAMA_CMAKE_ARGS" \
