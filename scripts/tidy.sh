@@ -53,7 +53,8 @@ def without_pch(args):
                 and args[i + 3].rsplit("/", 1)[-1].startswith("cmake_pch.hxx")):
             i += 4
             continue
-        kept.append(args[i])
+        if args[i] != "-Winvalid-pch":
+            kept.append(args[i])
         i += 1
     return kept
 entries = json.load(open(db))
