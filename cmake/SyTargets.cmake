@@ -11,9 +11,8 @@ target_compile_options(sy_warnings INTERFACE
   $<$<BOOL:${SY_WERROR}>:-Werror>
   $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety>)
 
-# Precompiled headers (cmake/precompiled_headers.h) for the targets of many units: libraries,
-# test binaries and the switchyard binary. Off by default; the presets CI builds turn it on.
-option(SY_PRECOMPILE_HEADERS "Precompile cmake/precompiled_headers.h for each multi-unit target" OFF)
+# Precompiled headers (cmake/precompiled_headers.h) for the targets of many units, under
+# SY_PRECOMPILE_HEADERS: libraries, test binaries and the switchyard binary.
 function(sy_precompile_headers target)
   if(SY_PRECOMPILE_HEADERS)
     target_precompile_headers(${target} PRIVATE

@@ -1,6 +1,7 @@
 // The headers most of the project's units include, precompiled once per target when
-// SY_PRECOMPILE_HEADERS is on (the asan and tsan presets, which CI builds cold): parsing them
-// was a third of a typical unit's compile time. Only standard and Abseil headers belong here:
+// SY_PRECOMPILE_HEADERS is on (the asan and tsan presets, which CI builds cold): an ASan build
+// of sy_router, sy_engine, sy_kvx and sy_router_tests with their dependencies took 342 s with
+// it, 455 s without (ccache off, one run each). Only standard and Abseil headers belong here:
 // their content must not depend on any target's macros. A unit still includes what it uses;
 // scripts/tidy.sh checks each changed unit without this header, so a missing include fails
 // there.

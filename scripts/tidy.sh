@@ -2,10 +2,11 @@
 # Runs clang-tidy 14 (checks in .clang-tidy) on every translation unit under src/ whose content
 # changed since it last passed, and fails, printing the findings, if any has one.
 # A unit's key is the SHA-256 of its preprocessed text (`clang++ -E -C` with the flags of the
-# asan preset's compile database, with comments, so a removed NOLINT counts), its compile
-# flags, .clang-tidy and clang-tidy's version; a unit that passes leaves an empty file named by
-# its key in .cache/tidy/, and a unit whose key is there is skipped. A change to a header thus
-# re-checks every unit that includes it; an empty cache checks everything.
+# asan preset's compile database less its precompiled header, with comments, so a removed
+# NOLINT counts), its compile flags, .clang-tidy and clang-tidy's version; a unit that passes
+# leaves an empty file named by its key in .cache/tidy/, and a unit whose key is there is
+# skipped. A change to a header thus re-checks every unit that includes it; an empty cache
+# checks everything.
 # The clang static analyzer (clang-analyzer-*) takes two thirds of clang-tidy's time, so only
 # --all runs it; --all also checks every unit, cached or not. What passes --all passes the
 # cached checks too, so it records its keys as well.
@@ -59,8 +60,8 @@ def without_pch(args):
     return kept
 entries = json.load(open(db))
 for entry in entries:
-    entry["arguments"] = without_pch(entry.get("arguments") or shlex.split(entry.pop("command")))
-    entry.pop("command", None)
+    args = entry.pop("arguments", None) or shlex.split(entry.pop("command"))
+    entry["arguments"] = without_pch(args)
 json.dump(entries, open(out, "w"))
 for entry in entries:
     if entry["file"].startswith(prefix) and entry["file"].endswith(".cc"):
