@@ -70,7 +70,11 @@ absl::StatusOr<MemoryRegion> MemoryRegion::ForInterleaved(KvBlockLayout layout,
     segments.push_back(store.subspan(offset));
   }
   const size_t stride = layout.block_bytes();
-  return Create(std::move(layout), std::move(segments), stride, num_blocks);
+  absl::StatusOr<MemoryRegion> region =
+      Create(std::move(layout), std::move(segments), stride, num_blocks);
+  if (region.ok())
+    region->is_store_ = true;
+  return region;
 }
 
 }  // namespace switchyard::kvx

@@ -9,7 +9,9 @@
 //    back to back, segment_base[s] = base + segment_offset(s), block_stride the whole
 //    block's bytes (ForInterleaved).
 // Creation checks once that every block of every segment lies inside the memory given for
-// it, without overflow; addr() then checks nothing.
+// it, without overflow; addr() then checks nothing. A region made by ForInterleaved is a
+// store: copies into it use non-temporal stores (kvx/internal/streaming_copy.h), since a
+// store's blocks are read back only on a later hit, not by the next step.
 //
 // Immutable value; any thread. Does not own the memory, which must outlive every use of
 // the region (a TransferEngine that registered it included).
@@ -40,7 +42,8 @@ class MemoryRegion {
   static absl::StatusOr<MemoryRegion> ForPools(KvBlockLayout layout,
                                                std::vector<std::span<std::byte>> pools,
                                                int64_t num_blocks);
-  // num_blocks whole blocks back to back in `store`. InvalidArgument, as Create.
+  // num_blocks whole blocks back to back in `store`; is_store() is true. InvalidArgument, as
+  // Create.
   static absl::StatusOr<MemoryRegion> ForInterleaved(KvBlockLayout layout,
                                                      std::span<std::byte> store,
                                                      int64_t num_blocks);
@@ -53,6 +56,8 @@ class MemoryRegion {
   // Whether each block's segments lie back to back in layout order, so that a block is one
   // contiguous range of block_bytes() starting at segment 0.
   bool segments_packed() const { return segments_packed_; }
+  // Whether the region is a store (ForInterleaved): what is written into it is not read soon.
+  bool is_store() const { return is_store_; }
 
   // REQUIRES: 0 <= block < num_blocks(), segment < layout().num_segments().
   std::byte* addr(int64_t block, size_t segment) const {
@@ -73,6 +78,7 @@ class MemoryRegion {
   size_t block_stride_;
   int64_t num_blocks_;
   bool segments_packed_;
+  bool is_store_ = false;
 };
 
 }  // namespace switchyard::kvx

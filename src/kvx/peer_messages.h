@@ -75,7 +75,7 @@ struct PeerLookupBlocks {
 // kLookupResult: the ids of the longest leading run of the looked-up hashes the sender
 // holds (block_ids[i] holds hashes[i]), pinned for `lease_ms` or until kReleaseBlocks.
 struct PeerLookupResult {
-  std::vector<uint32_t> block_ids;
+  std::vector<uint32_t> block_ids{};
   uint32_t lease_ms = 0;
 
   friend bool operator==(const PeerLookupResult&, const PeerLookupResult&) = default;

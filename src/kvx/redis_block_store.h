@@ -37,7 +37,7 @@ struct RedisBlockStoreOptions {
   std::string host = "127.0.0.1";
   int port = 6379;
   // Put before every key, e.g. "switchyard:kv:<KvCompatibility::Hash()>:".
-  std::string key_prefix;
+  std::string key_prefix{};
   // Written into every entry and checked on every read (KvCompatibility::Digest).
   std::array<uint8_t, 32> compatibility{};
   int num_threads = 2;

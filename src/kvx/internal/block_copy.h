@@ -7,6 +7,9 @@
 //  - otherwise (a pool on either side): segment by segment, entries in order within each;
 //    pool<->pool gives one copy per segment per run, pool<->interleaved one per segment per
 //    block (its bytes are not adjacent on the interleaved side).
+// Copies into a store region (MemoryRegion::is_store) and copies of a transfer of at least
+// half the last-level cache use non-temporal stores (streaming_copy.h), fenced before
+// CopyBlocks returns: their destination is not read soon, or would not stay cached anyway.
 //
 // Runs on the calling thread; the tables and the memory they name must stay alive.
 #pragma once

@@ -22,6 +22,7 @@ TEST(MemoryRegionTest, PoolsPutEachSegmentInItsPool) {
   EXPECT_EQ(region->addr(3, 1), v.data() + 48);
   EXPECT_EQ(region->addr(2, 2), w.data() + 32);
   EXPECT_FALSE(region->segments_packed());
+  EXPECT_FALSE(region->is_store());
 }
 
 TEST(MemoryRegionTest, InterleavedKeepsABlocksSegmentsTogether) {
@@ -33,6 +34,7 @@ TEST(MemoryRegionTest, InterleavedKeepsABlocksSegmentsTogether) {
   EXPECT_EQ(region->addr(1, 0), store.data() + 48);
   EXPECT_EQ(region->addr(4, 2), store.data() + 4 * 48 + 32);
   EXPECT_TRUE(region->segments_packed());
+  EXPECT_TRUE(region->is_store());
 }
 
 TEST(MemoryRegionTest, RefusesBlocksPastTheMemory) {
