@@ -4,11 +4,13 @@
 # format check; the `asan` workflow (clang 14 with -Wthread-safety as an error, ASan+UBSan:
 # unit tests, fuzz-corpus replays, one run of each benchmark); clang-tidy on the src/ units
 # that changed since they last passed (scripts/tidy.sh, with the asan compile database); the
-# `tsan` workflow (only the test binaries whose tests start threads, under TSan); then the
 # Python end-to-end tests against the ASan build of the `switchyard` binary (its CPU kernels
 # are compiled -O2, SY_OPTIMIZE_KERNELS, so the long parity runs on the real model take
-# minutes, not tens of minutes, and CI builds no release binary for them). Each stage's line
-# says how long the script has run so far.
+# minutes, not tens of minutes, and CI builds no release binary for them); then the `tsan`
+# tests (only the test binaries whose tests start threads, under TSan). The TSan build runs
+# beside the end-to-end tests, at the lowest CPU priority: those tests mostly wait on
+# servers and clients (about half a core of the two on average), so the build takes the idle
+# time and not theirs. Each stage's line says how long the script has run so far.
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,8 +30,13 @@ cmake --workflow --preset asan
 stage "clang-tidy on the src/ units that changed since they passed (scripts/tidy.sh)"
 bash scripts/tidy.sh
 
-stage "build and run the threaded test binaries under TSan"
-cmake --workflow --preset tsan
+stage "configure the TSan build; build it in the background, niced, beside the e2e tests"
+cmake --preset tsan
+tsan_log=$(mktemp)
+# Its own session (setsid), so that stopping it on a failure reaches ninja and the compilers.
+setsid nice -n 19 cmake --build --preset tsan >"$tsan_log" 2>&1 &
+tsan_build=$!
+trap 'kill -- -"$tsan_build" 2>/dev/null || true; rm -f "$tsan_log"' EXIT
 
 stage "end-to-end tests"
 export SWITCHYARD_BIN="$root/build/asan/src/cli/switchyard"
@@ -38,4 +45,11 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # setup_test.sh built the Kubernetes tools: a test that cannot find them fails, not skips.
 export SWITCHYARD_REQUIRE_KUBE=1
 .venv/bin/python -m pytest -q tests/e2e "$@"
+
+stage "finish the TSan build and run the threaded test binaries under it"
+status=0
+wait "$tsan_build" || status=$?
+tail -n 5 "$tsan_log"
+[ "$status" = 0 ] || { cat "$tsan_log"; echo "test.sh: the TSan build failed" >&2; exit 1; }
+ctest --preset tsan
 stage "done"
