@@ -5,7 +5,10 @@ Two simulated engines (`switchyard engine --backend sim --sim-kv-memory`: the fo
 is the latency model, but the KV cache holds real bytes of bench-135m's size, which the
 tiers copy for real) behind `switchyard router` with precise prefix-cache scoring fed by
 the engines' KV events (llm-d's precise guide: prefix 3, queue 2, KV utilization 2; without the
-last with --without-kv-utilization). The
+last with --without-kv-utilization; with --session-affinity W, each turn also carries its
+conversation's `x-session-id` and the profile a session-affinity-scorer (session_id strategy)
+of weight W, which keeps a conversation on the engine of its last turn as a chat front end
+that sends session ids would). The
 latency model is the default calibration of the CPU engine on bench-135m scaled 10x faster
 (--speedup), so that a run takes minutes: prefill 270 us a token.
 
@@ -32,7 +35,7 @@ better than off.
 
 usage: .venv/bin/python bench/kv_capacity_workload.py [--bin PATH] [--model DIR]
            [--conversations 32] [--turns 6] [--configs off,host,...] [--json-out FILE]
-           [--smoke]
+           [--without-kv-utilization] [--session-affinity WEIGHT] [--smoke]
 """
 import argparse
 import concurrent.futures
@@ -136,6 +139,15 @@ def run_config(a, config, workload, shared_name):
         if a.without_kv_utilization:
             scheduling = scheduling.replace(
                 "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}\n", "")
+        if a.session_affinity:
+            scheduling = scheduling.replace(
+                "- type: queue-scorer\n",
+                "- type: session-affinity-scorer\n  parameters: {strategy: session_id}\n"
+                "- type: queue-scorer\n").replace(
+                "  - {pluginRef: queue-scorer, weight: 2}\n",
+                f"  - {{pluginRef: session-affinity-scorer, weight: {a.session_affinity}}}\n"
+                "  - {pluginRef: queue-scorer, weight: 2}\n")
+            assert "session-affinity-scorer, weight" in scheduling, scheduling
         router = router_fleet.Router(a.bin, "router", log_dir, router_fleet.router_yaml(
             engines, "bench", scheduling, threads=2, tokenizer=a.model))
         procs.append(router)
@@ -149,7 +161,9 @@ def run_config(a, config, workload, shared_name):
             for t, order in enumerate(workload.order):
                 futures = [pool_exec.submit(router_fleet.stream_completion, router.url, "bench",
                                             workload.turns[c][t], a.answer_tokens,
-                                            a.request_timeout) for c in order]
+                                            a.request_timeout,
+                                            {"x-session-id": f"conversation-{c}"})
+                           for c in order]
                 for c, f in zip(order, futures):
                     done = f.result()
                     ttfts.append(done["ttft"])
@@ -204,6 +218,9 @@ def main():
     ap.add_argument("--without-kv-utilization", action="store_true",
                     help="leave the kv-cache-utilization-scorer out of the router's profile "
                          "(with tiers a full pool is no sign of load)")
+    ap.add_argument("--session-affinity", type=int, default=0, metavar="WEIGHT",
+                    help="add a session-affinity-scorer of this weight to the router's profile "
+                         "(turns carry their conversation's x-session-id either way; 0: none)")
     ap.add_argument("--smoke", action="store_true",
                     help="seconds-long check on models/tiny-llama3: 4 conversations of 3 turns, "
                          "zero latency; exits non-zero unless every tier configuration hits "

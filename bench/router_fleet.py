@@ -330,17 +330,19 @@ def calibrated_latency(speedup):
     return ",".join(f"{k}={v / speedup:g}" for k, v in CALIBRATED_LATENCY.items())
 
 
-def stream_completion(url, model, tokens, max_tokens, timeout_s):
-    """One streaming greedy POST /v1/completions of token ids (ignore_eos) to `url`: a dict of
-    ttft (s, send to the first token chunk), gaps (s, between token chunks), chunks and the
-    endpoint the router named (x-switchyard-endpoint, None from an engine)."""
+def stream_completion(url, model, tokens, max_tokens, timeout_s, headers=None):
+    """One streaming greedy POST /v1/completions of token ids (ignore_eos) to `url`, with
+    `headers` added when given: a dict of ttft (s, send to the first token chunk), gaps (s,
+    between token chunks), chunks and the endpoint the router named (x-switchyard-endpoint,
+    None from an engine)."""
     body = json.dumps({"model": model, "prompt": tokens, "max_tokens": max_tokens,
                        "ignore_eos": True, "temperature": 0, "stream": True}).encode()
     u = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(u.hostname, u.port, timeout=timeout_s)
     try:
         t0 = time.perf_counter()
-        conn.request("POST", "/v1/completions", body, {"Content-Type": "application/json"})
+        conn.request("POST", "/v1/completions", body,
+                     {"Content-Type": "application/json", **(headers or {})})
         resp = conn.getresponse()
         if resp.status != 200:
             raise RuntimeError(f"HTTP {resp.status}: {resp.read()[:300]!r}")

@@ -4,7 +4,7 @@ claims: nothing cached, the pool, the tier, which the script checks on the engin
 bench/kv_tier_overlap.py (the tier must store the background prompts' blocks),
 bench/kv_peer_ttft.py (the peer step must load its prefix from the other engine),
 bench/kv_capacity_workload.py (every tier configuration must load blocks back and hit more
-than tiers off), and bench/pd_disagg_bench.py (the P/D fleet must move every long prompt's
+than tiers off; with a dominant session-affinity scorer no conversation changes engine), and bench/pd_disagg_bench.py (the P/D fleet must move every long prompt's
 KV)."""
 import pytest
 
@@ -50,6 +50,18 @@ def test_kv_capacity_workload_bench_smoke(switchyard, tmp_path):
         assert results[config]["hit_rate"] > results["off"]["hit_rate"], config
     assert results["unbounded"]["hit_rate"] >= results["host"]["hit_rate"]
     assert all(r["requests"] == 36 for r in results.values())
+
+
+def test_kv_capacity_workload_session_affinity_keeps_conversations_in_place(switchyard,
+                                                                          tmp_path):
+    # A session-affinity weight above every other scorer's sum (3 + 2 + 2): each turn goes to
+    # the engine of its conversation's last turn, so none moves.
+    result, _ = smoke("kv_capacity_workload.py", tmp_path, "--configs", "host",
+                      "--session-affinity", "10", timeout=300)
+    [host] = result["results"]
+    assert host["requests"] == 36
+    assert host["moved_turns"] == 0
+    assert host["tier_loads"] > 0
 
 
 def test_pd_disagg_bench_smoke(switchyard, tmp_path):

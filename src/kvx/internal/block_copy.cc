@@ -13,11 +13,11 @@ namespace {
 // A transfer at least this large is not kept in the cache whatever its destination: half
 // the last-level cache (16 MiB where the system does not say).
 size_t LargeTransferBytes() {
-  static const size_t bytes = [] {
+  static const size_t kBytes = [] {
     const long l3 = ::sysconf(_SC_LEVEL3_CACHE_SIZE);  // NOLINT(google-runtime-int): its type
     return l3 > 0 ? static_cast<size_t>(l3) / 2 : size_t{16} << 20;
   }();
-  return bytes;
+  return kBytes;
 }
 
 // Merges pieces into the pending op and issues it when the next piece does not continue it.
