@@ -1,11 +1,14 @@
 // PeerBlockServer and PeerBlockClient over real loopback TCP: blocks arrive byte-exact,
 // lookups and leases reach the source, and every failure (wrong secret, another model, a
-// bad id, garbage, a silent or vanished peer, too many connections, shutdown mid-transfer)
-// ends in a clean error with the server still serving.
+// bad id, garbage, a silent or vanished peer, too many connections, a server process killed
+// mid-transfer) ends in a clean error with the server still serving.
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <thread>
 #include <vector>
@@ -288,6 +291,74 @@ TEST_F(PeerBlockTransferTest, AServerThatGoesAwayBreaksTheClientCleanly) {
   const absl::Status status = (*client)->ReadBlocks(remote_one, *local.region, one);
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
   EXPECT_EQ((*client)->ReadBlocks(remote_one, *local.region, one).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// The source's side of the kill test below: lends every block, and a read's start sends the
+// whole process a SIGKILL 2 ms later, while the blocks stream.
+class DiesMidReadSource : public PeerBlockSource {
+ public:
+  absl::StatusOr<PeerLookupResult> Lookup(std::span<const PeerDigest>) override {
+    return PeerLookupResult{};
+  }
+  absl::StatusOr<uint64_t> BeginRead(std::span<const int32_t>) override {
+    std::thread([] {
+      ::usleep(2000);
+      ::raise(SIGKILL);
+    }).detach();
+    return 0;
+  }
+  void EndRead(uint64_t) override {}
+  void Release(std::span<const int32_t>) override {}
+};
+
+// kill -9 of the lending engine while a read streams: the reader gets Unavailable (the
+// stream ends mid-frame), not a hang or a partial success, and its connection is done.
+// 256 MiB take far longer than 2 ms over loopback, so the kill lands mid-transfer.
+TEST(PeerBlockServerKillTest, AServerKilledMidTransferBreaksTheReadCleanly) {
+#if defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "TSan does not support threads started after fork";
+#endif
+  const KvBlockLayout layout = *KvBlockLayout::ForKvCache(8, 16, 8, 128, 2);  // 512 KiB blocks
+  constexpr int64_t kBigBlocks = 512;
+  std::vector<std::byte> store(layout.block_bytes() * kBigBlocks);
+  const MemoryRegion region = *MemoryRegion::ForInterleaved(layout, store, kBigBlocks);
+  int port_pipe[2];
+  ASSERT_EQ(::pipe(port_pipe), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(port_pipe[0]);
+    DiesMidReadSource source;
+    auto server = PeerBlockServer::Start({.handshake = Handshake("prefill-0")}, region, &source);
+    if (!server.ok())
+      ::_exit(2);
+    const uint16_t port = (*server)->port();
+    if (::write(port_pipe[1], &port, sizeof(port)) != sizeof(port))
+      ::_exit(3);
+    while (true)
+      ::pause();  // until the SIGKILL
+  }
+  ::close(port_pipe[1]);
+  uint16_t port = 0;
+  ASSERT_EQ(::read(port_pipe[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(port_pipe[0]);
+
+  auto client =
+      PeerBlockClient::Connect("127.0.0.1", port, Handshake("decode-0"), absl::Seconds(10));
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<std::byte> local_store(store.size());
+  const MemoryRegion local = *MemoryRegion::ForInterleaved(layout, local_store, kBigBlocks);
+  std::vector<int64_t> remote_ids(kBigBlocks);
+  std::iota(remote_ids.begin(), remote_ids.end(), 0);
+  std::vector<int32_t> local_ids(kBigBlocks);
+  std::iota(local_ids.begin(), local_ids.end(), 0);
+  const absl::Status read = (*client)->ReadBlocks(remote_ids, local, local_ids);
+  EXPECT_EQ(read.code(), absl::StatusCode::kUnavailable) << read;
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+  EXPECT_EQ((*client)->ReadBlocks(remote_ids, local, local_ids).code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
