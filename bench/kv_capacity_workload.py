@@ -135,19 +135,10 @@ def run_config(a, config, workload, shared_name):
         procs += engines
         for e in engines:
             e.wait_ready()
-        scheduling = router_fleet.scoring_profile("precise")
-        if a.without_kv_utilization:
-            scheduling = scheduling.replace(
-                "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}\n", "")
-        if a.session_affinity:
-            scheduling = scheduling.replace(
-                "- type: queue-scorer\n",
-                "- type: session-affinity-scorer\n  parameters: {strategy: session_id}\n"
-                "- type: queue-scorer\n").replace(
-                "  - {pluginRef: queue-scorer, weight: 2}\n",
-                f"  - {{pluginRef: session-affinity-scorer, weight: {a.session_affinity}}}\n"
-                "  - {pluginRef: queue-scorer, weight: 2}\n")
-            assert "session-affinity-scorer, weight" in scheduling, scheduling
+        affinity = [("session-affinity-scorer", "{strategy: session_id}", a.session_affinity)]
+        scheduling = router_fleet.scoring_profile(
+            "precise", scorers=affinity if a.session_affinity else (),
+            kv_utilization=not a.without_kv_utilization)
         router = router_fleet.Router(a.bin, "router", log_dir, router_fleet.router_yaml(
             engines, "bench", scheduling, threads=2, tokenizer=a.model))
         procs.append(router)

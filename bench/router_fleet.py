@@ -206,23 +206,25 @@ class SimEngine(Proc):
         return self
 
 
-def scoring_profile(prefix_mode=None, filters=()):
+def scoring_profile(prefix_mode=None, filters=(), scorers=(), kv_utilization=True):
     """An EndpointPickerConfig: prefix-cache-scorer in `prefix_mode` ("precise" or
-    "approximate", 16-token blocks) weight 3 when given, queue-scorer 2, kv-cache-utilization
-    2, max-score-picker (llm-d's Helm default; without a prefix mode, load only). `filters`
-    are (type, parameters) pairs of filter plugins that go first in the profile (parameters a
-    YAML flow mapping or None), such as a saturation detector that flow control names too."""
-    plugins = [f"- type: {t}" + (f"\n  parameters: {p}" if p else "") for t, p in filters]
-    plugins += ["- type: queue-scorer", "- type: kv-cache-utilization-scorer",
-                "- type: max-score-picker"]
+    "approximate", 16-token blocks) weight 3 when given, then `scorers`, queue-scorer 2,
+    kv-cache-utilization 2 (unless kv_utilization is false), max-score-picker (llm-d's Helm
+    default; without a prefix mode, load only). `filters` are (type, parameters) pairs of filter
+    plugins that go first in the profile (parameters a YAML flow mapping or None), such as a
+    saturation detector that flow control names too; `scorers` are (type, parameters, weight)
+    triples of more scorers."""
+    weighted = [("prefix-cache-scorer", f"{{mode: {prefix_mode}, blockSizeTokens: 16}}", 3)
+                ] if prefix_mode else []
+    weighted += [*scorers, ("queue-scorer", None, 2)]
+    if kv_utilization:
+        weighted.append(("kv-cache-utilization-scorer", None, 2))
+    plugins = [f"- type: {t}" + (f"\n  parameters: {p}" if p else "")
+               for t, p in [*filters, *((t, p) for t, p, _ in weighted)]]
     refs = [f"  - {{pluginRef: {t}}}" for t, _ in filters]
-    refs += ["  - {pluginRef: queue-scorer, weight: 2}",
-             "  - {pluginRef: kv-cache-utilization-scorer, weight: 2}",
-             "  - {pluginRef: max-score-picker}"]
-    if prefix_mode:
-        plugins.insert(0, "- type: prefix-cache-scorer\n"
-                          f"  parameters: {{mode: {prefix_mode}, blockSizeTokens: 16}}")
-        refs.insert(len(filters), "  - {pluginRef: prefix-cache-scorer, weight: 3}")
+    refs += [f"  - {{pluginRef: {t}, weight: {w}}}" for t, _, w in weighted]
+    plugins.append("- type: max-score-picker")
+    refs.append("  - {pluginRef: max-score-picker}")
     return "\n".join(["plugins:", *plugins, "schedulingProfiles:", "- name: default",
                       "  plugins:", *refs]) + "\n"
 

@@ -49,7 +49,11 @@ export SWITCHYARD_REQUIRE_KUBE=1
 stage "finish the TSan build and run the threaded test binaries under it"
 status=0
 wait "$tsan_build" || status=$?
+if [ "$status" != 0 ]; then
+  cat "$tsan_log"
+  echo "test.sh: the TSan build failed" >&2
+  exit 1
+fi
 tail -n 5 "$tsan_log"
-[ "$status" = 0 ] || { cat "$tsan_log"; echo "test.sh: the TSan build failed" >&2; exit 1; }
 ctest --preset tsan
 stage "done"

@@ -4,8 +4,8 @@ claims: nothing cached, the pool, the tier, which the script checks on the engin
 bench/kv_tier_overlap.py (the tier must store the background prompts' blocks),
 bench/kv_peer_ttft.py (the peer step must load its prefix from the other engine),
 bench/kv_capacity_workload.py (every tier configuration must load blocks back and hit more
-than tiers off; with a dominant session-affinity scorer no conversation changes engine), and bench/pd_disagg_bench.py (the P/D fleet must move every long prompt's
-KV)."""
+than tiers off; with a dominant session-affinity scorer no conversation changes engine), and
+bench/pd_disagg_bench.py (the P/D fleet must move every long prompt's KV)."""
 import pytest
 
 from conftest import bench_smoke as smoke
