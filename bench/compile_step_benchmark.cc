@@ -1,8 +1,10 @@
-// A decode step, eager (LlamaModel::Forward) against compiled (CompiledLlamaSteps), in one
+// A model step, eager (LlamaModel::Forward) against compiled (CompiledLlamaSteps), in one
 // process over one model and one KV cache, for issue 24's "compiled vs eager, same binary":
 //   BM_DecodeStep/<mode>/<batch>: one step of `batch` sequences, one new token each, every
 //     sequence with 256 tokens already cached (prefilled once, eagerly, before timing);
-//     items_per_second counts tokens.
+//   BM_PrefillStep/<mode>/512: a 512-token prompt of one sequence, in one step, into KV
+//     blocks of its own;
+// items_per_second counts tokens.
 // The model is SY_BENCH_MODEL (a GGUF file or HF directory; default the bench-135m Q8_0
 // file when tools/gen_models.py made it, else tiny-llama3: what the CI smoke run loads);
 // threads from SY_BENCH_THREADS (default one per core). Run with
@@ -31,6 +33,9 @@ namespace {
 constexpr int64_t kContext = 256;
 constexpr int64_t kBlockSize = 16;
 constexpr int64_t kMaxBatch = 32;
+constexpr int64_t kPrefill = 512;
+// Each decode sequence's blocks (its context and one new token).
+constexpr int64_t kBlocksPerSequence = (kContext + 1 + kBlockSize - 1) / kBlockSize;
 
 std::string ModelPath() {
   if (const char* env = std::getenv("SY_BENCH_MODEL"))
@@ -55,16 +60,19 @@ struct Fixture {
     std::vector<runtime::AttentionSequence> sequences;
   };
   std::map<int64_t, Step> steps;
+  Step prefill;
 };
 
-Fixture::Step MakeStep(int64_t batch, int64_t q_len, int64_t done) {
+// `batch` sequences of q_len new tokens after `done` cached ones, sequence b in the
+// blocks from first_block + b * blocks_per_seq.
+Fixture::Step MakeStep(int64_t batch, int64_t q_len, int64_t done,
+                       int64_t blocks_per_seq = kBlocksPerSequence, int64_t first_block = 0) {
   Fixture::Step s;
-  const int64_t blocks_per_seq = (kContext + 1 + kBlockSize - 1) / kBlockSize;
   s.tables.resize(static_cast<size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) {
     std::vector<int32_t>& table = s.tables[static_cast<size_t>(b)];
     for (int64_t i = 0; i < blocks_per_seq; ++i)
-      table.push_back(static_cast<int32_t>(b * blocks_per_seq + i));
+      table.push_back(static_cast<int32_t>(first_block + b * blocks_per_seq + i));
     runtime::AttentionSequence a;
     a.q_begin = static_cast<int64_t>(s.tokens.size());
     a.q_len = q_len;
@@ -108,15 +116,18 @@ Fixture& Shared() {
     if (!m.ok())
       std::abort();
     f->model = std::move(*m);
-    const int64_t blocks = kMaxBatch * ((kContext + 1 + kBlockSize - 1) / kBlockSize);
+    const int64_t prefill_blocks = kPrefill / kBlockSize;
+    const int64_t blocks = kMaxBatch * kBlocksPerSequence + prefill_blocks;
     auto kv =
         model::KvCacheStorage::Create(f->backend.get(), f->model->KvShape(blocks, kBlockSize));
     if (!kv.ok())
       std::abort();
     f->kv = std::move(*kv);
-    const std::vector<int64_t> sizes = {1, 4, 16, 32};
-    auto compiled =
-        CompiledLlamaSteps::Create(f->model.get(), f->backend.get(), f->kv.get(), sizes);
+    const std::vector<int64_t> sizes = {1, 4, 16, 32, kPrefill};
+    const std::vector<std::string> isa = {
+        std::string(runtime::CpuIsaName(options.isa.value_or(runtime::BestCpuIsa())))};
+    auto compiled = CompiledLlamaSteps::Create(f->model.get(), f->backend.get(), f->kv.get(), sizes,
+                                               nullptr, isa);
     if (!compiled.ok())
       std::abort();
     f->compiled = std::move(*compiled);
@@ -126,19 +137,18 @@ Fixture& Shared() {
                               static_cast<size_t>(f->model->config().vocab_size));
     if (!f->model->Forward(BatchOf(prefill), *f->kv, logits).ok())
       std::abort();
-    for (int64_t b : sizes)
+    for (int64_t b : {1, 4, 16, 32})
       f->steps[b] = MakeStep(b, 1, kContext);
+    f->prefill = MakeStep(1, kPrefill, 0, prefill_blocks, kMaxBatch * kBlocksPerSequence);
     return f;
   }();
   return *fixture;
 }
 
-void BM_DecodeStep(benchmark::State& state, bool compiled) {
-  Fixture& f = Shared();
-  const int64_t batch = state.range(0);
-  const Fixture::Step& step = f.steps.at(batch);
+// Runs `step` as timed; items are its tokens.
+void RunStep(benchmark::State& state, Fixture& f, const Fixture::Step& step, bool compiled) {
   const model::ForwardBatch b = BatchOf(step);
-  std::vector<float> logits(static_cast<size_t>(batch * f.model->config().vocab_size));
+  std::vector<float> logits(step.rows.size() * static_cast<size_t>(f.model->config().vocab_size));
   for (auto _ : state) {
     if (compiled) {
       absl::StatusOr<bool> ran = f.compiled->Forward(b, logits);
@@ -148,11 +158,23 @@ void BM_DecodeStep(benchmark::State& state, bool compiled) {
       state.SkipWithError("the eager step failed");
     }
   }
-  state.SetItemsProcessed(state.iterations() * batch);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(step.tokens.size()));
+}
+
+void BM_DecodeStep(benchmark::State& state, bool compiled) {
+  Fixture& f = Shared();
+  RunStep(state, f, f.steps.at(state.range(0)), compiled);
+}
+
+void BM_PrefillStep(benchmark::State& state, bool compiled) {
+  Fixture& f = Shared();
+  RunStep(state, f, f.prefill, compiled);
 }
 
 BENCHMARK_CAPTURE(BM_DecodeStep, eager, false)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->UseRealTime();
 BENCHMARK_CAPTURE(BM_DecodeStep, compiled, true)->Arg(1)->Arg(4)->Arg(16)->Arg(32)->UseRealTime();
+BENCHMARK_CAPTURE(BM_PrefillStep, eager, false)->Arg(kPrefill)->UseRealTime();
+BENCHMARK_CAPTURE(BM_PrefillStep, compiled, true)->Arg(kPrefill)->UseRealTime();
 
 }  // namespace
 }  // namespace switchyard::compile

@@ -12,6 +12,8 @@
 #include "base/status_macros.h"
 #include "compile/cache_key.h"
 #include "compile/entry_files.h"
+#include "compile/fusion.h"
+#include "compile/kernel_library.h"
 #include "compile/matmul_tuning.h"
 
 namespace switchyard::compile {
@@ -65,6 +67,46 @@ absl::StatusOr<CacheLevel> TuneThroughCache(ArtefactCache* cache, const std::str
   return found.found_in;
 }
 
+// The buckets' generated kernels: built (or found in the cache) once per distinct set of
+// specs, which the buckets of one model share; a build that failed is not tried again.
+class RowKernelBuilds {
+ public:
+  // The library for `specs`; `*source` gets where it came from. A failure is logged once.
+  absl::StatusOr<std::shared_ptr<const KernelLibrary>> Find(const std::vector<RowKernelSpec>& specs,
+                                                            std::string_view isa,
+                                                            ArtefactCache* cache,
+                                                            std::string* source) {
+    for (const Built& b : built_) {
+      if (b.specs == specs) {
+        *source = std::string(CacheLevelName(CacheLevel::kMemory));
+        return b.library;
+      }
+    }
+    if (!failure_.ok())
+      return failure_;
+    CacheLevel level = CacheLevel::kCompiled;
+    absl::StatusOr<std::shared_ptr<const KernelLibrary>> library =
+        KernelLibrary::Build(specs, isa, cache, &level);
+    if (!library.ok()) {
+      failure_ = library.status();
+      SY_LOG_WARN("compiled steps run their element-wise ops unfused: {}",
+                  std::string(failure_.message()));
+      return failure_;
+    }
+    *source = std::string(CacheLevelName(level));
+    built_.push_back({specs, *library});
+    return *library;
+  }
+
+ private:
+  struct Built {
+    std::vector<RowKernelSpec> specs;
+    std::shared_ptr<const KernelLibrary> library;
+  };
+  std::vector<Built> built_;
+  absl::Status failure_;
+};
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
@@ -84,15 +126,34 @@ absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
   }
   auto steps = std::unique_ptr<CompiledLlamaSteps>(new CompiledLlamaSteps(model, backend, kv));
   const std::string_view outputs[] = {"logits"};
+  const std::string isa = isa_features.empty() ? "portable" : isa_features.front();
+  RowKernelBuilds kernels;
   for (int64_t size : sorted) {
     const auto start = std::chrono::steady_clock::now();
     const StepBucket shape{size, std::min(size, options.max_logit_rows)};
-    SY_ASSIGN_OR_RETURN(StepGraph graph, RecordLlamaStep(model->weights(), kv->shape().dtype,
-                                                         kv->shape().block_size, shape));
+    SY_ASSIGN_OR_RETURN(StepGraph recorded, RecordLlamaStep(model->weights(), kv->shape().dtype,
+                                                            kv->shape().block_size, shape));
+    StepGraph graph = FuseRowKernels(recorded, *backend, outputs);
+    BucketBuild build;
+    std::shared_ptr<const KernelLibrary> library;
+    if (!graph.kernels.empty()) {
+      absl::StatusOr<std::shared_ptr<const KernelLibrary>> built =
+          kernels.Find(graph.kernels, isa, cache, &build.kernels);
+      if (built.ok()) {
+        library = *std::move(built);
+        build.fused_nodes =
+            std::count_if(graph.nodes.begin(), graph.nodes.end(),
+                          [](const StepNode& n) { return n.op == StepOp::kRowKernel; });
+      } else {
+        graph = std::move(recorded);
+        build.kernels = "unavailable";
+      }
+    }
     std::string digest = graph.Digest();
-    SY_ASSIGN_OR_RETURN(std::unique_ptr<StepProgram> program,
-                        StepProgram::Create(std::move(graph), backend,
-                                            ResolveLlamaExternals(model->weights(), *kv), outputs));
+    SY_ASSIGN_OR_RETURN(
+        std::unique_ptr<StepProgram> program,
+        StepProgram::Create(std::move(graph), backend, ResolveLlamaExternals(model->weights(), *kv),
+                            outputs, std::move(library)));
     std::vector<MatMulChoice> choices;
     CacheLevel level = CacheLevel::kCompiled;
     if (cache != nullptr) {
@@ -103,9 +164,12 @@ absl::StatusOr<std::unique_ptr<CompiledLlamaSteps>> CompiledLlamaSteps::Create(
     }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    steps->buckets_.push_back(
-        {{shape, std::move(digest), std::string(CacheLevelName(level)), seconds, choices},
-         std::move(program)});
+    build.shape = shape;
+    build.digest = std::move(digest);
+    build.source = std::string(CacheLevelName(level));
+    build.seconds = seconds;
+    build.matmuls = std::move(choices);
+    steps->buckets_.push_back({std::move(build), std::move(program)});
     if (on_built)
       on_built(steps->buckets_.back().build, steps->buckets_.size(), sorted.size());
   }

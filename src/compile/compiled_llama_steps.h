@@ -1,6 +1,7 @@
 // CompiledLlamaSteps: a Llama-family model's steps as StepPrograms, one per token bucket
-// (vLLM's compile_sizes), built when the runner starts: recorded, bound, and their MatMul
-// paths tuned (matmul_tuning.h). With a compile cache the tuning is the cached artefact:
+// (vLLM's compile_sizes), built when the runner starts: recorded, fused (fusion.h, with
+// their generated kernels built or found in the cache: kernel_library.h), bound, and their
+// MatMul paths tuned (matmul_tuning.h). With a compile cache the tuning is the cached artefact:
 // keyed by the graph's digest, the backend (kernel level and threads), the tuning rules and
 // the project version, it is measured once per host (or fleet, with Redis) and loaded by
 // every later start. A step runs in the smallest bucket
@@ -39,6 +40,11 @@ struct BucketBuild {
   std::string source;
   double seconds = 0.0;
   std::vector<MatMulChoice> matmuls;  // the tuned MatMul shapes (matmul_tuning.h)
+  // Its fused nodes (fusion.h) and where their generated kernels came from: a cache level
+  // or "compiled" as for the tuning; "none" when nothing fused; "unavailable" when they
+  // could not be built (no compiler, say), so the step runs its ops unfused.
+  int64_t fused_nodes = 0;
+  std::string kernels = "none";
 };
 
 // Called after each bucket is built: its build, how many are built, and how many in all.
@@ -47,8 +53,10 @@ using BucketBuilt = std::function<void(const BucketBuild& build, size_t built, s
 class CompiledLlamaSteps {
  public:
   // `sizes`: the token buckets (positive, at most the model's max_num_batched_tokens; any
-  // order, duplicates ignored). `cache` (may be null: tune every start) keeps the tuning,
-  // for a backend whose code needs `isa_features` (isa_features.h names). Errors: a bad
+  // order, duplicates ignored). `cache` (may be null: tune and build every start) keeps the
+  // tuning and the generated kernels, for a backend whose code needs `isa_features`
+  // (isa_features.h names; the first is the ISA level generated kernels are built for,
+  // "portable" when there is none). Errors: a bad
   // size, a model whose steps cannot be recorded (Unimplemented: mixture of experts), the
   // backend's, the cache's host directory's (it cannot be written). `on_built` (may be
   // empty) hears of each bucket as it is done, e.g. for a progress bar.

@@ -84,6 +84,8 @@ std::string_view StepOpName(StepOp op) {
       return "write_kv";
     case StepOp::kPagedAttention:
       return "paged_attention";
+    case StepOp::kRowKernel:
+      return "row_kernel";
   }
   return "unknown";
 }
@@ -129,6 +131,8 @@ std::string StepGraph::Canonical() const {
       fmt::format_to(it, "{}{:a}", f == 0 ? "" : ",", r.freq_factors[f]);
     out.append("]\n");
   }
+  for (size_t i = 0; i < kernels.size(); ++i)
+    fmt::format_to(it, "kernel #{} {}\n", i, RowKernelCanonical(kernels[i]));
   for (const StepNode& n : nodes) {
     out.append(StepOpName(n.op));
     out.append(" (");
@@ -146,6 +150,8 @@ std::string StepGraph::Canonical() const {
     fmt::format_to(it, ") scalar={:a} window={} rope={}", n.scalar, n.window, n.rope);
     if (n.path != runtime::MatMulPath::kAuto)
       fmt::format_to(it, " path={}", MatMulPathName(n.path));
+    if (n.kernel >= 0)
+      fmt::format_to(it, " kernel={}", n.kernel);
     out.push_back('\n');
   }
   return out;

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compile/row_kernels.h"
 #include "runtime/backend.h"
 #include "runtime/dtype.h"
 #include "runtime/rope.h"
@@ -59,6 +60,7 @@ enum class StepOp : uint8_t {
   kAdd,             // in: a, b                  out: out
   kWriteKv,         // in: k, v, slots           out: k_pool, v_pool
   kPagedAttention,  // in: q, k_pool, v_pool     out: out        scalar: scale; window
+  kRowKernel,       // in, out: as its kernel's spec says (row_kernels.h)   kernel
 };
 
 std::string_view StepOpName(StepOp op);
@@ -72,11 +74,14 @@ struct StepNode {
   int64_t window = 0;
   int32_t rope = -1;                                      // index into StepGraph::ropes
   runtime::MatMulPath path = runtime::MatMulPath::kAuto;  // kMatMul: the shape asked for
+  int32_t kernel = -1;                                    // kRowKernel: index into kernels
 };
 
 struct StepGraph {
   std::vector<GraphValue> values;
   std::vector<runtime::RopeParams> ropes;
+  // Generated kernels (fusion.h puts them here), each named by its spec.
+  std::vector<RowKernelSpec> kernels;
   std::vector<StepNode> nodes;
 
   // Index of the value named `name`, or -1.

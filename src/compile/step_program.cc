@@ -8,13 +8,15 @@
 
 namespace switchyard::compile {
 
-StepProgram::StepProgram(StepGraph graph, runtime::Backend* backend)
-    : graph_(std::move(graph)), backend_(backend) {}
+StepProgram::StepProgram(StepGraph graph, runtime::Backend* backend,
+                         std::shared_ptr<const KernelLibrary> kernels)
+    : graph_(std::move(graph)), backend_(backend), kernels_(std::move(kernels)) {}
 
 absl::StatusOr<std::unique_ptr<StepProgram>> StepProgram::Create(
     StepGraph graph, runtime::Backend* backend, const ExternalResolver& resolve,
-    std::span<const std::string_view> outputs) {
-  auto program = std::unique_ptr<StepProgram>(new StepProgram(std::move(graph), backend));
+    std::span<const std::string_view> outputs, std::shared_ptr<const KernelLibrary> kernels) {
+  auto program =
+      std::unique_ptr<StepProgram>(new StepProgram(std::move(graph), backend, std::move(kernels)));
   SY_RETURN_IF_ERROR(program->Bind(resolve, outputs));
   return program;
 }
@@ -68,7 +70,17 @@ absl::Status StepProgram::Bind(const ExternalResolver& resolve,
   for (const StepNode& node : graph_.nodes) {
     if (node.rope >= static_cast<int32_t>(ropes_.size()))
       return absl::InvalidArgumentError("step program: a rope node names no table");
-    BoundNode b{&node, {}, {}, node.path};
+    if (node.op == StepOp::kRowKernel) {
+      const auto k = static_cast<size_t>(node.kernel);
+      if (node.kernel < 0 || k >= graph_.kernels.size() || kernels_ == nullptr ||
+          k >= kernels_->size() ||
+          node.inputs.size() != static_cast<size_t>(RowKernelInputs(graph_.kernels[k])) ||
+          node.outputs.size() != static_cast<size_t>(RowKernelOutputs(graph_.kernels[k]))) {
+        return absl::InvalidArgumentError(
+            "step program: a row kernel node without its kernel or with other operands");
+      }
+    }
+    BoundNode b{&node, {}, {}, node.path, {}};
     for (const TensorRef& ref : node.inputs) {
       SY_ASSIGN_OR_RETURN(runtime::Tensor t, tensor(ref));
       b.in.push_back(t);
@@ -76,6 +88,12 @@ absl::Status StepProgram::Bind(const ExternalResolver& resolve,
     for (const TensorRef& ref : node.outputs) {
       SY_ASSIGN_OR_RETURN(runtime::Tensor t, tensor(ref));
       b.out.push_back(t);
+    }
+    if (node.op == StepOp::kRowKernel) {
+      for (const std::vector<runtime::Tensor>* side : {&b.in, &b.out}) {
+        for (const runtime::Tensor& t : *side)
+          b.operands.push_back(t.data());
+      }
     }
     bound_.push_back(std::move(b));
   }
@@ -133,6 +151,12 @@ absl::Status StepProgram::RunNode(const BoundNode& b,
       return backend_->WriteKv(in[0], in[1], in[2], b.out[0], b.out[1]);
     case StepOp::kPagedAttention:
       return backend_->PagedAttention(in[0], in[1], in[2], sequences, n.scalar, n.window, out);
+    case StepOp::kRowKernel: {
+      const auto k = static_cast<size_t>(n.kernel);
+      const RowKernelSpec& spec = graph_.kernels[k];
+      return backend_->RunRowKernel(kernels_->kernel(k), b.operands,
+                                    in[0].num_elements() / spec.cols, RowKernelWork(spec));
+    }
   }
   return absl::InternalError("step program: an unknown op");
 }

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 
 #include "compile/arena_plan.h"
+#include "compile/kernel_library.h"
 #include "compile/step_graph.h"
 #include "runtime/backend.h"
 
@@ -38,9 +39,12 @@ class StepProgram {
  public:
   // Values named in `outputs` stay readable after Run(). Errors: a value the resolver does
   // not know, an operand that does not fit its value, and the backend's allocation errors.
+  // `kernels` runs the graph's row kernels (null for a graph without them); the program
+  // keeps it loaded.
   static absl::StatusOr<std::unique_ptr<StepProgram>> Create(
       StepGraph graph, runtime::Backend* backend, const ExternalResolver& resolve,
-      std::span<const std::string_view> outputs);
+      std::span<const std::string_view> outputs,
+      std::shared_ptr<const KernelLibrary> kernels = nullptr);
 
   const StepGraph& graph() const { return graph_; }
   runtime::Backend* backend() const { return backend_; }
@@ -68,14 +72,18 @@ class StepProgram {
     std::vector<runtime::Tensor> in;  // absent operands: a rank-0 tensor with no data
     std::vector<runtime::Tensor> out;
     runtime::MatMulPath path;
+    // kRowKernel: the data of in, then out, as the kernel takes them.
+    std::vector<void*> operands;
   };
 
-  StepProgram(StepGraph graph, runtime::Backend* backend);
+  StepProgram(StepGraph graph, runtime::Backend* backend,
+              std::shared_ptr<const KernelLibrary> kernels);
   absl::Status Bind(const ExternalResolver& resolve, std::span<const std::string_view> outputs);
   absl::Status RunNode(const BoundNode& b, std::span<const runtime::AttentionSequence> sequences);
 
   StepGraph graph_;
   runtime::Backend* backend_;
+  std::shared_ptr<const KernelLibrary> kernels_;
   ArenaPlan plan_;
   runtime::Buffer arena_;
   std::vector<runtime::Tensor> externals_;  // per value: the weight or pool; else empty

@@ -47,9 +47,10 @@ std::string StartupReportJson(const RunnerStartup& s, const RunnerLimits& limits
       panels += c.path == runtime::MatMulPath::kPanel ? 1 : 0;
     fmt::format_to(it,
                    "{}{{\"tokens\":{},\"logit_rows\":{},\"source\":\"{}\",\"seconds\":{},"
-                   "\"digest\":\"{}\",\"tuned_matmul_shapes\":{},\"panel_shapes\":{}}}",
+                   "\"digest\":\"{}\",\"tuned_matmul_shapes\":{},\"panel_shapes\":{},"
+                   "\"fused_nodes\":{},\"kernels\":\"{}\"}}",
                    i == 0 ? "" : ",", b.shape.tokens, b.shape.logit_rows, b.source, b.seconds,
-                   b.digest, b.matmuls.size(), panels);
+                   b.digest, b.matmuls.size(), panels, b.fused_nodes, b.kernels);
   }
   out += "]},\"kv_cache\":{\"dtype\":";
   base::AppendJsonString(s.kv_dtype, false, &out);
@@ -81,8 +82,10 @@ void LogStartupReport(const RunnerStartup& s, const RunnerLimits& limits) {
   } else {
     std::string buckets;
     for (const compile::BucketBuild& b : s.compiled) {
-      fmt::format_to(std::back_inserter(buckets), "{}{} tokens ({}, {:.1f} ms)",
-                     buckets.empty() ? "" : ", ", b.shape.tokens, b.source, b.seconds * 1e3);
+      fmt::format_to(std::back_inserter(buckets),
+                     "{}{} tokens ({}, {:.1f} ms; {} fused, kernels {})",
+                     buckets.empty() ? "" : ", ", b.shape.tokens, b.source, b.seconds * 1e3,
+                     b.fused_nodes, b.kernels);
     }
     SY_LOG_INFO("engine: compiled steps: {} in {:.2f} s", buckets, CompileSeconds(s));
   }

@@ -128,7 +128,9 @@ class Backend {
   virtual absl::Status Rope(const RopeTable& table, const Tensor& x, const Tensor& positions) = 0;
 
   // out = x * w^T (+ bias): out[i, j] = sum_k x[i, k] * w[j, k] (+ bias[j]).
-  // x: F32 [n, k]. w: [m, k], any weight dtype (k a multiple of its block). bias: nullptr
+  // x: F32 [n, k], or BF16 [n, k] where MatMulTakesBf16Activations(w.dtype()) says so (k
+  // even): the activations as the backend would have rounded them itself, used as they are.
+  // w: [m, k], any weight dtype (k a multiple of its block). bias: nullptr
   // or F32 [m]. out: F32 [n, m]; must not alias x. Accumulates in f32, so results match
   // an f32 reference of the (decoded) weights up to summation order, except that a backend
   // may quantize activations for block-quantized weights to int8 blocks of 32 as llama.cpp
@@ -144,6 +146,12 @@ class Backend {
   // against `rows` activation rows (else both run the same one, and measuring them apart
   // is moot).
   virtual bool MatMulPathsDiffer(const Tensor& w, int64_t rows) const = 0;
+
+  // Whether MatMul takes BF16 activations (rows of k even) for weights of `w_dtype`: where
+  // it multiplies such weights on bf16 products, rounding F32 activations to bf16 first, a
+  // caller that produces the activations can round them there (a compiled step's fused
+  // kernels) and save MatMul the pass. False unless a backend says otherwise.
+  virtual bool MatMulTakesBf16Activations(DType /*w_dtype*/) const { return false; }
 
   // Copies of MatMul weights that serve many calls (a model's matrices) in a layout of
   // the backend's own, where it has a faster one: the CPU backend lays BF16 and Q8_0
@@ -218,6 +226,25 @@ class Backend {
   virtual absl::Status PagedAttention(const Tensor& q, const Tensor& k_pool, const Tensor& v_pool,
                                       std::span<const AttentionSequence> sequences, float scale,
                                       int64_t window, const Tensor& out) = 0;
+
+  // ---- Generated code --------------------------------------------------------------
+
+  // A kernel generated for this backend's host and built into a loadable object
+  // (compile/row_kernels.h): it processes rows [begin, end) of its operands, whose data
+  // pointers it gets in its own order.
+  using RowKernel = void (*)(void* const* operands, int64_t begin, int64_t end);
+
+  // Whether RunRowKernel runs kernels (false by default).
+  virtual bool RunsRowKernels() const { return false; }
+
+  // Runs `kernel` over rows [0, rows), split over the backend's threads as its own row-wise
+  // kernels are; `work_per_row` (scalar operations, roughly) sizes the split. Returns when
+  // every row is done. Unimplemented (the default) where the backend's memory is not the
+  // host's.
+  virtual absl::Status RunRowKernel(RowKernel /*kernel*/, std::span<void* const> /*operands*/,
+                                    int64_t /*rows*/, int64_t /*work_per_row*/) {
+    return absl::UnimplementedError("this backend runs no generated host kernels");
+  }
 };
 
 }  // namespace switchyard::runtime

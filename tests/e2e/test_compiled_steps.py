@@ -150,6 +150,9 @@ def test_startup_report_names_the_three_caches(tmp_path):
         assert [b["tokens"] for b in steps["buckets"]] == [1, 2, 4]
         assert all(b["source"] == "compiled" and len(b["digest"]) == 64 for b in steps["buckets"])
         assert len({b["digest"] for b in steps["buckets"]}) == 3
+        # The generated kernels: built for the first bucket, shared by the others.
+        assert [b["kernels"] for b in steps["buckets"]] == ["compiled", "memory", "memory"]
+        assert all(b["fused_nodes"] > 0 for b in steps["buckets"])
         kv = report["kv_cache"]
         assert kv["pool_bytes"] > 0 and kv["dtype"] in ("F32", "F16", "BF16")
         assert [t["medium"] for t in kv["tiers"]] == ["GPU", "CPU"]
@@ -171,9 +174,9 @@ def test_startup_report_names_the_three_caches(tmp_path):
             e.stop()
 
 
-def startup_sources(engine):
+def startup_sources(engine, field="source"):
     report = requests.get(f"{engine.url}/debug/startup", timeout=5).json()
-    return [b["source"] for b in report["compiled"]["buckets"]]
+    return [b[field] for b in report["compiled"]["buckets"]]
 
 
 def run_engine(*flags):
@@ -227,6 +230,7 @@ def test_four_engines_started_together_compile_each_bucket_once(tmp_path):
                             "--compile-cache-dir", tmp_path)
     try:
         sources = [startup_sources(e) for e in engines]
+        kernels = sorted(startup_sources(e, "kernels")[0] for e in engines)
     finally:
         for e in engines:
             e.stop()
@@ -234,3 +238,5 @@ def test_four_engines_started_together_compile_each_bucket_once(tmp_path):
         column = sorted(s[bucket] for s in sources)
         assert column.count("compiled") == 1, sources
         assert set(column) <= {"compiled", "host"}, sources
+    # The generated kernels too: one engine builds them, the others load its object.
+    assert kernels == ["compiled", "host", "host", "host"], kernels

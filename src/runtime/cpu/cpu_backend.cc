@@ -223,7 +223,13 @@ class CpuBackend final : public Backend {
   absl::Status MatMulOnPath(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out,
                             MatMulPath path) override {
     constexpr std::string_view kName = "MatMul";
-    SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    if (x.dtype() == DType::kBF16 && MatMulTakesBf16Activations(w.dtype())) {
+      SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kBF16));
+      if (x.cols() % 2 != 0)
+        return Invalid(kName, "bf16 activations need an even k, got " + x.DebugString());
+    } else {
+      SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    }
     SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
     if (w.rank() != 2 || !IsWeightDType(w.dtype()) || w.dim(1) != x.cols()) {
       return Invalid(kName,
@@ -244,6 +250,10 @@ class CpuBackend final : public Backend {
     }
     cpu::MatMulKernel(ctx_, x, w, bias, out, path, packed_.Find(w));
     return absl::OkStatus();
+  }
+
+  bool MatMulTakesBf16Activations(DType w_dtype) const override {
+    return w_dtype == DType::kBF16 && ctx_.bf16 != nullptr;
   }
 
   bool MatMulPathsDiffer(const Tensor& w, int64_t rows) const override {
@@ -342,6 +352,18 @@ class CpuBackend final : public Backend {
       }
     }
     cpu::MoeScatterAddKernel(ctx_, y, row_data, weights.data_as<const float>(), out);
+    return absl::OkStatus();
+  }
+
+  bool RunsRowKernels() const override { return true; }
+
+  absl::Status RunRowKernel(RowKernel kernel, std::span<void* const> operands, int64_t rows,
+                            int64_t work_per_row) override {
+    if (kernel == nullptr || rows < 0)
+      return Invalid("RunRowKernel", fmt::format("no kernel, or {} rows", rows));
+    void* const* data = operands.data();
+    ctx_.ParallelFor(rows, rows * work_per_row,
+                     [&](int64_t begin, int64_t end) { kernel(data, begin, end); });
     return absl::OkStatus();
   }
 

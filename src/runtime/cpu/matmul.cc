@@ -233,18 +233,26 @@ void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
       });
 }
 
-void Bf16MatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k, const Tensor& w,
+// x: F32 rows, rounded here, or BF16 rows rounded by the caller (k even).
+void Bf16MatMul(const KernelContext& ctx, const Tensor& x, int64_t n, int64_t k, const Tensor& w,
                 const float* bd, int64_t m, float* od, MatMulPath path,
                 const std::optional<PackedPanels>& packed) {
   const Bf16Kernels& bf16 = *ctx.bf16;
   // Even stride, so that every row's pairs start on a pair boundary.
   const int64_t ldx = (k + 1) / 2 * 2;
-  thread_local std::vector<uint16_t> xb_storage;
-  uint16_t* xb = Grow(xb_storage, static_cast<size_t>(n * ldx));
-  ctx.ParallelFor(n, n * k * 2, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      bf16.round_row(xd + i * k, k, xb + i * ldx);
-  });
+  const uint16_t* xb = nullptr;
+  if (x.dtype() == DType::kBF16) {
+    xb = x.data_as<const uint16_t>();
+  } else {
+    thread_local std::vector<uint16_t> xb_storage;
+    uint16_t* rounded = Grow(xb_storage, static_cast<size_t>(n * ldx));
+    const auto* xd = x.data_as<const float>();
+    ctx.ParallelFor(n, n * k * 2, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        bf16.round_row(xd + i * k, k, rounded + i * ldx);
+    });
+    xb = rounded;
+  }
   const auto multiply = [&](const uint32_t* panel, int64_t i0, int64_t rows, int64_t t0, int64_t kc,
                             float* out, int64_t cols, bool accumulate) {
     bf16.gemm_panel(xb + i0 * ldx + t0, ldx, rows, panel, (kc + 1) / 2, out, m, cols, accumulate);
@@ -320,11 +328,15 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
   const int64_t n = x.rows();
   const int64_t k = x.cols();
   const int64_t m = w.dim(0);
-  const auto* xd = x.data_as<const float>();
   auto* od = out.data_as<float>();
   const float* bd = bias == nullptr ? nullptr : bias->data_as<const float>();
   if (n == 0 || m == 0)
     return;
+  if (TakesBf16Route(ctx, w.dtype(), k)) {
+    Bf16MatMul(ctx, x, n, k, w, bd, m, od, path, packed);
+    return;
+  }
+  const auto* xd = x.data_as<const float>();
   const IsaKernels& isa = *ctx.isa;
 
   if (TakesQ8Route(ctx, w.dtype(), n, k)) {
@@ -333,10 +345,6 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
   }
   if (TakesGgmlQuantRoute(ctx, w.dtype(), n, k)) {
     GgmlQuantMatMul(ctx, xd, n, k, w, bd, m, od, path);
-    return;
-  }
-  if (TakesBf16Route(ctx, w.dtype(), k)) {
-    Bf16MatMul(ctx, xd, n, k, w, bd, m, od, path, packed);
     return;
   }
 

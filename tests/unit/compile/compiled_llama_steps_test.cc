@@ -1,7 +1,10 @@
 // Compiled steps through the compile cache: the first start measures each bucket's MatMul
-// tuning and stores it on the host; a later process's start loads it from there, the same
-// process's from memory, and every start runs the same paths.
+// tuning and builds the generated kernels the buckets share, and stores both on the host; a
+// later process's start loads them from there, the same process's from memory, and every
+// start runs the same paths. Without a compiler the steps run unfused.
 #include "compile/compiled_llama_steps.h"
+
+#include <stdlib.h>
 
 #include <filesystem>
 #include <memory>
@@ -43,8 +46,13 @@ TEST(CompiledLlamaStepsTest, TuningIsMeasuredOnceAndLoadedAfter) {
   for (const BucketBuild& b : first) {
     EXPECT_EQ(b.source, "compiled");
     EXPECT_EQ(b.matmuls.size(), 5u);  // tiny-llama3's five MatMul shapes
+    EXPECT_GT(b.fused_nodes, 0);
   }
-  EXPECT_EQ(first_cache->counters().compiles, 3);
+  // The kernels are built for the first bucket, and the others share them.
+  EXPECT_EQ(first[0].kernels, "compiled");
+  EXPECT_EQ(first[1].kernels, "memory");
+  EXPECT_EQ(first[2].kernels, "memory");
+  EXPECT_EQ(first_cache->counters().compiles, 4);
   // The same process again: from memory. Another process (a fresh cache): from the host.
   const std::vector<BucketBuild> again = Builds(l, first_cache.get());
   auto second_cache = OpenCache(root);
@@ -54,9 +62,26 @@ TEST(CompiledLlamaStepsTest, TuningIsMeasuredOnceAndLoadedAfter) {
     EXPECT_EQ(later[i].source, "host");
     EXPECT_EQ(later[i].digest, first[i].digest);
     EXPECT_EQ(later[i].matmuls, first[i].matmuls);
+    EXPECT_EQ(later[i].fused_nodes, first[i].fused_nodes);
   }
-  EXPECT_EQ(second_cache->counters().host_hits, 3);
+  EXPECT_EQ(again[0].kernels, "memory");
+  EXPECT_EQ(later[0].kernels, "host");
+  EXPECT_EQ(second_cache->counters().host_hits, 4);
   EXPECT_EQ(second_cache->counters().compiles, 0);
+}
+
+// A compiler that does not run: a warning, and the same steps with their ops unfused.
+TEST(CompiledLlamaStepsTest, WithoutACompilerTheStepsRunUnfused) {
+  TinyModel l = LoadTinyModel({.max_num_batched_tokens = 16});
+  ASSERT_EQ(::setenv("SWITCHYARD_CXX", "/nonexistent/c++", 1), 0);
+  const std::vector<BucketBuild> builds = Builds(l, nullptr);
+  ::unsetenv("SWITCHYARD_CXX");
+  ASSERT_EQ(builds.size(), 3u);
+  for (const BucketBuild& b : builds) {
+    EXPECT_EQ(b.kernels, "unavailable");
+    EXPECT_EQ(b.fused_nodes, 0);
+    EXPECT_EQ(b.matmuls.size(), 5u);
+  }
 }
 
 TEST(CompiledLlamaStepsTest, WithoutACacheEveryStartMeasures) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,17 +29,23 @@ constexpr float kPaddedTolerance = 1e-5f;
 constexpr size_t kEagerKv = 0;
 constexpr size_t kProgramKv = 1;
 
-TinyModel Load(const std::string& name) {
+TinyModel Load(const std::string& name, std::optional<runtime::DType> weight_dtype = std::nullopt) {
   return LoadTinyModel({.name = name,
                         .num_threads = 2,
                         .max_num_batched_tokens = 16,
                         .kv_caches = 2,
                         .kv_blocks = kBlocks,
-                        .kv_block_size = kBlockSize});
+                        .kv_block_size = kBlockSize,
+                        .weight_dtype = weight_dtype});
 }
 
-std::unique_ptr<StepProgram> Compile(const TinyModel& l, StepBucket bucket) {
-  return CompileTinyStep(l, bucket, kProgramKv);
+std::unique_ptr<StepProgram> Compile(const TinyModel& l, StepBucket bucket, bool fuse) {
+  auto program = CompileTinyStep(l, bucket, kProgramKv, fuse);
+  if (program != nullptr && fuse) {
+    // Every layer's residual add meets the next norm: the fused kernels are in the graph.
+    EXPECT_FALSE(program->graph().kernels.empty());
+  }
+  return program;
 }
 
 // One sequence's tokens in one step; blocks `first_block`, `first_block` + 1, ...
@@ -130,21 +137,25 @@ void ExpectNear(const std::vector<float>& a, const std::vector<float>& b) {
 }
 
 // A prefill of two sequences in one step, then a decode step of both, then a decode step
-// of one padded into a larger bucket.
-void CheckProgramMatchesEager(const std::string& model_name) {
-  SCOPED_TRACE(model_name);
-  TinyModel l = Load(model_name);
-  const Batch prefill = MakeBatch({{{5, 9, 2, 7, 1}, 0, 0}, {{3, 8, 4}, 0, 4}});
-  auto program = Compile(l, {8, 8});
-  ExpectBitIdentical(RunEager(l, prefill), RunProgram(l, *program, {8, 8}, prefill));
+// of one padded into a larger bucket; as recorded, and fused (fusion.h: the generated
+// kernels compute what the ops they replace did, so the same bits).
+void CheckProgramMatchesEager(const std::string& model_name,
+                              std::optional<runtime::DType> weight_dtype = std::nullopt) {
+  for (const bool fuse : {false, true}) {
+    SCOPED_TRACE(model_name + (fuse ? " fused" : ""));
+    TinyModel l = Load(model_name, weight_dtype);
+    const Batch prefill = MakeBatch({{{5, 9, 2, 7, 1}, 0, 0}, {{3, 8, 4}, 0, 4}});
+    auto program = Compile(l, {8, 8}, fuse);
+    ExpectBitIdentical(RunEager(l, prefill), RunProgram(l, *program, {8, 8}, prefill));
 
-  const Batch decode = MakeBatch({{{6}, 5, 0}, {{11}, 3, 4}});
-  program = Compile(l, {2, 2});
-  ExpectBitIdentical(RunEager(l, decode), RunProgram(l, *program, {2, 2}, decode));
+    const Batch decode = MakeBatch({{{6}, 5, 0}, {{11}, 3, 4}});
+    program = Compile(l, {2, 2}, fuse);
+    ExpectBitIdentical(RunEager(l, decode), RunProgram(l, *program, {2, 2}, decode));
 
-  const Batch one = MakeBatch({{{12}, 6, 0}});
-  program = Compile(l, {4, 4});
-  ExpectNear(RunEager(l, one), RunProgram(l, *program, {4, 4}, one));
+    const Batch one = MakeBatch({{{12}, 6, 0}});
+    program = Compile(l, {4, 4}, fuse);
+    ExpectNear(RunEager(l, one), RunProgram(l, *program, {4, 4}, one));
+  }
 }
 
 TEST(StepProgramTest, MatchesEagerLlama3) {
@@ -165,6 +176,22 @@ TEST(StepProgramTest, MatchesEagerMistralSlidingWindow) {
 
 TEST(StepProgramTest, MatchesEagerGemma3) {
   CheckProgramMatchesEager("tiny-gemma3");
+}
+
+// BF16 matrices: where the backend multiplies them on bf16 products, the norms before Q/K/V
+// and gate/up write their rows in bf16 for those MatMuls.
+TEST(StepProgramTest, MatchesEagerLlama3Bf16) {
+  CheckProgramMatchesEager("tiny-llama3", runtime::DType::kBF16);
+  TinyModel l = Load("tiny-llama3", runtime::DType::kBF16);
+  if (!l.backend->MatMulTakesBf16Activations(runtime::DType::kBF16))
+    GTEST_SKIP() << "no bf16 dot products on this CPU";
+  auto program = Compile(l, {8, 8}, /*fuse=*/true);
+  ASSERT_NE(program, nullptr);
+  int64_t bf16_reads = 0;
+  for (const StepNode& n : program->graph().nodes)
+    bf16_reads += n.op == StepOp::kMatMul && n.inputs[0].dtype == runtime::DType::kBF16 ? 1 : 0;
+  // Q, K, V, gate and up of every layer.
+  EXPECT_EQ(bf16_reads, 5 * l.model->config().num_hidden_layers);
 }
 
 TEST(StepProgramTest, RefusesAModelWithoutTheRecordedWeights) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -10,6 +11,8 @@
 
 #include "gtest/gtest.h"
 
+#include "compile/fusion.h"
+#include "compile/kernel_library.h"
 #include "compile/record_llama_step.h"
 #include "compile/step_program.h"
 #include "model/kv_cache_storage.h"
@@ -27,6 +30,8 @@ struct TinyModelOptions {
   int kv_caches = 1;  // KV caches of kv_blocks blocks of kv_block_size tokens each
   int64_t kv_blocks = 8;
   int64_t kv_block_size = 16;
+  // The matrices' dtype in memory (the file's when unset).
+  std::optional<runtime::DType> weight_dtype;
 };
 
 struct TinyModel {
@@ -53,6 +58,7 @@ inline TinyModel LoadTinyModel(const TinyModelOptions& options = {}) {
     return t;
   t.backend = std::move(*backend);
   model::LlamaModelOptions model_options;
+  model_options.weight_dtype = options.weight_dtype;
   if (options.max_num_batched_tokens > 0) {
     model_options.max_num_batched_tokens = options.max_num_batched_tokens;
     model_options.max_logit_rows = options.max_num_batched_tokens;
@@ -73,17 +79,30 @@ inline TinyModel LoadTinyModel(const TinyModelOptions& options = {}) {
 }
 
 // `bucket`'s step recorded on t's weights and bound to t's backend and KV cache `kv_index`,
-// returning its logits; null (the test failed) when either step fails.
+// returning its logits; null (the test failed) when either step fails. With `fuse`, the
+// graph is fused (fusion.h) and its kernels built for the backend's ISA, without a cache.
 inline std::unique_ptr<StepProgram> CompileTinyStep(const TinyModel& t, StepBucket bucket,
-                                                    size_t kv_index = 0) {
+                                                    size_t kv_index = 0, bool fuse = false) {
   const model::KvCacheStorage& kv = *t.kv.at(kv_index);
   auto graph = RecordLlamaStep(t.model->weights(), kv.shape().dtype, kv.shape().block_size, bucket);
   EXPECT_TRUE(graph.ok()) << graph.status();
   if (!graph.ok())
     return nullptr;
   const std::string_view outputs[] = {"logits"};
-  auto program = StepProgram::Create(*std::move(graph), t.backend.get(),
-                                     ResolveLlamaExternals(t.model->weights(), kv), outputs);
+  std::shared_ptr<const KernelLibrary> kernels;
+  if (fuse) {
+    *graph = FuseRowKernels(*std::move(graph), *t.backend, outputs);
+    CacheLevel level = CacheLevel::kCompiled;
+    auto built = KernelLibrary::Build(graph->kernels, runtime::CpuIsaName(runtime::BestCpuIsa()),
+                                      nullptr, &level);
+    EXPECT_TRUE(built.ok()) << built.status();
+    if (!built.ok())
+      return nullptr;
+    kernels = *std::move(built);
+  }
+  auto program =
+      StepProgram::Create(*std::move(graph), t.backend.get(),
+                          ResolveLlamaExternals(t.model->weights(), kv), outputs, kernels);
   EXPECT_TRUE(program.ok()) << program.status();
   return program.ok() ? *std::move(program) : nullptr;
 }

@@ -9,6 +9,7 @@
 // 2^-9 of itself, so the bound grows by sum_t |x_t w_t| * 2^-8 (twice that, for slack).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <span>
 #include <string_view>
@@ -17,6 +18,7 @@
 
 #include "gtest/gtest.h"
 
+#include "runtime/float16.h"
 #include "runtime_test_util.h"
 
 namespace switchyard::runtime {
@@ -197,6 +199,66 @@ TEST_P(Bf16DotMatMulTest, MatchesReferenceWithinActivationRounding) {
     CheckMatMul(*backend, DType::kBF16, c, /*with_bias=*/seed % 2 == 0, seed, XRounding::kBf16);
     ++seed;
   }
+}
+
+// BF16 activations (Backend::MatMulTakesBf16Activations): where the backend rounds F32
+// activations to bf16 for BF16 weights, rows it is given already rounded give the same
+// bits on every path, packed or not; elsewhere, and for other weights, they are refused.
+TEST(Bf16ActivationsTest, RoundedRowsGiveWhatF32RowsGive) {
+  auto backend = MakeBackend(BestCpuIsa(), 2, /*quantize_q8_0=*/true, /*round_bf16=*/true);
+  constexpr int64_t kN = 20;
+  constexpr int64_t kM = 70;
+  constexpr int64_t kK = 576;
+  std::mt19937 rng(11);
+  std::vector<float> decoded;
+  std::vector<uint8_t> w_bytes =
+      EncodeWeights(DType::kBF16, RandomFloats(rng, kM * kK), kM, kK, &decoded);
+  std::vector<float> x = RandomFloats(rng, kN * kK);
+  std::vector<uint16_t> x16;
+  for (float v : x)
+    x16.push_back(F32ToBf16(v));
+  const Tensor wt = HostTensor(DType::kBF16, {kM, kK}, w_bytes.data());
+  std::vector<float> want(kN * kM), got(kN * kM);
+  if (!backend->MatMulTakesBf16Activations(DType::kBF16)) {
+    EXPECT_EQ(backend
+                  ->MatMul(HostTensor(DType::kBF16, {kN, kK}, x16.data()), wt, nullptr,
+                           HostTensor(DType::kF32, {kN, kM}, got.data()))
+                  .code(),
+              absl::StatusCode::kInvalidArgument);
+    GTEST_SKIP() << "no AVX512_BF16: BF16 activations are refused";
+  }
+  EXPECT_FALSE(backend->MatMulTakesBf16Activations(DType::kQ8_0));
+  for (const bool pack : {false, true}) {
+    Buffer packed;
+    if (pack) {
+      auto p = backend->PackMatMulWeights(std::span<const Tensor>(&wt, 1));
+      ASSERT_TRUE(p.ok()) << p.status();
+      packed = *std::move(p);
+    }
+    for (MatMulPath path : {MatMulPath::kStreaming, MatMulPath::kPanel}) {
+      for (const int64_t n : {int64_t{1}, int64_t{4}, kN}) {
+        const Tensor xn16 = HostTensor(DType::kBF16, {n, kK}, x16.data());
+        const Tensor xn32 = HostTensor(DType::kF32, {n, kK}, x.data());
+        const Tensor wn = HostTensor(DType::kF32, {n, kM}, want.data());
+        const Tensor gn = HostTensor(DType::kF32, {n, kM}, got.data());
+        ASSERT_TRUE(backend->MatMulOnPath(xn32, wt, nullptr, wn, path).ok());
+        ASSERT_TRUE(backend->MatMulOnPath(xn16, wt, nullptr, gn, path).ok());
+        EXPECT_EQ(std::memcmp(want.data(), got.data(), static_cast<size_t>(n * kM) * 4), 0)
+            << "pack " << pack << " n " << n;
+      }
+    }
+  }
+  // An odd k cannot be given in bf16.
+  std::vector<uint16_t> odd(3 * 5);
+  std::vector<uint8_t> w_odd =
+      EncodeWeights(DType::kBF16, RandomFloats(rng, 2 * 5), 2, 5, &decoded);
+  std::vector<float> out(3 * 2);
+  EXPECT_EQ(backend
+                ->MatMul(HostTensor(DType::kBF16, {3, 5}, odd.data()),
+                         HostTensor(DType::kBF16, {2, 5}, w_odd.data()), nullptr,
+                         HostTensor(DType::kF32, {3, 2}, out.data()))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // BF16 and Q8_0 weights packed once (Backend::PackMatMulWeights), as a model's are: every
