@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
+
+#include "fmt/format.h"
 
 namespace switchyard::compile {
 namespace {
@@ -56,11 +60,11 @@ bool AddFusable(const StepNode& add, const StepNode& norm) {
   return s == norm.inputs[0] && IsF32Rows(add.inputs[0], n) && IsF32Rows(add.inputs[1], n);
 }
 
-// The nodes after `at` that read its output h, when all of them are MatMuls that take it
+// The nodes after `at` that read h (its output), when all of them are MatMuls that take it
 // in BF16 (until a node writes over h); empty otherwise.
-std::vector<size_t> Bf16Readers(const StepGraph& graph, size_t at, const runtime::Backend& backend,
+std::vector<size_t> Bf16Readers(const StepGraph& graph, size_t at, const TensorRef& h,
+                                const runtime::Backend& backend,
                                 std::span<const std::string_view> outputs) {
-  const TensorRef& h = graph.nodes[at].outputs[0];
   const GraphValue& value = graph.values[static_cast<size_t>(h.value)];
   if (value.kind != ValueKind::kActivation || h.shape.back() % 2 != 0 ||
       std::find(outputs.begin(), outputs.end(), value.name) != outputs.end()) {
@@ -87,6 +91,44 @@ std::vector<size_t> Bf16Readers(const StepGraph& graph, size_t at, const runtime
   return readers;
 }
 
+// Where node `at` of `graph` (being fused into `fused`) writes its last output h rounded to
+// BF16 for the MatMuls that read it, which are made to read it there; nullopt (and nothing
+// changed) when some reader needs F32. Rounded rows are half as long, so they take h's own
+// bytes only where those are read by no operand of the fused node; else a value of their own.
+std::optional<TensorRef> RoundForReaders(StepGraph* graph, size_t at, const StepNode& fused,
+                                         const runtime::Backend& backend,
+                                         std::span<const std::string_view> outputs) {
+  const TensorRef& h = fused.outputs.back();
+  const std::vector<size_t> readers = Bf16Readers(*graph, at, h, backend, outputs);
+  if (readers.empty())
+    return std::nullopt;
+  const bool apart = std::none_of(fused.inputs.begin(), fused.inputs.end(),
+                                  [&](const TensorRef& in) { return Overlap(in, h); }) &&
+                     std::none_of(fused.outputs.begin(), fused.outputs.end() - 1,
+                                  [&](const TensorRef& out) { return Overlap(out, h); });
+  TensorRef rounded = h;
+  rounded.dtype = DType::kBF16;
+  if (!apart) {
+    const std::string& name = graph->values[static_cast<size_t>(h.value)].name;
+    rounded.value = static_cast<int32_t>(graph->values.size());
+    rounded.offset = 0;
+    graph->values.push_back(
+        {ValueKind::kActivation, fmt::format("{}.bf16@{}", name, at), Bytes(rounded)});
+  }
+  for (size_t j : readers)
+    graph->nodes[j].inputs[0] = rounded;
+  return rounded;
+}
+
+// A SwiGlu a row kernel can compute: F32 gate, up and out of one element count.
+bool SwiGluFusable(const StepNode& node) {
+  const TensorRef& out = node.outputs[0];
+  if (out.shape.empty() || out.shape.back() <= 0)
+    return false;
+  const int64_t n = Elements(out);
+  return IsF32Rows(node.inputs[0], n) && IsF32Rows(node.inputs[1], n) && IsF32Rows(out, n);
+}
+
 int32_t KernelIndex(StepGraph* graph, const RowKernelSpec& spec) {
   const auto found = std::find(graph->kernels.begin(), graph->kernels.end(), spec);
   if (found != graph->kernels.end())
@@ -101,26 +143,30 @@ StepGraph FuseRowKernels(StepGraph graph, const runtime::Backend& backend,
                          std::span<const std::string_view> outputs) {
   if (!backend.RunsRowKernels())
     return graph;
-  std::vector<StepNode>& nodes = graph.nodes;
-  std::vector<bool> fused_away(nodes.size(), false);
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].op != StepOp::kRmsNorm || !NormFusable(nodes[i]))
-      continue;
-    const StepNode& norm = nodes[i];
+  std::vector<bool> fused_away(graph.nodes.size(), false);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const StepNode& node = graph.nodes[i];
     RowKernelSpec spec;
-    spec.cols = norm.inputs[0].shape.back();
-    spec.eps = norm.scalar;
     StepNode fused;
     fused.op = StepOp::kRowKernel;
-    const bool residual = i > 0 && nodes[i - 1].op == StepOp::kAdd && !fused_away[i - 1] &&
-                          AddFusable(nodes[i - 1], norm);
-    if (residual) {
-      const StepNode& add = nodes[i - 1];
-      fused.inputs = {add.inputs[0], add.inputs[1], norm.inputs[1]};
-      fused.outputs = {add.outputs[0], norm.outputs[0]};
+    fused.inputs = node.inputs;
+    fused.outputs = node.outputs;
+    if (node.op == StepOp::kSwiGlu && SwiGluFusable(node)) {
+      // Only worth a kernel of its own where its output is rounded for the MatMul after.
+      spec.kind = RowKernelKind::kSwiGlu;
+      spec.cols = node.outputs[0].shape.back();
+    } else if (node.op == StepOp::kRmsNorm && NormFusable(node)) {
+      spec.cols = node.inputs[0].shape.back();
+      spec.eps = node.scalar;
+      const StepNode* add = i > 0 ? &graph.nodes[i - 1] : nullptr;
+      spec.residual =
+          add != nullptr && add->op == StepOp::kAdd && !fused_away[i - 1] && AddFusable(*add, node);
+      if (spec.residual) {
+        fused.inputs = {add->inputs[0], add->inputs[1], node.inputs[1]};
+        fused.outputs = {add->outputs[0], node.outputs[0]};
+      }
     } else {
-      fused.inputs = norm.inputs;
-      fused.outputs = norm.outputs;
+      continue;
     }
     // Every output against every operand, and the outputs against each other.
     bool harmless = true;
@@ -132,30 +178,19 @@ StepGraph FuseRowKernels(StepGraph graph, const runtime::Backend& backend,
       harmless = harmless && AliasesHarmlessly(fused.outputs[0], fused.outputs[1]);
     if (!harmless)
       continue;
-    const TensorRef& h = fused.outputs.back();
-    std::vector<size_t> readers = Bf16Readers(graph, i, backend, outputs);
-    // Rounded rows are half as long: they must not land on rows still to be read.
-    const bool h_apart = std::none_of(fused.inputs.begin(), fused.inputs.end(),
-                                      [&](const TensorRef& in) { return Overlap(in, h); }) &&
-                         (!residual || !Overlap(fused.outputs[0], h));
-    if (!h_apart)
-      readers.clear();
-    if (!residual && readers.empty())
-      continue;  // a norm alone, as the backend already runs it
-    if (!readers.empty()) {
+    const std::optional<TensorRef> rounded = RoundForReaders(&graph, i, fused, backend, outputs);
+    if (!rounded.has_value() && !spec.residual)
+      continue;  // alone and in F32, as the backend already runs it
+    if (rounded.has_value()) {
       spec.out_dtype = DType::kBF16;
-      TensorRef rounded = h;
-      rounded.dtype = DType::kBF16;
-      fused.outputs.back() = rounded;
-      for (size_t j : readers)
-        nodes[j].inputs[0] = rounded;
+      fused.outputs.back() = *rounded;
     }
-    spec.residual = residual;
     fused.kernel = KernelIndex(&graph, spec);
-    if (residual)
+    if (spec.residual)
       fused_away[i - 1] = true;
-    nodes[i] = std::move(fused);
+    graph.nodes[i] = std::move(fused);
   }
+  std::vector<StepNode>& nodes = graph.nodes;
   size_t kept = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (fused_away[i])

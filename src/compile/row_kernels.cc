@@ -47,13 +47,99 @@ inline float InverseRms(const float* x, float eps) {
   return 1.0f / std::sqrt(mean + eps);
 }
 
+// exp(x) as the CPU backend's vector Exp computes it (Cephes' expf): x = n ln2 + r, e^r by
+// a degree-5 polynomial, times 2^n; inputs clamped to [-87, 88].
+inline float Exp(float x) {
+  x = std::fmin(std::fmax(x, -87.0f), 88.0f);
+  const float n = std::nearbyint(x * 1.44269504088896341f);
+  float r = std::fma(-n, 0.693359375f, x);
+  r = std::fma(-n, -2.12194440e-4f, r);
+  float poly = 1.9875691500e-4f;
+  poly = std::fma(poly, r, 1.3981999507e-3f);
+  poly = std::fma(poly, r, 8.3334519073e-3f);
+  poly = std::fma(poly, r, 4.1665795894e-2f);
+  poly = std::fma(poly, r, 1.6666665459e-1f);
+  poly = std::fma(poly, r, 5.0000001201e-1f);
+  const float e = std::fma(poly, r * r, r + 1.0f);
+  const std::uint32_t bits = static_cast<std::uint32_t>(static_cast<int>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  return e * scale;
+}
+
 }  // namespace
 )";
+
+void AppendRmsNorm(const RowKernelSpec& s, std::string* out) {
+  auto it = std::back_inserter(*out);
+  const bool bf16 = s.out_dtype == runtime::DType::kBF16;
+  fmt::format_to(it, "  constexpr long kCols = {};\n  const float eps = {:a}f;\n", s.cols, s.eps);
+  int at = 0;
+  if (s.residual) {
+    fmt::format_to(it, "  const float* a = static_cast<const float*>(operands[{}]);\n", at++);
+    fmt::format_to(it, "  const float* b = static_cast<const float*>(operands[{}]);\n", at++);
+  } else {
+    fmt::format_to(it, "  const float* x = static_cast<const float*>(operands[{}]);\n", at++);
+  }
+  fmt::format_to(it, "  const float* w = static_cast<const float*>(operands[{}]);\n", at++);
+  if (s.residual)
+    fmt::format_to(it, "  float* s = static_cast<float*>(operands[{}]);\n", at++);
+  fmt::format_to(it, "  {0}* h = static_cast<{0}*>(operands[{1}]);\n",
+                 bf16 ? "std::uint16_t" : "float", at++);
+  out->append("  for (std::int64_t i = begin; i < end; ++i) {\n");
+  if (s.residual) {
+    // s may alias a or b: each element is read before it is written.
+    out->append(
+        "    float* si = s + i * kCols;\n"
+        "    for (long t = 0; t < kCols; ++t)\n"
+        "      si[t] = a[i * kCols + t] + b[i * kCols + t];\n"
+        "    const float* xi = si;\n");
+  } else {
+    out->append("    const float* xi = x + i * kCols;\n");
+  }
+  // Blocks are read whole before they are written, as h may alias the row read.
+  fmt::format_to(it,
+                 "    const float inv_rms = InverseRms<kCols>(xi, eps);\n"
+                 "    {0}* hi = h + i * kCols;\n"
+                 "    long t = 0;\n"
+                 "    for (; t + 8 <= kCols; t += 8) {{\n"
+                 "      float block[8];\n"
+                 "      for (int j = 0; j < 8; ++j)\n"
+                 "        block[j] = xi[t + j] * inv_rms * w[t + j];\n"
+                 "      for (int j = 0; j < 8; ++j)\n"
+                 "        hi[t + j] = {1};\n"
+                 "    }}\n"
+                 "    for (; t < kCols; ++t) {{\n"
+                 "      const float v = xi[t] * inv_rms * w[t];\n"
+                 "      hi[t] = {2};\n"
+                 "    }}\n"
+                 "  }}\n",
+                 bf16 ? "std::uint16_t" : "float", bf16 ? "Bf16(block[j])" : "block[j]",
+                 bf16 ? "Bf16(v)" : "v");
+}
+
+void AppendSwiGlu(const RowKernelSpec& s, std::string* out) {
+  auto it = std::back_inserter(*out);
+  const bool bf16 = s.out_dtype == runtime::DType::kBF16;
+  fmt::format_to(it,
+                 "  constexpr long kCols = {0};\n"
+                 "  const float* gate = static_cast<const float*>(operands[0]);\n"
+                 "  const float* up = static_cast<const float*>(operands[1]);\n"
+                 "  {1}* out = static_cast<{1}*>(operands[2]);\n"
+                 "  for (std::int64_t i = begin; i < end; ++i) {{\n"
+                 "    for (long t = i * kCols; t < (i + 1) * kCols; ++t) {{\n"
+                 "      const float g = gate[t];\n"
+                 "      const float v = g / (1.0f + Exp(0.0f - g)) * up[t];\n"
+                 "      out[t] = {2};\n"
+                 "    }}\n"
+                 "  }}\n",
+                 s.cols, bf16 ? "std::uint16_t" : "float", bf16 ? "Bf16(v)" : "v");
+}
 
 }  // namespace
 
 int RowKernelInputs(const RowKernelSpec& spec) {
-  return spec.residual ? 3 : 2;
+  return spec.kind == RowKernelKind::kSwiGlu ? 2 : spec.residual ? 3 : 2;
 }
 
 int RowKernelOutputs(const RowKernelSpec& spec) {
@@ -61,10 +147,15 @@ int RowKernelOutputs(const RowKernelSpec& spec) {
 }
 
 int64_t RowKernelWork(const RowKernelSpec& spec) {
+  if (spec.kind == RowKernelKind::kSwiGlu)
+    return 20 * spec.cols;
   return (spec.residual ? 5 : 4) * spec.cols;
 }
 
 std::string RowKernelCanonical(const RowKernelSpec& spec) {
+  if (spec.kind == RowKernelKind::kSwiGlu) {
+    return fmt::format("swiglu cols={} out={}", spec.cols, runtime::DTypeName(spec.out_dtype));
+  }
   // {:a}: hexadecimal floating point, exact.
   return fmt::format("rms_norm residual={} cols={} eps={:a} out={}", spec.residual ? 1 : 0,
                      spec.cols, spec.eps, runtime::DTypeName(spec.out_dtype));
@@ -79,55 +170,16 @@ std::string GenerateRowKernelSource(std::span<const RowKernelSpec> specs) {
   auto it = std::back_inserter(out);
   for (size_t i = 0; i < specs.size(); ++i) {
     const RowKernelSpec& s = specs[i];
-    const bool bf16 = s.out_dtype == runtime::DType::kBF16;
     fmt::format_to(it, "\n// {}\n", RowKernelCanonical(s));
     fmt::format_to(it,
                    "extern \"C\" void {}(void* const* operands, std::int64_t begin, "
                    "std::int64_t end) {{\n",
                    RowKernelSymbol(i));
-    fmt::format_to(it, "  constexpr long kCols = {};\n  const float eps = {:a}f;\n", s.cols, s.eps);
-    int at = 0;
-    if (s.residual) {
-      fmt::format_to(it, "  const float* a = static_cast<const float*>(operands[{}]);\n", at++);
-      fmt::format_to(it, "  const float* b = static_cast<const float*>(operands[{}]);\n", at++);
-    } else {
-      fmt::format_to(it, "  const float* x = static_cast<const float*>(operands[{}]);\n", at++);
-    }
-    fmt::format_to(it, "  const float* w = static_cast<const float*>(operands[{}]);\n", at++);
-    if (s.residual)
-      fmt::format_to(it, "  float* s = static_cast<float*>(operands[{}]);\n", at++);
-    fmt::format_to(it, "  {}* h = static_cast<{}*>(operands[{}]);\n",
-                   bf16 ? "std::uint16_t" : "float", bf16 ? "std::uint16_t" : "float", at++);
-    out.append("  for (std::int64_t i = begin; i < end; ++i) {\n");
-    if (s.residual) {
-      // s may alias a or b: each element is read before it is written.
-      out.append(
-          "    float* si = s + i * kCols;\n"
-          "    for (long t = 0; t < kCols; ++t)\n"
-          "      si[t] = a[i * kCols + t] + b[i * kCols + t];\n"
-          "    const float* xi = si;\n");
-    } else {
-      out.append("    const float* xi = x + i * kCols;\n");
-    }
-    // Blocks are read whole before they are written, as h may alias the row read.
-    fmt::format_to(it,
-                   "    const float inv_rms = InverseRms<kCols>(xi, eps);\n"
-                   "    {0}* hi = h + i * kCols;\n"
-                   "    long t = 0;\n"
-                   "    for (; t + 8 <= kCols; t += 8) {{\n"
-                   "      float block[8];\n"
-                   "      for (int j = 0; j < 8; ++j)\n"
-                   "        block[j] = xi[t + j] * inv_rms * w[t + j];\n"
-                   "      for (int j = 0; j < 8; ++j)\n"
-                   "        hi[t + j] = {1};\n"
-                   "    }}\n"
-                   "    for (; t < kCols; ++t) {{\n"
-                   "      const float v = xi[t] * inv_rms * w[t];\n"
-                   "      hi[t] = {2};\n"
-                   "    }}\n"
-                   "  }}\n}}\n",
-                   bf16 ? "std::uint16_t" : "float", bf16 ? "Bf16(block[j])" : "block[j]",
-                   bf16 ? "Bf16(v)" : "v");
+    if (s.kind == RowKernelKind::kSwiGlu)
+      AppendSwiGlu(s, &out);
+    else
+      AppendRmsNorm(s, &out);
+    out.append("}\n");
   }
   return out;
 }

@@ -1,15 +1,19 @@
 // Row kernels: the fused element-wise work of a compiled step (fusion.h finds it), as C++
 // generated for the step's shapes and built into a loadable object (kernel_library.h).
 //
-// One kind today, an RMSNorm that may take a residual add before it and may round its
-// output to bf16 for the MatMuls that read it:
-//   residual: s = a + b (written out), then h = RmsNorm(s, w); else h = RmsNorm(x, w).
-//   h is F32, or BF16 rounded to nearest even as the backend's bf16 MatMul rounds.
-// Operands, in order: residual: a, b, w, s, h; else x, w, h. All rows of `cols` elements;
-// w F32. The arithmetic is the CPU backend's RmsNorm and Add, step for step (squares
-// summed in eight double lanes, the mean rounded to f32, 1 / sqrt in f32), so a fused step
-// gives the same bits as the ops it replaces; the generated code is built without
-// floating-point contraction so that the compiler keeps it so.
+// Two kinds:
+// - kRmsNorm, an RMSNorm that may take a residual add before it:
+//     residual: s = a + b (written out), then h = RmsNorm(s, w); else h = RmsNorm(x, w).
+//   Operands, in order: residual: a, b, w, s, h; else x, w, h (w F32, of one row).
+//   The CPU backend's Add and RmsNorm step for step (squares summed in eight double lanes,
+//   the mean rounded to f32, 1 / sqrt in f32).
+// - kSwiGlu: out = silu(gate) * up, silu(g) = g / (1 + exp(-g)). Operands: gate, up, out.
+//   exp is the CPU backend's vector one (Cephes' expf: the same polynomial, fused
+//   multiply-adds and rounding), on every ISA level that has bf16 MatMuls.
+// Rows of `cols` elements, F32 in; out (h) is F32, or BF16 rounded to nearest even as the
+// backend's bf16 MatMul rounds. So a fused step gives the same bits as the ops it replaces;
+// the generated code is built without floating-point contraction so that the compiler
+// keeps it so.
 #pragma once
 
 #include <cstdint>
@@ -20,10 +24,13 @@
 
 namespace switchyard::compile {
 
+enum class RowKernelKind : uint8_t { kRmsNorm, kSwiGlu };
+
 struct RowKernelSpec {
-  bool residual = false;
+  RowKernelKind kind = RowKernelKind::kRmsNorm;
+  bool residual = false;  // kRmsNorm
   int64_t cols = 0;
-  float eps = 0.0f;
+  float eps = 0.0f;                                 // kRmsNorm
   runtime::DType out_dtype = runtime::DType::kF32;  // F32 or BF16
 
   friend bool operator==(const RowKernelSpec&, const RowKernelSpec&) = default;

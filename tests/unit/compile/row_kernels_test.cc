@@ -1,7 +1,7 @@
 // Generated row kernels, built by the host compiler and loaded, against the CPU backend's
-// own Add and RmsNorm (and its bf16 rounding) on the same rows: the same bits, for widths
-// with and without a tail of the eight-lane loop, with outputs aliasing inputs as the
-// fusion pass allows, on the portable and the best ISA level.
+// own Add, RmsNorm and SwiGlu (and its bf16 rounding) on the same rows: the same bits, for
+// widths with and without a tail of the eight-lane loop, with outputs aliasing inputs as
+// the fusion pass allows, built for the portable and the best ISA level.
 #include "compile/row_kernels.h"
 
 #include <cstdint>
@@ -95,9 +95,9 @@ TEST_P(RowKernelsTest, ComputeWhatTheBackendsOpsCompute) {
   std::vector<RowKernelSpec> specs;
   for (const int64_t cols : {576, 64, 13, 8, 1}) {
     for (const bool residual : {false, true}) {
-      specs.push_back({residual, cols, 1e-5f, DType::kF32});
+      specs.push_back({RowKernelKind::kRmsNorm, residual, cols, 1e-5f, DType::kF32});
       if (cols % 2 == 0)
-        specs.push_back({residual, cols, 1e-6f, DType::kBF16});
+        specs.push_back({RowKernelKind::kRmsNorm, residual, cols, 1e-6f, DType::kBF16});
     }
   }
   Fixture f = Build(specs, GetParam());
@@ -141,11 +141,56 @@ TEST_P(RowKernelsTest, ComputeWhatTheBackendsOpsCompute) {
   }
 }
 
+// SwiGLU, whose exp is the vector one of the AVX2 and AVX-512 backends (the ones with bf16
+// MatMuls; the portable backend calls std::exp), over gate values from far negative to far
+// positive (the clamped ends of exp included).
+TEST_P(RowKernelsTest, SwiGluComputesWhatTheVectorBackendsCompute) {
+  auto backend = runtime::CreateCpuBackend({.num_threads = 2});
+  ASSERT_TRUE(backend.ok());
+  if (runtime::BestCpuIsa() == runtime::CpuIsa::kPortable)
+    GTEST_SKIP() << "the portable backend's exp is std::exp";
+  std::vector<RowKernelSpec> specs;
+  for (const int64_t cols : {1536, 18, 2})
+    specs.push_back({RowKernelKind::kSwiGlu, false, cols, 0.0f, DType::kBF16});
+  specs.push_back({RowKernelKind::kSwiGlu, false, 40, 0.0f, DType::kF32});
+  Fixture f = Build(specs, GetParam());
+  ASSERT_NE(f.library, nullptr);
+  constexpr int64_t kRows = 5;
+  for (size_t k = 0; k < specs.size(); ++k) {
+    const RowKernelSpec& spec = specs[k];
+    SCOPED_TRACE(RowKernelCanonical(spec));
+    const auto n = static_cast<size_t>(kRows * spec.cols);
+    std::vector<float> gate = Random(n, 4), up = Random(n, 5), want(n);
+    for (size_t t = 0; t < n; t += 7)
+      gate[t] *= 60.0f;  // past exp's clamps at -87 and 88 now and then
+    ASSERT_TRUE((*backend)
+                    ->SwiGlu(Tensor(DType::kF32, {kRows, spec.cols}, gate.data()),
+                             Tensor(DType::kF32, {kRows, spec.cols}, up.data()),
+                             Tensor(DType::kF32, {kRows, spec.cols}, want.data()))
+                    .ok());
+    std::vector<float> got32(n);
+    std::vector<uint16_t> got16(n);
+    const bool bf16 = spec.out_dtype == DType::kBF16;
+    std::vector<void*> ops = {gate.data(), up.data(),
+                              bf16 ? static_cast<void*>(got16.data()) : got32.data()};
+    ASSERT_TRUE(
+        f.backend->RunRowKernel(f.library->kernel(k), ops, kRows, RowKernelWork(spec)).ok());
+    for (size_t t = 0; t < n; ++t) {
+      if (bf16) {
+        ASSERT_EQ(got16[t], runtime::F32ToBf16(want[t])) << t << " gate " << gate[t];
+      } else {
+        ASSERT_EQ(std::memcmp(&got32[t], &want[t], 4), 0) << t << " gate " << gate[t];
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(IsaLevels, RowKernelsTest, ::testing::ValuesIn(IsaLevels()));
 
 TEST(RowKernelSourceTest, NamesEveryKernelAndItsSpec) {
-  const std::vector<RowKernelSpec> specs = {{true, 576, 1e-5f, DType::kBF16},
-                                            {false, 64, 1e-6f, DType::kF32}};
+  const std::vector<RowKernelSpec> specs = {
+      {RowKernelKind::kRmsNorm, true, 576, 1e-5f, DType::kBF16},
+      {RowKernelKind::kSwiGlu, false, 64, 0.0f, DType::kF32}};
   const std::string source = GenerateRowKernelSource(specs);
   EXPECT_NE(source.find("extern \"C\" void sy_row_kernel_0("), std::string::npos);
   EXPECT_NE(source.find("extern \"C\" void sy_row_kernel_1("), std::string::npos);
@@ -159,7 +204,7 @@ TEST(RowKernelSourceTest, NamesEveryKernelAndItsSpec) {
 TEST(KernelLibraryTest, ACompilerThatFailsIsAnErrorWithItsWords) {
   ASSERT_EQ(::setenv("SWITCHYARD_CXX", "false", 1), 0);
   CacheLevel level = CacheLevel::kMemory;
-  const RowKernelSpec spec{false, 8, 1e-5f, DType::kF32};
+  const RowKernelSpec spec{RowKernelKind::kRmsNorm, false, 8, 1e-5f, DType::kF32};
   auto library = KernelLibrary::Build({&spec, 1}, "portable", nullptr, &level);
   ::unsetenv("SWITCHYARD_CXX");
   ASSERT_FALSE(library.ok());
