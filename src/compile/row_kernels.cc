@@ -48,9 +48,12 @@ inline float InverseRms(const float* x, float eps) {
 }
 
 // exp(x) as the CPU backend's vector Exp computes it (Cephes' expf): x = n ln2 + r, e^r by
-// a degree-5 polynomial, times 2^n; inputs clamped to [-87, 88].
+// a degree-5 polynomial, times 2^n; inputs clamped to [-87, 88] as vmaxps / vminps clamp
+// (a NaN becomes -87). The clamps are written so that the compiler vectorises them to those
+// instructions: std::fmin / std::fmax compile to scalar calls.
 inline float Exp(float x) {
-  x = std::fmin(std::fmax(x, -87.0f), 88.0f);
+  x = x > -87.0f ? x : -87.0f;
+  x = x < 88.0f ? x : 88.0f;
   const float n = std::nearbyint(x * 1.44269504088896341f);
   float r = std::fma(-n, 0.693359375f, x);
   r = std::fma(-n, -2.12194440e-4f, r);
