@@ -10,8 +10,8 @@
 // GGML's Q4/Q5/K weights with ctx.quant set likewise, on their own int8 kernels (weights
 // decoded to unsigned bytes with a scale and a min per 16 elements; see quant_decode.h),
 // which few rows (decode) unpack straight into registers instead (quant_gemv.h).
-// Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once, then
-// both shapes run on bf16 pair dot products.
+// Likewise BF16 weights with ctx.bf16 set: activation rows are rounded to bf16 once (or come
+// rounded, as BF16 rows), then both shapes run on bf16 pair dot products.
 // BF16 and Q8_0 weights packed at load (packed_weights.h) take their panel kernel at every
 // row count, with no packing per call.
 //

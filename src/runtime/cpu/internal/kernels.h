@@ -44,6 +44,7 @@ struct KernelContext {
   void ParallelFor(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& fn) const;
 };
 
+// x: F32, or BF16 rows (k even) for BF16 weights where ctx.bf16 is set, used as rounded.
 // `path`: runtime::MatMulPath; kStreaming applies up to the dtype's streaming row limit,
 // kPanel where the dtype has panel kernels; otherwise the row count decides. `packed`: w's
 // copy packed at load (packed_weights.h), which every row count then reads instead.
