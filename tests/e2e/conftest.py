@@ -20,6 +20,14 @@ MODELS_DIR = REPO / "models"
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "peer_tools: needs a peer that takes minutes to build (llama-cpp-python, llama-server, "
+        "the Kubernetes tools, guidellm): scripts/test.sh builds them while the other tests run "
+        "(-m 'not peer_tools'), then runs these (-m peer_tools)")
+
+
 def switchyard_bin() -> pathlib.Path:
     return pathlib.Path(os.environ.get("SWITCHYARD_BIN", REPO / "build" / "dev" / "src" / "cli" / "switchyard"))
 

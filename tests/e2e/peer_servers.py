@@ -1,7 +1,7 @@
 """Other projects' OpenAI-compatible servers as router members in the end-to-end tests.
 
   - LlamaCppServer: llama.cpp through llama-cpp-python's server (`python -m llama_cpp.server`,
-    installed into .venv by scripts/setup_test.sh from tools/requirements-fleet.txt), on a GGUF.
+    installed into .venv by scripts/setup_llamacpp.sh from tools/requirements-fleet.txt), on a GGUF.
     Its server has no /metrics (llama_cpp/server/app.py defines none), so the router sees it
     as an engine without metrics. It serves one request at a time (one global lock);
     `--interrupt_requests False` keeps a waiting request from cancelling the one streaming.

@@ -23,6 +23,9 @@ import pytest
 from conftest import MODELS_DIR, REPO
 from test_up import Up
 
+# Needs guidellm: a peer_tools test (conftest.py).
+pytestmark = pytest.mark.peer_tools
+
 GUIDELLM = pathlib.Path(os.environ.get("SWITCHYARD_GUIDELLM",
                                        REPO / ".venv-guidellm" / "bin" / "guidellm"))
 REQUESTS = 20

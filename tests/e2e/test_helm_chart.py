@@ -14,6 +14,9 @@ from conftest import MODELS_DIR, REPO, require_kube_tools, wait_until
 from kube_cluster import HELM, HTTP_ROUTE_CRD
 from router_server import Router, metric_sum
 
+# Needs helm and the Kubernetes tools: a peer_tools test (conftest.py).
+pytestmark = pytest.mark.peer_tools
+
 CHART = REPO / "deploy" / "helm" / "switchyard"
 RELEASE = "demo"
 # Every optional part on, two engine kinds with their hardware.

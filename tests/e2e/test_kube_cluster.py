@@ -8,6 +8,9 @@ import requests
 
 from kube_cluster import INFERENCE_POOL_CRD_NAME
 
+# Needs the Kubernetes tools: a peer_tools test (conftest.py).
+pytestmark = pytest.mark.peer_tools
+
 
 def inference_pool(name, namespace, match_labels, port=8000):
     return json.dumps({

@@ -26,6 +26,7 @@ Generated tiny models in every quantized type (tools/gen_models.py --types, into
 folder): ours (`switchyard generate --json`) against llama.cpp on the same file, as
 test_forward_parity.py does for Q8_0.
 """
+import concurrent.futures
 import json
 import math
 import os
@@ -39,6 +40,9 @@ import pytest
 import requests
 
 from engine_server import EngineServer
+
+# Needs llama-cpp-python: a peer_tools test (conftest.py).
+pytestmark = pytest.mark.peer_tools
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SMOLLM2 = pathlib.Path(os.environ.get(
@@ -174,23 +178,41 @@ def _fmt(x):
     return "-" if x is None else f"{x:.4f}"
 
 
+def _our_greedy_and_forced(engine, prompts, lc_tokens):
+    """Ours for every prompt, sent at once (the engine batches them, which under the
+    sanitizers takes a fraction of one-by-one's time): the greedy completion with top-2
+    logprobs, and llama.cpp's continuation fed back as prompt with prompt_logprobs."""
+    def greedy(ids):
+        return _complete(engine, prompt=ids, max_tokens=NEW_TOKENS, temperature=0,
+                         ignore_eos=True, logprobs=2)["logprobs"]
+
+    def forced(ids, tokens):
+        return _complete(engine, prompt=ids + tokens, max_tokens=1, temperature=0,
+                         ignore_eos=True, prompt_logprobs=1)["prompt_logprobs"][len(ids):]
+
+    with concurrent.futures.ThreadPoolExecutor(2 * len(prompts)) as pool:
+        free = [pool.submit(greedy, ids) for ids in prompts]
+        fed = [pool.submit(forced, ids, t) for ids, t in zip(prompts, lc_tokens)]
+        return [f.result() for f in free], [f.result() for f in fed]
+
+
 def test_greedy_agreement_with_llamacpp(smollm2, engine):
     llm = _llama(smollm2, 512)
     prompts = _prompt_ids(llm)
     assert len(prompts) == 20
-    rows, noise, all_margins = [], [], []
+    lc_runs = []
     for ids in prompts:
         lc_tokens, lc_margins = llamacpp_greedy(llm, ids, NEW_TOKENS)
-        all_margins += lc_margins
         lc_logprobs = _log_softmax(llm.scores[len(ids) - 1:len(ids) - 1 + NEW_TOKENS])
-        ours = _complete(engine, prompt=ids, max_tokens=NEW_TOKENS, temperature=0,
-                         ignore_eos=True, logprobs=2)["logprobs"]
+        lc_runs.append((lc_tokens, lc_margins, lc_logprobs))
+    ours_free, ours_forced = _our_greedy_and_forced(engine, prompts, [r[0] for r in lc_runs])
+    rows, noise, all_margins = [], [], []
+    for (lc_tokens, lc_margins, lc_logprobs), ours, forced in zip(lc_runs, ours_free,
+                                                                  ours_forced):
+        all_margins += lc_margins
         assert len(ours["tokens"]) == NEW_TOKENS
-        # llama.cpp's continuation fed back as prompt: the engine's text for each of its ids
-        # (to compare with our greedy tokens, which the completions API gives as text) and
-        # our logprob of it on the same prefix.
-        forced = _complete(engine, prompt=ids + lc_tokens, max_tokens=1, temperature=0,
-                           ignore_eos=True, prompt_logprobs=1)["prompt_logprobs"][len(ids):]
+        # The engine's text for each of llama.cpp's ids (to compare with our greedy tokens,
+        # which the completions API gives as text) and our logprob of it on the same prefix.
         lc_text = [entry[str(t)]["decoded_token"] for entry, t in zip(forced, lc_tokens)]
         forced_top1 = [next(int(i) for i, v in entry.items() if v["rank"] == 1)
                        for entry in forced]

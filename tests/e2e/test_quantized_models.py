@@ -15,6 +15,9 @@ import gguf
 import numpy as np
 import pytest
 
+# Needs llama-cpp-python: a peer_tools test (conftest.py).
+pytestmark = pytest.mark.peer_tools
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tools"))
 

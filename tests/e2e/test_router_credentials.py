@@ -15,6 +15,9 @@ from engine_server import MODEL_NAME, EngineServer
 from peer_servers import LLAMA_SERVER, LlamaServer
 from router_server import Router, member_name, metric_sum
 
+# Needs llama-server: a peer_tools test (conftest.py).
+pytestmark = pytest.mark.peer_tools
+
 KEY = "sk-engine-8f3a1c77d2"
 CLIENT_KEY = "sk-client-not-for-engines"
 
@@ -75,7 +78,7 @@ def test_inline_keys_and_missing_variables_are_refused(switchyard, tmp_path):
 @pytest.fixture(scope="module")
 def keyed_llama_server():
     if not LLAMA_SERVER.exists():
-        pytest.fail(f"{LLAMA_SERVER} is missing: run scripts/setup_test.sh")
+        pytest.fail(f"{LLAMA_SERVER} is missing: run scripts/setup_llamacpp.sh")
     server = LlamaServer(MODELS_DIR / "tiny-llama3" / "model.gguf", MODEL_NAME,
                          api_key=KEY)
     server.spawn()

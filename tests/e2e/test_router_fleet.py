@@ -37,6 +37,9 @@ from engine_server import MODEL_NAME, EngineServer
 from peer_servers import LLAMA_SERVER, LlamaCppServer, LlamaServer, VllmServer
 from router_server import Router, member_name
 
+# Needs llama-cpp-python and llama-server: a peer_tools test (conftest.py).
+pytestmark = pytest.mark.peer_tools
+
 TINY = MODELS_DIR / "tiny-llama3"
 THE = 276  # " the"
 BIAS = {"logit_bias": {str(THE): 100}}

@@ -19,6 +19,9 @@ from peer_servers import free_port
 from router_server import Router, metric_sum
 from test_router_ext_proc import NOT_SERVING, grpc_ports, health
 
+# Needs the Kubernetes tools: a peer_tools test (conftest.py).
+pytestmark = pytest.mark.peer_tools
+
 POOL = "engines"
 ROLE = "llm-d.ai/role"
 _namespaces = itertools.count()
