@@ -1,5 +1,6 @@
 #include "kvx/kv_event_subscriber.h"
 
+#include <array>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,7 @@
 #include "base/mutex.h"
 #include "kvx/kv_event_codec.h"
 #include "kvx/kv_event_publisher.h"
+#include <zmq_addon.hpp>
 
 namespace switchyard::kvx {
 namespace {
@@ -54,6 +56,32 @@ KvEventBatch Batch(double ts) {
   return b;
 }
 
+// Waits until the publisher's thread has sent batch `seq`, which its replay buffer then
+// holds (Publish only queues it): from then on a subscriber that connects can get it only
+// by a replay. Asks the replay socket for `seq` onwards until a batch, not just the end
+// marker, comes back.
+void WaitUntilSent(const std::string& replay_endpoint, uint64_t seq) {
+  zmq::context_t context;
+  zmq::socket_t dealer(context, zmq::socket_type::dealer);
+  dealer.set(zmq::sockopt::linger, 0);
+  dealer.set(zmq::sockopt::rcvtimeo, 5000);
+  dealer.connect(replay_endpoint);
+  std::array<uint8_t, 8> start;
+  for (int i = 0; i < 8; ++i)
+    start[static_cast<size_t>(i)] = static_cast<uint8_t>(seq >> (56 - 8 * i));
+  const zmq::const_buffer request[] = {zmq::const_buffer(), zmq::buffer(start)};
+  for (int attempt = 0; attempt < 400; ++attempt) {
+    ASSERT_TRUE(zmq::send_multipart(dealer, request).has_value());
+    std::vector<zmq::message_t> first;  // the rest of the answer goes with the socket
+    ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(first)).has_value());
+    ASSERT_EQ(first.size(), 3u);
+    if (first[1].to_string() != std::string(8, '\xff'))
+      return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  FAIL() << "batch " << seq << " was never sent";
+}
+
 TEST(KvEventSubscriberTest, LateJoinerReplaysFromTheStart) {
   KvEventPublisherOptions po;
   po.endpoint = "tcp://127.0.0.1:*";
@@ -63,6 +91,7 @@ TEST(KvEventSubscriberTest, LateJoinerReplaysFromTheStart) {
   // Published before anyone subscribed: only the replay can deliver these.
   for (int i = 0; i < 5; ++i)
     ASSERT_TRUE((*pub)->Publish(Batch(i)));
+  ASSERT_NO_FATAL_FAILURE(WaitUntilSent((*pub)->replay_endpoint(), 4));
   Received got;
   auto sub = KvEventSubscriber::Start(got.Handler());
   ASSERT_TRUE(sub.ok());
