@@ -3,7 +3,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <array>
 #include <exception>
 #include <utility>
 #include <vector>
@@ -13,24 +12,14 @@
 
 #include "base/logging.h"
 #include "base/thread_name.h"
+#include "kvx/kv_event_seq.h"
 #include <zmq_addon.hpp>
 
 namespace switchyard::kvx {
 namespace {
 
-// vLLM's END_SEQ: (-1).to_bytes(8, "big", signed=True).
-constexpr std::array<uint8_t, 8> kEndSeq = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 // How long closing sockets may wait to flush queued messages.
 constexpr int kLingerMs = 1000;
-
-std::array<uint8_t, 8> BigEndian(uint64_t value) {
-  std::array<uint8_t, 8> out{};
-  for (int i = 7; i >= 0; --i) {
-    out[i] = static_cast<uint8_t>(value & 0xff);
-    value >>= 8;
-  }
-  return out;
-}
 
 bool ShouldBind(std::string_view endpoint) {
   return endpoint.find('*') != std::string_view::npos ||
@@ -73,7 +62,7 @@ void ServeReplays(zmq::socket_t& replay, const std::deque<Buffered>& buffer) {
     for (const Buffered& b : buffer) {
       if (b.seq < start)
         continue;
-      const auto seq = BigEndian(b.seq);
+      const auto seq = EncodeKvEventSeq(b.seq);
       const zmq::const_buffer frames[] = {client, zmq::const_buffer(), zmq::buffer(seq),
                                           zmq::buffer(b.payload)};
       if (!SendFrames(replay, frames)) {
@@ -81,7 +70,7 @@ void ServeReplays(zmq::socket_t& replay, const std::deque<Buffered>& buffer) {
         break;
       }
     }
-    const zmq::const_buffer end[] = {client, zmq::const_buffer(), zmq::buffer(kEndSeq),
+    const zmq::const_buffer end[] = {client, zmq::const_buffer(), zmq::buffer(kKvEventEndSeq),
                                      zmq::const_buffer()};
     SendFrames(replay, end);
   }
@@ -215,7 +204,7 @@ void KvEventPublisher::Run() {
       }
       for (const KvEventBatch& batch : batches) {
         std::string payload = EncodeKvEventBatch(batch, options_.encoding);
-        const auto seq = BigEndian(next_seq);
+        const auto seq = EncodeKvEventSeq(next_seq);
         const zmq::const_buffer frames[] = {zmq::buffer(options_.topic), zmq::buffer(seq),
                                             zmq::buffer(payload)};
         // A PUB socket drops rather than blocks at its high-water mark, as in vLLM.

@@ -5,10 +5,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <exception>
 #include <optional>
+#include <span>
 #include <utility>
 
 #include "fmt/format.h"
@@ -17,6 +17,7 @@
 #include "base/logging.h"
 #include "base/thread_name.h"
 #include "kvx/kv_event_codec.h"
+#include "kvx/kv_event_seq.h"
 #include <zmq_addon.hpp>
 
 namespace switchyard::kvx {
@@ -30,21 +31,7 @@ constexpr auto kReplayTimeout = std::chrono::seconds(5);
 constexpr size_t kMaxHeld = 100'000;
 
 std::optional<uint64_t> ReadSeq(const zmq::message_t& frame) {
-  if (frame.size() != 8)
-    return std::nullopt;
-  uint64_t v = 0;
-  for (uint8_t b : std::span(frame.data<uint8_t>(), 8))
-    v = v << 8 | b;
-  return v;
-}
-
-std::array<uint8_t, 8> BigEndian(uint64_t value) {
-  std::array<uint8_t, 8> out{};
-  for (int i = 7; i >= 0; --i) {
-    out[static_cast<size_t>(i)] = static_cast<uint8_t>(value & 0xff);
-    value >>= 8;
-  }
-  return out;
+  return DecodeKvEventSeq(std::span(frame.data<uint8_t>(), frame.size()));
 }
 
 struct Held {
@@ -249,7 +236,7 @@ absl::Status KvEventSubscriber::RunLoop() {
       handler_(s.source.name, *batch);
     };
     auto request_replay = [](SourceState& s, int64_t from) {
-      const auto start = BigEndian(static_cast<uint64_t>(from));
+      const auto start = EncodeKvEventSeq(static_cast<uint64_t>(from));
       const zmq::const_buffer frames[] = {zmq::const_buffer(), zmq::buffer(start)};
       (void)s.dealer->send(frames[0], zmq::send_flags::sndmore | zmq::send_flags::dontwait);
       (void)s.dealer->send(frames[1], zmq::send_flags::dontwait);

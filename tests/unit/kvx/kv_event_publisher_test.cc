@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include <zmq.hpp>
 
+#include "kv_event_wire_support.h"
 #include "kvx/kv_event_codec.h"
 #include <zmq_addon.hpp>
 
@@ -17,14 +18,6 @@ namespace switchyard::kvx {
 namespace {
 
 constexpr char kTopic[] = "kv@127.0.0.1:8000@tiny";
-
-uint64_t FromBigEndian(const zmq::message_t& frame) {
-  EXPECT_EQ(frame.size(), 8u);
-  uint64_t value = 0;
-  for (size_t i = 0; i < frame.size() && i < 8; ++i)
-    value = value << 8 | frame.data<uint8_t>()[i];
-  return value;
-}
 
 KvEventBatch Batch(double ts) {
   BlockStored stored;
@@ -47,13 +40,13 @@ uint64_t Subscribe(zmq::socket_t& sub, KvEventPublisher& pub, const std::string&
     std::vector<zmq::message_t> frames;
     if (zmq::recv_multipart(sub, std::back_inserter(frames)).has_value()) {
       // Drain probes still in flight so the caller starts at a clean boundary.
-      uint64_t last = FromBigEndian(frames[1]);
+      uint64_t last = SeqFromFrame(frames[1]);
       sub.set(zmq::sockopt::rcvtimeo, 200);
       while (last + 1 < static_cast<uint64_t>(attempt + 1)) {
         frames.clear();
         if (!zmq::recv_multipart(sub, std::back_inserter(frames)).has_value())
           break;
-        last = FromBigEndian(frames[1]);
+        last = SeqFromFrame(frames[1]);
       }
       sub.set(zmq::sockopt::rcvtimeo, 5000);
       return static_cast<uint64_t>(attempt + 1);
@@ -70,7 +63,7 @@ void ExpectBatches(zmq::socket_t& sub, uint64_t first_seq, int count,
     ASSERT_TRUE(zmq::recv_multipart(sub, std::back_inserter(frames)).has_value()) << i;
     ASSERT_EQ(frames.size(), 3u);
     EXPECT_EQ(frames[0].to_string(), kTopic);
-    EXPECT_EQ(FromBigEndian(frames[1]), first_seq + i);
+    EXPECT_EQ(SeqFromFrame(frames[1]), first_seq + i);
     EXPECT_EQ(frames[2].to_string(), EncodeKvEventBatch(Batch(i), encoding));
     auto decoded = DecodeKvEventBatch(frames[2].to_string_view());
     ASSERT_TRUE(decoded.ok()) << decoded.status();
@@ -118,32 +111,6 @@ TEST(KvEventPublisherTest, PublishesOverIpc) {
   std::filesystem::remove(path);
 }
 
-// A DEALER asks for a replay from `start` the way llm-d does: ["", seq].
-std::vector<std::pair<uint64_t, std::string>> Replay(zmq::socket_t& dealer, uint64_t start) {
-  std::array<uint8_t, 8> seq;
-  for (int i = 0; i < 8; ++i)
-    seq[i] = static_cast<uint8_t>(start >> (56 - 8 * i));
-  const zmq::const_buffer request[] = {zmq::const_buffer(), zmq::buffer(seq)};
-  EXPECT_TRUE(zmq::send_multipart(dealer, request).has_value());
-  std::vector<std::pair<uint64_t, std::string>> out;
-  while (true) {
-    std::vector<zmq::message_t> frames;
-    if (!zmq::recv_multipart(dealer, std::back_inserter(frames)).has_value()) {
-      ADD_FAILURE() << "replay timed out";
-      return out;
-    }
-    EXPECT_EQ(frames.size(), 3u);
-    if (frames.size() != 3)
-      return out;
-    EXPECT_EQ(frames[0].size(), 0u);
-    if (frames[1].to_string() == std::string(8, '\xff')) {
-      EXPECT_EQ(frames[2].size(), 0u);
-      return out;
-    }
-    out.emplace_back(FromBigEndian(frames[1]), frames[2].to_string());
-  }
-}
-
 TEST(KvEventPublisherTest, ReplaysBufferedBatchesThenEndMarker) {
   KvEventPublisherOptions options;
   options.endpoint = "tcp://127.0.0.1:*";
@@ -166,16 +133,16 @@ TEST(KvEventPublisherTest, ReplaysBufferedBatchesThenEndMarker) {
   dealer.set(zmq::sockopt::rcvtimeo, 5000);
   dealer.connect((*pub)->replay_endpoint());
   // Only the last buffer_steps batches are kept.
-  auto replayed = Replay(dealer, 0);
+  auto replayed = RequestReplay(dealer, 0);
   ASSERT_EQ(replayed.size(), 5u);
   for (size_t i = 0; i < replayed.size(); ++i) {
     EXPECT_EQ(replayed[i].first, last - 4 + i);
     EXPECT_EQ(replayed[i].second, EncodeKvEventBatch(Batch(3 + static_cast<double>(i)), {}));
   }
-  replayed = Replay(dealer, last - 1);
+  replayed = RequestReplay(dealer, last - 1);
   ASSERT_EQ(replayed.size(), 2u);
   EXPECT_EQ(replayed[0].first, last - 1);
-  EXPECT_TRUE(Replay(dealer, last + 1).empty());
+  EXPECT_TRUE(RequestReplay(dealer, last + 1).empty());
 }
 
 TEST(KvEventPublisherTest, ReportsBindFailures) {

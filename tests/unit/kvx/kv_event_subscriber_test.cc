@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include "base/mutex.h"
+#include "kv_event_wire_support.h"
 #include "kvx/kv_event_codec.h"
 #include "kvx/kv_event_publisher.h"
 #include <zmq_addon.hpp>
@@ -66,16 +67,8 @@ void WaitUntilSent(const std::string& replay_endpoint, uint64_t seq) {
   dealer.set(zmq::sockopt::linger, 0);
   dealer.set(zmq::sockopt::rcvtimeo, 5000);
   dealer.connect(replay_endpoint);
-  std::array<uint8_t, 8> start;
-  for (int i = 0; i < 8; ++i)
-    start[static_cast<size_t>(i)] = static_cast<uint8_t>(seq >> (56 - 8 * i));
-  const zmq::const_buffer request[] = {zmq::const_buffer(), zmq::buffer(start)};
-  for (int attempt = 0; attempt < 400; ++attempt) {
-    ASSERT_TRUE(zmq::send_multipart(dealer, request).has_value());
-    std::vector<zmq::message_t> first;  // the rest of the answer goes with the socket
-    ASSERT_TRUE(zmq::recv_multipart(dealer, std::back_inserter(first)).has_value());
-    ASSERT_EQ(first.size(), 3u);
-    if (first[1].to_string() != std::string(8, '\xff'))
+  for (int attempt = 0; attempt < 400 && !::testing::Test::HasFailure(); ++attempt) {
+    if (!RequestReplay(dealer, seq).empty())
       return;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -121,9 +114,7 @@ class RawPublisher {
     endpoint_ = pub_.get(zmq::sockopt::last_endpoint);
   }
   void Send(uint64_t seq, const std::string& payload) {
-    std::array<uint8_t, 8> be;
-    for (int i = 7; i >= 0; --i, seq >>= 8)
-      be[static_cast<size_t>(i)] = static_cast<uint8_t>(seq & 0xff);
+    const std::array<uint8_t, 8> be = SeqFrame(seq);
     pub_.send(zmq::str_buffer("t"), zmq::send_flags::sndmore);
     pub_.send(zmq::buffer(be), zmq::send_flags::sndmore);
     pub_.send(zmq::buffer(payload), zmq::send_flags::none);
