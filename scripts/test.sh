@@ -9,7 +9,7 @@
 # minutes, not tens of minutes, and CI builds no release binary for them); then the `tsan`
 # tests (only the test binaries whose tests start threads, under TSan).
 # Three things take minutes of CPU and are needed late, so they build in the background at
-# the lowest CPU priority, in sessions of their own: the peers only some end-to-end tests use
+# the lowest CPU priority (scripts/background.sh): the peers only some end-to-end tests use
 # (guidellm, llama.cpp, the Kubernetes tools: pytest's `peer_tools` marker), started first so
 # that their downloads overlap the ASan build, and the TSan build, started with the end-to-end
 # tests. Those tests mostly wait on servers and clients (about half a core of the two on
@@ -26,39 +26,14 @@ stage() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; 
 bash scripts/setup.sh
 bash scripts/setup_test.sh --defer-peer-builds
 
-# Background builds, each in a session of its own so that stopping its process group reaches
-# every process it started (on any exit), at the lowest CPU priority. With the kernel's
-# autogroup scheduling (Debian's default) a new session is a scheduling group of its own that
-# gets an equal share of the CPU whatever its processes' nice values; the group's own nice
-# value (/proc/self/autogroup) is what lowers it. A failed build prints its log.
-background=()
-logs=$(mktemp -d)
-trap 'for g in "${background[@]}"; do kill -- -"$g" 2>/dev/null || true; done; rm -rf "$logs"' EXIT
-in_background() {  # in_background NAME COMMAND...: its output goes to $logs/NAME.log
-  local name=$1
-  shift
-  setsid bash -c '{ echo 19 > /proc/self/autogroup; } 2>/dev/null; exec nice -n 19 "$@"' bash \
-    "$@" >"$logs/$name.log" 2>&1 &
-  background+=("$!")
-}
-wait_for_build() {  # wait_for_build NAME PID
-  local status=0
-  wait "$2" || status=$?
-  if [ "$status" != 0 ]; then
-    cat "$logs/$1.log"
-    echo "test.sh: the $1 build failed" >&2
-    exit 1
-  fi
-  tail -n 5 "$logs/$1.log"
-}
+# shellcheck source=background.sh
+. scripts/background.sh
+trap background_cleanup EXIT
 
 stage "build the peers in the background: guidellm, llama.cpp, the Kubernetes tools"
-in_background guidellm bash scripts/setup_guidellm.sh
-guidellm=$!
-in_background llamacpp bash scripts/setup_llamacpp.sh --build-only
-llamacpp=$!
-in_background kube bash scripts/setup_kube.sh
-kube=$!
+background_start guidellm --lowest-priority bash scripts/setup_guidellm.sh
+background_start llamacpp --lowest-priority bash scripts/setup_llamacpp.sh --build-only
+background_start kube --lowest-priority bash scripts/setup_kube.sh
 
 stage "format check (clang-format-14)"
 bash scripts/check_format.sh
@@ -71,8 +46,7 @@ bash scripts/tidy.sh
 
 stage "configure the TSan build; build it in the background too"
 cmake --preset tsan
-in_background tsan cmake --build --preset tsan
-tsan=$!
+background_start tsan --lowest-priority cmake --build --preset tsan
 
 export SWITCHYARD_BIN="$root/build/asan/src/cli/switchyard"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
@@ -80,18 +54,18 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 # The Kubernetes tools are built by then: a test that cannot find them fails, not skips.
 export SWITCHYARD_REQUIRE_KUBE=1
 stage "end-to-end tests that need none of the peers"
-.venv/bin/python -m pytest -q -m "not peer_tools" tests/e2e "$@"
+.venv/bin/python -m pytest -q --durations=20 -m "not peer_tools" tests/e2e "$@"
 
 stage "finish the peers' builds, install llama.cpp into .venv, run the tests that need them"
-wait_for_build guidellm "$guidellm"
-wait_for_build llamacpp "$llamacpp"
-wait_for_build kube "$kube"
+background_wait guidellm
+background_wait llamacpp
+background_wait kube
 bash scripts/setup_llamacpp.sh
 status=0
-.venv/bin/python -m pytest -q -m peer_tools tests/e2e "$@" || status=$?
+.venv/bin/python -m pytest -q --durations=20 -m peer_tools tests/e2e "$@" || status=$?
 [ "$status" = 0 ] || [ "$status" = 5 ]  # 5: the arguments selected none of them
 
 stage "finish the TSan build and run the threaded test binaries under it"
-wait_for_build tsan "$tsan"
+background_wait tsan
 ctest --preset tsan
 stage "done"

