@@ -11,12 +11,13 @@ target_compile_options(sy_warnings INTERFACE
   $<$<BOOL:${SY_WERROR}>:-Werror>
   $<$<CXX_COMPILER_ID:Clang>:-Wthread-safety>)
 
-# Precompiled headers (cmake/precompiled_headers.h) for the targets of many units, under
-# SY_PRECOMPILE_HEADERS: libraries, test binaries and the switchyard binary.
+# Precompiled headers (cmake/precompiled_headers.h, and any further headers given) for the
+# targets of many units, under SY_PRECOMPILE_HEADERS: libraries, test binaries and the
+# switchyard binary.
 function(sy_precompile_headers target)
   if(SY_PRECOMPILE_HEADERS)
     target_precompile_headers(${target} PRIVATE
-      $<$<COMPILE_LANGUAGE:CXX>:${PROJECT_SOURCE_DIR}/cmake/precompiled_headers.h>)
+      $<$<COMPILE_LANGUAGE:CXX>:${PROJECT_SOURCE_DIR}/cmake/precompiled_headers.h> ${ARGN})
   endif()
 endfunction()
 
@@ -47,7 +48,8 @@ function(sy_cc_test)
                         GTest::gtest_main sy::warnings)
   target_compile_definitions(${name} PRIVATE
     SY_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
-  sy_precompile_headers(${name})
+  # Every unit includes gtest.h, parsed in ~1.5 s under ASan: 178 units, 4 CPU-minutes.
+  sy_precompile_headers(${name} <gtest/gtest.h> <gmock/gmock.h>)
   if(NOT SY_LABEL)
     set(SY_LABEL unit)
   endif()
