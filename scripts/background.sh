@@ -1,11 +1,12 @@
 # Sourced by scripts/test.sh and scripts/setup_test.sh: commands that run in the background
 # while the script goes on, each in a session of its own so that stopping its process group
 # reaches every process it started, with its output in a log of its own.
-#   background_start NAME [--lowest-priority] COMMAND...: starts COMMAND as job NAME. With
-#     --lowest-priority it gets only the CPU nothing else wants: with the kernel's autogroup
-#     scheduling (Debian's default) a new session is a scheduling group of its own that gets
-#     an equal share of the CPU whatever its processes' nice values; the group's own nice value
-#     (/proc/self/autogroup) is what lowers it.
+#   background_start NAME [--nice N] COMMAND...: starts COMMAND as job NAME, at nice value N
+#     (0 to 19; default 0) for its session: with the kernel's autogroup scheduling (Debian's
+#     default) a new session is a scheduling group of its own that gets an equal share of the
+#     CPU whatever its processes' nice values; the group's own nice value
+#     (/proc/self/autogroup) is what lowers it. A group at 10 gets about a tenth of what one
+#     at 0 gets when both want the CPU, one at 19 about a seventieth (a seventh of one at 10).
 #   background_wait NAME: waits for job NAME; on success prints the last lines of its log, on
 #     failure all of it, and exits 1.
 # The sourcing script's EXIT trap must call background_cleanup (it stops what still runs and
@@ -16,7 +17,7 @@ declare -A background_pids=()
 background_start() {
   local name=$1 nice=0
   shift
-  [ "$1" = --lowest-priority ] && { nice=19; shift; }
+  [ "$1" = --nice ] && { nice=$2; shift 2; }
   setsid bash -c '[ "$0" = 0 ] || { echo "$0" > /proc/self/autogroup; } 2>/dev/null
 exec nice -n "$0" "$@"' "$nice" "$@" >"$background_logs/$name.log" 2>&1 &
   background_pids[$name]=$!

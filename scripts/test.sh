@@ -9,31 +9,39 @@
 # minutes, not tens of minutes, and CI builds no release binary for them); then the `tsan`
 # tests (only the test binaries whose tests start threads, under TSan).
 # Three things take minutes of CPU and are needed late, so they build in the background at
-# the lowest CPU priority (scripts/background.sh): the peers only some end-to-end tests use
+# low CPU priority (scripts/background.sh): the peers only some end-to-end tests use
 # (guidellm, llama.cpp, the Kubernetes tools: pytest's `peer_tools` marker), started first so
 # that their downloads overlap the ASan build, and the TSan build, started with the end-to-end
-# tests. Those tests mostly wait on servers and clients (about half a core of the two on
-# average), so the builds take the idle time and not theirs; the `peer_tools` tests run once
-# the peers are built, after the others. Each stage's line says how long the script has run
-# so far.
+# tests and lower still, since its tests run last. Those tests mostly wait on servers and
+# clients (about half a core of the two on average), so the builds take the idle time and
+# not theirs; the `peer_tools` tests run once the peers are built, after the others.
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 
-stage() { printf '== [%dm%02ds] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
+# A stage's line says how long the script has run so far, and the CPU time the commands it
+# waited for have used (bash's `times`: a background build counts once it is waited for).
+cpu_log=$(mktemp)
+stage() {
+  times > "$cpu_log"  # a builtin in this shell: in a $(...) subshell it would count nothing
+  local cpu
+  cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+                       printf "%.1f", (u[1] * 60 + u[2] + s[1] * 60 + s[2]) / 60 }' "$cpu_log")
+  printf '== [%dm%02ds, %s CPU-min] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$cpu" "$*"
+}
 
 bash scripts/setup.sh
 bash scripts/setup_test.sh --defer-peer-builds
 
 # shellcheck source=background.sh
 . scripts/background.sh
-trap background_cleanup EXIT
+trap 'background_cleanup; rm -f "$cpu_log"' EXIT
 
 stage "build the peers in the background: guidellm, llama.cpp, the Kubernetes tools"
-background_start guidellm --lowest-priority bash scripts/setup_guidellm.sh
-background_start llamacpp --lowest-priority bash scripts/setup_llamacpp.sh --build-only
-background_start kube --lowest-priority bash scripts/setup_kube.sh
+background_start guidellm --nice 10 bash scripts/setup_guidellm.sh
+background_start llamacpp --nice 10 bash scripts/setup_llamacpp.sh --build-only
+background_start kube --nice 10 bash scripts/setup_kube.sh
 
 stage "format check (clang-format-14)"
 bash scripts/check_format.sh
@@ -46,7 +54,7 @@ bash scripts/tidy.sh
 
 stage "configure the TSan build; build it in the background too"
 cmake --preset tsan
-background_start tsan --lowest-priority cmake --build --preset tsan
+background_start tsan --nice 19 cmake --build --preset tsan
 
 export SWITCHYARD_BIN="$root/build/asan/src/cli/switchyard"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
