@@ -25,10 +25,12 @@ LLAMA_CMAKE_ARGS="-DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DBUILD_SHARED_LI
 -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON -DCMAKE_INSTALL_RPATH=\$ORIGIN -DLLAMA_BUILD_TESTS=OFF \
 -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_CURL=OFF \
 -DLLAMA_OPENSSL=OFF"
+LLAMA_WHEEL_CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF"  # the Python package alone
 pin=$(grep -E '^llama-cpp-python' tools/requirements-fleet.txt)  # name[extras]==version
 # -march=native makes the build this CPU's: its flags are part of the key.
 cpu=$(grep -m1 '^flags' /proc/cpuinfo | sha256sum | cut -c1-16)
-key=$( (echo "$pin $cpu"; echo "$LLAMA_ARCH_FLAGS $LLAMA_CMAKE_ARGS") | sha256sum | cut -c1-16)
+key=$( (echo "$pin $cpu"; echo "$LLAMA_ARCH_FLAGS $LLAMA_CMAKE_ARGS $LLAMA_WHEEL_CMAKE_ARGS") |
+  sha256sum | cut -c1-16)
 built=.cache/llamacpp/$key
 
 if [ ! -x "$built/lib/llama-server" ]; then
@@ -41,7 +43,7 @@ if [ ! -x "$built/lib/llama-server" ]; then
   .venv/bin/python -m pip download -q --no-deps --no-binary llama-cpp-python -d "$work" \
     "llama-cpp-python==${pin##*==}"
   sdist=$(echo "$work"/llama_cpp_python-*.tar.gz)
-  CMAKE_ARGS="-DLLAMA_BUILD=OFF -DLLAVA_BUILD=OFF" \
+  CMAKE_ARGS="$LLAMA_WHEEL_CMAKE_ARGS" \
     .venv/bin/python -m pip wheel -q --no-deps --no-cache-dir -w "$work/out" "$sdist"
   tar xzf "$sdist" -C "$work"
   # llama-server's dependencies are the libraries the Python package loads (llama, ggml,
