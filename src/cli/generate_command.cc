@@ -175,7 +175,6 @@ absl::Status Generate(const GenerateOptions& o) {
   runner_options.num_threads = o.threads;
   runner_options.max_num_batched_tokens = std::max(o.prefill_chunk, o.batch);
   runner_options.max_logit_rows = o.batch;
-  runner_options.batched_decode = o.batch > 1;
   SY_RETURN_IF_ERROR(ApplyCompilationFlags(o.compilation, o.batch,
                                            runner_options.max_num_batched_tokens, &runner_options));
   runner_options.block_size = o.block_size;

@@ -24,7 +24,6 @@ absl::StatusOr<engine::RunnerFactory> MakeRunnerFactory(const RunnerFlags& f) {
                                                             model::DTypeTarget::kKvCache));
     o.max_num_batched_tokens = f.max_num_batched_tokens;
     o.max_logit_rows = f.max_num_seqs + engine::kPromptLogitRowsPerStep;
-    o.batched_decode = f.max_num_seqs > 1;
     o.block_size = f.block_size;
     o.num_kv_blocks = f.num_gpu_blocks_override;
     o.kv_cache_memory_bytes = static_cast<size_t>(f.kv_cache_memory_bytes);

@@ -22,7 +22,6 @@ absl::StatusOr<std::unique_ptr<LlamaRunner>> LlamaRunner::Create(
   runner->files_ = std::move(files);
   runtime::CpuBackendOptions backend_options;
   backend_options.num_threads = options.num_threads;
-  backend_options.pack_q8_0_weights = options.batched_decode;
   SY_ASSIGN_OR_RETURN(runner->backend_, runtime::CreateCpuBackend(backend_options));
   model::LlamaModelOptions model_options;
   model_options.max_num_batched_tokens = options.max_num_batched_tokens;

@@ -31,9 +31,6 @@ struct LlamaRunnerOptions {
   std::optional<runtime::DType> kv_dtype;
   int64_t max_num_batched_tokens = 2048;
   int64_t max_logit_rows = 128;
-  // Whether decode steps may carry several sequences; one that never does keeps Q8_0
-  // weights out of the int8 panels (runtime::CpuBackendOptions::pack_q8_0_weights).
-  bool batched_decode = true;
   int32_t block_size = 16;
   // KV blocks: num_kv_blocks when > 0, else as many as kv_cache_memory_bytes holds.
   int32_t num_kv_blocks = 0;

@@ -91,7 +91,7 @@ class CpuBackend final : public Backend {
   // name() ("vnni", "int8"); both null for none.
   CpuBackend(size_t num_threads, CpuIsa isa, const cpu::Q8Kernels* q8,
              const cpu::QuantKernels* quant, std::string_view q8_name, bool bf16_dot,
-             cpu::PackedWeights::Layouts packed_layouts)
+             bool pack_weights)
       // The driving thread is one of the num_threads compute threads.
       : pool_(num_threads > 1 ? std::make_unique<base::ThreadPool>(num_threads - 1, "sy-cpu")
                               : nullptr),
@@ -99,7 +99,7 @@ class CpuBackend final : public Backend {
              bf16_dot ? &cpu::Avx512Bf16Kernels() : nullptr},
         name_(fmt::format("cpu({}{}{}{}, {} threads)", CpuIsaName(isa), q8 != nullptr ? "+" : "",
                           q8 != nullptr ? q8_name : "", bf16_dot ? "+bf16" : "", num_threads)),
-        packed_(packed_layouts) {}
+        packed_(pack_weights) {}
 
   std::string_view name() const override { return name_; }
 
@@ -565,11 +565,8 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const CpuBackendOption
   }
   const bool bf16_dot =
       options.round_bf16_activations && isa == CpuIsa::kAvx512 && cpu::CpuSupportsAvx512Bf16();
-  return std::make_unique<CpuBackend>(
-      num_threads, isa, q8, quant, q8_name, bf16_dot,
-      cpu::PackedWeights::Layouts{
-          .bf16 = options.pack_matmul_weights,
-          .q8_0 = options.pack_matmul_weights && options.pack_q8_0_weights});
+  return std::make_unique<CpuBackend>(num_threads, isa, q8, quant, q8_name, bf16_dot,
+                                      options.pack_matmul_weights);
 }
 
 }  // namespace switchyard::runtime

@@ -79,8 +79,11 @@ inline void AddGroup(const uint8_t* const* group, const QuantActivations& x, int
   }
 }
 
+// Tile<R, N>::Run of GemvTiles for kType, on QuantActivations as they come.
 template <DType kType>
 struct TileOf {
+  static const QuantActivations& Form(const QuantActivations& x, int64_t /*n*/) { return x; }
+
   template <int R, int N>
   struct Tile {
     static void Run(const GemvRows& rows, const QuantActivations& x, int64_t i0, float* out,

@@ -47,13 +47,12 @@ void PackPanels(const KernelContext& ctx, const Tensor& w, const PackedPanels& p
 }  // namespace
 
 size_t PackedWeights::PanelBytes(const KernelContext& ctx, const Tensor& w) const {
-  if (w.rank() != 2 || w.data() == nullptr || w.dim(0) == 0 || w.dim(1) == 0)
+  if (!enabled_ || w.rank() != 2 || w.data() == nullptr || w.dim(0) == 0 || w.dim(1) == 0)
     return 0;
   const int64_t k = w.dim(1);
-  if (layouts_.bf16 && w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k % 2 == 0)
+  if (w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k % 2 == 0)
     return static_cast<size_t>(k / 2 * kPanelRows) * sizeof(uint32_t);
-  if (layouts_.q8_0 && w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr &&
-      ctx.q8->pack_panel != nullptr)
+  if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && ctx.q8->pack_panel != nullptr)
     return static_cast<size_t>(k / kQ8_0BlockElems * kQ8PanelStride);
   return 0;
 }

@@ -39,12 +39,8 @@ namespace switchyard::runtime::cpu {
 
 class PackedWeights {
  public:
-  // Which of the layouts below to make (each only where its kernels run).
-  struct Layouts {
-    bool bf16 = true;
-    bool q8_0 = true;
-  };
-  explicit PackedWeights(Layouts layouts) : layouts_(layouts) {}
+  // enabled: make the layouts below (each only where its kernels run); false: none.
+  explicit PackedWeights(bool enabled) : enabled_(enabled) {}
 
   // Packs those of `weights` that have a layout here (see above) into one arena, 2 MiB
   // aligned with huge pages asked for (every step reads all of it, so TLB reach matters:
@@ -67,7 +63,7 @@ class PackedWeights {
   // Forgets the entries whose copies lie in [begin, end).
   void Release(const void* begin, const void* end);
 
-  const Layouts layouts_;
+  const bool enabled_;
 
   mutable base::Mutex mu_;
   std::map<const void*, Entry> entries_ ABSL_GUARDED_BY(mu_);

@@ -152,11 +152,12 @@ struct GemvRows {
   const uint8_t* next;
 };
 
-// The groups of R weight rows: At(g)[r] is row r's group g for g < full(), and where a
-// 32-element type's row ends in a short group (tail_chunks() > 0), Tail()[r] is a copy of
-// row r's, padded with zero blocks (whose scales are zero). Construction prefetches the
-// next R rows whole: group by group, just ahead of their use, was slower (BM_Gemv, weights
-// cold, 2 threads).
+// The groups of R weight rows: At(g)[r] is where row r's group g starts (g <= full();
+// where a 32-element type's row ends in a short group, tail_chunks() > 0, At(full()) is
+// where it starts, for a kernel that reads no further than the row's end), and Tail()[r]
+// is a copy of row r's short group padded with zero blocks (whose scales are zero). Construction
+// prefetches the next R rows whole: group by group, just ahead of their use, was slower (BM_Gemv,
+// weights cold, 2 threads).
 template <DType kType, int R>
 class GemvGroups {
  public:
@@ -207,10 +208,11 @@ class GemvGroups {
 // (the ISA's dot of activation rows i .. i + N against the R weight rows from j) writes
 // out[a * ldo + r] for a < N, r < R. A row's arithmetic does not depend on R or N, so its
 // result is the same however the rows are split across threads.
-template <template <int, int> class Tile, int kRows>
-SY_QUANT_DECODE inline void GemvTiles(const QuantActivations& x, int64_t n, int64_t k,
-                                      const uint8_t* w, size_t w_row_bytes, int64_t m_begin,
-                                      int64_t m_end, float* out, int64_t ldo) {
+// X is the activations' form the tiles read (QuantActivations, or an ISA's reordering of it).
+template <template <int, int> class Tile, int kRows, class X>
+SY_QUANT_DECODE inline void GemvTiles(const X& x, int64_t n, int64_t k, const uint8_t* w,
+                                      size_t w_row_bytes, int64_t m_begin, int64_t m_end,
+                                      float* out, int64_t ldo) {
   int64_t j = m_begin;
   const auto run = [&]<int R>() {
     const uint8_t* first = w + static_cast<size_t>(j) * w_row_bytes;
@@ -235,30 +237,31 @@ SY_QUANT_DECODE inline void GemvTiles(const QuantActivations& x, int64_t n, int6
     run.template operator()<1>();
 }
 
-// The GEMV for any type with HasDirectGemv, on the ISA's TileOf<kType>::Tile.
+// The GEMV for any type with HasDirectGemv, on the ISA's TileOf<kType>::Tile, which reads
+// the activations in the form TileOf<kType>::Form(x, n) gives.
 template <template <DType> class TileOf, int kRows>
 SY_QUANT_DECODE inline void DirectGemv(DType w_dtype, const QuantActivations& x, int64_t n,
                                        int64_t k, const uint8_t* w, size_t w_row_bytes,
                                        int64_t m_begin, int64_t m_end, float* out, int64_t ldo) {
   switch (w_dtype) {
     case DType::kQ4_0:
-      return GemvTiles<TileOf<DType::kQ4_0>::template Tile, kRows>(x, n, k, w, w_row_bytes, m_begin,
-                                                                   m_end, out, ldo);
+      return GemvTiles<TileOf<DType::kQ4_0>::template Tile, kRows>(
+          TileOf<DType::kQ4_0>::Form(x, n), n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kQ4_1:
-      return GemvTiles<TileOf<DType::kQ4_1>::template Tile, kRows>(x, n, k, w, w_row_bytes, m_begin,
-                                                                   m_end, out, ldo);
+      return GemvTiles<TileOf<DType::kQ4_1>::template Tile, kRows>(
+          TileOf<DType::kQ4_1>::Form(x, n), n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kQ5_0:
-      return GemvTiles<TileOf<DType::kQ5_0>::template Tile, kRows>(x, n, k, w, w_row_bytes, m_begin,
-                                                                   m_end, out, ldo);
+      return GemvTiles<TileOf<DType::kQ5_0>::template Tile, kRows>(
+          TileOf<DType::kQ5_0>::Form(x, n), n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kQ5_1:
-      return GemvTiles<TileOf<DType::kQ5_1>::template Tile, kRows>(x, n, k, w, w_row_bytes, m_begin,
-                                                                   m_end, out, ldo);
+      return GemvTiles<TileOf<DType::kQ5_1>::template Tile, kRows>(
+          TileOf<DType::kQ5_1>::Form(x, n), n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kQ4_K:
-      return GemvTiles<TileOf<DType::kQ4_K>::template Tile, kRows>(x, n, k, w, w_row_bytes, m_begin,
-                                                                   m_end, out, ldo);
+      return GemvTiles<TileOf<DType::kQ4_K>::template Tile, kRows>(
+          TileOf<DType::kQ4_K>::Form(x, n), n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     case DType::kQ5_K:
-      return GemvTiles<TileOf<DType::kQ5_K>::template Tile, kRows>(x, n, k, w, w_row_bytes, m_begin,
-                                                                   m_end, out, ldo);
+      return GemvTiles<TileOf<DType::kQ5_K>::template Tile, kRows>(
+          TileOf<DType::kQ5_K>::Form(x, n), n, k, w, w_row_bytes, m_begin, m_end, out, ldo);
     default:
       return;
   }
