@@ -5,10 +5,11 @@
 //
 //   element 32 c + t = ws(c, t / 16) * q[32 c + t] - wm(c, t / 16)
 //
-// but each kernel unpacks a group's bytes (q, in element order) straight from the weight
-// row into registers and multiplies them there, with no decoded copy in L1. A group's 16
-// scales and 16 mins (one per 16 elements, element order) come from GroupScalesOf below
-// in two 8-float halves; the ISA spreads them over its int32 lanes.
+// but each kernel unpacks a group's bytes straight from the weight row into registers and
+// multiplies them there, with no decoded copy in L1: in element order, a group's 16 scales
+// and 16 mins (one per 16 elements) coming from GroupScalesOf below in two 8-float halves
+// that the ISA spreads over its int32 lanes; or in an order of the ISA's own, against
+// activations it reorders to match (TileOf<kType>::Form; AVX-512's Q4_0 and Q4_1).
 //
 // Compiled for AVX2 by their own attributes (the AVX-512 kernels run on CPUs that have
 // it); call them only from code that already runs on it.
