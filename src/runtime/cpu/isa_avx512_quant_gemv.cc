@@ -18,6 +18,7 @@
 
 #include "runtime/cpu/internal/isa_kernels.h"
 #include "runtime/cpu/internal/quant_gemv.h"
+#include "runtime/cpu/internal/scratch.h"
 
 #if defined(__clang__)
 #pragma clang attribute push(                                                          \
@@ -218,14 +219,9 @@ QuadActivations QuadOrder(const QuantActivations& x, int64_t n) {
   thread_local std::vector<int8_t> q_storage;
   thread_local std::vector<float> s_storage;
   thread_local std::vector<float> sums_storage;
-  const auto grow = [](auto& storage, int64_t size) {
-    if (storage.size() < static_cast<size_t>(size))
-      storage.resize(static_cast<size_t>(size));
-    return storage.data();
-  };
-  int8_t* q = grow(q_storage, n * x.ldq);
-  float* s = grow(s_storage, n * x.ldq / 8);
-  float* sums = grow(sums_storage, n * x.ldq / 16);
+  int8_t* q = Grow(q_storage, static_cast<size_t>(n * x.ldq));
+  float* s = Grow(s_storage, static_cast<size_t>(n * x.ldq / 8));
+  float* sums = Grow(sums_storage, static_cast<size_t>(n * x.ldq / 16));
   // Lane l: the first of chunk l / 4's eight lane scales in QuantActivations' s.
   const __m512i spread = _mm512_setr_epi32(0, 0, 0, 0, 8, 8, 8, 8, 16, 16, 16, 16, 24, 24, 24, 24);
   // Lane c (of 8): QuantActivations' m lanes 2 c and 2 c + 1 (chunk c's halves).

@@ -23,6 +23,7 @@
 
 #include "runtime/cpu/internal/kernels.h"
 #include "runtime/cpu/internal/quant_gemv.h"
+#include "runtime/cpu/internal/scratch.h"
 
 namespace switchyard::runtime::cpu {
 namespace {
@@ -72,14 +73,6 @@ bool Streams(MatMulPath path, int64_t n, int64_t max_streaming_rows, bool has_pa
   if (n > max_streaming_rows)
     return false;
   return path != MatMulPath::kPanel;
-}
-
-// Scratch that grows once per thread and is reused by every later call.
-template <typename T>
-T* Grow(std::vector<T>& v, size_t size) {
-  if (v.size() < size)
-    v.resize(size);
-  return v.data();
 }
 
 // The panel shape's loop, the same for every dtype: panels of kPanelRows weight rows split
