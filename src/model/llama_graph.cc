@@ -86,9 +86,9 @@ absl::Status DecoderLayer(runtime::Backend* backend, const LlamaWeights& w, int6
 
   // Attention block.
   SY_RETURN_IF_ERROR(backend->RmsNorm(x, l.attn_norm, eps, h));
-  SY_RETURN_IF_ERROR(backend->MatMul(h, l.wq, Opt(l.bq), q));
-  SY_RETURN_IF_ERROR(backend->MatMul(h, l.wk, Opt(l.bk), k));
-  SY_RETURN_IF_ERROR(backend->MatMul(h, l.wv, Opt(l.bv), v));
+  const runtime::Backend::MatMulTerm qkv[] = {
+      {&l.wq, Opt(l.bq), &q}, {&l.wk, Opt(l.bk), &k}, {&l.wv, Opt(l.bv), &v}};
+  SY_RETURN_IF_ERROR(backend->MatMuls(h, qkv));
   if (l.q_norm.has_value()) {
     // Qwen3: RMSNorm over each head's vector before the rotation.
     const Tensor q_heads = q.Reshaped({n * c.num_attention_heads, c.head_dim});
@@ -117,8 +117,9 @@ absl::Status DecoderLayer(runtime::Backend* backend, const LlamaWeights& w, int6
     SY_RETURN_IF_ERROR(MoeFfn(backend, c, l, n, h, proj, a->moe.get()));
     return backend->Add(x, proj, x);
   }
-  SY_RETURN_IF_ERROR(backend->MatMul(h, l.w_gate, nullptr, gate));
-  SY_RETURN_IF_ERROR(backend->MatMul(h, l.w_up, nullptr, up));
+  const runtime::Backend::MatMulTerm gate_up[] = {{&l.w_gate, nullptr, &gate},
+                                                  {&l.w_up, nullptr, &up}};
+  SY_RETURN_IF_ERROR(backend->MatMuls(h, gate_up));
   if (c.hidden_act == MlpActivation::kGeluTanh) {
     SY_RETURN_IF_ERROR(backend->GeluTanhGlu(gate, up, gate));
   } else {

@@ -86,10 +86,11 @@ absl::Status MoeFfn(runtime::Backend* backend, const ModelConfig& c, const Layer
     if (count == 0)
       continue;
     const auto i = static_cast<size_t>(e);
-    SY_RETURN_IF_ERROR(backend->MatMul(x.Slice(begin, count), l.expert_gate[i], nullptr,
-                                       gate.Slice(begin, count)));
-    SY_RETURN_IF_ERROR(
-        backend->MatMul(x.Slice(begin, count), l.expert_up[i], nullptr, up.Slice(begin, count)));
+    const Tensor expert_gate = gate.Slice(begin, count);
+    const Tensor expert_up = up.Slice(begin, count);
+    const runtime::Backend::MatMulTerm gate_up[] = {{&l.expert_gate[i], nullptr, &expert_gate},
+                                                    {&l.expert_up[i], nullptr, &expert_up}};
+    SY_RETURN_IF_ERROR(backend->MatMuls(x.Slice(begin, count), gate_up));
   }
   SY_RETURN_IF_ERROR(backend->SwiGlu(gate, up, gate));
   for (int64_t e = 0; e < c.num_experts; ++e) {

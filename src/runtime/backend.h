@@ -138,6 +138,26 @@ class Backend {
   virtual absl::Status MatMul(const Tensor& x, const Tensor& w, const Tensor* bias,
                               const Tensor& out) = 0;
 
+  // One term of MatMuls: out = x * w^T (+ bias), as MatMul's operands.
+  struct MatMulTerm {
+    const Tensor* w = nullptr;
+    const Tensor* bias = nullptr;
+    const Tensor* out = nullptr;
+  };
+
+  // MatMul of one x against several weights (a layer's q, k and v projections, or its gate
+  // and up), each term under MatMul's contract and with its results, in one call: a backend
+  // may prepare x once and split the rows of all the terms over its threads together, where
+  // MatMul one by one would wait for its threads once per weight. No out may alias x. The
+  // default runs MatMul per term, in order, stopping at the first error.
+  virtual absl::Status MatMuls(const Tensor& x, std::span<const MatMulTerm> terms) {
+    for (const MatMulTerm& term : terms) {
+      if (absl::Status status = MatMul(x, *term.w, term.bias, *term.out); !status.ok())
+        return status;
+    }
+    return absl::OkStatus();
+  }
+
   // MatMul on the given path (see MatMulPath): for a compiled step, which measured both.
   // Same contract and results up to summation order.
   virtual absl::Status MatMulOnPath(const Tensor& x, const Tensor& w, const Tensor* bias,

@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
@@ -222,33 +223,18 @@ class CpuBackend final : public Backend {
 
   absl::Status MatMulOnPath(const Tensor& x, const Tensor& w, const Tensor* bias, const Tensor& out,
                             MatMulPath path) override {
-    constexpr std::string_view kName = "MatMul";
-    if (x.dtype() == DType::kBF16 && MatMulTakesBf16Activations(w.dtype())) {
-      SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kBF16));
-      if (x.cols() % 2 != 0)
-        return Invalid(kName, "bf16 activations need an even k, got " + x.DebugString());
-    } else {
-      SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
-    }
-    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
-    if (w.rank() != 2 || !IsWeightDType(w.dtype()) || w.dim(1) != x.cols()) {
-      return Invalid(kName,
-                     fmt::format("w {} must be a [m, {}] weight", w.DebugString(), x.cols()));
-    }
-    if (out.rows() != x.rows() || out.cols() != w.dim(0)) {
-      return Invalid(kName,
-                     fmt::format("out {} must be [{}, {}]", out.DebugString(), x.rows(), w.dim(0)));
-    }
-    if (bias != nullptr) {
-      SY_RETURN_IF_ERROR(ExpectDType(kName, "bias", *bias, DType::kF32));
-      if (bias->num_elements() != w.dim(0)) {
-        return Invalid(kName, fmt::format("bias {} must be [{}]", bias->DebugString(), w.dim(0)));
-      }
-    }
-    if (out.data() == x.data() && out.num_elements() != 0) {
-      return Invalid(kName, "out must not alias x");
-    }
+    SY_RETURN_IF_ERROR(CheckMatMul(x, w, bias, out));
     cpu::MatMulKernel(ctx_, x, w, bias, out, path, packed_.Find(w));
+    return absl::OkStatus();
+  }
+
+  absl::Status MatMuls(const Tensor& x, std::span<const MatMulTerm> terms) override {
+    absl::InlinedVector<cpu::MatMulsTerm, 4> kernel_terms;
+    for (const MatMulTerm& t : terms) {
+      SY_RETURN_IF_ERROR(CheckMatMul(x, *t.w, t.bias, *t.out));
+      kernel_terms.push_back({t.w, t.bias, t.out, packed_.Find(*t.w)});
+    }
+    cpu::MatMulsKernel(ctx_, x, kernel_terms);
     return absl::OkStatus();
   }
 
@@ -454,6 +440,38 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // MatMul's operand checks.
+  absl::Status CheckMatMul(const Tensor& x, const Tensor& w, const Tensor* bias,
+                           const Tensor& out) const {
+    constexpr std::string_view kName = "MatMul";
+    if (x.dtype() == DType::kBF16 && MatMulTakesBf16Activations(w.dtype())) {
+      SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kBF16));
+      if (x.cols() % 2 != 0)
+        return Invalid(kName, "bf16 activations need an even k, got " + x.DebugString());
+    } else {
+      SY_RETURN_IF_ERROR(ExpectDType(kName, "x", x, DType::kF32));
+    }
+    SY_RETURN_IF_ERROR(ExpectDType(kName, "out", out, DType::kF32));
+    if (w.rank() != 2 || !IsWeightDType(w.dtype()) || w.dim(1) != x.cols()) {
+      return Invalid(kName,
+                     fmt::format("w {} must be a [m, {}] weight", w.DebugString(), x.cols()));
+    }
+    if (out.rows() != x.rows() || out.cols() != w.dim(0)) {
+      return Invalid(kName,
+                     fmt::format("out {} must be [{}, {}]", out.DebugString(), x.rows(), w.dim(0)));
+    }
+    if (bias != nullptr) {
+      SY_RETURN_IF_ERROR(ExpectDType(kName, "bias", *bias, DType::kF32));
+      if (bias->num_elements() != w.dim(0)) {
+        return Invalid(kName, fmt::format("bias {} must be [{}]", bias->DebugString(), w.dim(0)));
+      }
+    }
+    if (out.data() == x.data() && out.num_elements() != 0) {
+      return Invalid(kName, "out must not alias x");
+    }
+    return absl::OkStatus();
+  }
+
   static absl::Status CheckPools(std::string_view kernel, const Tensor& k_pool,
                                  const Tensor& v_pool) {
     const DType d = k_pool.dtype();

@@ -180,6 +180,23 @@ QuantActivations QuantizeActivations(const KernelContext& ctx, const float* xd, 
   return {q, s, m, ldq};
 }
 
+// Whether a MatMul of n rows on the GGML-quant route streams its weight rows.
+bool StreamsGgmlQuant(const KernelContext& ctx, int64_t n, MatMulPath path) {
+  return Streams(path, n, ctx.quant->max_streaming_rows, ctx.quant->gemm_panel != nullptr);
+}
+
+// Output columns [begin, end) of out = x * w^T (+ bias) from w's rows streamed once
+// (n <= the route's streaming row limit). od: out's data, [n, w.dim(0)].
+void StreamGgmlQuantRows(const QuantKernels& quant, const QuantActivations& x, int64_t n, int64_t k,
+                         const Tensor& w, const float* bd, float* od, int64_t begin, int64_t end) {
+  const DType dtype = w.dtype();
+  const int64_t m = w.dim(0);
+  const auto dot_rows =
+      n <= quant.max_gemv_rows && HasDirectGemv(dtype) ? quant.gemv : quant.dot_rows;
+  dot_rows(dtype, x, n, k, static_cast<const uint8_t*>(w.data()), w.row_bytes(), begin, end, od, m);
+  AddBias(bd, n, m, begin, end, od);
+}
+
 void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
                      const Tensor& w, const float* bd, int64_t m, float* od, MatMulPath path) {
   const QuantKernels& quant = *ctx.quant;
@@ -188,12 +205,9 @@ void GgmlQuantMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
   const size_t w_row_bytes = w.row_bytes();
   const DType dtype = w.dtype();
 
-  if (Streams(path, n, quant.max_streaming_rows, quant.gemm_panel != nullptr)) {
-    const auto dot_rows =
-        n <= quant.max_gemv_rows && HasDirectGemv(dtype) ? quant.gemv : quant.dot_rows;
+  if (StreamsGgmlQuant(ctx, n, path)) {
     ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
-      dot_rows(dtype, x, n, k, wd, w_row_bytes, begin, end, od, m);
-      AddBias(bd, n, m, begin, end, od);
+      StreamGgmlQuantRows(quant, x, n, k, w, bd, od, begin, end);
     });
     return;
   }
@@ -364,6 +378,41 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
           int64_t cols, bool accumulate) {
         isa.gemm_panel(xd + i0 * k + t0, k, rows, panel, kc, out, m, cols, accumulate);
       });
+}
+
+void MatMulsKernel(const KernelContext& ctx, const Tensor& x, std::span<const MatMulsTerm> terms) {
+  const int64_t n = x.rows();
+  const int64_t k = x.cols();
+  const auto streams_ggml_quant = [&](const MatMulsTerm& t) {
+    return !t.packed.has_value() && x.dtype() == DType::kF32 &&
+           TakesGgmlQuantRoute(ctx, t.w->dtype(), n, k) &&
+           StreamsGgmlQuant(ctx, n, MatMulPath::kAuto);
+  };
+  if (n == 0 || !std::all_of(terms.begin(), terms.end(), streams_ggml_quant)) {
+    for (const MatMulsTerm& t : terms)
+      MatMulKernel(ctx, x, *t.w, t.bias, *t.out, MatMulPath::kAuto, t.packed);
+    return;
+  }
+  // Every term streams rows against the same quantized x: quantize it once and split the
+  // terms' rows, laid end to end, over the pool in one call.
+  const QuantActivations xq = QuantizeActivations(ctx, x.data_as<const float>(), n, k);
+  int64_t rows = 0;
+  for (const MatMulsTerm& t : terms)
+    rows += t.w->dim(0);
+  ctx.ParallelFor(rows, n * rows * k, [&](int64_t begin, int64_t end) {
+    int64_t first = 0;  // the term's first row in the joined range
+    for (const MatMulsTerm& t : terms) {
+      const int64_t m = t.w->dim(0);
+      const int64_t lo = std::max(begin, first);
+      const int64_t hi = std::min(end, first + m);
+      if (lo < hi) {
+        StreamGgmlQuantRows(*ctx.quant, xq, n, k, *t.w,
+                            t.bias == nullptr ? nullptr : t.bias->data_as<const float>(),
+                            t.out->data_as<float>(), lo - first, hi - first);
+      }
+      first += m;
+    }
+  });
 }
 
 }  // namespace switchyard::runtime::cpu

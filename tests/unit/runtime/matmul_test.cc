@@ -18,6 +18,7 @@
 
 #include "gtest/gtest.h"
 
+#include "ggml_reference.h"
 #include "runtime/float16.h"
 #include "runtime_test_util.h"
 
@@ -28,6 +29,7 @@ using testing::EncodeWeights;
 using testing::HostTensor;
 using testing::MakeBackend;
 using testing::RandomFloats;
+using testing::RandomGgmlRows;
 
 struct MatMulCase {
   int64_t n, k, m;
@@ -375,6 +377,91 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, MatMulTest,
                                             ::testing::Values(DType::kF32, DType::kF16,
                                                               DType::kBF16, DType::kQ8_0)),
                          IsaDTypeName);
+
+// MatMuls: several weights against one x (a layer's q, k, v) give, term by term, what MatMul
+// gives for each, bit for bit: where every term streams GGML-quant rows (decode) the terms'
+// rows are split over the threads together, and a row's result must not depend on which
+// thread or chunk takes it; elsewhere (more rows, or a Q8_0 or F32 term) each term is a
+// MatMul. Weight dtypes mixed as in a Q4_K_M file, a bias on one term, odd row counts.
+class MatMulsTest : public ::testing::TestWithParam<CpuIsa> {};
+
+TEST_P(MatMulsTest, EveryTermGivesWhatMatMulGives) {
+  std::mt19937 rng(77);
+  constexpr int64_t kK = 768;
+  constexpr int64_t kMaxRows = 40;
+  const std::vector<float> x = RandomFloats(rng, kMaxRows * kK);
+  std::vector<float> bias = RandomFloats(rng, 67);
+  struct Weight {
+    DType dtype;
+    int64_t m;
+    std::vector<uint8_t> bytes;
+  };
+  std::vector<Weight> weights;
+  for (const auto [dtype, m] : {std::pair{DType::kQ4_1, 67}, std::pair{DType::kQ6_K, 33},
+                                std::pair{DType::kQ4_K, 70}, std::pair{DType::kQ4_0, 1}}) {
+    weights.push_back({dtype, m, RandomGgmlRows(dtype, m, kK, rng)});
+  }
+  std::vector<float> f32_values = RandomFloats(rng, 20 * kK);
+  std::vector<float> q8_values = RandomFloats(rng, 45 * kK);
+  std::vector<float> decoded;
+  weights.push_back(
+      {DType::kF32, 20, testing::EncodeWeights(DType::kF32, f32_values, 20, kK, &decoded)});
+  weights.push_back(
+      {DType::kQ8_0, 45, testing::EncodeWeights(DType::kQ8_0, q8_values, 45, kK, &decoded)});
+  // The GGML-quant terms alone (fused at few rows), then all of them (each a MatMul).
+  for (const size_t count : {size_t{4}, weights.size()}) {
+    for (const size_t threads : {size_t{2}, size_t{3}}) {
+      auto backend = MakeBackend(GetParam(), threads, /*quantize_q8_0=*/true);
+      for (const int64_t n : {int64_t{1}, int64_t{3}, kMaxRows}) {
+        const Tensor xt = HostTensor(DType::kF32, {n, kK}, const_cast<float*>(x.data()));
+        std::vector<Tensor> wts;
+        std::vector<std::vector<float>> outs, wants;
+        for (size_t t = 0; t < count; ++t) {
+          wts.push_back(HostTensor(weights[t].dtype, {weights[t].m, kK}, weights[t].bytes.data()));
+          outs.emplace_back(static_cast<size_t>(n * weights[t].m), -7.0f);
+          wants.emplace_back(static_cast<size_t>(n * weights[t].m), -9.0f);
+        }
+        const Tensor bt = HostTensor(DType::kF32, {67}, bias.data());
+        std::vector<Tensor> out_ts;
+        std::vector<Backend::MatMulTerm> terms;
+        for (size_t t = 0; t < count; ++t)
+          out_ts.push_back(HostTensor(DType::kF32, {n, weights[t].m}, outs[t].data()));
+        for (size_t t = 0; t < count; ++t)
+          terms.push_back({&wts[t], t == 0 ? &bt : nullptr, &out_ts[t]});
+        ASSERT_TRUE(backend->MatMuls(xt, terms).ok());
+        for (size_t t = 0; t < count; ++t) {
+          ASSERT_TRUE(backend
+                          ->MatMul(xt, wts[t], t == 0 ? &bt : nullptr,
+                                   HostTensor(DType::kF32, {n, weights[t].m}, wants[t].data()))
+                          .ok());
+          for (size_t e = 0; e < wants[t].size(); ++e) {
+            ASSERT_EQ(outs[t][e], wants[t][e])
+                << DTypeName(weights[t].dtype) << " n=" << n << " threads=" << threads
+                << " terms=" << count << " at " << e;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(MatMulsTest, ABadTermIsMatMulsError) {
+  auto backend = MakeBackend(GetParam(), 2, /*quantize_q8_0=*/true);
+  std::mt19937 rng(5);
+  std::vector<uint8_t> w = RandomGgmlRows(DType::kQ4_1, 8, 64, rng);
+  std::vector<float> x = RandomFloats(rng, 64), out(8), wrong(7);
+  const Tensor xt = HostTensor(DType::kF32, {1, 64}, x.data());
+  const Tensor wt = HostTensor(DType::kQ4_1, {8, 64}, w.data());
+  const Tensor ot = HostTensor(DType::kF32, {1, 8}, out.data());
+  const Tensor bad = HostTensor(DType::kF32, {1, 7}, wrong.data());
+  const Backend::MatMulTerm terms[] = {{&wt, nullptr, &ot}, {&wt, nullptr, &bad}};
+  const absl::Status status = backend->MatMuls(xt, terms);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("out"), std::string_view::npos) << status;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, MatMulsTest, ::testing::ValuesIn(testing::SupportedIsas()),
+                         testing::IsaParamName);
 
 TEST(MatMulValidationTest, RejectsBadShapes) {
   auto backend = MakeBackend(CpuIsa::kPortable, 1);

@@ -50,6 +50,17 @@ struct KernelContext {
 // copy packed at load (packed_weights.h), which every row count then reads instead.
 void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias,
                   const Tensor& out, MatMulPath path, const std::optional<PackedPanels>& packed);
+// One weight of MatMulsKernel, with MatMulKernel's w, bias, out and packed.
+struct MatMulsTerm {
+  const Tensor* w = nullptr;
+  const Tensor* bias = nullptr;
+  const Tensor* out = nullptr;
+  std::optional<PackedPanels> packed;
+};
+// MatMulKernel(ctx, x, w, bias, out, kAuto, packed) for every term; where all of them stream
+// GGML-quant weight rows (decode), x is quantized once and the terms' rows are split over
+// the pool in one call.
+void MatMulsKernel(const KernelContext& ctx, const Tensor& x, std::span<const MatMulsTerm> terms);
 // Whether MatMulKernel's path changes the kernel for this weight dtype, n rows and k.
 bool MatMulPathsDiffer(const KernelContext& ctx, DType w_dtype, int64_t n, int64_t k);
 void EmbeddingKernel(const KernelContext& ctx, const Tensor& table, const int32_t* ids,
