@@ -24,6 +24,7 @@
 #include "base/status_macros.h"
 #include "model/model_files.h"
 #include "model/model_text.h"
+#include "runtime/cpu/cpu_backend.h"
 #include "runtime/dtype.h"
 
 namespace switchyard::cli {
@@ -213,10 +214,10 @@ std::string MemoryJson(const MemoryEstimate& m) {
   return fmt::format(
       "{{\"max_model_len\": {}, \"block_size\": {}, \"sliding_window\": {}, \"kv_dtype\": {}, "
       "\"kv_blocks\": {}, \"kv_block_bytes\": {}, \"kv_cache_bytes\": {}, "
-      "\"weights_bytes\": {}, \"total_bytes\": {}}}",
+      "\"weights_bytes\": {}, \"packed_bytes\": {}, \"total_bytes\": {}}}",
       m.max_model_len, m.block_size, m.sliding_window,
       base::JsonString(runtime::DTypeName(m.kv_dtype)), m.kv_blocks, m.kv_block_bytes,
-      m.kv_cache_bytes, m.weights_bytes, m.total_bytes());
+      m.kv_cache_bytes, m.weights_bytes, m.packed_bytes, m.total_bytes());
 }
 
 void PrintJson(const model::ModelFiles& files, const TokenizerInfo& tok,
@@ -311,9 +312,10 @@ std::string GroupsText(const std::vector<TensorGroup>& groups) {
 
 std::string MemoryText(const MemoryEstimate& m) {
   return fmt::format(
-      "memory:        {} at --max-model-len {} = weights {} + KV cache {}\n"
+      "memory:        {} at --max-model-len {} = weights {}{} + KV cache {}\n"
       "               (KV {}: {} blocks of {} tokens{}, {} each)\n",
       HumanBytes(m.total_bytes()), m.max_model_len, HumanBytes(m.weights_bytes),
+      m.packed_bytes > 0 ? fmt::format(" + packed copies {}", HumanBytes(m.packed_bytes)) : "",
       HumanBytes(m.kv_cache_bytes), runtime::DTypeName(m.kv_dtype), m.kv_blocks, m.block_size,
       m.sliding_window > 0 ? fmt::format(" under a {}-token sliding window", m.sliding_window) : "",
       HumanBytes(m.kv_block_bytes));
@@ -387,7 +389,11 @@ absl::Status RunInspect(const InspectOptions& opts) {
     ++stats.first;
     stats.second += t.byte_size;
   }
-  auto memory = EstimateMemory(**files, opts.memory);
+  // The backend an engine on this host runs (its defaults): its copies of the matrices
+  // count in the memory.
+  SY_ASSIGN_OR_RETURN(const std::unique_ptr<runtime::Backend> backend,
+                      runtime::CreateCpuBackend({.num_threads = 1}));
+  auto memory = EstimateMemory(**files, opts.memory, backend.get());
   if (!memory.ok())
     return memory.status();
   const std::vector<TensorGroup> groups = GroupTensors((*files)->tensors());

@@ -8,12 +8,12 @@
 namespace switchyard::model {
 namespace {
 
-struct DTypeName {
+struct NamedDType {
   std::string_view name;
   runtime::DType dtype;
 };
 
-constexpr std::array<DTypeName, 8> kNames = {{
+constexpr std::array<NamedDType, 8> kNames = {{
     {"float32", runtime::DType::kF32},
     {"float", runtime::DType::kF32},
     {"f32", runtime::DType::kF32},
@@ -38,7 +38,7 @@ absl::StatusOr<std::optional<runtime::DType>> ParseDeviceDType(std::string_view 
                                                                DTypeTarget target) {
   if (value == "auto")
     return std::optional<runtime::DType>();
-  for (const DTypeName& n : kNames) {
+  for (const NamedDType& n : kNames) {
     if (value == n.name)
       return std::optional<runtime::DType>(n.dtype);
   }
@@ -48,6 +48,39 @@ absl::StatusOr<std::optional<runtime::DType>> ParseDeviceDType(std::string_view 
         fmt::format("{} {}: an fp8 KV cache is not supported; use {}", flag, value, kAccepted));
   }
   return absl::InvalidArgumentError(fmt::format("{} must be {}, got '{}'", flag, kAccepted, value));
+}
+
+std::optional<runtime::DType> RuntimeDTypeOf(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return runtime::DType::kF32;
+    case DType::kF16:
+      return runtime::DType::kF16;
+    case DType::kBF16:
+      return runtime::DType::kBF16;
+    case DType::kQ8_0:
+      return runtime::DType::kQ8_0;
+    case DType::kQ4_0:
+      return runtime::DType::kQ4_0;
+    case DType::kQ4_1:
+      return runtime::DType::kQ4_1;
+    case DType::kQ5_0:
+      return runtime::DType::kQ5_0;
+    case DType::kQ5_1:
+      return runtime::DType::kQ5_1;
+    case DType::kQ4_K:
+      return runtime::DType::kQ4_K;
+    case DType::kQ5_K:
+      return runtime::DType::kQ5_K;
+    case DType::kQ6_K:
+      return runtime::DType::kQ6_K;
+    case DType::kQ2_K:
+      return runtime::DType::kQ2_K;
+    case DType::kQ3_K:
+      return runtime::DType::kQ3_K;
+    default:
+      return std::nullopt;
+  }
 }
 
 }  // namespace switchyard::model

@@ -1,7 +1,8 @@
 // The dtype names that every command's --dtype (the weights on the device) and
 // --kv-cache-dtype (the KV cache) accept: vLLM's spellings, with the short names f32, f16 and
 // bf16 as aliases. One parser for both flags, so that `generate` and `engine` take the same
-// words. Pure functions; any thread.
+// words; and which runtime dtype a file's dtype stays as on the device. Pure functions; any
+// thread.
 #pragma once
 
 #include <optional>
@@ -9,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 
+#include "model/dtype.h"
 #include "runtime/dtype.h"
 
 namespace switchyard::model {
@@ -26,5 +28,9 @@ enum class DTypeTarget {
 absl::StatusOr<std::optional<runtime::DType>> ParseDeviceDType(std::string_view flag,
                                                                std::string_view value,
                                                                DTypeTarget target);
+
+// The runtime dtype a file's tensors of `dtype` keep on the device as stored; nullopt for
+// the file dtypes the runtime has no kernels for (they are converted on load, or refused).
+std::optional<runtime::DType> RuntimeDTypeOf(DType dtype);
 
 }  // namespace switchyard::model

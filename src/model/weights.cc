@@ -8,6 +8,7 @@
 #include "fmt/format.h"
 
 #include "base/status_macros.h"
+#include "model/device_dtype.h"
 #include "runtime/float16.h"
 
 namespace switchyard::model {
@@ -25,39 +26,6 @@ enum class Role {
   kVector,  // converted to F32
   kNorm,    // converted to F32, plus the config's norm_weight_offset
 };
-
-std::optional<runtime::DType> RuntimeDType(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-      return runtime::DType::kF32;
-    case DType::kF16:
-      return runtime::DType::kF16;
-    case DType::kBF16:
-      return runtime::DType::kBF16;
-    case DType::kQ8_0:
-      return runtime::DType::kQ8_0;
-    case DType::kQ4_0:
-      return runtime::DType::kQ4_0;
-    case DType::kQ4_1:
-      return runtime::DType::kQ4_1;
-    case DType::kQ5_0:
-      return runtime::DType::kQ5_0;
-    case DType::kQ5_1:
-      return runtime::DType::kQ5_1;
-    case DType::kQ4_K:
-      return runtime::DType::kQ4_K;
-    case DType::kQ5_K:
-      return runtime::DType::kQ5_K;
-    case DType::kQ6_K:
-      return runtime::DType::kQ6_K;
-    case DType::kQ2_K:
-      return runtime::DType::kQ2_K;
-    case DType::kQ3_K:
-      return runtime::DType::kQ3_K;
-    default:
-      return std::nullopt;
-  }
-}
 
 // Tensor names in one file format.
 struct Names {
@@ -109,7 +77,7 @@ class Loader {
           fmt::format("{}: tensor '{}': shape [{}], expected [{}]", files_.path(), view.name,
                       fmt::join(view.shape, ", "), fmt::join(expected_shape, ", ")));
     }
-    std::optional<runtime::DType> stored = RuntimeDType(view.dtype);
+    std::optional<runtime::DType> stored = RuntimeDTypeOf(view.dtype);
     if (!stored.has_value()) {
       return absl::UnimplementedError(
           fmt::format("{}: tensor '{}': dtype {} is not supported (F32, F16, BF16, Q8_0, Q4_0, "

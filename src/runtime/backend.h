@@ -182,6 +182,11 @@ class Backend {
   // REQUIRES: the weights' memory stays valid and unchanged while the Buffer lives.
   // Errors: ResourceExhausted when the copies do not fit.
   virtual absl::StatusOr<Buffer> PackMatMulWeights(std::span<const Tensor> weights) = 0;
+  // Bytes PackMatMulWeights allocates for one [m, k] weight of `dtype`, without making the
+  // copy: 0 where the backend keeps none (the default). Memory estimates add it up.
+  virtual size_t PackedMatMulWeightBytes(DType /*dtype*/, int64_t /*m*/, int64_t /*k*/) const {
+    return 0;
+  }
 
   // out = silu(gate) * up elementwise, silu(g) = g / (1 + exp(-g)).
   // gate, up, out: F32, same element count ([n, f]). out may alias gate or up.

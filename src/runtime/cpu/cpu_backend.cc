@@ -252,6 +252,10 @@ class CpuBackend final : public Backend {
     return packed_.Pack(ctx_, weights);
   }
 
+  size_t PackedMatMulWeightBytes(DType dtype, int64_t m, int64_t k) const override {
+    return packed_.CopyBytes(ctx_, dtype, m, k);
+  }
+
   absl::Status SwiGlu(const Tensor& gate, const Tensor& up, const Tensor& out) override {
     constexpr std::string_view kName = "SwiGlu";
     SY_RETURN_IF_ERROR(ExpectDType(kName, "gate", gate, DType::kF32));

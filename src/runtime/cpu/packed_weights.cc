@@ -16,8 +16,8 @@ size_t RoundUp(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
 
-int64_t NumPanels(const Tensor& w) {
-  return (w.dim(0) + kPanelRows - 1) / kPanelRows;
+int64_t NumPanels(int64_t m) {
+  return (m + kPanelRows - 1) / kPanelRows;
 }
 
 // Packs w's panels into `packed`, in parallel.
@@ -26,7 +26,7 @@ void PackPanels(const KernelContext& ctx, const Tensor& w, const PackedPanels& p
   const int64_t k = w.dim(1);
   const auto* wd = static_cast<const uint8_t*>(w.data());
   const size_t row_bytes = w.row_bytes();
-  ctx.ParallelFor(NumPanels(w), m * k, [&](int64_t begin, int64_t end) {
+  ctx.ParallelFor(NumPanels(m), m * k, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
       const int64_t j0 = p * kPanelRows;
       const int64_t rows = std::min(kPanelRows, m - j0);
@@ -46,15 +46,19 @@ void PackPanels(const KernelContext& ctx, const Tensor& w, const PackedPanels& p
 
 }  // namespace
 
-size_t PackedWeights::PanelBytes(const KernelContext& ctx, const Tensor& w) const {
-  if (!enabled_ || w.rank() != 2 || w.data() == nullptr || w.dim(0) == 0 || w.dim(1) == 0)
+size_t PackedWeights::PanelBytes(const KernelContext& ctx, DType dtype, int64_t m,
+                                 int64_t k) const {
+  if (!enabled_ || m <= 0 || k <= 0)
     return 0;
-  const int64_t k = w.dim(1);
-  if (w.dtype() == DType::kBF16 && ctx.bf16 != nullptr && k % 2 == 0)
+  if (dtype == DType::kBF16 && ctx.bf16 != nullptr && k % 2 == 0)
     return static_cast<size_t>(k / 2 * kPanelRows) * sizeof(uint32_t);
-  if (w.dtype() == DType::kQ8_0 && ctx.q8 != nullptr && ctx.q8->pack_panel != nullptr)
+  if (dtype == DType::kQ8_0 && ctx.q8 != nullptr && ctx.q8->pack_panel != nullptr)
     return static_cast<size_t>(k / kQ8_0BlockElems * kQ8PanelStride);
   return 0;
+}
+
+size_t PackedWeights::CopyBytes(const KernelContext& ctx, DType dtype, int64_t m, int64_t k) const {
+  return RoundUp(PanelBytes(ctx, dtype, m, k) * static_cast<size_t>(NumPanels(m)), 64);
 }
 
 absl::StatusOr<Buffer> PackedWeights::Pack(const KernelContext& ctx,
@@ -70,13 +74,15 @@ absl::StatusOr<Buffer> PackedWeights::Pack(const KernelContext& ctx,
   {
     base::MutexLock lock(&mu_);
     for (const Tensor& w : weights) {
-      const size_t panel_bytes = PanelBytes(ctx, w);
+      if (w.rank() != 2 || w.data() == nullptr)
+        continue;
+      const size_t panel_bytes = PanelBytes(ctx, w.dtype(), w.dim(0), w.dim(1));
       const bool seen = std::any_of(todo.begin(), todo.end(),
                                     [&w](const Todo& t) { return t.w->data() == w.data(); });
       if (panel_bytes == 0 || seen || entries_.contains(w.data()))
         continue;
       todo.push_back({&w, total, panel_bytes});
-      total += RoundUp(panel_bytes * static_cast<size_t>(NumPanels(w)), 64);
+      total += CopyBytes(ctx, w.dtype(), w.dim(0), w.dim(1));
     }
   }
   if (todo.empty())

@@ -89,6 +89,7 @@ void CheckMatMul(Backend& backend, DType dtype, const MatMulCase& c, bool with_b
     // Whole panels of 32 rows over all of k (rounded to 64 bytes).
     const size_t want = (PackedBytes(backend, dtype, c.m, c.k) + 63) / 64 * 64;
     ASSERT_EQ(packed.size_bytes(), want) << "k=" << c.k << " m=" << c.m;
+    EXPECT_EQ(backend.PackedMatMulWeightBytes(dtype, c.m, c.k), want);
     if (want != 0)
       EXPECT_FALSE(backend.MatMulPathsDiffer(wt, c.n));
   }

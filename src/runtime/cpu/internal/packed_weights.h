@@ -52,14 +52,17 @@ class PackedWeights {
   // The copy of w (same data, dtype and shape), if there is one.
   std::optional<PackedPanels> Find(const Tensor& w) const;
 
+  // Bytes Pack allocates for a [m, k] weight of `dtype` (0 where it makes no copy).
+  size_t CopyBytes(const KernelContext& ctx, DType dtype, int64_t m, int64_t k) const;
+
  private:
   struct Entry {
     DType dtype;
     int64_t m, k;
     PackedPanels packed;
   };
-  // Bytes of one of w's panels where it has a layout to make, else 0.
-  size_t PanelBytes(const KernelContext& ctx, const Tensor& w) const;
+  // Bytes of one panel of a [m, k] weight of `dtype` where it has a layout to make, else 0.
+  size_t PanelBytes(const KernelContext& ctx, DType dtype, int64_t m, int64_t k) const;
   // Forgets the entries whose copies lie in [begin, end).
   void Release(const void* begin, const void* end);
 
