@@ -17,6 +17,9 @@
 //
 // Where both shapes apply (few rows, and panels for the dtype), the caller's MatMulPath
 // picks one; a compiled step measures both per shape (compile/matmul_tuning.h).
+// MatMulsKernel takes several weights against one x (a layer's q, k and v): where each
+// streams GGML-quant rows or reads packed Q8_0 panels, x is quantized once and all the
+// terms' rows go to the pool in one call, which a decode step otherwise waits on per weight.
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -83,51 +86,89 @@ bool Streams(MatMulPath path, int64_t n, int64_t max_streaming_rows, bool has_pa
 // out (row i0, column p * kPanelRows), kRowBlock rows at a time, so that the panel is
 // read from memory once and from L1 for the other row blocks.
 template <typename PanelAt, typename Multiply>
+void RunPanels(int64_t p_begin, int64_t p_end, int64_t n, int64_t m, int64_t units, int64_t step,
+               const float* bd, float* od, const PanelAt& panel_at, const Multiply& multiply) {
+  for (int64_t p = p_begin; p < p_end; ++p) {
+    const int64_t j0 = p * kPanelRows;
+    const int64_t cols = std::min(kPanelRows, m - j0);
+    for (int64_t u0 = 0; u0 < units; u0 += step) {
+      const int64_t nu = std::min(step, units - u0);
+      const auto& panel = panel_at(p, cols, u0, nu);
+      for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
+        multiply(panel, i0, std::min(kRowBlock, n - i0), u0, nu, od + i0 * m + j0, cols, u0 != 0);
+      }
+    }
+    AddBias(bd, n, m, j0, j0 + cols, od);
+  }
+}
+
+int64_t NumPanels(int64_t m) {
+  return (m + kPanelRows - 1) / kPanelRows;
+}
+
+template <typename PanelAt, typename Multiply>
 void PanelLoop(const KernelContext& ctx, int64_t n, int64_t m, int64_t k, int64_t units,
                int64_t step, const float* bd, float* od, const PanelAt& panel_at,
                const Multiply& multiply) {
-  const int64_t num_panels = (m + kPanelRows - 1) / kPanelRows;
-  ctx.ParallelFor(num_panels, n * m * k, [&](int64_t p_begin, int64_t p_end) {
-    for (int64_t p = p_begin; p < p_end; ++p) {
-      const int64_t j0 = p * kPanelRows;
-      const int64_t cols = std::min(kPanelRows, m - j0);
-      for (int64_t u0 = 0; u0 < units; u0 += step) {
-        const int64_t nu = std::min(step, units - u0);
-        const auto& panel = panel_at(p, cols, u0, nu);
-        for (int64_t i0 = 0; i0 < n; i0 += kRowBlock) {
-          multiply(panel, i0, std::min(kRowBlock, n - i0), u0, nu, od + i0 * m + j0, cols, u0 != 0);
-        }
-      }
-      AddBias(bd, n, m, j0, j0 + cols, od);
-    }
+  ctx.ParallelFor(NumPanels(m), n * m * k, [&](int64_t p_begin, int64_t p_end) {
+    RunPanels(p_begin, p_end, n, m, units, step, bd, od, panel_at, multiply);
   });
+}
+
+// Activation rows quantized for the Q8_0 kernels: q8.quantize's int8 values and per-block
+// scales, row i at q + i * k and s + i * blocks.
+struct Q8Activations {
+  const uint8_t* q;
+  const float* s;
+  int64_t blocks;
+};
+
+// x's rows as Q8Activations, into per-thread buffers that grow once.
+Q8Activations QuantizeQ8Activations(const KernelContext& ctx, const float* xd, int64_t n,
+                                    int64_t k) {
+  const int64_t blocks = k / kQ8_0BlockElems;
+  thread_local std::vector<uint8_t> q_storage;
+  thread_local std::vector<float> s_storage;
+  uint8_t* q = Grow(q_storage, static_cast<size_t>(n * k));
+  float* s = Grow(s_storage, static_cast<size_t>(n * blocks));
+  ctx.ParallelFor(n, n * k * 4, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i)
+      ctx.q8->quantize(xd + i * k, k, q + i * k, s + i * blocks);
+  });
+  return {q, s, blocks};
+}
+
+// PanelLoop's multiply for Q8_0 panels against x, for an output of m columns.
+auto Q8PanelMultiply(const Q8Kernels& q8, const Q8Activations& x, int64_t k, int64_t m) {
+  return [&q8, x, k, m](const uint8_t* panel, int64_t i0, int64_t rows, int64_t b0, int64_t nb,
+                        float* out, int64_t cols, bool accumulate) {
+    q8.gemm_panel(x.q + i0 * k + b0 * kQ8_0BlockElems, k, x.s + i0 * x.blocks + b0, x.blocks, rows,
+                  panel, nb, out, m, cols, accumulate);
+  };
+}
+
+// Panels [p_begin, p_end) of out = x * w^T (+ bias) from w's copy packed at load.
+void RunPackedQ8Panels(const Q8Kernels& q8, const Q8Activations& x, int64_t n, int64_t k,
+                       const PackedPanels& packed, const float* bd, int64_t m, float* od,
+                       int64_t p_begin, int64_t p_end) {
+  RunPanels(
+      p_begin, p_end, n, m, x.blocks, kQ8KBlocks, bd, od,
+      [&packed](int64_t p, int64_t, int64_t b0, int64_t) {
+        return packed.panel(p) + b0 * kQ8PanelStride;
+      },
+      Q8PanelMultiply(q8, x, k, m));
 }
 
 void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64_t k,
                      const Tensor& w, const float* bd, int64_t m, float* od, MatMulPath path,
                      const std::optional<PackedPanels>& packed) {
   const Q8Kernels& q8 = *ctx.q8;
-  const int64_t blocks = k / kQ8_0BlockElems;
-  thread_local std::vector<uint8_t> xq_storage;
-  thread_local std::vector<float> xs_storage;
-  uint8_t* xq = Grow(xq_storage, static_cast<size_t>(n * k));
-  float* xs = Grow(xs_storage, static_cast<size_t>(n * blocks));
-  ctx.ParallelFor(n, n * k * 4, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      q8.quantize(xd + i * k, k, xq + i * k, xs + i * blocks);
-  });
-  const auto multiply = [&](const uint8_t* panel, int64_t i0, int64_t rows, int64_t b0, int64_t nb,
-                            float* out, int64_t cols, bool accumulate) {
-    q8.gemm_panel(xq + i0 * k + b0 * kQ8_0BlockElems, k, xs + i0 * blocks + b0, blocks, rows, panel,
-                  nb, out, m, cols, accumulate);
-  };
+  const Q8Activations x = QuantizeQ8Activations(ctx, xd, n, k);
+  const int64_t blocks = x.blocks;
   if (packed.has_value()) {
-    PanelLoop(
-        ctx, n, m, k, blocks, kQ8KBlocks, bd, od,
-        [&packed](int64_t p, int64_t, int64_t b0, int64_t) {
-          return packed->panel(p) + b0 * kQ8PanelStride;
-        },
-        multiply);
+    ctx.ParallelFor(NumPanels(m), n * m * k, [&](int64_t p_begin, int64_t p_end) {
+      RunPackedQ8Panels(q8, x, n, k, *packed, bd, m, od, p_begin, p_end);
+    });
     return;
   }
   const auto* wd = static_cast<const uint8_t*>(w.data());
@@ -142,10 +183,10 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
       float* s = spread + i * stride;
       std::fill(s, s + stride, 0.0f);
       for (int64_t b = 0; b < blocks; ++b)
-        std::fill(s + 8 * b, s + 8 * b + 8, xs[i * blocks + b]);
+        std::fill(s + 8 * b, s + 8 * b + 8, x.s[i * blocks + b]);
     }
     ctx.ParallelFor(m, n * m * k, [&](int64_t begin, int64_t end) {
-      q8.dot_rows(xq, spread, n, k, wd, w_row_bytes, begin, end, od, m);
+      q8.dot_rows(x.q, spread, n, k, wd, w_row_bytes, begin, end, od, m);
       AddBias(bd, n, m, begin, end, od);
     });
     return;
@@ -159,7 +200,7 @@ void QuantizedMatMul(const KernelContext& ctx, const float* xd, int64_t n, int64
         q8.pack_panel(wd, w_row_bytes, p * kPanelRows, cols, b0, nb, panel);
         return static_cast<const uint8_t*>(panel);
       },
-      multiply);
+      Q8PanelMultiply(q8, x, k, m));
 }
 
 // Rows of x in QuantActivations form (see isa_kernels.h), into per-thread buffers that
@@ -383,34 +424,54 @@ void MatMulKernel(const KernelContext& ctx, const Tensor& x, const Tensor& w, co
 void MatMulsKernel(const KernelContext& ctx, const Tensor& x, std::span<const MatMulsTerm> terms) {
   const int64_t n = x.rows();
   const int64_t k = x.cols();
-  const auto streams_ggml_quant = [&](const MatMulsTerm& t) {
-    return !t.packed.has_value() && x.dtype() == DType::kF32 &&
-           TakesGgmlQuantRoute(ctx, t.w->dtype(), n, k) &&
-           StreamsGgmlQuant(ctx, n, MatMulPath::kAuto);
+  // How a term runs within one pool call: streaming GGML-quant rows, or Q8_0 panels packed at
+  // load (which every row count takes); kAlone: as a MatMul of its own.
+  enum class Shape : uint8_t { kGgmlQuantRows, kPackedQ8Panels, kAlone };
+  const auto shape_of = [&](const MatMulsTerm& t) {
+    if (n == 0 || x.dtype() != DType::kF32)
+      return Shape::kAlone;
+    if (t.packed.has_value())
+      return TakesQ8Route(ctx, t.w->dtype(), n, k) ? Shape::kPackedQ8Panels : Shape::kAlone;
+    return TakesGgmlQuantRoute(ctx, t.w->dtype(), n, k) &&
+                   StreamsGgmlQuant(ctx, n, MatMulPath::kAuto)
+               ? Shape::kGgmlQuantRows
+               : Shape::kAlone;
   };
-  if (n == 0 || !std::all_of(terms.begin(), terms.end(), streams_ggml_quant)) {
-    for (const MatMulsTerm& t : terms)
-      MatMulKernel(ctx, x, *t.w, t.bias, *t.out, MatMulPath::kAuto, t.packed);
-    return;
-  }
-  // Every term streams rows against the same quantized x: quantize it once and split the
-  // terms' rows, laid end to end, over the pool in one call.
-  const QuantActivations xq = QuantizeActivations(ctx, x.data_as<const float>(), n, k);
+  bool any_rows = false;
+  bool any_panels = false;
   int64_t rows = 0;
-  for (const MatMulsTerm& t : terms)
+  for (const MatMulsTerm& t : terms) {
+    const Shape shape = shape_of(t);
+    if (shape == Shape::kAlone) {
+      for (const MatMulsTerm& u : terms)
+        MatMulKernel(ctx, x, *u.w, u.bias, *u.out, MatMulPath::kAuto, u.packed);
+      return;
+    }
+    any_rows |= shape == Shape::kGgmlQuantRows;
+    any_panels |= shape == Shape::kPackedQ8Panels;
     rows += t.w->dim(0);
+  }
+  // Quantize x once per form, and split the terms' rows, laid end to end, over the pool in
+  // one call; a panel of kPanelRows rows goes with the chunk that holds its first row.
+  const auto* xd = x.data_as<const float>();
+  const QuantActivations xq = any_rows ? QuantizeActivations(ctx, xd, n, k) : QuantActivations{};
+  const Q8Activations x8 = any_panels ? QuantizeQ8Activations(ctx, xd, n, k) : Q8Activations{};
   ctx.ParallelFor(rows, n * rows * k, [&](int64_t begin, int64_t end) {
     int64_t first = 0;  // the term's first row in the joined range
     for (const MatMulsTerm& t : terms) {
       const int64_t m = t.w->dim(0);
-      const int64_t lo = std::max(begin, first);
-      const int64_t hi = std::min(end, first + m);
-      if (lo < hi) {
-        StreamGgmlQuantRows(*ctx.quant, xq, n, k, *t.w,
-                            t.bias == nullptr ? nullptr : t.bias->data_as<const float>(),
-                            t.out->data_as<float>(), lo - first, hi - first);
-      }
+      const int64_t lo = std::max(begin, first) - first;
+      const int64_t hi = std::min(end, first + m) - first;
       first += m;
+      if (lo >= hi)
+        continue;
+      const float* bd = t.bias == nullptr ? nullptr : t.bias->data_as<const float>();
+      auto* od = t.out->data_as<float>();
+      if (t.packed.has_value()) {
+        RunPackedQ8Panels(*ctx.q8, x8, n, k, *t.packed, bd, m, od, NumPanels(lo), NumPanels(hi));
+      } else {
+        StreamGgmlQuantRows(*ctx.quant, xq, n, k, *t.w, bd, od, lo, hi);
+      }
     }
   });
 }

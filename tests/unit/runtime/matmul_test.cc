@@ -380,10 +380,11 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, MatMulTest,
                          IsaDTypeName);
 
 // MatMuls: several weights against one x (a layer's q, k, v) give, term by term, what MatMul
-// gives for each, bit for bit: where every term streams GGML-quant rows (decode) the terms'
-// rows are split over the threads together, and a row's result must not depend on which
-// thread or chunk takes it; elsewhere (more rows, or a Q8_0 or F32 term) each term is a
-// MatMul. Weight dtypes mixed as in a Q4_K_M file, a bias on one term, odd row counts.
+// gives for each, bit for bit: where every term streams GGML-quant rows (decode) or reads
+// Q8_0 panels packed at load, the terms' rows are split over the threads together, and a
+// row's result must not depend on which thread or chunk takes it; elsewhere (more rows, or
+// an F32 or unpacked Q8_0 term) each term is a MatMul. Weight dtypes mixed as in a Q4_K_M
+// file, a bias on one term, odd row counts.
 class MatMulsTest : public ::testing::TestWithParam<CpuIsa> {};
 
 TEST_P(MatMulsTest, EveryTermGivesWhatMatMulGives) {
@@ -402,43 +403,50 @@ TEST_P(MatMulsTest, EveryTermGivesWhatMatMulGives) {
                                 std::pair{DType::kQ4_K, 70}, std::pair{DType::kQ4_0, 1}}) {
     weights.push_back({dtype, m, RandomGgmlRows(dtype, m, kK, rng)});
   }
-  std::vector<float> f32_values = RandomFloats(rng, 20 * kK);
-  std::vector<float> q8_values = RandomFloats(rng, 45 * kK);
   std::vector<float> decoded;
-  weights.push_back(
-      {DType::kF32, 20, testing::EncodeWeights(DType::kF32, f32_values, 20, kK, &decoded)});
-  weights.push_back(
-      {DType::kQ8_0, 45, testing::EncodeWeights(DType::kQ8_0, q8_values, 45, kK, &decoded)});
-  // The GGML-quant terms alone (fused at few rows), then all of them (each a MatMul).
-  for (const size_t count : {size_t{4}, weights.size()}) {
+  for (const auto [dtype, m] : {std::pair{DType::kQ8_0, 45}, std::pair{DType::kF32, 20}}) {
+    weights.push_back(
+        {dtype, m, testing::EncodeWeights(dtype, RandomFloats(rng, m * kK), m, kK, &decoded)});
+  }
+  // Which weights, and whether the Q8_0 one (index 4) is packed first as a model's are.
+  const std::vector<std::pair<std::vector<size_t>, bool>> sets = {
+      {{0, 1, 2, 3}, false}, {{4, 0, 1}, true}, {{0, 4, 5}, false}, {{4, 2, 5, 3}, true}};
+  for (const auto& [set, pack] : sets) {
     for (const size_t threads : {size_t{2}, size_t{3}}) {
       auto backend = MakeBackend(GetParam(), threads, /*quantize_q8_0=*/true);
+      std::vector<Tensor> wts;
+      for (const size_t i : set)
+        wts.push_back(HostTensor(weights[i].dtype, {weights[i].m, kK}, weights[i].bytes.data()));
+      Buffer packed;
+      if (pack) {
+        absl::StatusOr<Buffer> made = backend->PackMatMulWeights(wts);
+        ASSERT_TRUE(made.ok()) << made.status();
+        packed = std::move(made).value();
+      }
       for (const int64_t n : {int64_t{1}, int64_t{3}, kMaxRows}) {
         const Tensor xt = HostTensor(DType::kF32, {n, kK}, const_cast<float*>(x.data()));
-        std::vector<Tensor> wts;
-        std::vector<std::vector<float>> outs, wants;
-        for (size_t t = 0; t < count; ++t) {
-          wts.push_back(HostTensor(weights[t].dtype, {weights[t].m, kK}, weights[t].bytes.data()));
-          outs.emplace_back(static_cast<size_t>(n * weights[t].m), -7.0f);
-          wants.emplace_back(static_cast<size_t>(n * weights[t].m), -9.0f);
-        }
         const Tensor bt = HostTensor(DType::kF32, {67}, bias.data());
+        std::vector<std::vector<float>> outs, wants;
         std::vector<Tensor> out_ts;
+        for (const size_t i : set) {
+          outs.emplace_back(static_cast<size_t>(n * weights[i].m), -7.0f);
+          wants.emplace_back(static_cast<size_t>(n * weights[i].m), -9.0f);
+          out_ts.push_back(HostTensor(DType::kF32, {n, weights[i].m}, outs.back().data()));
+        }
         std::vector<Backend::MatMulTerm> terms;
-        for (size_t t = 0; t < count; ++t)
-          out_ts.push_back(HostTensor(DType::kF32, {n, weights[t].m}, outs[t].data()));
-        for (size_t t = 0; t < count; ++t)
-          terms.push_back({&wts[t], t == 0 ? &bt : nullptr, &out_ts[t]});
+        for (size_t t = 0; t < set.size(); ++t)
+          terms.push_back({&wts[t], set[t] == 0 ? &bt : nullptr, &out_ts[t]});
         ASSERT_TRUE(backend->MatMuls(xt, terms).ok());
-        for (size_t t = 0; t < count; ++t) {
+        for (size_t t = 0; t < set.size(); ++t) {
+          const Weight& w = weights[set[t]];
           ASSERT_TRUE(backend
-                          ->MatMul(xt, wts[t], t == 0 ? &bt : nullptr,
-                                   HostTensor(DType::kF32, {n, weights[t].m}, wants[t].data()))
+                          ->MatMul(xt, wts[t], set[t] == 0 ? &bt : nullptr,
+                                   HostTensor(DType::kF32, {n, w.m}, wants[t].data()))
                           .ok());
           for (size_t e = 0; e < wants[t].size(); ++e) {
             ASSERT_EQ(outs[t][e], wants[t][e])
-                << DTypeName(weights[t].dtype) << " n=" << n << " threads=" << threads
-                << " terms=" << count << " at " << e;
+                << DTypeName(w.dtype) << " n=" << n << " threads=" << threads << " term " << t
+                << " packed=" << pack << " at " << e;
           }
         }
       }

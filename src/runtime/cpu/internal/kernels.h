@@ -57,9 +57,9 @@ struct MatMulsTerm {
   const Tensor* out = nullptr;
   std::optional<PackedPanels> packed;
 };
-// MatMulKernel(ctx, x, w, bias, out, kAuto, packed) for every term; where all of them stream
-// GGML-quant weight rows (decode), x is quantized once and the terms' rows are split over
-// the pool in one call.
+// MatMulKernel(ctx, x, w, bias, out, kAuto, packed) for every term; where each of them
+// streams GGML-quant weight rows (decode) or reads Q8_0 panels packed at load, x is quantized
+// once per form and the terms' rows are split over the pool in one call.
 void MatMulsKernel(const KernelContext& ctx, const Tensor& x, std::span<const MatMulsTerm> terms);
 // Whether MatMulKernel's path changes the kernel for this weight dtype, n rows and k.
 bool MatMulPathsDiffer(const KernelContext& ctx, DType w_dtype, int64_t n, int64_t k);
