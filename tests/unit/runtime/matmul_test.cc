@@ -399,12 +399,12 @@ TEST_P(MatMulsTest, EveryTermGivesWhatMatMulGives) {
     std::vector<uint8_t> bytes;
   };
   std::vector<Weight> weights;
-  for (const auto [dtype, m] : {std::pair{DType::kQ4_1, 67}, std::pair{DType::kQ6_K, 33},
-                                std::pair{DType::kQ4_K, 70}, std::pair{DType::kQ4_0, 1}}) {
+  for (const auto& [dtype, m] : {std::pair{DType::kQ4_1, 67}, std::pair{DType::kQ6_K, 33},
+                                 std::pair{DType::kQ4_K, 70}, std::pair{DType::kQ4_0, 1}}) {
     weights.push_back({dtype, m, RandomGgmlRows(dtype, m, kK, rng)});
   }
   std::vector<float> decoded;
-  for (const auto [dtype, m] : {std::pair{DType::kQ8_0, 45}, std::pair{DType::kF32, 20}}) {
+  for (const auto& [dtype, m] : {std::pair{DType::kQ8_0, 45}, std::pair{DType::kF32, 20}}) {
     weights.push_back(
         {dtype, m, testing::EncodeWeights(dtype, RandomFloats(rng, m * kK), m, kK, &decoded)});
   }
