@@ -33,6 +33,18 @@ function(sy_precompile_headers target)
   endif()
 endfunction()
 
+# Under SY_UNITY_BUILD (the sanitizer presets, which CI builds from nothing), the target's
+# units compile in batches of 8, each batch one translation unit: every header is parsed
+# once per batch instead of once per unit (sy_net: 59 -> 36 CPU-s under ASan). Units with
+# options of their own (sy_optimize_sources, the ISA kernels) still compile alone. A
+# batch shares one namespace scope, so two units of a library must not define the same
+# name at namespace scope, anonymous namespaces included. Tests stay one unit per file.
+function(sy_unity_build target)
+  if(SY_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+endfunction()
+
 # sy_cc_library(NAME text PUBLIC_DEPS sy::base PRIVATE_DEPS x): every .cc under the
 # calling folder (subfolders included) makes up the library.
 function(sy_cc_library)
@@ -43,6 +55,7 @@ function(sy_cc_library)
   target_include_directories(sy_${SY_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   target_link_libraries(sy_${SY_NAME} PUBLIC ${SY_PUBLIC_DEPS} PRIVATE ${SY_PRIVATE_DEPS} sy::warnings)
   sy_precompile_headers(sy_${SY_NAME})
+  sy_unity_build(sy_${SY_NAME})
 endfunction()
 
 # sy_cc_test(LIB base DEPS extra [LABEL concurrency]) -> binary sy_<lib>_tests from

@@ -42,11 +42,28 @@ trap 'rm -rf "$work"' EXIT
 { cat .clang-tidy; echo "$cached_checks"; clang-tidy-14 --version; } | sha256sum | cut -d' ' -f1 >"$work/config_key"
 
 # The compile database without the precompiled header (SY_PRECOMPILE_HEADERS), so that each
-# unit is checked, and keyed, as it compiles on its own: an include it lacks is an error here.
-# Then one line per unit in scope: its source file, then its compile command (compiler first).
+# unit is checked, and keyed, as it compiles on its own: an include it lacks is an error here;
+# a batch of a unity build (SY_UNITY_BUILD) becomes its units again, each with the command it
+# has in a build without batches. Then one line per unit in scope: its source file, then its
+# compile command (compiler first).
 python3 - "$db" "$root/src/" "$work/compile_commands.json" >"$work/units" <<'EOF'
-import json, shlex, sys
+import json, os, re, shlex, sys
 db, prefix, out = sys.argv[1], sys.argv[2], sys.argv[3]
+def units_of(entry):
+    batch = entry["file"]
+    if not re.search(r"/CMakeFiles/[^/]+\.dir/Unity/unity_\d+_cxx\.cxx$", batch):
+        return [entry]
+    # The batch's object, e.g. src/kvx/CMakeFiles/sy_kvx.dir/Unity/unity_0_cxx.cxx.o; a unit's
+    # is the target's folder plus its path under the target's source folder (src/kvx).
+    target_dir = os.path.relpath(os.path.dirname(os.path.dirname(batch)), entry["directory"])
+    source_dir = os.path.join(os.path.dirname(prefix.rstrip("/")), target_dir.split("/CMakeFiles/")[0])
+    batch_object = f"{target_dir}/Unity/{os.path.basename(batch)}.o"
+    units = []
+    for source in re.findall(r'^#include "([^"]+)"$', open(batch).read(), re.M):
+        unit_object = f"{target_dir}/{os.path.relpath(source, source_dir)}.o"
+        command = entry["command"].replace(batch_object, unit_object).replace(batch, source)
+        units.append({"directory": entry["directory"], "command": command, "file": source})
+    return units
 def without_pch(args):
     kept, i = [], 0
     while i < len(args):
@@ -58,7 +75,7 @@ def without_pch(args):
             kept.append(args[i])
         i += 1
     return kept
-entries = json.load(open(db))
+entries = [unit for entry in json.load(open(db)) for unit in units_of(entry)]
 for entry in entries:
     args = entry.pop("arguments", None) or shlex.split(entry.pop("command"))
     entry["arguments"] = without_pch(args)

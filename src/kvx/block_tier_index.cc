@@ -18,7 +18,7 @@
 namespace switchyard::kvx {
 namespace {
 
-constexpr uint64_t kMagic = 0x5359'4b56'4944'5802;  // "SYKVIDX", version 2
+constexpr uint64_t kIndexMagic = 0x5359'4b56'4944'5802;  // "SYKVIDX", version 2
 constexpr int64_t kNone = -1;
 
 enum State : int32_t { kFree = 0, kWriting = 1, kReadable = 2 };
@@ -116,7 +116,7 @@ absl::StatusOr<std::unique_ptr<BlockTierIndex>> BlockTierIndex::InMemory(
   std::unique_ptr<BlockTierIndex> index(new BlockTierIndex(memory.data(), num_slots));
   if (initialize) {
     index->Initialize();
-  } else if (index->header_->magic != kMagic || index->header_->num_slots != num_slots) {
+  } else if (index->header_->magic != kIndexMagic || index->header_->num_slots != num_slots) {
     return absl::FailedPreconditionError("KV tier index: the memory holds no index of that size");
   }
   return index;
@@ -148,7 +148,7 @@ void BlockTierIndex::Initialize() {
   h->num_free = num_slots_;
   h->num_readable = 0;
   // Last: an attacher checks it.
-  h->magic = kMagic;
+  h->magic = kIndexMagic;
 }
 
 BlockTierIndex::~BlockTierIndex() = default;

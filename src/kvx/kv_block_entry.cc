@@ -9,7 +9,7 @@
 namespace switchyard::kvx {
 namespace {
 
-constexpr char kMagic[8] = {'S', 'Y', 'K', 'V', 'B', 'L', 'K', '1'};
+constexpr char kEntryMagic[8] = {'S', 'Y', 'K', 'V', 'B', 'L', 'K', '1'};
 constexpr size_t kKeyOffset = 8;
 constexpr size_t kDigestOffset = 40;
 constexpr size_t kSizeOffset = 72;
@@ -42,7 +42,7 @@ KvBlockEntryHeader MakeKvBlockEntryHeader(const KvBlockKey& key,
                                           const std::array<uint8_t, 32>& compatibility,
                                           const MemoryRegion& region, int64_t block) {
   KvBlockEntryHeader header{};
-  std::memcpy(header.data(), kMagic, sizeof(kMagic));
+  std::memcpy(header.data(), kEntryMagic, sizeof(kEntryMagic));
   std::memcpy(header.data() + kKeyOffset, key.data(), key.size());
   std::memcpy(header.data() + kDigestOffset, compatibility.data(), compatibility.size());
   PutU64(region.layout().block_bytes(), header.data() + kSizeOffset);
@@ -55,7 +55,7 @@ absl::Status CheckKvBlockEntry(const KvBlockEntryHeader& header, const KvBlockKe
                                const std::array<uint8_t, 32>& compatibility,
                                const MemoryRegion& region, int64_t block, std::string_view what) {
   auto bad = [&](const char* why) { return absl::DataLossError(fmt::format("{}: {}", what, why)); };
-  if (std::memcmp(header.data(), kMagic, sizeof(kMagic)) != 0)
+  if (std::memcmp(header.data(), kEntryMagic, sizeof(kEntryMagic)) != 0)
     return bad("not a KV block entry");
   if (GetU64(header.data() + kHeaderSumOffset) != XXH3_64bits(header.data(), kHeaderSumOffset))
     return bad("header checksum mismatch");

@@ -10,7 +10,7 @@
 namespace switchyard::kvx {
 namespace {
 
-constexpr uint8_t kMagic[4] = {'S', 'Y', 'K', 'V'};
+constexpr uint8_t kFrameMagic[4] = {'S', 'Y', 'K', 'V'};
 constexpr uint8_t kLastType = static_cast<uint8_t>(PeerFrameType::kReleaseBlocks);
 
 }  // namespace
@@ -40,7 +40,7 @@ const char* PeerFrameTypeName(PeerFrameType type) {
 }
 
 std::array<uint8_t, kPeerFrameHeaderBytes> EncodePeerFrameHeader(const PeerFrameHeader& header) {
-  std::string bytes(reinterpret_cast<const char*>(kMagic), sizeof(kMagic));
+  std::string bytes(reinterpret_cast<const char*>(kFrameMagic), sizeof(kFrameMagic));
   base::AppendLittleEndian(kPeerProtocolVersion, &bytes);
   base::AppendLittleEndian(static_cast<uint8_t>(header.type), &bytes);
   base::AppendLittleEndian(uint16_t{0}, &bytes);
@@ -53,9 +53,9 @@ std::array<uint8_t, kPeerFrameHeaderBytes> EncodePeerFrameHeader(const PeerFrame
 
 absl::StatusOr<PeerFrameHeader> DecodePeerFrameHeader(
     std::span<const uint8_t, kPeerFrameHeaderBytes> bytes, uint32_t max_payload_bytes) {
-  if (std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0)
+  if (std::memcmp(bytes.data(), kFrameMagic, sizeof(kFrameMagic)) != 0)
     return absl::InvalidArgumentError("KV peer frame: bad magic (not a Switchyard KV peer)");
-  base::ByteReader reader(bytes.subspan(sizeof(kMagic)));
+  base::ByteReader reader(bytes.subspan(sizeof(kFrameMagic)));
   uint8_t version = 0, type = 0;
   uint16_t flags = 0;
   PeerFrameHeader header;
