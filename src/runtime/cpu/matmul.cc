@@ -102,10 +102,6 @@ void RunPanels(int64_t p_begin, int64_t p_end, int64_t n, int64_t m, int64_t uni
   }
 }
 
-int64_t NumPanels(int64_t m) {
-  return (m + kPanelRows - 1) / kPanelRows;
-}
-
 template <typename PanelAt, typename Multiply>
 void PanelLoop(const KernelContext& ctx, int64_t n, int64_t m, int64_t k, int64_t units,
                int64_t step, const float* bd, float* od, const PanelAt& panel_at,

@@ -16,10 +16,6 @@ size_t RoundUp(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
 
-int64_t NumPanels(int64_t m) {
-  return (m + kPanelRows - 1) / kPanelRows;
-}
-
 // Packs w's panels into `packed`, in parallel.
 void PackPanels(const KernelContext& ctx, const Tensor& w, const PackedPanels& packed) {
   const int64_t m = w.dim(0);

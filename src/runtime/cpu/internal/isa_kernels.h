@@ -14,6 +14,10 @@ namespace switchyard::runtime::cpu {
 
 // Width of a packed weight panel: GEMM packs 32 weight rows, k-major, as f32.
 inline constexpr int64_t kPanelRows = 32;
+// Panels of kPanelRows rows that m weight rows make (the last one may be short).
+constexpr int64_t NumPanels(int64_t m) {
+  return (m + kPanelRows - 1) / kPanelRows;
+}
 // Bytes of one Q8_0 block of a packed int8 panel: 32 rows x 32 int8.
 inline constexpr int64_t kQ8PanelBlockBytes = kPanelRows * kQ8_0BlockElems;
 
