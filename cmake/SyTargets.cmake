@@ -36,9 +36,10 @@ endfunction()
 # Under SY_UNITY_BUILD (the sanitizer presets, which CI builds from nothing), the target's
 # units compile in batches of 8, each batch one translation unit: every header is parsed
 # once per batch instead of once per unit (sy_net: 59 -> 36 CPU-s under ASan). Units with
-# options of their own (sy_optimize_sources, the ISA kernels) still compile alone. A
-# batch shares one namespace scope, so two units of a library must not define the same
-# name at namespace scope, anonymous namespaces included. Tests stay one unit per file.
+# options of their own (sy_optimize_sources) and the CPU kernels (src/runtime/CMakeLists.txt)
+# still compile alone. A batch shares one namespace scope, so two units of a library must
+# not define the same name at namespace scope, anonymous namespaces included. Tests stay one
+# unit per file.
 function(sy_unity_build target)
   if(SY_UNITY_BUILD)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
