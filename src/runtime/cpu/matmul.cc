@@ -423,8 +423,9 @@ void MatMulsKernel(const KernelContext& ctx, const Tensor& x, std::span<const Ma
   // How a term runs within one pool call: streaming GGML-quant rows, or Q8_0 panels packed at
   // load (which every row count takes); kAlone: as a MatMul of its own.
   enum class Shape : uint8_t { kGgmlQuantRows, kPackedQ8Panels, kAlone };
+  const bool quantizes_x = n > 0 && x.dtype() == DType::kF32;
   const auto shape_of = [&](const MatMulsTerm& t) {
-    if (n == 0 || x.dtype() != DType::kF32)
+    if (!quantizes_x)
       return Shape::kAlone;
     if (t.packed.has_value())
       return TakesQ8Route(ctx, t.w->dtype(), n, k) ? Shape::kPackedQ8Panels : Shape::kAlone;
