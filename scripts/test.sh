@@ -9,13 +9,15 @@
 # minutes, not tens of minutes, and CI builds no release binary for them); then the `tsan`
 # tests (only the test binaries whose tests start threads, under TSan).
 # Three things take minutes of CPU and are needed late, so they build in the background at
-# low CPU priority (scripts/background.sh): the peers only some end-to-end tests use
-# (guidellm, llama.cpp, the Kubernetes tools: pytest's `peer_tools` marker), started first so
-# that their downloads overlap the ASan build, and the TSan build, started with the end-to-end
-# tests and lower still, since its tests run last. Those tests wait on servers and clients
-# part of the time (measured: 11.6 CPU-minutes in 13 minutes, about 0.9 of the two cores),
-# so the builds take what they leave and not their share; the `peer_tools` tests run once
-# the peers are built, after the others.
+# low CPU priority (scripts/background.sh): the TSan build, which needs only what
+# scripts/setup.sh installs, started right after it at the lowest priority (its tests run
+# last), so that it takes the cores where nothing else wants them, first during
+# setup_test.sh's downloads; and the peers only some end-to-end tests use (guidellm,
+# llama.cpp, the Kubernetes tools: pytest's `peer_tools` marker), started next so that their
+# downloads overlap the ASan build. The end-to-end tests wait on servers and clients part of
+# the time (measured: 11.6 CPU-minutes in 13 minutes, about 0.9 of the two cores), so the
+# builds take what they leave and not their share; the `peer_tools` tests run once the peers
+# are built, after the others.
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,11 +35,15 @@ stage() {
 }
 
 bash scripts/setup.sh
-bash scripts/setup_test.sh --defer-peer-builds
 
 # shellcheck source=background.sh
 . scripts/background.sh
 trap 'background_cleanup; rm -f "$cpu_log"' EXIT
+
+stage "configure the TSan build and build it in the background"
+background_start tsan --nice 19 bash -c 'cmake --preset tsan && cmake --build --preset tsan'
+
+bash scripts/setup_test.sh --defer-peer-builds
 
 stage "build the peers in the background: guidellm, llama.cpp, the Kubernetes tools"
 background_start guidellm --nice 10 bash scripts/setup_guidellm.sh
@@ -52,10 +58,6 @@ cmake --workflow --preset asan
 
 stage "clang-tidy on the src/ units that changed since they passed (scripts/tidy.sh)"
 bash scripts/tidy.sh
-
-stage "configure the TSan build; build it in the background too"
-cmake --preset tsan
-background_start tsan --nice 19 cmake --build --preset tsan
 
 export SWITCHYARD_BIN="$root/build/asan/src/cli/switchyard"
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
